@@ -1,0 +1,319 @@
+package advisor
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// PlanAction says what the controller may do with a plan.
+type PlanAction string
+
+const (
+	// PlanActionDryRun drafts the plan and waits for an approval.
+	PlanActionDryRun PlanAction = "DryRun"
+	// PlanActionApply is a standing approval: the plan is applied as soon as it is drafted.
+	PlanActionApply PlanAction = "Apply"
+	// PlanActionIgnore leaves the managed resources alone.
+	PlanActionIgnore PlanAction = "Ignore"
+)
+
+// FailurePolicy says what happens to the remaining items when one fails.
+type FailurePolicy string
+
+const (
+	// FailurePolicyAbort stops at the first failed item.
+	FailurePolicyAbort FailurePolicy = "Abort"
+	// FailurePolicyContinue applies the remaining items and ends in CompletedWithErrors.
+	FailurePolicyContinue FailurePolicy = "Continue"
+)
+
+// Impact is the disruption a change may cause: Low < Medium < High.
+type Impact string
+
+const (
+	ImpactLow    Impact = "Low"
+	ImpactMedium Impact = "Medium"
+	ImpactHigh   Impact = "High"
+)
+
+// ConfigPhase is the lifecycle phase of a VirtPlatformConfig.
+type ConfigPhase string
+
+const (
+	PhasePending              ConfigPhase = "Pending"
+	PhaseDrafting             ConfigPhase = "Drafting"
+	PhasePrerequisiteFailed   ConfigPhase = "PrerequisiteFailed"
+	PhaseReviewRequired       ConfigPhase = "ReviewRequired"
+	PhaseInProgress           ConfigPhase = "InProgress"
+	PhaseCompleted            ConfigPhase = "Completed"
+	PhaseCompletedWithErrors  ConfigPhase = "CompletedWithErrors"
+	PhaseCompletedWithUpgrade ConfigPhase = "CompletedWithUpgrade"
+	PhaseFailed               ConfigPhase = "Failed"
+	PhaseDrifted              ConfigPhase = "Drifted"
+	PhaseIgnored              ConfigPhase = "Ignored"
+)
+
+// ItemState is the progress of one plan item.
+type ItemState string
+
+const (
+	ItemStatePending    ItemState = "Pending"
+	ItemStateInProgress ItemState = "InProgress"
+	ItemStateCompleted  ItemState = "Completed"
+	ItemStateFailed     ItemState = "Failed"
+)
+
+// Operation is what applying a plan item does to its target.
+type Operation string
+
+const (
+	OperationCreate Operation = "Create"
+	OperationUpdate Operation = "Update"
+	OperationDelete Operation = "Delete"
+	OperationNone   Operation = "None"
+)
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// VirtPlatformConfig selects a tuning profile for the virtualization platform.
+// Its name must equal spec.profile, so there is at most one per profile.
+type VirtPlatformConfig struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	// spec is the desired profile and how the controller may act on it.
+	Spec VirtPlatformConfigSpec
+	// status is written by the embedded controller and by approvals.
+	Status VirtPlatformConfigStatus
+}
+
+// VirtPlatformConfigSpec is the desired state of a VirtPlatformConfig.
+type VirtPlatformConfigSpec struct {
+	// profile is the tuning profile: load-aware-rebalancing, virt-higher-density or example-profile.
+	// It must equal metadata.name and is immutable.
+	Profile string
+	// action is DryRun (draft a plan and wait for approval; the default), Apply (a standing
+	// approval) or Ignore (leave the managed resources alone).
+	Action PlanAction
+	// failurePolicy is Abort (stop at the first failed item; the default) or Continue.
+	FailurePolicy FailurePolicy
+	// bypassOptimisticLock applies even when the targets changed since the plan was drafted,
+	// and corrects drift automatically when action is Apply.
+	BypassOptimisticLock bool
+	// waitTimeout bounds how long an item may take to become healthy (for example a
+	// MachineConfigPool rollout), as a positive Go duration such as "30m" or "1h30m".
+	// Unset waits forever.
+	WaitTimeout string
+	// options tune the selected profile; only the block of that profile may be set.
+	Options *ProfileOptions
+}
+
+// ProfileOptions holds one options block per profile.
+type ProfileOptions struct {
+	// loadAware tunes the load-aware-rebalancing profile.
+	LoadAware *LoadAwareConfig
+	// virtHigherDensity tunes the virt-higher-density profile.
+	VirtHigherDensity *VirtHigherDensityConfig
+}
+
+// LoadAwareConfig tunes the load-aware-rebalancing profile.
+type LoadAwareConfig struct {
+	// deschedulingIntervalSeconds is how often the descheduler runs, 60..86400 (default 60).
+	DeschedulingIntervalSeconds *int32
+	// mode is the descheduler mode: Automatic (evicts; the default) or Predictive (only reports).
+	Mode string
+	// enablePSIMetrics adds the psi=1 kernel argument to worker nodes (default true).
+	// Changing it reboots the worker nodes one by one.
+	EnablePSIMetrics *bool
+	// devDeviationThresholds is the load deviation threshold: Low, Medium, High,
+	// AsymmetricLow (the default), AsymmetricMedium or AsymmetricHigh.
+	DevDeviationThresholds string
+	// evictionLimitTotal caps concurrent evictions in the cluster, 1..1000.
+	// Unset derives it from the HyperConverged parallelMigrationsPerCluster.
+	EvictionLimitTotal *int32
+	// evictionLimitNode caps concurrent evictions per node, 1..100.
+	// Unset derives it from the HyperConverged parallelOutboundMigrationsPerNode.
+	EvictionLimitNode *int32
+}
+
+// VirtHigherDensityConfig tunes the virt-higher-density profile.
+type VirtHigherDensityConfig struct {
+	// enableSwap configures kubelet swap on worker nodes (default true).
+	// Changing it reboots the worker nodes one by one.
+	EnableSwap *bool
+	// ksmConfiguration configures kernel samepage merging.
+	KSMConfiguration *KSMConfiguration
+	// memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300
+	// (default 150). Values above 120 require enableSwap=true.
+	MemoryToRequestRatio *int32
+}
+
+// KSMConfiguration configures kernel samepage merging.
+type KSMConfiguration struct {
+	// enabled turns KSM on (default true).
+	Enabled *bool
+	// nodeLabelSelector selects the nodes KSM runs on; empty selects all nodes.
+	NodeLabelSelector *metav1.LabelSelector
+}
+
+// VirtPlatformConfigStatus is the observed state of a VirtPlatformConfig.
+type VirtPlatformConfigStatus struct {
+	// phase is the lifecycle phase.
+	Phase ConfigPhase
+	// impactSeverity is the highest impact of the plan items.
+	ImpactSeverity Impact
+	// observedGeneration is the spec generation the status describes.
+	ObservedGeneration int64
+	// sourceSnapshotHash is the SHA-256 (lowercase hex) of the live managed fields the plan was drafted from.
+	SourceSnapshotHash string
+	// operatorVersion is the version of the server that drafted or applied the plan.
+	OperatorVersion string
+	// appliedOptions are the profile options, defaults resolved, of the last applied plan.
+	AppliedOptions *ProfileOptions
+	// conditions hold one condition per phase plus UpgradeAvailable and InputDependencyDrift.
+	Conditions []metav1.Condition
+	// items are the drafted plan and the progress of each item.
+	Items []VirtPlatformConfigItem
+	// approval is the last approval of a plan revision.
+	Approval *ApprovalRecord
+	// specChangedBy is the user who made the last spec change; it is the approver when action is Apply.
+	SpecChangedBy string
+}
+
+// ObjectReference points at a target object in the main cluster.
+type ObjectReference struct {
+	APIVersion string
+	Kind       string
+	Name       string
+	Namespace string
+}
+
+// VirtPlatformConfigItem is one change of a drafted plan and its progress.
+type VirtPlatformConfigItem struct {
+	// name identifies the item within the profile, e.g. enable-psi-metrics.
+	Name string
+	// targetRef is the object the item changes.
+	TargetRef ObjectReference
+	// impactSeverity is the disruption applying this item may cause.
+	ImpactSeverity Impact
+	// diff is a unified diff of the live object against the server-side apply dry-run result.
+	Diff string
+	// desiredState is the object applied with server-side apply.
+	DesiredState *runtime.RawExtension
+	// state is the progress of the item.
+	State ItemState
+	// message says what the item does or how it is going.
+	Message string
+	// lastTransitionTime is when state last changed.
+	LastTransitionTime *metav1.Time
+	// managedFields are the dot paths of the fields this item owns, e.g. spec.kernelArguments.
+	ManagedFields []string
+}
+
+// ApprovalRecord is the last approval of a plan revision.
+type ApprovalRecord struct {
+	// planHash is the plan revision approved.
+	PlanHash string
+	// approvedBy is the user who approved.
+	ApprovedBy string
+	// approvedAt is when the approval was made.
+	ApprovedAt metav1.Time
+	// generation is the spec generation the approved plan was computed from.
+	Generation int64
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// VirtPlatformConfigList is a list of VirtPlatformConfigs.
+type VirtPlatformConfigList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []VirtPlatformConfig
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Plan is the live plan of a VirtPlatformConfig, computed at request time by
+// GET .../virtplatformconfigs/{name}/plan. It is never stored.
+type Plan struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	// status is the computed plan.
+	Status PlanStatus
+}
+
+// PlanStatus is a computed plan.
+type PlanStatus struct {
+	// profile is the profile the plan was computed for.
+	Profile string
+	// generation is the VirtPlatformConfig generation the plan was computed from.
+	Generation int64
+	// planHash identifies this plan revision; approve exactly this value.
+	PlanHash string
+	// impactSeverity is the highest impact of the items.
+	ImpactSeverity Impact
+	// prerequisites are the APIs the profile needs; with any unsatisfied the plan has no items.
+	Prerequisites []Prerequisite
+	// items are the changes, in the order they are applied.
+	Items []PlanItem
+}
+
+// Prerequisite is an API a profile needs.
+type Prerequisite struct {
+	Kind       string
+	APIVersion string
+	// description says how to install it.
+	Description string
+	// satisfied is true when the API is served by the cluster.
+	Satisfied bool
+}
+
+// PlanItem is one change of a plan.
+type PlanItem struct {
+	// name identifies the item within the profile.
+	Name string
+	// targetRef is the object the item changes.
+	TargetRef ObjectReference
+	// operation is what applying the item does: Create, Update, Delete or None.
+	Operation Operation
+	// impactSeverity is the disruption applying this item may cause.
+	ImpactSeverity Impact
+	// message says what the item does.
+	Message string
+	// managedFields are the dot paths of the fields this item owns.
+	ManagedFields []string
+	// desiredState is the object that would be applied with server-side apply.
+	DesiredState *runtime.RawExtension
+	// diff is a unified diff of the live object against the server-side apply dry-run result.
+	Diff string
+	// error says why the item could not be planned (for example the dry-run was rejected).
+	Error string
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Approval approves exactly one plan revision of a VirtPlatformConfig
+// (POST .../virtplatformconfigs/{name}/approve). It is never stored.
+type Approval struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	// spec names the plan revision being approved.
+	Spec ApprovalSpec
+	// status is filled in by the server.
+	Status ApprovalStatus
+}
+
+// ApprovalSpec names the plan revision being approved.
+type ApprovalSpec struct {
+	// planHash is status.planHash of the plan the caller reviewed.
+	PlanHash string
+}
+
+// ApprovalStatus records who approved what and when.
+type ApprovalStatus struct {
+	ApprovedBy string
+	ApprovedAt *metav1.Time
+	PlanHash string
+}

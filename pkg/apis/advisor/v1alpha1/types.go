@@ -1,0 +1,408 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// PlanAction says what the controller may do with a plan.
+// +enum
+type PlanAction string
+
+const (
+	// PlanActionDryRun drafts the plan and waits for an approval.
+	PlanActionDryRun PlanAction = "DryRun"
+	// PlanActionApply is a standing approval: the plan is applied as soon as it is drafted.
+	PlanActionApply PlanAction = "Apply"
+	// PlanActionIgnore leaves the managed resources alone.
+	PlanActionIgnore PlanAction = "Ignore"
+)
+
+// FailurePolicy says what happens to the remaining items when one fails.
+// +enum
+type FailurePolicy string
+
+const (
+	// FailurePolicyAbort stops at the first failed item.
+	FailurePolicyAbort FailurePolicy = "Abort"
+	// FailurePolicyContinue applies the remaining items and ends in CompletedWithErrors.
+	FailurePolicyContinue FailurePolicy = "Continue"
+)
+
+// Impact is the disruption a change may cause: Low < Medium < High.
+// +enum
+type Impact string
+
+const (
+	ImpactLow    Impact = "Low"
+	ImpactMedium Impact = "Medium"
+	ImpactHigh   Impact = "High"
+)
+
+// ConfigPhase is the lifecycle phase of a VirtPlatformConfig.
+// +enum
+type ConfigPhase string
+
+const (
+	PhasePending              ConfigPhase = "Pending"
+	PhaseDrafting             ConfigPhase = "Drafting"
+	PhasePrerequisiteFailed   ConfigPhase = "PrerequisiteFailed"
+	PhaseReviewRequired       ConfigPhase = "ReviewRequired"
+	PhaseInProgress           ConfigPhase = "InProgress"
+	PhaseCompleted            ConfigPhase = "Completed"
+	PhaseCompletedWithErrors  ConfigPhase = "CompletedWithErrors"
+	PhaseCompletedWithUpgrade ConfigPhase = "CompletedWithUpgrade"
+	PhaseFailed               ConfigPhase = "Failed"
+	PhaseDrifted              ConfigPhase = "Drifted"
+	PhaseIgnored              ConfigPhase = "Ignored"
+)
+
+// ItemState is the progress of one plan item.
+// +enum
+type ItemState string
+
+const (
+	ItemStatePending    ItemState = "Pending"
+	ItemStateInProgress ItemState = "InProgress"
+	ItemStateCompleted  ItemState = "Completed"
+	ItemStateFailed     ItemState = "Failed"
+)
+
+// Operation is what applying a plan item does to its target.
+// +enum
+type Operation string
+
+const (
+	OperationCreate Operation = "Create"
+	OperationUpdate Operation = "Update"
+	OperationDelete Operation = "Delete"
+	OperationNone   Operation = "None"
+)
+
+// +genclient
+// +genclient:nonNamespaced
+// +genclient:method=GetPlan,verb=get,subresource=plan,result=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Plan
+// +genclient:method=Approve,verb=create,subresource=approve,input=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Approval,result=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Approval
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// VirtPlatformConfig selects a tuning profile for the virtualization platform.
+// Its name must equal spec.profile, so there is at most one per profile.
+type VirtPlatformConfig struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired profile and how the controller may act on it.
+	Spec VirtPlatformConfigSpec `json:"spec"`
+	// status is written by the embedded controller and by approvals.
+	// +optional
+	Status VirtPlatformConfigStatus `json:"status,omitempty"`
+}
+
+// VirtPlatformConfigSpec is the desired state of a VirtPlatformConfig.
+type VirtPlatformConfigSpec struct {
+	// profile is the tuning profile: load-aware-rebalancing, virt-higher-density or example-profile.
+	// It must equal metadata.name and is immutable.
+	Profile string `json:"profile"`
+	// action is DryRun (draft a plan and wait for approval; the default), Apply (a standing
+	// approval) or Ignore (leave the managed resources alone).
+	// +optional
+	// +default="DryRun"
+	Action PlanAction `json:"action,omitempty"`
+	// failurePolicy is Abort (stop at the first failed item; the default) or Continue.
+	// +optional
+	// +default="Abort"
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+	// bypassOptimisticLock applies even when the targets changed since the plan was drafted,
+	// and corrects drift automatically when action is Apply.
+	// +optional
+	BypassOptimisticLock bool `json:"bypassOptimisticLock,omitempty"`
+	// waitTimeout bounds how long an item may take to become healthy (for example a
+	// MachineConfigPool rollout), as a positive Go duration such as "30m" or "1h30m".
+	// Unset waits forever.
+	// +optional
+	WaitTimeout string `json:"waitTimeout,omitempty"`
+	// options tune the selected profile; only the block of that profile may be set.
+	// +optional
+	Options *ProfileOptions `json:"options,omitempty"`
+}
+
+// ProfileOptions holds one options block per profile.
+type ProfileOptions struct {
+	// loadAware tunes the load-aware-rebalancing profile.
+	// +optional
+	LoadAware *LoadAwareConfig `json:"loadAware,omitempty"`
+	// virtHigherDensity tunes the virt-higher-density profile.
+	// +optional
+	VirtHigherDensity *VirtHigherDensityConfig `json:"virtHigherDensity,omitempty"`
+}
+
+// LoadAwareConfig tunes the load-aware-rebalancing profile.
+type LoadAwareConfig struct {
+	// deschedulingIntervalSeconds is how often the descheduler runs, 60..86400 (default 60).
+	// +optional
+	// +default=60
+	DeschedulingIntervalSeconds *int32 `json:"deschedulingIntervalSeconds,omitempty"`
+	// mode is the descheduler mode: Automatic (evicts; the default) or Predictive (only reports).
+	// +optional
+	// +default="Automatic"
+	Mode string `json:"mode,omitempty"`
+	// enablePSIMetrics adds the psi=1 kernel argument to worker nodes (default true).
+	// Changing it reboots the worker nodes one by one.
+	// +optional
+	// +default=true
+	EnablePSIMetrics *bool `json:"enablePSIMetrics,omitempty"`
+	// devDeviationThresholds is the load deviation threshold: Low, Medium, High,
+	// AsymmetricLow (the default), AsymmetricMedium or AsymmetricHigh.
+	// +optional
+	// +default="AsymmetricLow"
+	DevDeviationThresholds string `json:"devDeviationThresholds,omitempty"`
+	// evictionLimitTotal caps concurrent evictions in the cluster, 1..1000.
+	// Unset derives it from the HyperConverged parallelMigrationsPerCluster.
+	// +optional
+	EvictionLimitTotal *int32 `json:"evictionLimitTotal,omitempty"`
+	// evictionLimitNode caps concurrent evictions per node, 1..100.
+	// Unset derives it from the HyperConverged parallelOutboundMigrationsPerNode.
+	// +optional
+	EvictionLimitNode *int32 `json:"evictionLimitNode,omitempty"`
+}
+
+// VirtHigherDensityConfig tunes the virt-higher-density profile.
+type VirtHigherDensityConfig struct {
+	// enableSwap configures kubelet swap on worker nodes (default true).
+	// Changing it reboots the worker nodes one by one.
+	// +optional
+	// +default=true
+	EnableSwap *bool `json:"enableSwap,omitempty"`
+	// ksmConfiguration configures kernel samepage merging.
+	// +optional
+	KSMConfiguration *KSMConfiguration `json:"ksmConfiguration,omitempty"`
+	// memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300
+	// (default 150). Values above 120 require enableSwap=true.
+	// +optional
+	// +default=150
+	MemoryToRequestRatio *int32 `json:"memoryToRequestRatio,omitempty"`
+}
+
+// KSMConfiguration configures kernel samepage merging.
+type KSMConfiguration struct {
+	// enabled turns KSM on (default true).
+	// +optional
+	// +default=true
+	Enabled *bool `json:"enabled,omitempty"`
+	// nodeLabelSelector selects the nodes KSM runs on; empty selects all nodes.
+	// +optional
+	NodeLabelSelector *metav1.LabelSelector `json:"nodeLabelSelector,omitempty"`
+}
+
+// VirtPlatformConfigStatus is the observed state of a VirtPlatformConfig.
+type VirtPlatformConfigStatus struct {
+	// phase is the lifecycle phase.
+	// +optional
+	Phase ConfigPhase `json:"phase,omitempty"`
+	// impactSeverity is the highest impact of the plan items.
+	// +optional
+	ImpactSeverity Impact `json:"impactSeverity,omitempty"`
+	// observedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// sourceSnapshotHash is the SHA-256 (lowercase hex) of the live managed fields the plan was drafted from.
+	// +optional
+	SourceSnapshotHash string `json:"sourceSnapshotHash,omitempty"`
+	// operatorVersion is the version of the server that drafted or applied the plan.
+	// +optional
+	OperatorVersion string `json:"operatorVersion,omitempty"`
+	// appliedOptions are the profile options, defaults resolved, of the last applied plan.
+	// +optional
+	AppliedOptions *ProfileOptions `json:"appliedOptions,omitempty"`
+	// conditions hold one condition per phase plus UpgradeAvailable and InputDependencyDrift.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// items are the drafted plan and the progress of each item.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Items []VirtPlatformConfigItem `json:"items,omitempty"`
+	// approval is the last approval of a plan revision.
+	// +optional
+	Approval *ApprovalRecord `json:"approval,omitempty"`
+	// specChangedBy is the user who made the last spec change; it is the approver when action is Apply.
+	// +optional
+	SpecChangedBy string `json:"specChangedBy,omitempty"`
+}
+
+// ObjectReference points at a target object in the main cluster.
+type ObjectReference struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// VirtPlatformConfigItem is one change of a drafted plan and its progress.
+type VirtPlatformConfigItem struct {
+	// name identifies the item within the profile, e.g. enable-psi-metrics.
+	Name string `json:"name"`
+	// targetRef is the object the item changes.
+	TargetRef ObjectReference `json:"targetRef"`
+	// impactSeverity is the disruption applying this item may cause.
+	// +optional
+	ImpactSeverity Impact `json:"impactSeverity,omitempty"`
+	// diff is a unified diff of the live object against the server-side apply dry-run result.
+	// +optional
+	Diff string `json:"diff,omitempty"`
+	// desiredState is the object applied with server-side apply.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	DesiredState *runtime.RawExtension `json:"desiredState,omitempty"`
+	// state is the progress of the item.
+	// +optional
+	State ItemState `json:"state,omitempty"`
+	// message says what the item does or how it is going.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// lastTransitionTime is when state last changed.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+	// managedFields are the dot paths of the fields this item owns, e.g. spec.kernelArguments.
+	// +optional
+	// +listType=atomic
+	ManagedFields []string `json:"managedFields,omitempty"`
+}
+
+// ApprovalRecord is the last approval of a plan revision.
+type ApprovalRecord struct {
+	// planHash is the plan revision approved.
+	PlanHash string `json:"planHash"`
+	// approvedBy is the user who approved.
+	ApprovedBy string `json:"approvedBy"`
+	// approvedAt is when the approval was made.
+	ApprovedAt metav1.Time `json:"approvedAt"`
+	// generation is the spec generation the approved plan was computed from.
+	Generation int64 `json:"generation"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// VirtPlatformConfigList is a list of VirtPlatformConfigs.
+type VirtPlatformConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []VirtPlatformConfig `json:"items"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Plan is the live plan of a VirtPlatformConfig, computed at request time by
+// GET .../virtplatformconfigs/{name}/plan. It is never stored.
+type Plan struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// status is the computed plan.
+	// +optional
+	Status PlanStatus `json:"status,omitempty"`
+}
+
+// PlanStatus is a computed plan.
+type PlanStatus struct {
+	// profile is the profile the plan was computed for.
+	Profile string `json:"profile"`
+	// generation is the VirtPlatformConfig generation the plan was computed from.
+	Generation int64 `json:"generation"`
+	// planHash identifies this plan revision; approve exactly this value.
+	// +optional
+	PlanHash string `json:"planHash,omitempty"`
+	// impactSeverity is the highest impact of the items.
+	// +optional
+	ImpactSeverity Impact `json:"impactSeverity,omitempty"`
+	// prerequisites are the APIs the profile needs; with any unsatisfied the plan has no items.
+	// +optional
+	// +listType=atomic
+	Prerequisites []Prerequisite `json:"prerequisites,omitempty"`
+	// items are the changes, in the order they are applied.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Items []PlanItem `json:"items,omitempty"`
+}
+
+// Prerequisite is an API a profile needs.
+type Prerequisite struct {
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion"`
+	// description says how to install it.
+	// +optional
+	Description string `json:"description,omitempty"`
+	// satisfied is true when the API is served by the cluster.
+	Satisfied bool `json:"satisfied"`
+}
+
+// PlanItem is one change of a plan.
+type PlanItem struct {
+	// name identifies the item within the profile.
+	Name string `json:"name"`
+	// targetRef is the object the item changes.
+	TargetRef ObjectReference `json:"targetRef"`
+	// operation is what applying the item does: Create, Update, Delete or None.
+	// +optional
+	Operation Operation `json:"operation,omitempty"`
+	// impactSeverity is the disruption applying this item may cause.
+	// +optional
+	ImpactSeverity Impact `json:"impactSeverity,omitempty"`
+	// message says what the item does.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// managedFields are the dot paths of the fields this item owns.
+	// +optional
+	// +listType=atomic
+	ManagedFields []string `json:"managedFields,omitempty"`
+	// desiredState is the object that would be applied with server-side apply.
+	// +optional
+	DesiredState *runtime.RawExtension `json:"desiredState,omitempty"`
+	// diff is a unified diff of the live object against the server-side apply dry-run result.
+	// +optional
+	Diff string `json:"diff,omitempty"`
+	// error says why the item could not be planned (for example the dry-run was rejected).
+	// +optional
+	Error string `json:"error,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Approval approves exactly one plan revision of a VirtPlatformConfig
+// (POST .../virtplatformconfigs/{name}/approve). It is never stored.
+type Approval struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata.name, if set, must equal the VirtPlatformConfig name.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec names the plan revision being approved.
+	Spec ApprovalSpec `json:"spec"`
+	// status is filled in by the server.
+	// +optional
+	Status ApprovalStatus `json:"status,omitempty"`
+}
+
+// ApprovalSpec names the plan revision being approved.
+type ApprovalSpec struct {
+	// planHash is status.planHash of the plan the caller reviewed.
+	PlanHash string `json:"planHash"`
+}
+
+// ApprovalStatus records who approved what and when.
+type ApprovalStatus struct {
+	// +optional
+	ApprovedBy string `json:"approvedBy,omitempty"`
+	// +optional
+	ApprovedAt *metav1.Time `json:"approvedAt,omitempty"`
+	// +optional
+	PlanHash string `json:"planHash,omitempty"`
+}
