@@ -1,0 +1,60 @@
+# virt-advisor. `make run` brings up a local control plane with the server
+# registered through an APIService; `make test` runs every test.
+
+SHELL := /usr/bin/env bash
+BIN := $(CURDIR)/_output/bin
+KUBE_VERSION := v1.36.3
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+# kube-apiserver, kubectl and etcd are built from Go modules (hack/tools);
+# prebuilt binaries cannot be downloaded here.
+KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 \
+	-X k8s.io/component-base/version.gitTreeState=clean \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
+TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd
+GO_TEST_FLAGS ?=
+
+.PHONY: all build tools run test unit e2e bench verify update-codegen clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	go build -ldflags "-X github.com/kubevirt/virt-advisor/pkg/version.Version=$(VERSION)" \
+		-o $(BIN)/virt-advisor-apiserver ./cmd/virt-advisor-apiserver
+
+tools: $(TOOLS)
+
+$(TOOLS) &: hack/tools/go.mod hack/tools/go.sum hack/tools/etcd/main.go
+	@mkdir -p $(BIN)
+	@echo ">> building kube-apiserver, kubectl $(KUBE_VERSION) and etcd from Go modules (first time: several minutes)"
+	cd hack/tools && go build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd
+	@touch $(TOOLS)
+
+run: tools build
+	go run ./test/cmd/local-up --dir _output/local --bin-dir $(BIN)
+
+test: unit e2e
+
+unit:
+	go test $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/...
+
+e2e: tools build
+	go test $(GO_TEST_FLAGS) -timeout 40m ./test/e2e/... -args -ginkgo.v
+
+bench: tools build
+	go test -run '^$$' -bench . -benchtime 1x ./pkg/... 
+
+verify:
+	hack/verify-codegen.sh
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet ./...
+	cd hack/tools && go vet ./...
+
+update-codegen:
+	hack/update-codegen.sh
+
+clean:
+	rm -rf _output

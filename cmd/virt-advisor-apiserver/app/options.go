@@ -1,0 +1,96 @@
+// Package app holds the flags and options of virt-advisor-apiserver.
+package app
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	netutils "k8s.io/utils/net"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apiserver"
+	generatedopenapi "github.com/kubevirt/virt-advisor/pkg/generated/openapi"
+	"github.com/kubevirt/virt-advisor/pkg/version"
+)
+
+const etcdPathPrefix = "/registry/advisor.kubevirt.io"
+
+// Options are the command-line options of virt-advisor-apiserver.
+type Options struct {
+	ServerRun   *genericoptions.ServerRunOptions
+	Recommended *genericoptions.RecommendedOptions
+	// EmbeddedEtcdDir is the data dir of the embedded etcd, used when
+	// --etcd-servers is not set.
+	EmbeddedEtcdDir string
+}
+
+// NewOptions returns the default options.
+func NewOptions() *Options {
+	o := &Options{
+		ServerRun: genericoptions.NewServerRunOptions(),
+		Recommended: genericoptions.NewRecommendedOptions(etcdPathPrefix,
+			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
+		EmbeddedEtcdDir: "/var/lib/virt-advisor/etcd",
+	}
+	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	o.Recommended.SecureServing.BindPort = 8443
+	return o
+}
+
+// AddFlags adds the flags of every option group.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.ServerRun.AddUniversalFlags(fs)
+	o.Recommended.AddFlags(fs)
+	fs.StringVar(&o.EmbeddedEtcdDir, "embedded-etcd-dir", o.EmbeddedEtcdDir,
+		"Data directory of the embedded etcd, used when --etcd-servers is not set. Mount a volume here.")
+}
+
+// UsesEmbeddedEtcd is true when no external etcd was given.
+func (o *Options) UsesEmbeddedEtcd() bool {
+	return len(o.Recommended.Etcd.StorageConfig.Transport.ServerList) == 0
+}
+
+// Validate checks the options; call it after the embedded etcd, if any,
+// filled in --etcd-servers.
+func (o *Options) Validate() error {
+	var errs []error
+	errs = append(errs, o.ServerRun.Validate()...)
+	errs = append(errs, o.Recommended.Validate()...)
+	return utilerrors.NewAggregate(errs)
+}
+
+// Config builds the server configuration.
+func (o *Options) Config() (*apiserver.Config, error) {
+	if err := o.ServerRun.Complete(); err != nil {
+		return nil, err
+	}
+	if err := o.Recommended.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil,
+		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("creating self-signed serving certificates: %w", err)
+	}
+
+	cfg := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
+	cfg.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIConfig.Info.Title = "virt-advisor"
+	cfg.OpenAPIConfig.Info.Version = version.Version
+	cfg.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
+	cfg.OpenAPIV3Config.Info.Title = "virt-advisor"
+	cfg.OpenAPIV3Config.Info.Version = version.Version
+
+	if err := o.ServerRun.ApplyTo(&cfg.Config); err != nil {
+		return nil, err
+	}
+	if err := o.Recommended.ApplyTo(cfg); err != nil {
+		return nil, err
+	}
+	return &apiserver.Config{GenericConfig: cfg}, nil
+}

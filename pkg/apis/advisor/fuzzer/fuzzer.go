@@ -1,0 +1,64 @@
+// Package fuzzer fills advisor objects with random values for round-trip tests.
+package fuzzer
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
+	"sigs.k8s.io/randfill"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+)
+
+// Funcs returns the fuzzer functions of the advisor group.
+var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
+	return []interface{}{
+		// Desired states are arbitrary objects: fill them with valid JSON,
+		// as the server stores them, so the round trip compares like with like.
+		func(r *runtime.RawExtension, c randfill.Continue) {
+			r.Raw = []byte(fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q}}`, c.String(20)))
+		},
+		// Defaulted fields must carry non-empty values, or decoding would
+		// default them and the round trip would differ.
+		func(s *advisor.VirtPlatformConfigSpec, c randfill.Continue) {
+			c.FillNoCustom(s)
+			if s.Action == "" {
+				s.Action = advisor.PlanActionDryRun
+			}
+			if s.FailurePolicy == "" {
+				s.FailurePolicy = advisor.FailurePolicyAbort
+			}
+		},
+		func(o *advisor.LoadAwareConfig, c randfill.Continue) {
+			c.FillNoCustom(o)
+			if o.DeschedulingIntervalSeconds == nil {
+				o.DeschedulingIntervalSeconds = new(int32)
+			}
+			if o.EnablePSIMetrics == nil {
+				o.EnablePSIMetrics = new(bool)
+			}
+			if o.Mode == "" {
+				o.Mode = "Automatic"
+			}
+			if o.DevDeviationThresholds == "" {
+				o.DevDeviationThresholds = "AsymmetricLow"
+			}
+		},
+		func(o *advisor.VirtHigherDensityConfig, c randfill.Continue) {
+			c.FillNoCustom(o)
+			if o.EnableSwap == nil {
+				o.EnableSwap = new(bool)
+			}
+			if o.MemoryToRequestRatio == nil {
+				o.MemoryToRequestRatio = new(int32)
+			}
+		},
+		func(o *advisor.KSMConfiguration, c randfill.Continue) {
+			c.FillNoCustom(o)
+			if o.Enabled == nil {
+				o.Enabled = new(bool)
+			}
+		},
+	}
+}

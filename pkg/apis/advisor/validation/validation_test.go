@@ -1,0 +1,231 @@
+package validation_test
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
+)
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	install.Install(s)
+	return s
+}()
+
+// internal defaults and converts a v1alpha1 object as the API server does
+// before validation, so the defaulting interactions are covered too.
+func internal(t *testing.T, in *v1alpha1.VirtPlatformConfig) *advisor.VirtPlatformConfig {
+	t.Helper()
+	scheme.Default(in)
+	out := &advisor.VirtPlatformConfig{}
+	if err := scheme.Convert(in, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func config(profile string, mutate func(*v1alpha1.VirtPlatformConfig)) *v1alpha1.VirtPlatformConfig {
+	c := &v1alpha1.VirtPlatformConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: profile},
+		Spec:       v1alpha1.VirtPlatformConfigSpec{Profile: profile},
+	}
+	if mutate != nil {
+		mutate(c)
+	}
+	return c
+}
+
+func loadAware(mutate func(*v1alpha1.LoadAwareConfig)) func(*v1alpha1.VirtPlatformConfig) {
+	return func(c *v1alpha1.VirtPlatformConfig) {
+		c.Spec.Options = &v1alpha1.ProfileOptions{LoadAware: &v1alpha1.LoadAwareConfig{}}
+		mutate(c.Spec.Options.LoadAware)
+	}
+}
+
+func density(mutate func(*v1alpha1.VirtHigherDensityConfig)) func(*v1alpha1.VirtPlatformConfig) {
+	return func(c *v1alpha1.VirtPlatformConfig) {
+		c.Spec.Options = &v1alpha1.ProfileOptions{VirtHigherDensity: &v1alpha1.VirtHigherDensityConfig{}}
+		mutate(c.Spec.Options.VirtHigherDensity)
+	}
+}
+
+const (
+	lar = "load-aware-rebalancing"
+	vhd = "virt-higher-density"
+	ex  = "example-profile"
+)
+
+func TestValidateVirtPlatformConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      *v1alpha1.VirtPlatformConfig
+		field   string // "" = valid
+		message string
+	}{
+		{"defaults are valid", config(lar, nil), "", ""},
+		{"all profiles valid", config(ex, nil), "", ""},
+		{"full load-aware options", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) {
+			o.DeschedulingIntervalSeconds = ptr.To[int32](86400)
+			o.Mode = "Predictive"
+			o.DevDeviationThresholds = "High"
+			o.EvictionLimitTotal = ptr.To[int32](1000)
+			o.EvictionLimitNode = ptr.To[int32](100)
+		})), "", ""},
+		{"full density options", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) {
+			o.EnableSwap = ptr.To(false)
+			o.MemoryToRequestRatio = ptr.To[int32](120)
+			o.KSMConfiguration = &v1alpha1.KSMConfiguration{NodeLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}}
+		})), "", ""},
+		{"name must equal profile", config(lar, func(c *v1alpha1.VirtPlatformConfig) { c.Name = "mine" }),
+			"metadata.name", "To ensure a singleton pattern, the VirtPlatformConfig name must exactly match the spec.profile."},
+		{"profile required", config("", func(c *v1alpha1.VirtPlatformConfig) { c.Name = "x" }), "spec.profile", "Required value"},
+		{"unknown profile", config("turbo", nil), "spec.profile", `supported values: "load-aware-rebalancing", "virt-higher-density", "example-profile"`},
+		{"unknown action", config(lar, func(c *v1alpha1.VirtPlatformConfig) { c.Spec.Action = "Now" }), "spec.action", `supported values: "DryRun", "Apply", "Ignore"`},
+		{"unknown failurePolicy", config(lar, func(c *v1alpha1.VirtPlatformConfig) { c.Spec.FailurePolicy = "Retry" }), "spec.failurePolicy", `supported values: "Abort", "Continue"`},
+		{"waitTimeout not a duration", config(lar, func(c *v1alpha1.VirtPlatformConfig) { c.Spec.WaitTimeout = "soon" }), "spec.waitTimeout", "must be a Go duration"},
+		{"waitTimeout negative", config(lar, func(c *v1alpha1.VirtPlatformConfig) { c.Spec.WaitTimeout = "-5m" }), "spec.waitTimeout", "must be positive"},
+		{"waitTimeout zero", config(lar, func(c *v1alpha1.VirtPlatformConfig) { c.Spec.WaitTimeout = "0s" }), "spec.waitTimeout", "must be positive"},
+		{"interval too small", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DeschedulingIntervalSeconds = ptr.To[int32](59) })),
+			"spec.options.loadAware.deschedulingIntervalSeconds", "must be between 60 and 86400, inclusive"},
+		{"interval too large", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DeschedulingIntervalSeconds = ptr.To[int32](86401) })),
+			"spec.options.loadAware.deschedulingIntervalSeconds", "must be between 60 and 86400, inclusive"},
+		{"unknown mode", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.Mode = "Eager" })),
+			"spec.options.loadAware.mode", `supported values: "Automatic", "Predictive"`},
+		{"unknown thresholds", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DevDeviationThresholds = "Extreme" })),
+			"spec.options.loadAware.devDeviationThresholds", `"AsymmetricLow"`},
+		{"eviction total too small", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.EvictionLimitTotal = ptr.To[int32](0) })),
+			"spec.options.loadAware.evictionLimitTotal", "must be between 1 and 1000, inclusive"},
+		{"eviction total too large", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.EvictionLimitTotal = ptr.To[int32](1001) })),
+			"spec.options.loadAware.evictionLimitTotal", "must be between 1 and 1000, inclusive"},
+		{"eviction node too large", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.EvictionLimitNode = ptr.To[int32](101) })),
+			"spec.options.loadAware.evictionLimitNode", "must be between 1 and 100, inclusive"},
+		{"ratio too small", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) { o.MemoryToRequestRatio = ptr.To[int32](99) })),
+			"spec.options.virtHigherDensity.memoryToRequestRatio", "must be between 100 and 300, inclusive"},
+		{"ratio too large", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) { o.MemoryToRequestRatio = ptr.To[int32](301) })),
+			"spec.options.virtHigherDensity.memoryToRequestRatio", "must be between 100 and 300, inclusive"},
+		{"ratio above 120 needs swap", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) {
+			o.EnableSwap = ptr.To(false)
+			o.MemoryToRequestRatio = ptr.To[int32](121)
+		})), "spec.options.virtHigherDensity.memoryToRequestRatio", "memoryToRequestRatio > 120 requires enableSwap=true"},
+		{"swap off alone is rejected (ratio defaults to 150)", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) { o.EnableSwap = ptr.To(false) })),
+			"spec.options.virtHigherDensity.memoryToRequestRatio", "memoryToRequestRatio > 120 requires enableSwap=true"},
+		{"bad KSM selector", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) {
+			o.KSMConfiguration = &v1alpha1.KSMConfiguration{NodeLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}}}
+		})), "spec.options.virtHigherDensity.ksmConfiguration.nodeLabelSelector.matchLabels", "name part must consist of"},
+		{"density options on load-aware", config(lar, density(func(*v1alpha1.VirtHigherDensityConfig) {})),
+			"spec.options.virtHigherDensity", "When profile is 'load-aware-rebalancing', only options.loadAware may be set"},
+		{"load-aware options on density", config(vhd, loadAware(func(*v1alpha1.LoadAwareConfig) {})),
+			"spec.options.loadAware", "When profile is 'virt-higher-density', only options.virtHigherDensity may be set"},
+		{"load-aware options on example", config(ex, loadAware(func(*v1alpha1.LoadAwareConfig) {})),
+			"spec.options.loadAware", "options.loadAware can only be used with profile 'load-aware-rebalancing'"},
+		{"density options on example", config(ex, density(func(*v1alpha1.VirtHigherDensityConfig) {})),
+			"spec.options.virtHigherDensity", "options.virtHigherDensity can only be used with profile 'virt-higher-density'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := validation.ValidateVirtPlatformConfig(internal(t, tt.in))
+			if tt.field == "" {
+				if len(errs) > 0 {
+					t.Fatalf("want valid, got %v", errs)
+				}
+				return
+			}
+			for _, e := range errs {
+				if strings.HasPrefix(e.Field, tt.field) && strings.Contains(e.Error(), tt.message) {
+					return
+				}
+			}
+			t.Fatalf("want an error on %s containing %q, got %v", tt.field, tt.message, errs)
+		})
+	}
+}
+
+func TestValidateVirtPlatformConfigUpdate(t *testing.T) {
+	old := internal(t, config(lar, nil))
+	old.ResourceVersion = "1"
+	tests := []struct {
+		name    string
+		mutate  func(*advisor.VirtPlatformConfig)
+		field   string
+		message string
+	}{
+		{"action change is fine", func(c *advisor.VirtPlatformConfig) { c.Spec.Action = advisor.PlanActionApply }, "", ""},
+		{"profile is immutable", func(c *advisor.VirtPlatformConfig) { c.Spec.Profile = vhd }, "spec.profile", "Profile is immutable"},
+		{"spec still validated", func(c *advisor.VirtPlatformConfig) { c.Spec.Action = "Later" }, "spec.action", "Unsupported value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := old.DeepCopy()
+			tt.mutate(c)
+			errs := validation.ValidateVirtPlatformConfigUpdate(c, old)
+			if tt.field == "" {
+				if len(errs) > 0 {
+					t.Fatalf("want valid, got %v", errs)
+				}
+				return
+			}
+			for _, e := range errs {
+				if e.Field == tt.field && strings.Contains(e.Error(), tt.message) {
+					return
+				}
+			}
+			t.Fatalf("want an error on %s containing %q, got %v", tt.field, tt.message, errs)
+		})
+	}
+}
+
+func TestValidateStatusUpdate(t *testing.T) {
+	old := internal(t, config(lar, nil))
+	old.ResourceVersion = "1"
+	tests := []struct {
+		name   string
+		mutate func(*advisor.VirtPlatformConfigStatus)
+		field  string
+	}{
+		{"a phase", func(s *advisor.VirtPlatformConfigStatus) { s.Phase = advisor.PhaseDrafting }, ""},
+		{"unknown phase", func(s *advisor.VirtPlatformConfigStatus) { s.Phase = "Sleeping" }, "status.phase"},
+		{"unknown impact", func(s *advisor.VirtPlatformConfigStatus) { s.ImpactSeverity = "Huge" }, "status.impactSeverity"},
+		{"duplicate item", func(s *advisor.VirtPlatformConfigStatus) {
+			s.Items = []advisor.VirtPlatformConfigItem{{Name: "a"}, {Name: "a"}}
+		}, "status.items[1].name"},
+		{"bad condition", func(s *advisor.VirtPlatformConfigStatus) {
+			s.Conditions = []metav1.Condition{{Type: "Drafting", Status: "Maybe", Reason: "X"}}
+		}, "status.conditions[0].status"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := old.DeepCopy()
+			tt.mutate(&c.Status)
+			errs := validation.ValidateVirtPlatformConfigStatusUpdate(c, old)
+			if tt.field == "" {
+				if len(errs) > 0 {
+					t.Fatalf("want valid, got %v", errs)
+				}
+				return
+			}
+			for _, e := range errs {
+				if e.Field == tt.field {
+					return
+				}
+			}
+			t.Fatalf("want an error on %s, got %v", tt.field, errs)
+		})
+	}
+}
+
+func TestValidateApproval(t *testing.T) {
+	if errs := validation.ValidateApproval(&advisor.Approval{}); len(errs) != 1 || errs[0].Field != "spec.planHash" {
+		t.Fatalf("want spec.planHash required, got %v", errs)
+	}
+	if errs := validation.ValidateApproval(&advisor.Approval{Spec: advisor.ApprovalSpec{PlanHash: "abc"}}); len(errs) != 0 {
+		t.Fatalf("want valid, got %v", errs)
+	}
+}

@@ -1,0 +1,73 @@
+// Command local-up runs the local virt-advisor control plane (`make run`):
+// etcd, kube-apiserver, the test CRDs and baseline objects, and
+// virt-advisor-apiserver behind its APIService, until interrupted.
+//
+// Flags after "--" are passed to virt-advisor-apiserver:
+//
+//	go run ./test/cmd/local-up -- --v=4 --leader-elect=true
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/kubevirt/virt-advisor/test/env"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "local-up:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	dir := flag.String("dir", "_output/local", "data directory: PKI, etcd data, kubeconfigs, logs (kept across runs)")
+	binDir := flag.String("bin-dir", "_output/bin", "directory with kube-apiserver, kubectl, etcd and virt-advisor-apiserver")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [-- virt-advisor-apiserver flags]\n", os.Args[0])
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+
+	// Interrupts during startup cancel it; Start then cleans up itself.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	e, err := env.Start(ctx, env.Options{
+		Dir:         *dir,
+		BinDir:      *binDir,
+		Log:         os.Stdout,
+		AdvisorArgs: flag.Args(),
+	})
+	if err != nil {
+		return err
+	}
+	defer e.Stop()
+
+	kubectl := filepath.Join(e.BinDir, "kubectl")
+	fmt.Printf(`
+virt-advisor is running. Logs: %s
+In another shell:
+
+export KUBECONFIG=%s
+alias kubectl=%s
+kubectl get apiservice v1alpha1.advisor.kubevirt.io
+kubectl get virtplatformconfigs
+kubectl apply -f artifacts/samples/load-aware-rebalancing.yaml
+kubectl get virtplatformconfig load-aware-rebalancing --subresource=plan
+kubectl create --raw /apis/advisor.kubevirt.io/v1alpha1/virtplatformconfigs/load-aware-rebalancing/approve -f artifacts/samples/approval.json
+kubectl auth can-i create virtplatformconfigs --subresource=approve
+
+Press Ctrl-C to stop (data stays in %s).
+`, filepath.Join(e.Dir, "logs"), e.Kubeconfig, kubectl, e.Dir)
+
+	<-ctx.Done()
+	fmt.Println("\nstopping…")
+	return nil
+}

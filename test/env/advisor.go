@@ -1,0 +1,205 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+const (
+	// MainAdvisorName is the instance registered behind the APIService.
+	MainAdvisorName = "virt-advisor-apiserver"
+
+	advisorReadyTimeout = 2 * time.Minute
+)
+
+var validAdvisorName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// Advisor is one running virt-advisor-apiserver process.
+type Advisor struct {
+	Name    string
+	Port    int
+	URL     string   // https://127.0.0.1:<Port>
+	LogPath string   // Dir/logs/<Name>.log, appended to across restarts
+	EtcdDir string   // embedded etcd data, "" with --etcd-servers
+	Args    []string // the full command line after the binary
+
+	extra []string // caller's flags, kept for restarts
+	proc  *process
+}
+
+// Stop sends sig (syscall.SIGTERM for a graceful shutdown, syscall.SIGKILL
+// for a crash) to the instance and waits for it to exit; after SIGTERM it
+// kills it if it takes longer than 10 s. Stopping a stopped instance is a
+// no-op. A non-zero exit after SIGTERM is reported as an error.
+func (a *Advisor) Stop(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("stopping %s: unsupported signal %v", a.Name, sig)
+	}
+	return a.proc.stop(s)
+}
+
+// Exited reports whether the process has terminated.
+func (a *Advisor) Exited() bool { return a.proc.exited() }
+
+// LogTail returns the last n lines this instance wrote to its log.
+func (a *Advisor) LogTail(n int) string { return a.proc.tail(n) }
+
+// Advisor returns the instance registered behind the APIService.
+func (e *Env) Advisor() *Advisor {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.advisors[MainAdvisorName]
+}
+
+// StartAdvisor starts a virt-advisor-apiserver instance (e.g. a second
+// replica) and waits until its /readyz passes. Its flags are the defaults,
+// then Options.AdvisorArgs, then args (later flags win). Without
+// --etcd-servers it gets its own embedded etcd in Dir/advisor-etcd-<name>,
+// so for a shared store (HA) pass --etcd-servers. name also picks the log
+// file Dir/logs/<name>.log. Starting a name whose instance has stopped
+// restarts it on the same port and data dir; starting MainAdvisorName
+// again makes the new process the one behind the APIService.
+func (e *Env) StartAdvisor(ctx context.Context, name string, args ...string) (*Advisor, error) {
+	if !validAdvisorName.MatchString(name) {
+		return nil, fmt.Errorf("advisor name %q: use lower-case letters, digits and '-'", name)
+	}
+	e.mu.Lock()
+	prev := e.advisors[name]
+	e.mu.Unlock()
+	port := 0
+	if prev != nil {
+		if !prev.Exited() {
+			return nil, fmt.Errorf("advisor %q is already running on port %d", name, prev.Port)
+		}
+		port = prev.Port
+	}
+	return e.startAdvisor(ctx, name, port, args)
+}
+
+// RestartAdvisor stops the registered instance gracefully and starts it
+// again with the same flags, port and embedded etcd data, then waits until
+// the APIService is Available again.
+func (e *Env) RestartAdvisor(ctx context.Context) error {
+	cur := e.Advisor()
+	if cur == nil {
+		return fmt.Errorf("no advisor instance is registered")
+	}
+	if err := cur.Stop(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("restarting %s: %w", cur.Name, err)
+	}
+	adv, err := e.startAdvisor(ctx, cur.Name, cur.Port, cur.extra)
+	if err != nil {
+		return fmt.Errorf("restarting %s: %w", cur.Name, err)
+	}
+	if err := e.applier.touchAPIService(ctx); err != nil {
+		return fmt.Errorf("restarting %s: %w", cur.Name, err)
+	}
+	return waitAPIServiceAvailable(ctx, e.applier, adv)
+}
+
+// startAdvisor starts an instance on port (0: a free one, retried if
+// another environment races for it) and waits until it is ready.
+func (e *Env) startAdvisor(ctx context.Context, name string, port int, extra []string) (*Advisor, error) {
+	for attempt := 1; ; attempt++ {
+		p := port
+		if p == 0 {
+			ports, err := freePorts(1)
+			if err != nil {
+				return nil, err
+			}
+			p = ports[0]
+		}
+		adv := e.newAdvisor(name, p, extra)
+		if adv.EtcdDir != "" {
+			if err := os.MkdirAll(adv.EtcdDir, 0o700); err != nil {
+				return nil, fmt.Errorf("creating %s: %w", adv.EtcdDir, err)
+			}
+		}
+		e.logf("starting %s on %s (log %s)", name, adv.URL, adv.LogPath)
+		proc, err := startProcess(name, e.bin(advisorBinary), e.Dir, adv.LogPath, adv.Args)
+		if err != nil {
+			return nil, err
+		}
+		adv.proc = proc
+		e.mu.Lock()
+		e.advisors[name] = adv // registered before waiting so Stop always reaches it
+		e.mu.Unlock()
+		err = e.waitAdvisorReady(ctx, adv)
+		if err == nil {
+			e.logf("%s ready", name)
+			return adv, nil
+		}
+		_ = proc.stop(syscall.SIGKILL)
+		if port != 0 || !proc.addrInUse() || attempt == portAttempts {
+			return nil, err
+		}
+	}
+}
+
+// newAdvisor composes the command line of an instance.
+func (e *Env) newAdvisor(name string, port int, extra []string) *Advisor {
+	adv := &Advisor{
+		Name:    name,
+		Port:    port,
+		URL:     fmt.Sprintf("https://127.0.0.1:%d", port),
+		LogPath: filepath.Join(e.Dir, "logs", name+".log"),
+		extra:   extra,
+	}
+	user := append(append([]string(nil), e.opts.AdvisorArgs...), extra...)
+	adv.Args = []string{
+		fmt.Sprintf("--secure-port=%d", port),
+		"--bind-address=127.0.0.1",
+		"--tls-cert-file=" + e.pki.advisorServing.CertFile,
+		"--tls-private-key-file=" + e.pki.advisorServing.KeyFile,
+		// The service account's identity in the main cluster, so the server
+		// runs with exactly the RBAC of artifacts/deploy.
+		"--kubeconfig=" + e.AdvisorKubeconfig,
+		"--authentication-kubeconfig=" + e.AdvisorKubeconfig,
+		"--authorization-kubeconfig=" + e.AdvisorKubeconfig,
+	}
+	if !hasFlag(user, "--etcd-servers") && !hasFlag(user, "--embedded-etcd-dir") {
+		adv.EtcdDir = filepath.Join(e.Dir, "advisor-etcd")
+		if name != MainAdvisorName {
+			adv.EtcdDir += "-" + name
+		}
+		adv.Args = append(adv.Args, "--embedded-etcd-dir="+adv.EtcdDir)
+	}
+	adv.Args = append(adv.Args, user...)
+	return adv
+}
+
+// waitAdvisorReady polls the instance's own /readyz over TLS, verifying its
+// serving certificate against the serving CA (what the aggregator will do).
+func (e *Env) waitAdvisorReady(ctx context.Context, adv *Advisor) error {
+	cfg := restConfig(adv.URL, e.pki.servingCA.CertPEM, e.pki.admin)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("%s client: %w", adv.Name, err)
+	}
+	return poll(ctx, adv.Name+" /readyz", 250*time.Millisecond, advisorReadyTimeout, adv.proc, func(ctx context.Context) (bool, error) {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "1").DoRaw(ctx)
+		if err != nil {
+			return false, fmt.Errorf("%w: %s", err, failedChecks(body))
+		}
+		return true, nil
+	})
+}
+
+// hasFlag reports whether args set flag (as --flag, --flag=v or --flag v).
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
+}

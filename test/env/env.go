@@ -1,0 +1,411 @@
+// Package env runs a local control plane for virt-advisor: etcd,
+// kube-apiserver with aggregation, the test CRDs and baseline objects, and
+// virt-advisor-apiserver registered as an APIService. It is the one
+// implementation behind `make run` (test/cmd/local-up) and the e2e suite.
+package env
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+)
+
+const (
+	advisorBinary = "virt-advisor-apiserver"
+	modulePath    = "github.com/kubevirt/virt-advisor"
+	// poolMachines is the size of the baseline worker pool.
+	poolMachines = 3
+)
+
+// Options configures Start.
+type Options struct {
+	// Dir holds PKI, etcd data, kubeconfigs and logs. Reused when it exists
+	// (PKI and data survive restarts). Empty: a temporary directory that
+	// Stop removes.
+	Dir string
+	// BinDir holds kube-apiserver, kubectl, etcd and virt-advisor-apiserver
+	// (default <RepoRoot>/_output/bin).
+	BinDir string
+	// RepoRoot is where artifacts/ is found (default: the directory of the
+	// virt-advisor go.mod above the working directory).
+	RepoRoot string
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+	// AdvisorArgs are extra flags for every virt-advisor-apiserver instance
+	// (e.g. --leader-elect=true, --etcd-servers=…, --v=4).
+	AdvisorArgs []string
+}
+
+// Env is a running control plane.
+type Env struct {
+	Dir string
+	// Kubeconfig is the admin kubeconfig (client cert in system:masters).
+	Kubeconfig  string
+	AdminConfig *rest.Config
+	// AdvisorKubeconfig is the identity virt-advisor-apiserver runs with:
+	// the service account virt-advisor/virt-advisor-apiserver.
+	AdvisorKubeconfig string
+	KubeAPIServerURL  string
+	// EtcdURL is the main cluster's etcd; tests may also point an advisor at
+	// it with --etcd-servers (the advisor uses its own key prefix).
+	EtcdURL string
+	// ServingCAFile is the CA of the advisor's serving certificate (the
+	// APIService caBundle).
+	ServingCAFile string
+	BinDir        string
+	RepoRoot      string
+
+	opts      Options
+	ownDir    bool // Dir was created by Start and is removed by Stop
+	pki       *pki
+	applier   *applier
+	etcd      *process
+	apiserver *process
+
+	mu       sync.Mutex
+	advisors map[string]*Advisor
+	stopOnce sync.Once
+}
+
+// Start brings up the whole environment and returns once the APIService
+// v1alpha1.advisor.kubevirt.io is Available. On error everything already
+// started is stopped again.
+func Start(ctx context.Context, o Options) (_ *Env, err error) {
+	e, err := newEnv(o)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			e.Stop()
+		}
+	}()
+
+	e.logf("preparing PKI in %s", filepath.Join(e.Dir, "pki"))
+	if e.pki, err = ensurePKI(filepath.Join(e.Dir, "pki")); err != nil {
+		return nil, err
+	}
+	e.ServingCAFile = e.pki.servingCA.CertFile
+
+	e.logf("starting etcd (log %s)", filepath.Join(e.Dir, "logs", "etcd.log"))
+	if e.etcd, e.EtcdURL, err = startEtcd(ctx, e.bin("etcd"), e.Dir); err != nil {
+		return nil, err
+	}
+	e.logf("etcd ready at %s", e.EtcdURL)
+
+	e.logf("starting kube-apiserver (log %s)", filepath.Join(e.Dir, "logs", "kube-apiserver.log"))
+	if e.apiserver, e.AdminConfig, err = startKubeAPIServer(ctx, e.bin("kube-apiserver"), e.Dir, e.pki, e.EtcdURL); err != nil {
+		return nil, err
+	}
+	e.KubeAPIServerURL = e.AdminConfig.Host
+	e.logf("kube-apiserver ready at %s", e.KubeAPIServerURL)
+
+	if err := e.writeKubeconfigs(); err != nil {
+		return nil, err
+	}
+	if e.applier, err = newApplier(e.AdminConfig); err != nil {
+		return nil, err
+	}
+
+	advisorPort, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.install(ctx, advisorPort[0]); err != nil {
+		return nil, err
+	}
+
+	adv, err := e.startAdvisor(ctx, MainAdvisorName, advisorPort[0], nil)
+	if err != nil {
+		return nil, err
+	}
+	e.logf("waiting for APIService %s to become Available", APIServiceName)
+	if err := waitAPIServiceAvailable(ctx, e.applier, adv); err != nil {
+		return nil, err
+	}
+	e.logf("APIService %s Available", APIServiceName)
+	return e, nil
+}
+
+// newEnv resolves defaults and checks the binaries before anything starts.
+func newEnv(o Options) (*Env, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	e := &Env{opts: o, advisors: map[string]*Advisor{}}
+	var err error
+	if e.RepoRoot = o.RepoRoot; e.RepoRoot == "" {
+		if e.RepoRoot, err = findRepoRoot(); err != nil {
+			return nil, err
+		}
+	}
+	if e.RepoRoot, err = filepath.Abs(e.RepoRoot); err != nil {
+		return nil, fmt.Errorf("repository root: %w", err)
+	}
+	if e.BinDir = o.BinDir; e.BinDir == "" {
+		e.BinDir = filepath.Join(e.RepoRoot, "_output", "bin")
+	}
+	if e.BinDir, err = filepath.Abs(e.BinDir); err != nil {
+		return nil, fmt.Errorf("binary directory: %w", err)
+	}
+	if err := e.checkBinaries(); err != nil {
+		return nil, err
+	}
+	if o.Dir == "" {
+		if e.Dir, err = os.MkdirTemp("", "virt-advisor-env-"); err != nil {
+			return nil, fmt.Errorf("creating a data directory: %w", err)
+		}
+		e.ownDir = true
+	} else if e.Dir, err = filepath.Abs(o.Dir); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(e.Dir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	return e, nil
+}
+
+// checkBinaries fails early, saying which make target builds what is missing.
+func (e *Env) checkBinaries() error {
+	var missing []string
+	for _, b := range []struct{ name, target string }{
+		{"etcd", "make tools"},
+		{"kube-apiserver", "make tools"},
+		{"kubectl", "make tools"},
+		{advisorBinary, "make build"},
+	} {
+		fi, err := os.Stat(e.bin(b.name))
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			missing = append(missing, fmt.Sprintf("%s (run `%s` first)", e.bin(b.name), b.target))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing binaries: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func (e *Env) bin(name string) string { return filepath.Join(e.BinDir, name) }
+
+func (e *Env) logf(format string, args ...any) {
+	fmt.Fprintf(e.opts.Log, format+"\n", args...)
+}
+
+// writeKubeconfigs writes Dir/kubeconfig (admin) and Dir/advisor.kubeconfig.
+func (e *Env) writeKubeconfigs() error {
+	e.Kubeconfig = filepath.Join(e.Dir, "kubeconfig")
+	if err := writeKubeconfig(e.Kubeconfig, "admin", e.AdminConfig); err != nil {
+		return err
+	}
+	e.AdvisorKubeconfig = filepath.Join(e.Dir, "advisor.kubeconfig")
+	advisorCfg := restConfig(e.KubeAPIServerURL, e.pki.clusterCA.CertPEM, e.pki.advisorClient)
+	return writeKubeconfig(e.AdvisorKubeconfig, "virt-advisor-apiserver", advisorCfg)
+}
+
+// install applies the CRDs, the deploy manifests (RBAC etc.), the local
+// APIService registration and the baseline objects.
+func (e *Env) install(ctx context.Context, advisorPort int) error {
+	artifacts := filepath.Join(e.RepoRoot, "artifacts")
+
+	e.logf("installing CRDs from %s", filepath.Join(artifacts, "crds"))
+	crds, err := e.readDir(filepath.Join(artifacts, "crds"))
+	if err != nil {
+		return err
+	}
+	for _, obj := range crds {
+		if err := e.applier.apply(ctx, obj); err != nil {
+			return err
+		}
+	}
+	if err := e.applier.waitEstablished(ctx, crds); err != nil {
+		return err
+	}
+
+	e.logf("installing RBAC and registration from %s", filepath.Join(artifacts, "deploy"))
+	deploy, err := e.readDir(filepath.Join(artifacts, "deploy"))
+	if err != nil {
+		return err
+	}
+	for _, obj := range deploy {
+		if skippedDeployKinds[obj.GetKind()] {
+			continue
+		}
+		if err := e.applier.apply(ctx, obj); err != nil {
+			return err
+		}
+	}
+	svc, apiService := registration(deploy, advisorPort, e.pki.servingCA.CertPEM)
+	for _, obj := range []*unstructured.Unstructured{svc, apiService} {
+		if err := e.applier.apply(ctx, obj); err != nil {
+			return err
+		}
+	}
+
+	e.logf("creating baseline objects from %s", filepath.Join(artifacts, "testdata", "baseline.yaml"))
+	baseline, err := readManifests(filepath.Join(artifacts, "testdata", "baseline.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, obj := range baseline {
+		if _, err := e.applier.applyIfAbsent(ctx, obj); err != nil {
+			return err
+		}
+	}
+	// The pool status is the MCO's: only seed it when nothing wrote it yet,
+	// so a reused data dir keeps the rollout state of earlier runs.
+	for _, obj := range baseline {
+		if obj.GetKind() != "MachineConfigPool" {
+			continue
+		}
+		has, err := e.applier.poolHasStatus(ctx, obj.GetName())
+		if err != nil {
+			return err
+		}
+		if !has {
+			if err := e.applier.seedPoolStatus(ctx, obj.GetName(), poolMachines); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Env) readDir(dir string) ([]*unstructured.Unstructured, error) {
+	files, err := manifestFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	return readManifests(files...)
+}
+
+// Stop stops every process the environment started (advisors first, so
+// they can release their Lease, then kube-apiserver, then etcd) and waits
+// for them. It is idempotent; problems are reported to Options.Log.
+func (e *Env) Stop() {
+	e.stopOnce.Do(func() {
+		e.mu.Lock()
+		advisors := make([]*Advisor, 0, len(e.advisors))
+		for _, a := range e.advisors {
+			advisors = append(advisors, a)
+		}
+		e.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, a := range advisors {
+			wg.Go(func() {
+				if err := a.Stop(syscall.SIGTERM); err != nil {
+					e.logf("stopping %s: %v", a.Name, err)
+				}
+			})
+		}
+		wg.Wait()
+		for _, p := range []*process{e.apiserver, e.etcd} {
+			if p == nil {
+				continue
+			}
+			if err := p.stop(syscall.SIGTERM); err != nil {
+				e.logf("stopping %s: %v", p.name, err)
+			}
+		}
+		if e.ownDir {
+			if err := os.RemoveAll(e.Dir); err != nil {
+				e.logf("removing %s: %v", e.Dir, err)
+			}
+		}
+		e.logf("stopped")
+	})
+}
+
+// UserConfig returns a client config and a kubeconfig file for user in
+// groups, authenticated by a client certificate signed by the cluster's
+// client CA. The user has no permissions until a test binds some.
+func (e *Env) UserConfig(user string, groups ...string) (*rest.Config, string, error) {
+	kp, err := e.pki.userCert(user, groups)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg := restConfig(e.KubeAPIServerURL, e.pki.clusterCA.CertPEM, kp)
+	sum := sha256.Sum256([]byte(user + "\x00" + strings.Join(groups, "\x00")))
+	name := unsafeFileChars.ReplaceAllString(user, "_") + "-" + hex.EncodeToString(sum[:4]) + ".kubeconfig"
+	path := filepath.Join(e.Dir, "users", name)
+	if err := writeKubeconfig(path, user, cfg); err != nil {
+		return nil, "", err
+	}
+	return cfg, path, nil
+}
+
+var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// Kubectl runs _output/bin/kubectl with kubeconfig (the admin one if empty)
+// in the repository root, so relative paths such as
+// artifacts/samples/approval.json work as in the README.
+func (e *Env) Kubectl(ctx context.Context, kubeconfig string, args ...string) (string, string, error) {
+	if kubeconfig == "" {
+		kubeconfig = e.Kubeconfig
+	}
+	full := append([]string{
+		"--kubeconfig=" + kubeconfig,
+		// A cache per environment: discovery of one test cluster must not
+		// leak into another that reuses the port.
+		"--cache-dir=" + filepath.Join(e.Dir, "kubectl-cache"),
+	}, args...)
+	cmd := exec.CommandContext(ctx, e.bin("kubectl"), full...)
+	cmd.Dir = e.RepoRoot
+	cmd.SysProcAttr = sysProcAttr()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), stderr.String(), fmt.Errorf("kubectl %s: %w: %s",
+			strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), stderr.String(), nil
+}
+
+// findRepoRoot walks up from the working directory to the go.mod of this
+// module (skipping nested modules such as hack/tools).
+func findRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding repository root: %w", err)
+	}
+	for {
+		if isModuleRoot(filepath.Join(dir, "go.mod")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("finding repository root: no go.mod of " + modulePath +
+				" above the working directory; set Options.RepoRoot")
+		}
+		dir = parent
+	}
+}
+
+func isModuleRoot(gomod string) bool {
+	f, err := os.Open(gomod)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if fields := strings.Fields(s.Text()); len(fields) == 2 && fields[0] == "module" {
+			return fields[1] == modulePath
+		}
+	}
+	return false
+}
