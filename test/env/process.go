@@ -171,7 +171,7 @@ func poll(parent context.Context, what string, interval, timeout time.Duration, 
 		if ok {
 			return nil
 		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil { // not the deadline cutting a check short
 			last = err
 		}
 		select {

@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	applyv1alpha1 "github.com/kubevirt/virt-advisor/pkg/generated/applyconfiguration/advisor/v1alpha1"
+)
+
+var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
+	It("is registered, Available and discoverable with its subresources", func() {
+		out, err := kubectl("get", "apiservice", "v1alpha1.advisor.kubevirt.io",
+			"-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(Equal("True"))
+
+		out, err = kubectl("api-resources", "--api-group=advisor.kubevirt.io", "--no-headers")
+		Expect(err).NotTo(HaveOccurred(), out)
+		fields := strings.Fields(out)
+		// NAME SHORTNAMES APIVERSION NAMESPACED KIND
+		Expect(fields).To(Equal([]string{"virtplatformconfigs", "vpc", "advisor.kubevirt.io/v1alpha1", "false", "VirtPlatformConfig"}))
+
+		list, err := kube.Discovery().ServerResourcesForGroupVersion("advisor.kubevirt.io/v1alpha1")
+		Expect(err).NotTo(HaveOccurred())
+		verbs := map[string][]string{}
+		for _, r := range list.APIResources {
+			verbs[r.Name] = r.Verbs
+			Expect(r.Namespaced).To(BeFalse(), r.Name)
+		}
+		Expect(verbs["virtplatformconfigs"]).To(ConsistOf("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"))
+		Expect(verbs["virtplatformconfigs/status"]).To(ConsistOf("get", "patch", "update"))
+		Expect(verbs["virtplatformconfigs/plan"]).To(ConsistOf("get"))
+		Expect(verbs["virtplatformconfigs/approve"]).To(ConsistOf("create"))
+	})
+
+	It("applies the defaults", func() {
+		c := createConfig(newConfig("load-aware-rebalancing"))
+		Expect(c.Spec.Action).To(Equal(v1alpha1.PlanActionDryRun))
+		Expect(c.Spec.FailurePolicy).To(Equal(v1alpha1.FailurePolicyAbort))
+		Expect(c.Generation).To(Equal(int64(1)))
+
+		patch := `{"spec":{"options":{"loadAware":{}}}}`
+		c, err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().Patch(suiteCtx, c.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		la := c.Spec.Options.LoadAware
+		Expect(*la.DeschedulingIntervalSeconds).To(Equal(int32(60)))
+		Expect(la.Mode).To(Equal("Automatic"))
+		Expect(*la.EnablePSIMetrics).To(BeTrue())
+		Expect(la.DevDeviationThresholds).To(Equal("AsymmetricLow"))
+		Expect(la.EvictionLimitTotal).To(BeNil(), "eviction limits are derived from the HCO, not defaulted")
+		Expect(c.Generation).To(Equal(int64(2)))
+
+		d := createConfig(newConfig("virt-higher-density"))
+		d.Spec.Options = &v1alpha1.ProfileOptions{VirtHigherDensity: &v1alpha1.VirtHigherDensityConfig{KSMConfiguration: &v1alpha1.KSMConfiguration{}}}
+		d, err = advisor.AdvisorV1alpha1().VirtPlatformConfigs().Update(suiteCtx, d, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		vhd := d.Spec.Options.VirtHigherDensity
+		Expect(*vhd.EnableSwap).To(BeTrue())
+		Expect(*vhd.MemoryToRequestRatio).To(Equal(int32(150)))
+		Expect(*vhd.KSMConfiguration.Enabled).To(BeTrue())
+	})
+
+	It("supports create, get, list, watch, update, patch and delete", func() {
+		configs := advisor.AdvisorV1alpha1().VirtPlatformConfigs()
+		deleteConfig("example-profile")
+		w, err := configs.Watch(suiteCtx, metav1.ListOptions{FieldSelector: "metadata.name=example-profile"})
+		Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+
+		c := createConfig(newConfig("example-profile"))
+		Eventually(w.ResultChan()).WithTimeout(5 * time.Second).Should(Receive(HaveField("Type", watch.Added)))
+
+		got, err := configs.Get(suiteCtx, "example-profile", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.UID).To(Equal(c.UID))
+
+		list, err := configs.List(suiteCtx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(list.Items).To(ContainElement(HaveField("Name", "example-profile")))
+
+		got.Spec.Action = v1alpha1.PlanActionIgnore
+		got, err = configs.Update(suiteCtx, got, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Spec.Action).To(Equal(v1alpha1.PlanActionIgnore))
+		Eventually(w.ResultChan()).WithTimeout(5 * time.Second).Should(Receive(HaveField("Type", watch.Modified)))
+
+		got, err = configs.Patch(suiteCtx, "example-profile", types.MergePatchType, []byte(`{"spec":{"failurePolicy":"Continue"}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Spec.FailurePolicy).To(Equal(v1alpha1.FailurePolicyContinue))
+
+		got, err = configs.Patch(suiteCtx, "example-profile", types.JSONPatchType, []byte(`[{"op":"replace","path":"/spec/waitTimeout","value":"10m"}]`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Spec.WaitTimeout).To(Equal("10m"))
+
+		// Compiled-in types support strategic merge patch too.
+		got, err = configs.Patch(suiteCtx, "example-profile", types.StrategicMergePatchType, []byte(`{"spec":{"bypassOptimisticLock":true}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Spec.BypassOptimisticLock).To(BeTrue())
+
+		Expect(configs.Delete(suiteCtx, "example-profile", metav1.DeleteOptions{})).To(Succeed())
+		Eventually(w.ResultChan()).WithTimeout(5 * time.Second).Should(Receive(HaveField("Type", watch.Deleted)))
+	})
+
+	It("supports server-side apply with managedFields and conflicts", func() {
+		configs := advisor.AdvisorV1alpha1().VirtPlatformConfigs()
+		deleteConfig("example-profile")
+		DeferCleanup(deleteConfig, "example-profile")
+
+		cfg := applyv1alpha1.VirtPlatformConfig("example-profile").
+			WithSpec(applyv1alpha1.VirtPlatformConfigSpec().WithProfile("example-profile").WithAction(v1alpha1.PlanActionIgnore))
+		got, err := configs.Apply(suiteCtx, cfg, metav1.ApplyOptions{FieldManager: "alice-tool"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Spec.Action).To(Equal(v1alpha1.PlanActionIgnore))
+		Expect(got.ManagedFields).To(ContainElement(And(
+			HaveField("Manager", "alice-tool"), HaveField("Operation", metav1.ManagedFieldsOperationApply))))
+		owned := string(got.ManagedFields[0].FieldsV1.Raw)
+		Expect(owned).To(ContainSubstring(`"f:action"`))
+		Expect(owned).To(ContainSubstring(`"f:profile"`))
+
+		// Another manager changing the same field conflicts unless forced.
+		other := applyv1alpha1.VirtPlatformConfig("example-profile").
+			WithSpec(applyv1alpha1.VirtPlatformConfigSpec().WithProfile("example-profile").WithAction(v1alpha1.PlanActionDryRun))
+		_, err = configs.Apply(suiteCtx, other, metav1.ApplyOptions{FieldManager: "bob-tool"})
+		Expect(apierrors.IsConflict(err)).To(BeTrue(), "%v", err)
+		got, err = configs.Apply(suiteCtx, other, metav1.ApplyOptions{FieldManager: "bob-tool", Force: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Spec.Action).To(Equal(v1alpha1.PlanActionDryRun))
+
+		// kubectl apply --server-side records its own manager.
+		out, err := kubectlApply(`{"apiVersion":"advisor.kubevirt.io/v1alpha1","kind":"VirtPlatformConfig","metadata":{"name":"example-profile"},"spec":{"profile":"example-profile","action":"DryRun","waitTimeout":"5m"}}`,
+			"--server-side", "--force-conflicts")
+		Expect(err).NotTo(HaveOccurred(), out)
+		got, err = configs.Get(suiteCtx, "example-profile", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Spec.WaitTimeout).To(Equal("5m"))
+		Expect(got.ManagedFields).To(ContainElement(HaveField("Manager", "kubectl")))
+	})
+
+	It("prints NAME ACTION IMPACT PHASE AGE, and PROFILE MESSAGE with -o wide", func() {
+		createConfig(newConfig("example-profile"))
+		out, err := kubectl("get", "virtplatformconfigs")
+		Expect(err).NotTo(HaveOccurred(), out)
+		header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+		Expect(header).To(Equal([]string{"NAME", "ACTION", "IMPACT", "PHASE", "AGE"}))
+		Expect(out).To(MatchRegexp(`(?m)^example-profile\s+DryRun\s+`))
+
+		out, err = kubectl("get", "vpc", "example-profile", "-o", "wide")
+		Expect(err).NotTo(HaveOccurred(), out)
+		header = strings.Fields(strings.SplitN(out, "\n", 2)[0])
+		Expect(header).To(Equal([]string{"NAME", "ACTION", "IMPACT", "PHASE", "AGE", "PROFILE", "MESSAGE"}))
+	})
+
+	It("documents its fields for kubectl explain (OpenAPI v3)", func() {
+		var out string
+		// The aggregator publishes a new group's OpenAPI v3 shortly after
+		// the APIService turns Available.
+		Eventually(func() error {
+			var err error
+			out, err = kubectl("explain", "virtplatformconfig.spec.options.virtHigherDensity")
+			return err
+		}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+		Expect(out).To(ContainSubstring("GROUP:      advisor.kubevirt.io"))
+		Expect(out).To(ContainSubstring("memoryToRequestRatio"))
+		Expect(out).To(ContainSubstring("Values above 120 require enableSwap=true"))
+		Expect(out).To(ContainSubstring("ksmConfiguration"))
+
+		// OpenAPI v2 is served as well.
+		raw, err := adminRaw.Get().AbsPath("/openapi/v2").DoRaw(suiteCtx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).To(ContainSubstring("io.kubevirt.advisor.v1alpha1.Plan"))
+		Expect(string(raw)).To(ContainSubstring("io.kubevirt.advisor.v1alpha1.Approval"))
+	})
+
+	It("keeps status out of the main resource and spec out of /status", func() {
+		configs := advisor.AdvisorV1alpha1().VirtPlatformConfigs()
+		c := createConfig(newConfig("example-profile"))
+
+		c.Status.Phase = v1alpha1.PhaseCompleted
+		c.Spec.Action = v1alpha1.PlanActionApply
+		c, err := configs.Update(suiteCtx, c, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Status.Phase).To(BeEmpty(), "status written through the main resource must be ignored")
+		Expect(c.Spec.Action).To(Equal(v1alpha1.PlanActionApply))
+
+		c.Status.Phase = v1alpha1.PhaseDrafting
+		c.Status.SpecChangedBy = "mallory"
+		c.Spec.Action = v1alpha1.PlanActionIgnore
+		c, err = configs.UpdateStatus(suiteCtx, c, metav1.UpdateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Status.Phase).To(Equal(v1alpha1.PhaseDrafting))
+		Expect(c.Spec.Action).To(Equal(v1alpha1.PlanActionApply), "spec written through /status must be ignored")
+		Expect(c.Status.SpecChangedBy).To(Equal("admin"), "specChangedBy is the server's")
+
+		// A JSON merge patch on /status cannot touch spec either.
+		c, err = configs.Patch(suiteCtx, c.Name, types.MergePatchType,
+			[]byte(`{"spec":{"action":"Ignore"},"status":{"phase":"Pending"}}`), metav1.PatchOptions{}, "status")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Status.Phase).To(Equal(v1alpha1.PhasePending))
+		Expect(c.Spec.Action).To(Equal(v1alpha1.PlanActionApply))
+
+		// Status is validated too.
+		_, err = configs.Patch(suiteCtx, c.Name, types.MergePatchType, []byte(`{"status":{"phase":"Sleeping"}}`), metav1.PatchOptions{}, "status")
+		Expect(statusCode(err)).To(Equal(int32(422)), "%v", err)
+	})
+
+	It("bumps the generation and records the author only on spec changes", func() {
+		configs := advisor.AdvisorV1alpha1().VirtPlatformConfigs()
+		c := createConfig(newConfig("example-profile"))
+		Expect(c.Status.SpecChangedBy).To(Equal("admin"))
+
+		c, err := configs.Patch(suiteCtx, c.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"virt"}}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Generation).To(Equal(int64(1)), "a label change is not a spec change")
+
+		c, err = configs.Patch(suiteCtx, c.Name, types.MergePatchType, []byte(`{"spec":{"bypassOptimisticLock":true}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Generation).To(Equal(int64(2)))
+		Expect(c.Spec.BypassOptimisticLock).To(BeTrue())
+	})
+})
+
+// kubectlApply applies a manifest with kubectl apply -f.
+func kubectlApply(manifest string, args ...string) (string, error) {
+	var obj map[string]any
+	Expect(json.Unmarshal([]byte(manifest), &obj)).To(Succeed())
+	f := filepath.Join(GinkgoT().TempDir(), "manifest.json")
+	Expect(os.WriteFile(f, []byte(manifest), 0o600)).To(Succeed())
+	return kubectl(append([]string{"apply", "-f", f}, args...)...)
+}

@@ -1,0 +1,117 @@
+// Package e2e tests virt-advisor through the aggregation layer of a real
+// kube-apiserver and etcd, with real RBAC and the test CRDs.
+package e2e
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
+	"github.com/kubevirt/virt-advisor/test/env"
+)
+
+var keepDir = flag.Bool("keep-dir", false, "keep the environment's directory (logs, data) after the suite")
+
+var (
+	testEnv    *env.Env
+	kube       kubernetes.Interface
+	advisor    versioned.Interface
+	adminRaw   rest.Interface
+	suiteCtx   context.Context
+	suiteClose context.CancelFunc
+)
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "virt-advisor e2e")
+}
+
+var _ = BeforeSuite(func() {
+	suiteCtx, suiteClose = context.WithCancel(context.Background())
+	dir, err := os.MkdirTemp("", "virt-advisor-e2e-")
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithTimeout(suiteCtx, 3*time.Minute)
+	defer cancel()
+	testEnv, err = env.Start(ctx, env.Options{Dir: dir, Log: GinkgoWriter})
+	Expect(err).NotTo(HaveOccurred())
+	kube = kubernetes.NewForConfigOrDie(testEnv.AdminConfig)
+	advisor = versioned.NewForConfigOrDie(testEnv.AdminConfig)
+	adminRaw = advisor.AdvisorV1alpha1().RESTClient()
+	DeferCleanup(func() {
+		testEnv.Stop()
+		if !*keepDir && !CurrentSpecReport().Failed() {
+			_ = os.RemoveAll(dir)
+		} else {
+			GinkgoWriter.Printf("environment kept in %s (logs in %s)\n", dir, filepath.Join(dir, "logs"))
+		}
+		suiteClose()
+	})
+})
+
+var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() && testEnv != nil && testEnv.Advisor() != nil {
+		GinkgoWriter.Printf("virt-advisor-apiserver log tail:\n%s\n", testEnv.Advisor().LogTail(40))
+	}
+})
+
+// kubectl runs kubectl as the cluster admin.
+func kubectl(args ...string) (string, error) {
+	out, stderr, err := testEnv.Kubectl(suiteCtx, testEnv.Kubeconfig, args...)
+	if err != nil {
+		return out + stderr, err
+	}
+	return out, nil
+}
+
+// newConfig returns a VirtPlatformConfig named after its profile.
+func newConfig(profile string) *v1alpha1.VirtPlatformConfig {
+	return &v1alpha1.VirtPlatformConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: profile},
+		Spec:       v1alpha1.VirtPlatformConfigSpec{Profile: profile},
+	}
+}
+
+// deleteConfig removes a config and waits until it is gone, so the next
+// spec can reuse the singleton name.
+func deleteConfig(name string) {
+	err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().Delete(suiteCtx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	Eventually(func() bool {
+		_, err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().Get(suiteCtx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(10 * time.Second).Should(BeTrue())
+}
+
+// createConfig creates a config and deletes it when the spec ends.
+func createConfig(c *v1alpha1.VirtPlatformConfig) *v1alpha1.VirtPlatformConfig {
+	deleteConfig(c.Name)
+	created, err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().Create(suiteCtx, c, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(deleteConfig, c.Name)
+	return created
+}
+
+// statusCode returns the HTTP status of an API error, 0 for success.
+func statusCode(err error) int32 {
+	if err == nil {
+		return 0
+	}
+	if s, ok := err.(apierrors.APIStatus); ok {
+		return s.Status().Code
+	}
+	return -1
+}

@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
+)
+
+// userClient returns a client for a fresh user bound to role (none if
+// role is ""). Users are unique per call because the delegated authorizer
+// caches decisions for 10 s.
+func userClient(role string) (versioned.Interface, string, string) {
+	user := fmt.Sprintf("user-%d", time.Now().UnixNano())
+	if role != "" {
+		crb := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+		}
+		_, err := kube.RbacV1().ClusterRoleBindings().Create(suiteCtx, crb, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			_ = kube.RbacV1().ClusterRoleBindings().Delete(suiteCtx, crb.Name, metav1.DeleteOptions{})
+		})
+	}
+	cfg, kubeconfig, err := testEnv.UserConfig(user)
+	Expect(err).NotTo(HaveOccurred())
+	return versioned.NewForConfigOrDie(cfg), user, kubeconfig
+}
+
+var _ = Describe("RBAC per subresource", func() {
+	var existing *v1alpha1.VirtPlatformConfig
+	BeforeEach(func() {
+		existing = createConfig(newConfig("example-profile"))
+	})
+
+	It("lets a viewer read but not write, read status-only writes or the plan", func() {
+		c, user, kubeconfig := userClient("virt-advisor-viewer")
+		configs := c.AdvisorV1alpha1().VirtPlatformConfigs()
+
+		_, err := configs.Get(suiteCtx, "example-profile", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = configs.List(suiteCtx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		w, err := configs.Watch(suiteCtx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		w.Stop()
+
+		_, err = configs.Create(suiteCtx, newConfig("virt-higher-density"), metav1.CreateOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "create: %v", err)
+		_, err = configs.UpdateStatus(suiteCtx, existing, metav1.UpdateOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "status update: %v", err)
+		_, err = configs.GetPlan(suiteCtx, "example-profile", metav1.GetOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "plan: %v", err)
+		_, err = configs.Approve(suiteCtx, "example-profile", &v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: "x"}}, metav1.CreateOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "approve: %v", err)
+
+		out, _, err := testEnv.Kubectl(suiteCtx, kubeconfig, "auth", "can-i", "get", "virtplatformconfigs", "--subresource=plan")
+		Expect(out).To(ContainSubstring("no"), "%s %v", user, err)
+	})
+
+	It("lets an editor change the spec and records who did", func() {
+		c, user, _ := userClient("virt-advisor-editor")
+		configs := c.AdvisorV1alpha1().VirtPlatformConfigs()
+		got, err := configs.Patch(suiteCtx, "example-profile", types.MergePatchType, []byte(`{"spec":{"action":"Ignore"}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Status.SpecChangedBy).To(Equal(user))
+		_, err = configs.UpdateStatus(suiteCtx, got, metav1.UpdateOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "an editor does not write status: %v", err)
+		_, err = configs.Approve(suiteCtx, "example-profile", &v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: "x"}}, metav1.CreateOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "an editor does not approve: %v", err)
+	})
+
+	It("lets an approver approve but not edit the spec", func() {
+		c, _, kubeconfig := userClient("virt-advisor-approver")
+		configs := c.AdvisorV1alpha1().VirtPlatformConfigs()
+		_, err := configs.Patch(suiteCtx, "example-profile", types.MergePatchType, []byte(`{"spec":{"action":"Apply"}}`), metav1.PatchOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "%v", err)
+		out, _, err := testEnv.Kubectl(suiteCtx, kubeconfig, "auth", "can-i", "create", "virtplatformconfigs", "--subresource=approve")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("yes"))
+	})
+
+	It("denies everything to a user without a binding", func() {
+		c, _, _ := userClient("")
+		configs := c.AdvisorV1alpha1().VirtPlatformConfigs()
+		_, err := configs.Get(suiteCtx, "example-profile", metav1.GetOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "get: %v", err)
+		_, err = configs.List(suiteCtx, metav1.ListOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "list: %v", err)
+		_, err = configs.Create(suiteCtx, newConfig("virt-higher-density"), metav1.CreateOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "create: %v", err)
+		err = configs.Delete(suiteCtx, "example-profile", metav1.DeleteOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "delete: %v", err)
+		_, err = configs.GetPlan(suiteCtx, "example-profile", metav1.GetOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "plan: %v", err)
+	})
+})
