@@ -104,4 +104,3 @@ var _ = Describe("storage", Ordered, func() {
 		Expect(got.Spec).To(Equal(c.Spec))
 	})
 })
-

@@ -72,6 +72,7 @@ const (
 	OperationDelete Operation = "Delete"
 	OperationNone   Operation = "None"
 )
+
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // VirtPlatformConfig selects a tuning profile for the virtualization platform.
@@ -184,7 +185,7 @@ type ObjectReference struct {
 	APIVersion string
 	Kind       string
 	Name       string
-	Namespace string
+	Namespace  string
 }
 
 // VirtPlatformConfigItem is one change of a drafted plan and its progress.
@@ -315,5 +316,5 @@ type ApprovalSpec struct {
 type ApprovalStatus struct {
 	ApprovedBy string
 	ApprovedAt *metav1.Time
-	PlanHash string
+	PlanHash   string
 }

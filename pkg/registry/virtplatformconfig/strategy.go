@@ -141,4 +141,3 @@ func selectableFields(c *advisor.VirtPlatformConfig) fields.Set {
 		"status.phase": string(c.Status.Phase),
 	}, &c.ObjectMeta, false)
 }
-
