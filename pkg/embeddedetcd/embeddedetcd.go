@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -105,6 +106,5 @@ func freePorts(n int) ([]int, error) {
 }
 
 func isAddrInUse(err error) bool {
-	var opErr *net.OpError
-	return errors.As(err, &opErr) || errors.Is(err, os.ErrExist)
+	return errors.Is(err, syscall.EADDRINUSE)
 }

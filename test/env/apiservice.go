@@ -3,6 +3,7 @@ package env
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"time"
 
@@ -95,7 +96,7 @@ func waitAPIServiceAvailable(ctx context.Context, a *applier, adv *Advisor) erro
 		}
 		last = obj
 		if conditionStatus(obj, "Available") != "True" {
-			return false, fmt.Errorf("conditions: %s", conditionsSummary(obj))
+			return false, errors.New("not Available yet") // conditions are added below
 		}
 		// The condition may be stale (a reused etcd, a restarted advisor):
 		// also prove the aggregator reaches the current process.
