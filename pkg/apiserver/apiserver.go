@@ -12,6 +12,9 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
+	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
 	"github.com/kubevirt/virt-advisor/pkg/registry/virtplatformconfig"
 )
 
@@ -37,14 +40,24 @@ func init() {
 	)
 }
 
+// ExtraConfig is what the server needs beyond the generic configuration.
+type ExtraConfig struct {
+	// Engine computes plans against the main cluster.
+	Engine *plan.Engine
+	// Profiles are the profiles of this build.
+	Profiles *registry.Registry
+}
+
 // Config is the configuration of the server.
 type Config struct {
 	GenericConfig *genericapiserver.RecommendedConfig
+	ExtraConfig   ExtraConfig
 }
 
 // CompletedConfig is a Config with defaults filled in.
 type CompletedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
+	ExtraConfig   ExtraConfig
 }
 
 // Server is the running virt-advisor API server.
@@ -54,7 +67,7 @@ type Server struct {
 
 // Complete fills in the defaults of the generic configuration.
 func (c *Config) Complete() CompletedConfig {
-	return CompletedConfig{GenericConfig: c.GenericConfig.Complete()}
+	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), ExtraConfig: c.ExtraConfig}
 }
 
 // New builds the server and installs the advisor.kubevirt.io group.
@@ -65,7 +78,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	s := &Server{GenericAPIServer: generic}
 
-	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter)
+	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, c.ExtraConfig.Engine)
 	if err != nil {
 		return nil, err
 	}
@@ -79,5 +92,12 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := s.GenericAPIServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, err
 	}
+	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-advertise-profiles", func(ctx genericapiserver.PostStartHookContext) error {
+		client, err := versioned.NewForConfig(ctx.LoopbackClientConfig)
+		if err != nil {
+			return err
+		}
+		return advertiseProfiles(ctx, client, c.ExtraConfig.Profiles)
+	})
 	return s, nil
 }

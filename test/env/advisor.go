@@ -53,11 +53,31 @@ func (a *Advisor) Exited() bool { return a.proc.exited() }
 // LogTail returns the last n lines this instance wrote to its log.
 func (a *Advisor) LogTail(n int) string { return a.proc.tail(n) }
 
-// Advisor returns the instance registered behind the APIService.
+// Advisor returns the instance registered behind the APIService (the
+// latest process of that name after a restart).
 func (e *Env) Advisor() *Advisor {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.advisors[MainAdvisorName]
+	return e.advisors[e.registered]
+}
+
+// RegisterAdvisor points the APIService at adv (e.g. a replica on a shared
+// etcd, to fail over) and waits until it is Available through it.
+// Advisor and RestartAdvisor then refer to adv's name.
+func (e *Env) RegisterAdvisor(ctx context.Context, adv *Advisor) error {
+	if adv.Exited() {
+		return fmt.Errorf("registering %s: it is not running", adv.Name)
+	}
+	if err := e.register(ctx, adv.Port); err != nil {
+		return err
+	}
+	if err := waitAPIServiceAvailable(ctx, e.applier, adv); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.registered = adv.Name
+	e.mu.Unlock()
+	return nil
 }
 
 // StartAdvisor starts a virt-advisor-apiserver instance (e.g. a second
@@ -66,8 +86,8 @@ func (e *Env) Advisor() *Advisor {
 // --etcd-servers it gets its own embedded etcd in Dir/advisor-etcd-<name>,
 // so for a shared store (HA) pass --etcd-servers. name also picks the log
 // file Dir/logs/<name>.log. Starting a name whose instance has stopped
-// restarts it on the same port and data dir; starting MainAdvisorName
-// again makes the new process the one behind the APIService.
+// restarts it on the same port and data dir; if that name is the one
+// behind the APIService, the new process serves it.
 func (e *Env) StartAdvisor(ctx context.Context, name string, args ...string) (*Advisor, error) {
 	if !validAdvisorName.MatchString(name) {
 		return nil, fmt.Errorf("advisor name %q: use lower-case letters, digits and '-'", name)
@@ -155,6 +175,9 @@ func (e *Env) newAdvisor(name string, port int, extra []string) *Advisor {
 		extra:   extra,
 	}
 	user := append(append([]string(nil), e.opts.AdvisorArgs...), extra...)
+	if e.opts.AdvisorSharedEtcd && !hasFlag(user, "--etcd-servers") {
+		user = append([]string{"--etcd-servers=" + e.EtcdURL}, user...)
+	}
 	adv.Args = []string{
 		fmt.Sprintf("--secure-port=%d", port),
 		"--bind-address=127.0.0.1",

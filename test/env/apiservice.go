@@ -115,8 +115,9 @@ func waitAPIServiceAvailable(ctx context.Context, a *applier, adv *Advisor) erro
 }
 
 // touchAPIService annotates the APIService so the aggregator re-checks it
-// at once: after failed checks during a restart it would otherwise wait for
-// its rate-limited retry or 30 s resync. A separate field manager keeps the
+// at once: after failed checks (an advisor restarting, a stale condition
+// in a reused etcd) it would otherwise wait for its rate-limited retry or
+// 30 s resync. A separate field manager keeps the
 // spec owned by fieldManager untouched.
 func (a *applier) touchAPIService(ctx context.Context) error {
 	obj := &unstructured.Unstructured{Object: map[string]any{
@@ -124,7 +125,7 @@ func (a *applier) touchAPIService(ctx context.Context) error {
 		"kind":       "APIService",
 		"metadata": map[string]any{
 			"name":        APIServiceName,
-			"annotations": map[string]any{"virt-advisor-testenv/restarted-at": time.Now().UTC().Format(time.RFC3339Nano)},
+			"annotations": map[string]any{"virt-advisor-testenv/touched-at": time.Now().UTC().Format(time.RFC3339Nano)},
 		},
 	}}
 	opts := metav1.ApplyOptions{FieldManager: fieldManager + "-restart", Force: true}

@@ -49,6 +49,11 @@ type Options struct {
 	// AdvisorArgs are extra flags for every virt-advisor-apiserver instance
 	// (e.g. --leader-elect=true, --etcd-servers=…, --v=4).
 	AdvisorArgs []string
+	// AdvisorSharedEtcd runs every advisor instance on the main cluster's
+	// etcd (--etcd-servers=Env.EtcdURL, under the advisor's own key prefix)
+	// instead of an embedded etcd each: the HA layout, where replicas share
+	// their storage. An explicit --etcd-servers in the args wins.
+	AdvisorSharedEtcd bool
 }
 
 // Env is a running control plane.
@@ -71,15 +76,19 @@ type Env struct {
 	RepoRoot      string
 
 	opts      Options
-	ownDir    bool // Dir was created by Start and is removed by Stop
+	ownDir    bool     // Dir was created by Start and is removed by Stop
+	lock      *os.File // held while running; see lockDir
 	pki       *pki
 	applier   *applier
 	etcd      *process
 	apiserver *process
 
-	mu       sync.Mutex
-	advisors map[string]*Advisor
-	stopOnce sync.Once
+	deploy []*unstructured.Unstructured // artifacts/deploy, for register
+
+	mu         sync.Mutex
+	advisors   map[string]*Advisor // latest instance of each name
+	registered string              // name of the instance behind the APIService
+	stopOnce   sync.Once
 }
 
 // Start brings up the whole environment and returns once the APIService
@@ -122,16 +131,15 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 		return nil, err
 	}
 
-	advisorPort, err := freePorts(1)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.install(ctx, advisorPort[0]); err != nil {
+	if e.deploy, err = e.install(ctx); err != nil {
 		return nil, err
 	}
 
-	adv, err := e.startAdvisor(ctx, MainAdvisorName, advisorPort[0], nil)
+	adv, err := e.startAdvisor(ctx, MainAdvisorName, 0, nil)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.register(ctx, adv.Port); err != nil {
 		return nil, err
 	}
 	e.logf("waiting for APIService %s to become Available", APIServiceName)
@@ -147,7 +155,7 @@ func newEnv(o Options) (*Env, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	e := &Env{opts: o, advisors: map[string]*Advisor{}}
+	e := &Env{opts: o, advisors: map[string]*Advisor{}, registered: MainAdvisorName}
 	var err error
 	if e.RepoRoot = o.RepoRoot; e.RepoRoot == "" {
 		if e.RepoRoot, err = findRepoRoot(); err != nil {
@@ -176,6 +184,9 @@ func newEnv(o Options) (*Env, error) {
 	}
 	if err := os.MkdirAll(filepath.Join(e.Dir, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	if e.lock, err = lockDir(e.Dir); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
@@ -217,53 +228,47 @@ func (e *Env) writeKubeconfigs() error {
 	return writeKubeconfig(e.AdvisorKubeconfig, "virt-advisor-apiserver", advisorCfg)
 }
 
-// install applies the CRDs, the deploy manifests (RBAC etc.), the local
-// APIService registration and the baseline objects.
-func (e *Env) install(ctx context.Context, advisorPort int) error {
+// install applies the CRDs, the deploy manifests (RBAC etc.) and the
+// baseline objects; it returns the deploy manifests (for register).
+func (e *Env) install(ctx context.Context) (deploy []*unstructured.Unstructured, err error) {
 	artifacts := filepath.Join(e.RepoRoot, "artifacts")
 
 	e.logf("installing CRDs from %s", filepath.Join(artifacts, "crds"))
 	crds, err := e.readDir(filepath.Join(artifacts, "crds"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, obj := range crds {
 		if err := e.applier.apply(ctx, obj); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := e.applier.waitEstablished(ctx, crds); err != nil {
-		return err
+		return nil, err
 	}
 
-	e.logf("installing RBAC and registration from %s", filepath.Join(artifacts, "deploy"))
-	deploy, err := e.readDir(filepath.Join(artifacts, "deploy"))
+	e.logf("installing RBAC from %s", filepath.Join(artifacts, "deploy"))
+	deploy, err = e.readDir(filepath.Join(artifacts, "deploy"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, obj := range deploy {
 		if skippedDeployKinds[obj.GetKind()] {
 			continue
 		}
 		if err := e.applier.apply(ctx, obj); err != nil {
-			return err
-		}
-	}
-	svc, apiService := registration(deploy, advisorPort, e.pki.servingCA.CertPEM)
-	for _, obj := range []*unstructured.Unstructured{svc, apiService} {
-		if err := e.applier.apply(ctx, obj); err != nil {
-			return err
+			return nil, err
 		}
 	}
 
 	e.logf("creating baseline objects from %s", filepath.Join(artifacts, "testdata", "baseline.yaml"))
 	baseline, err := readManifests(filepath.Join(artifacts, "testdata", "baseline.yaml"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, obj := range baseline {
 		if _, err := e.applier.applyIfAbsent(ctx, obj); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// The pool status is the MCO's: only seed it when nothing wrote it yet,
@@ -274,15 +279,31 @@ func (e *Env) install(ctx context.Context, advisorPort int) error {
 		}
 		has, err := e.applier.poolHasStatus(ctx, obj.GetName())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !has {
 			if err := e.applier.seedPoolStatus(ctx, obj.GetName(), poolMachines); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return deploy, nil
+}
+
+// register points the APIService at the advisor on port. It runs once the
+// advisor is ready, so the aggregator's first check after the change
+// succeeds instead of backing off on a process still starting.
+func (e *Env) register(ctx context.Context, port int) error {
+	e.logf("registering APIService %s (ExternalName Service %s/%s -> localhost:%d)", APIServiceName, Namespace, ServiceName, port)
+	svc, apiService := registration(e.deploy, port, e.pki.servingCA.CertPEM)
+	for _, obj := range []*unstructured.Unstructured{svc, apiService} {
+		if err := e.applier.apply(ctx, obj); err != nil {
+			return err
+		}
+	}
+	// An unchanged spec (reused data dir, same port by chance) sends the
+	// aggregator no event; make it re-check now.
+	return e.applier.touchAPIService(ctx)
 }
 
 func (e *Env) readDir(dir string) ([]*unstructured.Unstructured, error) {
@@ -320,6 +341,9 @@ func (e *Env) Stop() {
 			if err := p.stop(syscall.SIGTERM); err != nil {
 				e.logf("stopping %s: %v", p.name, err)
 			}
+		}
+		if e.lock != nil {
+			_ = e.lock.Close() // releases the flock
 		}
 		if e.ownDir {
 			if err := os.RemoveAll(e.Dir); err != nil {

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -140,18 +142,48 @@ func (p *process) addrInUse() bool {
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.
-// All listeners are held until every port is picked so the n are distinct.
+// They are picked at random below the kernel's ephemeral range: ports in
+// that range are handed to outgoing connections (of which a control plane
+// opens many) and to every bind(":0") probe, so a port chosen there can be
+// taken before the process binds it, or while an advisor restarts on its
+// fixed port. All listeners are held until every port is picked.
 func freePorts(n int) ([]int, error) {
+	lo, hi := 10000, ephemeralPortLow()-1
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0"
+		if hi-lo >= 1000 && tries < 200 {
+			addr = fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo+1))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
+			if addr == "127.0.0.1:0" {
+				return nil, fmt.Errorf("finding a free port: %w", err)
+			}
+			continue // taken: try another
 		}
 		defer l.Close()
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// ephemeralPortLow is the start of the kernel's ephemeral port range
+// (Linux default 32768 when it cannot be read).
+func ephemeralPortLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return low
 }
 
 // poll calls check every interval until it reports done, the timeout

@@ -21,7 +21,7 @@ func TestZZSmoke(t *testing.T) {
 	}
 	ctx := context.Background()
 	start := time.Now()
-	e, err := Start(ctx, Options{BinDir: bin, Log: os.Stderr, AdvisorArgs: strings.Fields(os.Getenv("SMOKE_ADVISOR_ARGS"))})
+	e, err := Start(ctx, Options{BinDir: bin, Log: os.Stderr, AdvisorArgs: strings.Fields(os.Getenv("SMOKE_ADVISOR_ARGS")), AdvisorSharedEtcd: os.Getenv("SMOKE_SHARED") != ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +84,31 @@ func TestZZSmoke(t *testing.T) {
 	}
 	if err := e.RestartAdvisor(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if os.Getenv("SMOKE_SHARED") != "" {
+		if out, _, err := e.Kubectl(ctx, "", "apply", "-f", "artifacts/samples/load-aware-rebalancing.yaml"); err != nil {
+			t.Fatal(err)
+		} else {
+			t.Log(out)
+		}
+		if err := e.RegisterAdvisor(ctx, a3); err != nil {
+			t.Fatal(err)
+		}
+		old := e.Advisor()
+		t.Logf("registered %s", old.Name)
+		if err := e.advisors[MainAdvisorName].Stop(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := e.Kubectl(ctx, "", "get", "vpc", "-o", "name")
+		t.Logf("after failover: %s %v", out, err)
+		if !strings.Contains(out, "load-aware-rebalancing") {
+			t.Error("VPC lost after failover")
+		}
+		if err := e.RestartAdvisor(ctx); err != nil {
+			t.Fatal(err)
+		}
+		out, _, err = e.Kubectl(ctx, "", "get", "vpc")
+		t.Logf("after restart of %s: %s %v", e.Advisor().Name, out, err)
 	}
 	start = time.Now()
 	e.Stop()

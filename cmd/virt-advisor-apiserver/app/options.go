@@ -4,6 +4,7 @@ package app
 import (
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -12,11 +13,18 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	netutils "k8s.io/utils/net"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apiserver"
 	generatedopenapi "github.com/kubevirt/virt-advisor/pkg/generated/openapi"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
 	"github.com/kubevirt/virt-advisor/pkg/version"
 )
 
@@ -92,5 +100,36 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := o.Recommended.ApplyTo(cfg); err != nil {
 		return nil, err
 	}
-	return &apiserver.Config{GenericConfig: cfg}, nil
+	extra, err := o.extraConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: extra}, nil
+}
+
+// extraConfig builds the plan engine on the main cluster's client (the
+// --kubeconfig of the core API, in-cluster config when unset).
+func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserver.ExtraConfig, error) {
+	if cfg.ClientConfig == nil {
+		return apiserver.ExtraConfig{}, fmt.Errorf("no client configuration for the main cluster: set --kubeconfig or run in a cluster")
+	}
+	clientConfig := rest.CopyConfig(cfg.ClientConfig)
+	clientConfig.UserAgent = "virt-advisor-apiserver/" + version.Version
+	dyn, err := dynamic.NewForConfig(clientConfig)
+	if err != nil {
+		return apiserver.ExtraConfig{}, err
+	}
+	// Discovery has no context: bound it so a slow cluster cannot hang a plan.
+	discoveryConfig := rest.CopyConfig(clientConfig)
+	discoveryConfig.Timeout = 10 * time.Second
+	disc, err := discovery.NewDiscoveryClientForConfig(discoveryConfig)
+	if err != nil {
+		return apiserver.ExtraConfig{}, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	profiles := registry.Default()
+	return apiserver.ExtraConfig{
+		Engine:   &plan.Engine{Cluster: &plan.Cluster{Dynamic: dyn, Mapper: mapper}, Profiles: profiles},
+		Profiles: profiles,
+	}, nil
 }

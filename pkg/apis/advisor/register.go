@@ -37,3 +37,10 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	)
 	return nil
 }
+
+// Profile names: a VirtPlatformConfig is named after its profile.
+const (
+	ProfileLoadAwareRebalancing = "load-aware-rebalancing"
+	ProfileVirtHigherDensity    = "virt-higher-density"
+	ProfileExample              = "example-profile"
+)

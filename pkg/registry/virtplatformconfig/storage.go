@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
 )
 
 // Storage holds the REST storage of the resource and its subresources.
@@ -33,8 +34,9 @@ var _ rest.ShortNamesProvider = &REST{}
 // ShortNames lets users type `kubectl get vpc`.
 func (r *REST) ShortNames() []string { return []string{"vpc"} }
 
-// NewStorage returns the storage of virtplatformconfigs and its subresources.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*Storage, error) {
+// NewStorage returns the storage of virtplatformconfigs and its subresources;
+// engine computes plans against the main cluster.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, engine *plan.Engine) (*Storage, error) {
 	strategy, statusStrategy := newStrategies(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &advisor.VirtPlatformConfig{} },
@@ -62,7 +64,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*
 	return &Storage{
 		Config:  &REST{store},
 		Status:  &StatusREST{store: &statusStore},
-		Plan:    &PlanREST{},
+		Plan:    &PlanREST{configs: store, engine: engine, scheme: scheme},
 		Approve: &ApproveREST{},
 	}, nil
 }
@@ -99,20 +101,8 @@ func (r *StatusREST) ConvertToTable(ctx context.Context, object runtime.Object, 
 	return r.store.ConvertToTable(ctx, object, tableOptions)
 }
 
-// PlanREST serves GET .../plan. The plan engine arrives with the profiles;
-// until then the subresource is discoverable and says so.
-type PlanREST struct{}
-
-var _ rest.Getter = &PlanREST{}
-
-func (r *PlanREST) New() runtime.Object { return &advisor.Plan{} }
-func (r *PlanREST) Destroy()            {}
-
-func (r *PlanREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
-	return nil, notImplemented("plan")
-}
-
-// ApproveREST serves POST .../approve; see PlanREST.
+// ApproveREST serves POST .../approve. Approvals arrive with the
+// controller; until then the subresource is discoverable and says so.
 type ApproveREST struct{}
 
 var _ rest.NamedCreater = &ApproveREST{}

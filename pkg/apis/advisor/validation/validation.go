@@ -14,15 +14,8 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 )
 
-// Profile names.
-const (
-	ProfileLoadAwareRebalancing = "load-aware-rebalancing"
-	ProfileVirtHigherDensity    = "virt-higher-density"
-	ProfileExample              = "example-profile"
-)
-
 var (
-	profiles         = []string{ProfileLoadAwareRebalancing, ProfileVirtHigherDensity, ProfileExample}
+	profiles         = []string{advisor.ProfileLoadAwareRebalancing, advisor.ProfileVirtHigherDensity, advisor.ProfileExample}
 	actions          = []string{string(advisor.PlanActionDryRun), string(advisor.PlanActionApply), string(advisor.PlanActionIgnore)}
 	failurePolicies  = []string{string(advisor.FailurePolicyAbort), string(advisor.FailurePolicyContinue)}
 	descheduleModes  = []string{"Automatic", "Predictive"}
@@ -117,9 +110,9 @@ func validateOptions(profile string, o *advisor.ProfileOptions, fldPath *field.P
 	if o.LoadAware != nil {
 		p := fldPath.Child("loadAware")
 		switch profile {
-		case ProfileLoadAwareRebalancing:
+		case advisor.ProfileLoadAwareRebalancing:
 			allErrs = append(allErrs, validateLoadAware(o.LoadAware, p)...)
-		case ProfileVirtHigherDensity:
+		case advisor.ProfileVirtHigherDensity:
 			allErrs = append(allErrs, field.Forbidden(p, "When profile is 'virt-higher-density', only options.virtHigherDensity may be set"))
 		default:
 			allErrs = append(allErrs, field.Forbidden(p, "options.loadAware can only be used with profile 'load-aware-rebalancing'"))
@@ -128,9 +121,9 @@ func validateOptions(profile string, o *advisor.ProfileOptions, fldPath *field.P
 	if o.VirtHigherDensity != nil {
 		p := fldPath.Child("virtHigherDensity")
 		switch profile {
-		case ProfileVirtHigherDensity:
+		case advisor.ProfileVirtHigherDensity:
 			allErrs = append(allErrs, validateVirtHigherDensity(o.VirtHigherDensity, p)...)
-		case ProfileLoadAwareRebalancing:
+		case advisor.ProfileLoadAwareRebalancing:
 			allErrs = append(allErrs, field.Forbidden(p, "When profile is 'load-aware-rebalancing', only options.loadAware may be set"))
 		default:
 			allErrs = append(allErrs, field.Forbidden(p, "options.virtHigherDensity can only be used with profile 'virt-higher-density'"))

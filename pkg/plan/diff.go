@@ -1,0 +1,78 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+const devNull = "/dev/null"
+
+// sanitize drops what changes on every write or is not ours to compare, so
+// that the diff shows configuration only.
+func sanitize(obj *unstructured.Unstructured) map[string]interface{} {
+	if obj == nil {
+		return nil
+	}
+	out := obj.DeepCopy().Object
+	delete(out, "status")
+	if md, ok := out["metadata"].(map[string]interface{}); ok {
+		for _, f := range []string{"managedFields", "resourceVersion", "generation", "creationTimestamp", "uid", "selfLink"} {
+			delete(md, f)
+		}
+	}
+	return out
+}
+
+// toYAML renders an object with sorted keys; nil renders as nothing.
+func toYAML(obj map[string]interface{}) (string, error) {
+	if obj == nil {
+		return "", nil
+	}
+	b, err := yaml.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// unifiedDiff diffs two rendered objects with 3 lines of context, labelled
+// "<name> (<Kind>)" or /dev/null, as the earlier operator did.
+func unifiedDiff(from, to, fromLabel, toLabel string) (string, error) {
+	if from == to {
+		return fmt.Sprintf("--- %s\n+++ %s\n(no changes)\n", fromLabel, toLabel), nil
+	}
+	var a, b []string
+	if from != "" {
+		a = difflib.SplitLines(from)
+	}
+	if to != "" {
+		b = difflib.SplitLines(to)
+	}
+	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: a, B: b, FromFile: fromLabel, ToFile: toLabel, Context: 3,
+	})
+}
+
+// changeCounts counts added and removed lines of a unified diff.
+func changeCounts(diff string) (added, removed int) {
+	for _, l := range strings.Split(diff, "\n") {
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case strings.HasPrefix(l, "+"):
+			added++
+		case strings.HasPrefix(l, "-"):
+			removed++
+		}
+	}
+	return added, removed
+}
+
+// ChangeSummary renders "+N -M" for the CHANGES column of the plan table.
+func ChangeSummary(diff string) string {
+	a, r := changeCounts(diff)
+	return fmt.Sprintf("+%d -%d", a, r)
+}

@@ -1,0 +1,287 @@
+// Package plan computes and applies plans: for each item of a profile the
+// desired object, a server-side apply dry-run against the main cluster and
+// a unified diff of live vs. dry-run result. The plan subresource and the
+// controller share it, so the diff a user reviews is computed by the code
+// that applies.
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+)
+
+// FieldManager owns the fields we apply; the earlier operator used the same
+// name, so clusters that ran it keep their field ownership.
+const FieldManager = "virt-advisor-operator"
+
+// Engine computes plans.
+type Engine struct {
+	Cluster  *Cluster
+	Profiles *registry.Registry
+}
+
+// Result is a computed plan and what the controller needs to apply it.
+type Result struct {
+	Status v1alpha1.PlanStatus
+	// SnapshotHash covers the live values of the managed fields only.
+	SnapshotHash string
+	// Desired are the objects to apply (nil for Delete items), by item name.
+	Desired map[string]*unstructured.Unstructured
+}
+
+// Satisfied is true when no prerequisite is missing.
+func (r *Result) Satisfied() bool {
+	for _, p := range r.Status.Prerequisites {
+		if !p.Satisfied {
+			return false
+		}
+	}
+	return true
+}
+
+// MissingMessage is the seed's message for missing prerequisites.
+func (r *Result) MissingMessage() string {
+	var b strings.Builder
+	b.WriteString("Missing required dependencies:\n")
+	for _, p := range r.Status.Prerequisites {
+		if !p.Satisfied {
+			fmt.Fprintf(&b, "  - %s (%s): %s\n", p.Kind, strings.ReplaceAll(p.APIVersion, "/", "."), p.Description)
+		}
+	}
+	return b.String()
+}
+
+// ResolveOptions returns the options of the config's profile with every
+// default applied, so profiles never see unset fields.
+func ResolveOptions(spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.ProfileOptions {
+	tmp := &v1alpha1.VirtPlatformConfig{Spec: *spec.DeepCopy()}
+	if tmp.Spec.Options == nil {
+		tmp.Spec.Options = &v1alpha1.ProfileOptions{}
+	}
+	switch spec.Profile {
+	case advisor.ProfileLoadAwareRebalancing:
+		if tmp.Spec.Options.LoadAware == nil {
+			tmp.Spec.Options.LoadAware = &v1alpha1.LoadAwareConfig{}
+		}
+	case advisor.ProfileVirtHigherDensity:
+		if tmp.Spec.Options.VirtHigherDensity == nil {
+			tmp.Spec.Options.VirtHigherDensity = &v1alpha1.VirtHigherDensityConfig{}
+		}
+	}
+	v1alpha1.SetObjectDefaults_VirtPlatformConfig(tmp)
+	return *tmp.Spec.Options
+}
+
+// Compute returns the live plan of a config. Per-item failures (a rejected
+// dry-run, say) are reported in the item; an error is returned only when no
+// plan can be made at all.
+func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*Result, error) {
+	profile, ok := e.Profiles.Get(cfg.Spec.Profile)
+	if !ok {
+		return nil, fmt.Errorf("unknown profile %q", cfg.Spec.Profile)
+	}
+	opts := ResolveOptions(cfg.Spec)
+	res := &Result{
+		Status:  v1alpha1.PlanStatus{Profile: cfg.Spec.Profile, Generation: cfg.Generation},
+		Desired: map[string]*unstructured.Unstructured{},
+	}
+	for _, p := range profile.Prerequisites(opts) {
+		served, err := e.Cluster.Served(p.GVK)
+		if err != nil {
+			return nil, fmt.Errorf("checking prerequisite %s: %w", p.GVK.Kind, err)
+		}
+		res.Status.Prerequisites = append(res.Status.Prerequisites, v1alpha1.Prerequisite{
+			Kind: p.GVK.Kind, APIVersion: p.GVK.GroupVersion().String(), Description: p.Description, Satisfied: served,
+		})
+	}
+	if !res.Satisfied() {
+		return res, nil
+	}
+
+	items, err := profile.Items(ctx, profiles.Inputs{ConfigName: cfg.Name, Options: opts, Cluster: e.Cluster})
+	if err != nil {
+		return nil, err
+	}
+	planned := make([]plannedItem, len(items))
+	var wg sync.WaitGroup
+	for i := range items {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			planned[i] = e.planItem(ctx, cfg.Name, items[i])
+		}(i)
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("computing the plan: %w", err)
+	}
+
+	snapshot := map[string]interface{}{}
+	var hashed []interface{}
+	for i, p := range planned {
+		if p.skip {
+			continue
+		}
+		snapshot[p.key] = p.snapshot
+		res.Status.Items = append(res.Status.Items, p.item)
+		if p.item.Operation != v1alpha1.OperationDelete {
+			res.Desired[p.item.Name] = items[i].Desired
+		}
+		hashed = append(hashed, map[string]interface{}{
+			"name": p.item.Name, "operation": p.item.Operation, "desiredState": p.desired, "error": p.item.Error,
+		})
+		res.Status.ImpactSeverity = MaxImpact(res.Status.ImpactSeverity, p.item.ImpactSeverity)
+	}
+	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
+		return nil, err
+	}
+	if res.Status.PlanHash, err = hashJSON(map[string]interface{}{
+		"profile": cfg.Spec.Profile, "items": hashed, "snapshot": snapshot,
+	}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+type plannedItem struct {
+	item     v1alpha1.PlanItem
+	desired  map[string]interface{}
+	snapshot map[string]interface{}
+	key      string
+	skip     bool // an Absent item whose object is already gone
+}
+
+func (e *Engine) planItem(ctx context.Context, configName string, it profiles.Item) plannedItem {
+	desired := it.Desired.DeepCopy()
+	if it.Owned {
+		labels := desired.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[profiles.ManagedByLabel] = configName
+		desired.SetLabels(labels)
+	}
+	gvk := desired.GroupVersionKind()
+	ns, name := desired.GetNamespace(), desired.GetName()
+	label := fmt.Sprintf("%s (%s)", name, gvk.Kind)
+	p := plannedItem{
+		key:     snapshotKey(gvk, ns, name),
+		desired: desired.Object,
+		item: v1alpha1.PlanItem{
+			Name:          it.Name,
+			TargetRef:     v1alpha1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: name, Namespace: ns},
+			Message:       it.Message,
+			ManagedFields: it.ManagedFields,
+		},
+	}
+	if raw, err := json.Marshal(desired.Object); err == nil {
+		p.item.DesiredState = &runtime.RawExtension{Raw: raw}
+	}
+	fail := func(err error) plannedItem {
+		p.item.Error = err.Error()
+		p.item.ImpactSeverity = it.Impact
+		if p.item.ImpactSeverity == "" {
+			p.item.ImpactSeverity = v1alpha1.ImpactMedium
+		}
+		p.snapshot = map[string]interface{}{"__state": "ERROR"}
+		return p
+	}
+
+	if it.Err != nil {
+		return fail(it.Err)
+	}
+	ri, err := e.Cluster.resource(gvk, ns)
+	if err != nil {
+		return fail(fmt.Errorf("resolving %s: %w", gvk.Kind, err))
+	}
+	live, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		live, err = nil, nil
+	}
+	if err != nil {
+		return fail(fmt.Errorf("reading %s %s: %w", gvk.Kind, objectName(ns, name), err))
+	}
+	p.snapshot = snapshotValue(live, it.ManagedFields)
+	p.item.ImpactSeverity = it.Impact
+	if p.item.ImpactSeverity == "" {
+		p.item.ImpactSeverity = v1alpha1.ImpactLow
+		if live == nil {
+			p.item.ImpactSeverity = v1alpha1.ImpactMedium
+		}
+	}
+	liveYAML, err := toYAML(sanitize(live))
+	if err != nil {
+		return fail(err)
+	}
+
+	if it.Absent {
+		// Only objects we created are ever deleted.
+		if live == nil || live.GetLabels()[profiles.ManagedByLabel] != configName {
+			p.skip = true
+			return p
+		}
+		p.item.Operation = v1alpha1.OperationDelete
+		p.item.DesiredState = nil
+		p.desired = nil
+		if p.item.Diff, err = unifiedDiff(liveYAML, "", label, devNull); err != nil {
+			return fail(err)
+		}
+		return p
+	}
+
+	dry, err := ri.Apply(ctx, name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return fail(fmt.Errorf("server-side apply dry-run of %s %s was rejected: %w", gvk.Kind, objectName(ns, name), dryRunCause(err)))
+	}
+	dryYAML, err := toYAML(sanitize(dry))
+	if err != nil {
+		return fail(err)
+	}
+	fromLabel := label
+	switch {
+	case live == nil:
+		p.item.Operation = v1alpha1.OperationCreate
+		fromLabel = devNull
+	case liveYAML == dryYAML:
+		p.item.Operation = v1alpha1.OperationNone
+	default:
+		p.item.Operation = v1alpha1.OperationUpdate
+	}
+	if p.item.Diff, err = unifiedDiff(liveYAML, dryYAML, fromLabel, label); err != nil {
+		return fail(err)
+	}
+	return p
+}
+
+// dryRunCause keeps the API server's own words for a rejected dry-run.
+func dryRunCause(err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return errors.New(status.Status().Message)
+	}
+	return err
+}
+
+var impactRank = map[v1alpha1.Impact]int{"": 0, v1alpha1.ImpactLow: 1, v1alpha1.ImpactMedium: 2, v1alpha1.ImpactHigh: 3}
+
+// MaxImpact returns the higher of two impacts (Low < Medium < High).
+func MaxImpact(a, b v1alpha1.Impact) v1alpha1.Impact {
+	if impactRank[b] > impactRank[a] {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,51 @@
+// Package example is a minimal, unadvertised profile that manages one
+// ConfigMap; it exercises the plan engine without OpenShift APIs.
+package example
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+type profile struct{}
+
+// New returns the example profile.
+func New() profiles.Profile { return profile{} }
+
+func (profile) Metadata() profiles.Metadata {
+	return profiles.Metadata{
+		Name:          "example-profile",
+		Category:      "example",
+		Description:   "Example profile that manages one ConfigMap",
+		ImpactSummary: "Low - writes the ConfigMap openshift-cnv/example-config",
+		Level:         v1alpha1.ImpactLow,
+	}
+}
+
+func (profile) Prerequisites(v1alpha1.ProfileOptions) []profiles.Prerequisite { return nil }
+
+func (profile) ManagedKinds() []schema.GroupVersionKind {
+	return []schema.GroupVersionKind{profiles.ConfigMapGVK}
+}
+
+func (profile) Items(context.Context, profiles.Inputs) ([]profiles.Item, error) {
+	cm := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1",
+		"kind":       "ConfigMap",
+		"metadata":   map[string]interface{}{"name": "example-config", "namespace": profiles.HCONamespace},
+		"data":       map[string]interface{}{"example-key": "example-value"},
+	}}
+	return []profiles.Item{{
+		Name:          "configure-example-component",
+		Desired:       cm,
+		ManagedFields: []string{"data"},
+		Impact:        v1alpha1.ImpactLow,
+		Message:       "ConfigMap 'example-config' will be configured",
+		Owned:         true,
+	}}, nil
+}

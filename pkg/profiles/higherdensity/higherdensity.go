@@ -1,0 +1,226 @@
+// Package higherdensity implements the virt-higher-density profile: kubelet
+// swap on the worker nodes (a MachineConfig this project owns) and memory
+// overcommit plus KSM on the HyperConverged CR (fields this project patches).
+package higherdensity
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+// Name is the profile name.
+const Name = "virt-higher-density"
+
+// Item names.
+const (
+	SwapItemName = "enable-kubelet-swap"
+	HCOItemName  = "configure-higher-density"
+)
+
+// Defaults of the options, used only when a caller passes them unresolved
+// (the API server resolves them before the profile is called).
+const (
+	defaultEnableSwap           = true
+	defaultMemoryToRequestRatio = int32(150)
+	defaultKSMEnabled           = true
+)
+
+type profile struct{}
+
+// New returns the virt-higher-density profile.
+func New() profiles.Profile { return profile{} }
+
+func (profile) Metadata() profiles.Metadata {
+	return profiles.Metadata{
+		Name:          Name,
+		Category:      "density",
+		Description:   "Enables higher VM density through swap and other optimizations",
+		ImpactSummary: "Enables swap for kubelet to allow memory overcommit and higher VM density. Requires nodes with swap partition labeled CNV_SWAP.",
+		Level:         v1alpha1.ImpactHigh,
+		Advertised:    true,
+	}
+}
+
+// Prerequisites needs the MachineConfig API only when swap is on: with swap
+// off the profile at most deletes a MachineConfig it created, and without the
+// MachineConfig API there is nothing to delete.
+func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisite {
+	var prereqs []profiles.Prerequisite
+	if resolve(opts.VirtHigherDensity).enableSwap {
+		prereqs = append(prereqs, profiles.Prerequisite{
+			GVK:         profiles.MachineConfigGVK,
+			Description: "MachineConfig CRD is required for swap configuration (available on OpenShift)",
+		})
+	}
+	return append(prereqs, profiles.Prerequisite{
+		GVK:         profiles.HyperConvergedGVK,
+		Description: "Install OpenShift Virtualization via OLM",
+	})
+}
+
+func (profile) ManagedKinds() []schema.GroupVersionKind {
+	return []schema.GroupVersionKind{profiles.MachineConfigGVK, profiles.HyperConvergedGVK}
+}
+
+// Items does not read the cluster: in.Cluster may be nil.
+func (profile) Items(_ context.Context, in profiles.Inputs) ([]profiles.Item, error) {
+	o := resolve(in.Options.VirtHigherDensity)
+	hco, err := hcoItem(o)
+	if err != nil {
+		return nil, err
+	}
+	return []profiles.Item{swapItem(in.ConfigName, o.enableSwap), hco}, nil
+}
+
+// options are the virt-higher-density options with every default resolved.
+type options struct {
+	enableSwap  bool
+	ratio       int32
+	ksmEnabled  bool
+	ksmSelector *metav1.LabelSelector // nil: all nodes
+}
+
+func resolve(c *v1alpha1.VirtHigherDensityConfig) options {
+	o := options{enableSwap: defaultEnableSwap, ratio: defaultMemoryToRequestRatio, ksmEnabled: defaultKSMEnabled}
+	if c == nil {
+		return o
+	}
+	if c.EnableSwap != nil {
+		o.enableSwap = *c.EnableSwap
+	}
+	if c.MemoryToRequestRatio != nil {
+		o.ratio = *c.MemoryToRequestRatio
+	}
+	if k := c.KSMConfiguration; k != nil {
+		if k.Enabled != nil {
+			o.ksmEnabled = *k.Enabled
+		}
+		o.ksmSelector = k.NodeLabelSelector
+	}
+	return o
+}
+
+// swapItem is the swap MachineConfig, or, with swap off, the request to
+// delete the one this project created (the engine deletes it only if it
+// exists and carries our ManagedByLabel).
+func swapItem(configName string, enableSwap bool) profiles.Item {
+	mc := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": profiles.MachineConfigGVK.GroupVersion().String(),
+		"kind":       profiles.MachineConfigGVK.Kind,
+		"metadata": map[string]interface{}{
+			"name": swapMachineConfigName,
+			"labels": map[string]interface{}{
+				profiles.MachineConfigRoleLabel: profiles.WorkerPool,
+				profiles.ManagedByLabel:         configName,
+			},
+		},
+	}}
+	if !enableSwap {
+		return profiles.Item{
+			Name:    SwapItemName,
+			Desired: mc,
+			Impact:  v1alpha1.ImpactHigh,
+			Message: fmt.Sprintf("MachineConfig '%s' will be removed: swap is disabled", swapMachineConfigName),
+			Owned:   true,
+			Absent:  true,
+		}
+	}
+	mc.Object["spec"] = map[string]interface{}{"config": swapIgnitionConfig()}
+	return profiles.Item{
+		Name:          SwapItemName,
+		Desired:       mc,
+		ManagedFields: []string{"spec.config"},
+		Impact:        v1alpha1.ImpactHigh,
+		Message:       fmt.Sprintf("MachineConfig '%s' will be configured to enable kubelet swap", swapMachineConfigName),
+		Owned:         true,
+	}
+}
+
+// swapIgnitionConfig is spec.config of the swap MachineConfig, built afresh
+// on every call so that callers may modify it.
+func swapIgnitionConfig() map[string]interface{} {
+	return map[string]interface{}{
+		"ignition": map[string]interface{}{"version": ignitionVersion},
+		"storage": map[string]interface{}{
+			"files": []interface{}{
+				ignitionFile(findSwapPartitionPath, findSwapPartitionMode, findSwapPartitionScript),
+				ignitionFile(kubeletSwapConfPath, kubeletSwapConfMode, kubeletSwapConf),
+			},
+		},
+		"systemd": map[string]interface{}{
+			"units": []interface{}{
+				systemdUnit(swapProvisionUnitName, swapProvisionUnit),
+				systemdUnit(cgroupSliceUnitName, cgroupSliceUnit),
+			},
+		},
+	}
+}
+
+func ignitionFile(path string, mode int64, content string) map[string]interface{} {
+	return map[string]interface{}{
+		"contents": map[string]interface{}{
+			"source": dataURLPrefix + base64.StdEncoding.EncodeToString([]byte(content)),
+		},
+		"mode":      mode,
+		"overwrite": true,
+		"path":      path,
+	}
+}
+
+func systemdUnit(name, contents string) map[string]interface{} {
+	return map[string]interface{}{
+		"contents": contents,
+		"enabled":  true,
+		"name":     name,
+	}
+}
+
+// hcoItem patches memory overcommit and KSM on the HyperConverged CR. With
+// KSM off, ksmConfiguration is left out of the desired state: server-side
+// apply then withdraws our ownership of it; the HCO itself is never deleted.
+func hcoItem(o options) (profiles.Item, error) {
+	spec := map[string]interface{}{
+		"higherWorkloadDensity": map[string]interface{}{
+			"memoryOvercommitPercentage": int64(o.ratio),
+		},
+	}
+	managed := []string{"spec.higherWorkloadDensity.memoryOvercommitPercentage"}
+	msg := fmt.Sprintf("HyperConverged '%s' will be configured with memoryOvercommitPercentage=%d", profiles.HCOName, o.ratio)
+	if o.ksmEnabled {
+		selector := map[string]interface{}{} // {} selects all nodes
+		if o.ksmSelector != nil {
+			var err error
+			selector, err = runtime.DefaultUnstructuredConverter.ToUnstructured(o.ksmSelector)
+			if err != nil {
+				return profiles.Item{}, fmt.Errorf("converting ksmConfiguration.nodeLabelSelector: %w", err)
+			}
+		}
+		spec["ksmConfiguration"] = map[string]interface{}{"nodeLabelSelector": selector}
+		managed = append(managed, "spec.ksmConfiguration")
+		msg += " and KSM enabled"
+	}
+	return profiles.Item{
+		Name: HCOItemName,
+		Desired: &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": profiles.HyperConvergedGVK.GroupVersion().String(),
+			"kind":       profiles.HyperConvergedGVK.Kind,
+			"metadata": map[string]interface{}{
+				"name":      profiles.HCOName,
+				"namespace": profiles.HCONamespace,
+			},
+			"spec": spec,
+		}},
+		ManagedFields: managed,
+		Impact:        v1alpha1.ImpactMedium,
+		Message:       msg,
+	}, nil
+}

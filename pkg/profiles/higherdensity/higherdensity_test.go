@@ -1,0 +1,384 @@
+package higherdensity
+
+import (
+	"context"
+	"encoding/base64"
+	"reflect"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+// Copied verbatim from the desiredState in seed 004_89f53f28fd2ac9fe.
+const (
+	seedFindSwapPartitionSource = "data:text/plain;charset=utf-8;base64,IyEvdXNyL2Jpbi9lbnYgYmFzaApzZXQgLWV1byBwaXBlZmFpbAoKUEFSVExBQkVMPSJDTlZfU1dBUCIKREVWSUNFPSIvZGV2L2Rpc2svYnktcGFydGxhYmVsLyR7UEFSVExBQkVMfSIKCmlmIFtbICEgLWUgIiRERVZJQ0UiIF1dOyB0aGVuCiAgZWNobyAiU3dhcCBwYXJ0aXRpb24gd2l0aCBQQVJUTEFCRUw9JHtQQVJUTEFCRUx9IG5vdCBmb3VuZCIgPiYyCiAgZXhpdCAxCmZpCgppZiBzd2Fwb24gLS1zaG93PU5BTUUgfCBncmVwIC1xICIkREVWSUNFIjsgdGhlbgogIGVjaG8gIlN3YXAgYWxyZWFkeSBlbmFibGVkIG9uICRERVZJQ0UiID4mMgogIGV4aXQgMQpmaQoKZWNobyAiRW5hYmxpbmcgc3dhcCBvbiAkREVWSUNFIiA+JjIKc3dhcG9uICIkREVWSUNFIgp0b3VjaCAvdmFyL3RtcC9zd2FwZmlsZQ=="
+	seedKubeletSwapConfSource   = "data:text/plain;charset=utf-8;base64,YXBpVmVyc2lvbjoga3ViZWxldC5jb25maWcuazhzLmlvL3YxYmV0YTEKa2luZDogS3ViZWxldENvbmZpZ3VyYXRpb24KbWVtb3J5U3dhcDoKICBzd2FwQmVoYXZpb3I6IExpbWl0ZWRTd2FwCg=="
+)
+
+const configName = "virt-higher-density"
+
+func items(t *testing.T, c *v1alpha1.VirtHigherDensityConfig) []profiles.Item {
+	t.Helper()
+	got, err := New().Items(context.Background(), profiles.Inputs{
+		ConfigName: configName,
+		Options:    v1alpha1.ProfileOptions{VirtHigherDensity: c},
+		Cluster:    nil, // the profile must not read the cluster
+	})
+	if err != nil {
+		t.Fatalf("Items: %v", err)
+	}
+	if len(got) != 2 || got[0].Name != "enable-kubelet-swap" || got[1].Name != "configure-higher-density" {
+		t.Fatalf("items = %v, want [enable-kubelet-swap configure-higher-density]", names(got))
+	}
+	for _, it := range got {
+		it.Desired.DeepCopy() // panics on values unstructured cannot hold
+	}
+	return got
+}
+
+func names(items []profiles.Item) []string {
+	var n []string
+	for _, it := range items {
+		n = append(n, it.Name)
+	}
+	return n
+}
+
+func defaults() *v1alpha1.VirtHigherDensityConfig {
+	return &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To[int32](150)}
+}
+
+func mustSlice(t *testing.T, obj map[string]interface{}, path ...string) []interface{} {
+	t.Helper()
+	s, ok, err := unstructured.NestedSlice(obj, path...)
+	if err != nil || !ok {
+		t.Fatalf("%s: found=%v err=%v", strings.Join(path, "."), ok, err)
+	}
+	return s
+}
+
+func decodeSource(t *testing.T, source string) string {
+	t.Helper()
+	const prefix = "data:text/plain;charset=utf-8;base64,"
+	if !strings.HasPrefix(source, prefix) {
+		t.Fatalf("source %q lacks prefix %q", source, prefix)
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(source, prefix))
+	if err != nil {
+		t.Fatalf("decoding %q: %v", source, err)
+	}
+	return string(b)
+}
+
+func TestMetadata(t *testing.T) {
+	want := profiles.Metadata{
+		Name:          "virt-higher-density",
+		Category:      "density",
+		Description:   "Enables higher VM density through swap and other optimizations",
+		ImpactSummary: "Enables swap for kubelet to allow memory overcommit and higher VM density. Requires nodes with swap partition labeled CNV_SWAP.",
+		Level:         v1alpha1.ImpactHigh,
+		Advertised:    true,
+	}
+	if got := New().Metadata(); got != want {
+		t.Errorf("Metadata() = %+v, want %+v", got, want)
+	}
+	wantKinds := []schema.GroupVersionKind{profiles.MachineConfigGVK, profiles.HyperConvergedGVK}
+	if got := New().ManagedKinds(); !reflect.DeepEqual(got, wantKinds) {
+		t.Errorf("ManagedKinds() = %v, want %v", got, wantKinds)
+	}
+}
+
+func TestPrerequisites(t *testing.T) {
+	mc := profiles.Prerequisite{GVK: profiles.MachineConfigGVK, Description: "MachineConfig CRD is required for swap configuration (available on OpenShift)"}
+	hco := profiles.Prerequisite{GVK: profiles.HyperConvergedGVK, Description: "Install OpenShift Virtualization via OLM"}
+	tests := []struct {
+		name string
+		opts *v1alpha1.VirtHigherDensityConfig
+		want []profiles.Prerequisite
+	}{
+		{"swap on", defaults(), []profiles.Prerequisite{mc, hco}},
+		{"swap off", &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](110)}, []profiles.Prerequisite{hco}},
+		{"unresolved options default to swap on", nil, []profiles.Prerequisite{mc, hco}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := New().Prerequisites(v1alpha1.ProfileOptions{VirtHigherDensity: tt.opts})
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Prerequisites() = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSwapMachineConfigContent(t *testing.T) {
+	mc := items(t, defaults())[0].Desired
+	files := mustSlice(t, mc.Object, "spec", "config", "storage", "files")
+	if len(files) != 2 {
+		t.Fatalf("files = %d, want 2", len(files))
+	}
+	tests := []struct {
+		path       string
+		mode       int64
+		wantSource string
+		check      func(t *testing.T, decoded string)
+	}{
+		{
+			path: "/etc/find-swap-partition", mode: 493, wantSource: seedFindSwapPartitionSource,
+			check: func(t *testing.T, s string) {
+				if strings.HasSuffix(s, "\n") {
+					t.Errorf("script ends with a newline; the seed's does not")
+				}
+				if !strings.HasPrefix(s, "#!/usr/bin/env bash\n") || !strings.HasSuffix(s, "touch /var/tmp/swapfile") {
+					t.Errorf("unexpected script:\n%s", s)
+				}
+			},
+		},
+		{
+			path: "/etc/openshift/kubelet.conf.d/90-swap.conf", mode: 420, wantSource: seedKubeletSwapConfSource,
+			check: func(t *testing.T, s string) {
+				if !strings.HasSuffix(s, "\n") || strings.HasSuffix(s, "\n\n") {
+					t.Errorf("kubelet config must end with exactly one newline: %q", s)
+				}
+				if !strings.Contains(s, "kind: KubeletConfiguration\n") || !strings.Contains(s, "swapBehavior: LimitedSwap") {
+					t.Errorf("unexpected kubelet config:\n%s", s)
+				}
+			},
+		},
+	}
+	for i, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			f := files[i].(map[string]interface{})
+			if f["path"] != tt.path {
+				t.Fatalf("files[%d].path = %v, want %s", i, f["path"], tt.path)
+			}
+			if f["mode"] != tt.mode {
+				t.Errorf("mode = %#v, want int64(%d)", f["mode"], tt.mode)
+			}
+			if f["overwrite"] != true {
+				t.Errorf("overwrite = %#v, want true", f["overwrite"])
+			}
+			source, _, _ := unstructured.NestedString(f, "contents", "source")
+			if source != tt.wantSource {
+				t.Errorf("contents.source =\n%s\nwant (seed 004)\n%s", source, tt.wantSource)
+			}
+			tt.check(t, decodeSource(t, source))
+		})
+	}
+
+	if v, _, _ := unstructured.NestedString(mc.Object, "spec", "config", "ignition", "version"); v != "3.2.0" {
+		t.Errorf("ignition.version = %q, want 3.2.0", v)
+	}
+}
+
+func TestSwapUnits(t *testing.T) {
+	mc := items(t, defaults())[0].Desired
+	units := mustSlice(t, mc.Object, "spec", "config", "systemd", "units")
+	if len(units) != 2 {
+		t.Fatalf("units = %d, want 2", len(units))
+	}
+	tests := []struct {
+		name  string
+		lines []string
+	}{
+		{"swap-provision.service", []string{
+			"[Unit]",
+			"ConditionFirstBoot=no",
+			"ConditionPathExists=!/var/tmp/swapfile",
+			"[Service]",
+			"Type=oneshot",
+			"ExecStart=/etc/find-swap-partition",
+			"[Install]",
+			"WantedBy=multi-user.target",
+			"RequiredBy=kubelet-dependencies.target",
+		}},
+		{"cgroup-system-slice-config.service", []string{
+			"[Unit]",
+			"[Service]",
+			"Type=oneshot",
+			`ExecStart=/bin/sh -c "sudo systemctl set-property --runtime system.slice MemorySwapMax=0 IODeviceLatencyTargetSec=\"/ 50ms\""`,
+			"[Install]",
+			"RequiredBy=kubelet-dependencies.target",
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := units[i].(map[string]interface{})
+			if u["name"] != tt.name {
+				t.Fatalf("units[%d].name = %v, want %s", i, u["name"], tt.name)
+			}
+			if u["enabled"] != true {
+				t.Errorf("enabled = %#v, want true", u["enabled"])
+			}
+			contents, _ := u["contents"].(string)
+			if !strings.HasSuffix(contents, "\n") {
+				t.Errorf("contents do not end with a newline: %q", contents)
+			}
+			have := map[string]bool{}
+			for _, l := range strings.Split(contents, "\n") {
+				have[l] = true
+			}
+			for _, l := range tt.lines {
+				if !have[l] {
+					t.Errorf("missing line %q in\n%s", l, contents)
+				}
+			}
+		})
+	}
+}
+
+func TestItems(t *testing.T) {
+	selector := &metav1.LabelSelector{
+		MatchLabels: map[string]string{"ksm": "on"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "zone", Operator: metav1.LabelSelectorOpIn, Values: []string{"a", "b"}},
+		},
+	}
+	tests := []struct {
+		name string
+		opts *v1alpha1.VirtHigherDensityConfig
+
+		wantSwapAbsent bool
+		wantRatio      int64
+		wantKSM        map[string]interface{} // nodeLabelSelector; nil: no ksmConfiguration
+		wantHCOMessage string
+	}{
+		{
+			name:           "defaults",
+			opts:           defaults(),
+			wantRatio:      150,
+			wantKSM:        map[string]interface{}{},
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=150 and KSM enabled",
+		},
+		{
+			name:           "ratio 200",
+			opts:           &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To[int32](200)},
+			wantRatio:      200,
+			wantKSM:        map[string]interface{}{},
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=200 and KSM enabled",
+		},
+		{
+			name: "KSM enabled with an empty selector",
+			opts: &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To[int32](150),
+				KSMConfiguration: &v1alpha1.KSMConfiguration{Enabled: ptr.To(true), NodeLabelSelector: &metav1.LabelSelector{}}},
+			wantRatio:      150,
+			wantKSM:        map[string]interface{}{},
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=150 and KSM enabled",
+		},
+		{
+			name: "KSM selector",
+			opts: &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To[int32](150),
+				KSMConfiguration: &v1alpha1.KSMConfiguration{Enabled: ptr.To(true), NodeLabelSelector: selector}},
+			wantRatio: 150,
+			wantKSM: map[string]interface{}{
+				"matchLabels": map[string]interface{}{"ksm": "on"},
+				"matchExpressions": []interface{}{
+					map[string]interface{}{"key": "zone", "operator": "In", "values": []interface{}{"a", "b"}},
+				},
+			},
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=150 and KSM enabled",
+		},
+		{
+			name: "KSM disabled",
+			opts: &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To[int32](150),
+				KSMConfiguration: &v1alpha1.KSMConfiguration{Enabled: ptr.To(false), NodeLabelSelector: selector}},
+			wantRatio:      150,
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=150",
+		},
+		{
+			name:           "swap off",
+			opts:           &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](120)},
+			wantSwapAbsent: true,
+			wantRatio:      120,
+			wantKSM:        map[string]interface{}{},
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=120 and KSM enabled",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := items(t, tt.opts)
+
+			// enable-kubelet-swap
+			swap := got[0]
+			mc := swap.Desired
+			if mc.GetAPIVersion() != "machineconfiguration.openshift.io/v1" || mc.GetKind() != "MachineConfig" ||
+				mc.GetName() != "90-worker-kubelet-swap" || mc.GetNamespace() != "" {
+				t.Errorf("swap identity = %s %s %s/%s", mc.GetAPIVersion(), mc.GetKind(), mc.GetNamespace(), mc.GetName())
+			}
+			wantLabels := map[string]string{
+				"machineconfiguration.openshift.io/role": "worker",
+				"advisor.kubevirt.io/managed-by":         configName,
+			}
+			if !reflect.DeepEqual(mc.GetLabels(), wantLabels) {
+				t.Errorf("swap labels = %v, want %v", mc.GetLabels(), wantLabels)
+			}
+			if !swap.Owned || swap.Absent != tt.wantSwapAbsent || swap.Impact != v1alpha1.ImpactHigh {
+				t.Errorf("swap Owned=%v Absent=%v Impact=%s, want true %v High", swap.Owned, swap.Absent, swap.Impact, tt.wantSwapAbsent)
+			}
+			_, hasSpec := mc.Object["spec"]
+			if tt.wantSwapAbsent {
+				if swap.Message != "MachineConfig '90-worker-kubelet-swap' will be removed: swap is disabled" {
+					t.Errorf("swap message = %q", swap.Message)
+				}
+				if hasSpec || len(swap.ManagedFields) != 0 {
+					t.Errorf("absent item carries spec=%v managedFields=%v", hasSpec, swap.ManagedFields)
+				}
+			} else {
+				if swap.Message != "MachineConfig '90-worker-kubelet-swap' will be configured to enable kubelet swap" {
+					t.Errorf("swap message = %q", swap.Message)
+				}
+				if !hasSpec || !reflect.DeepEqual(swap.ManagedFields, []string{"spec.config"}) {
+					t.Errorf("swap spec=%v managedFields=%v, want spec and [spec.config]", hasSpec, swap.ManagedFields)
+				}
+			}
+
+			// configure-higher-density
+			hco := got[1]
+			h := hco.Desired
+			if h.GetAPIVersion() != "hco.kubevirt.io/v1beta1" || h.GetKind() != "HyperConverged" ||
+				h.GetNamespace() != "openshift-cnv" || h.GetName() != "kubevirt-hyperconverged" {
+				t.Errorf("hco identity = %s %s %s/%s", h.GetAPIVersion(), h.GetKind(), h.GetNamespace(), h.GetName())
+			}
+			if hco.Owned || hco.Absent || hco.Impact != v1alpha1.ImpactMedium || len(h.GetLabels()) != 0 {
+				t.Errorf("hco Owned=%v Absent=%v Impact=%s labels=%v, want false false Medium none", hco.Owned, hco.Absent, hco.Impact, h.GetLabels())
+			}
+			if hco.Message != tt.wantHCOMessage {
+				t.Errorf("hco message = %q, want %q", hco.Message, tt.wantHCOMessage)
+			}
+			ratio, ok, err := unstructured.NestedFieldNoCopy(h.Object, "spec", "higherWorkloadDensity", "memoryOvercommitPercentage")
+			if err != nil || !ok || ratio != tt.wantRatio {
+				t.Errorf("memoryOvercommitPercentage = %#v (found=%v, err=%v), want int64(%d)", ratio, ok, err, tt.wantRatio)
+			}
+			wantSpec := map[string]interface{}{
+				"higherWorkloadDensity": map[string]interface{}{"memoryOvercommitPercentage": tt.wantRatio},
+			}
+			wantManaged := []string{"spec.higherWorkloadDensity.memoryOvercommitPercentage"}
+			if tt.wantKSM != nil {
+				wantSpec["ksmConfiguration"] = map[string]interface{}{"nodeLabelSelector": tt.wantKSM}
+				wantManaged = append(wantManaged, "spec.ksmConfiguration")
+			}
+			if !reflect.DeepEqual(h.Object["spec"], wantSpec) {
+				t.Errorf("hco spec = %#v, want %#v", h.Object["spec"], wantSpec)
+			}
+			if !reflect.DeepEqual(hco.ManagedFields, wantManaged) {
+				t.Errorf("hco managedFields = %v, want %v", hco.ManagedFields, wantManaged)
+			}
+		})
+	}
+}
+
+// Each call builds fresh objects: changing one plan must not change the next.
+func TestItemsAreIndependent(t *testing.T) {
+	first := items(t, defaults())
+	first[0].Desired.Object["spec"].(map[string]interface{})["config"].(map[string]interface{})["ignition"] = "changed"
+	second := items(t, defaults())
+	if v, _, _ := unstructured.NestedString(second[0].Desired.Object, "spec", "config", "ignition", "version"); v != "3.2.0" {
+		t.Errorf("second call sees the first call's change: ignition.version = %q", v)
+	}
+}

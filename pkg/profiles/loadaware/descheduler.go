@@ -1,0 +1,188 @@
+package loadaware
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+// Descheduler profiles in order of preference.
+const (
+	profileKubeVirt    = "KubeVirtRelieveAndMigrate"
+	profileDevKubeVirt = "DevKubeVirtRelieveAndMigrate"
+	profileLongLife    = "LongLifecycle"
+)
+
+var (
+	preferredProfiles = []string{profileKubeVirt, profileDevKubeVirt, profileLongLife}
+	// keptProfiles survive our change, in their existing order.
+	keptProfiles = map[string]bool{"AffinityAndTaints": true, "SoftTopologyAndDuplicates": true}
+	// symmetricTwin is the fallback of a threshold an older operator lacks.
+	symmetricTwin = map[string]string{"AsymmetricLow": "Low", "AsymmetricMedium": "Medium", "AsymmetricHigh": "High"}
+)
+
+// Default HCO live migration limits (its CRD defaults).
+const (
+	defaultParallelMigrationsPerCluster      = 5
+	defaultParallelOutboundMigrationsPerNode = 2
+)
+
+// ScaleMigrationLimit turns an HCO migration limit into an eviction limit:
+// evictions start migrations, so above 10 only 80% of the extra is used.
+func ScaleMigrationLimit(v int64) int64 {
+	if v < 10 {
+		return v
+	}
+	return 10 + ((v - 10) * 4 / 5)
+}
+
+// EvictionLimits are the limits sent to the descheduler and where they came from.
+type EvictionLimits struct {
+	Total, Node int64
+	// FromHCO is true when either limit was derived from the HyperConverged CR.
+	FromHCO bool
+}
+
+// ResolveEvictionLimits uses the user's limits as given, else the HCO's
+// migration limits, scaled.
+func ResolveEvictionLimits(ctx context.Context, cluster profiles.Cluster, la *v1alpha1.LoadAwareConfig) (EvictionLimits, error) {
+	var l EvictionLimits
+	if la.EvictionLimitTotal != nil && la.EvictionLimitNode != nil {
+		return EvictionLimits{Total: int64(*la.EvictionLimitTotal), Node: int64(*la.EvictionLimitNode)}, nil
+	}
+	perCluster, perNode := int64(defaultParallelMigrationsPerCluster), int64(defaultParallelOutboundMigrationsPerNode)
+	hco, err := cluster.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+	if err != nil {
+		return l, err
+	}
+	if hco != nil {
+		if v, ok, _ := unstructured.NestedInt64(hco.Object, "spec", "liveMigrationConfig", "parallelMigrationsPerCluster"); ok {
+			perCluster = v
+		}
+		if v, ok, _ := unstructured.NestedInt64(hco.Object, "spec", "liveMigrationConfig", "parallelOutboundMigrationsPerNode"); ok {
+			perNode = v
+		}
+	}
+	l.FromHCO = true
+	l.Total, l.Node = ScaleMigrationLimit(perCluster), ScaleMigrationLimit(perNode)
+	if la.EvictionLimitTotal != nil {
+		l.Total = int64(*la.EvictionLimitTotal)
+	}
+	if la.EvictionLimitNode != nil {
+		l.Node = int64(*la.EvictionLimitNode)
+	}
+	return l, nil
+}
+
+func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1.LoadAwareConfig) (profiles.Item, error) {
+	item := profiles.Item{
+		Name: itemDescheduler,
+		Desired: &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": profiles.KubeDeschedulerGVK.GroupVersion().String(),
+			"kind":       profiles.KubeDeschedulerGVK.Kind,
+			"metadata":   map[string]interface{}{"name": profiles.DeschedulerName, "namespace": profiles.DeschedulerNamespace},
+		}},
+	}
+	crd, err := cluster.Get(ctx, profiles.CRDGVK, "", profiles.DeschedulerCRDName)
+	if err != nil {
+		return item, err
+	}
+	if crd == nil {
+		item.Err = fmt.Errorf("cannot read CustomResourceDefinition %s to learn which descheduler profiles the installed operator offers", profiles.DeschedulerCRDName)
+		return item, nil
+	}
+	schema := readSchema(crd)
+	selected := ""
+	for _, p := range preferredProfiles {
+		if schema.profiles[p] {
+			selected = p
+			break
+		}
+	}
+	if selected == "" {
+		item.Err = fmt.Errorf("the installed descheduler operator offers none of the profiles %s; upgrade the Descheduler Operator", strings.Join(preferredProfiles, ", "))
+		return item, nil
+	}
+
+	live, err := cluster.Get(ctx, profiles.KubeDeschedulerGVK, profiles.DeschedulerNamespace, profiles.DeschedulerName)
+	if err != nil {
+		return item, err
+	}
+	var existing []string
+	if live != nil {
+		existing, _, _ = unstructured.NestedStringSlice(live.Object, "spec", "profiles")
+	}
+	var wanted []interface{}
+	for _, p := range existing {
+		if keptProfiles[p] {
+			wanted = append(wanted, p)
+		}
+	}
+	wanted = append(wanted, selected)
+
+	spec := map[string]interface{}{
+		"managementState":             "Managed",
+		"deschedulingIntervalSeconds": int64(*la.DeschedulingIntervalSeconds),
+		"mode":                        la.Mode,
+		"profiles":                    wanted,
+	}
+	item.ManagedFields = []string{"spec.managementState", "spec.deschedulingIntervalSeconds", "spec.mode", "spec.profiles"}
+	message := fmt.Sprintf("KubeDescheduler '%s' will be configured with profile '%s'", profiles.DeschedulerName, selected)
+	var notes []string
+
+	if selected == profileKubeVirt || selected == profileDevKubeVirt {
+		custom := map[string]interface{}{}
+		if schema.customizations["devEnableEvictionsInBackground"] {
+			custom["devEnableEvictionsInBackground"] = true
+		}
+		if schema.customizations["devEnableSoftTainter"] {
+			custom["devEnableSoftTainter"] = true
+		} else {
+			notes = append(notes, "devEnableSoftTainter is not supported by the installed operator and is not set")
+		}
+		if th, ok := schema.customizations["devDeviationThresholds"]; ok && th {
+			value := la.DevDeviationThresholds
+			if len(schema.thresholds) > 0 && !schema.thresholds[value] {
+				if twin, ok := symmetricTwin[value]; ok && schema.thresholds[twin] {
+					notes = append(notes, fmt.Sprintf("devDeviationThresholds %s is not supported by the installed operator, using %s", value, twin))
+					value = twin
+				} else {
+					item.Err = fmt.Errorf("devDeviationThresholds %s is not supported by the installed descheduler operator (it accepts %s)", value, strings.Join(sortedKeys(schema.thresholds), ", "))
+					return item, nil
+				}
+			}
+			custom["devDeviationThresholds"] = value
+		} else {
+			notes = append(notes, fmt.Sprintf("devDeviationThresholds %s is not supported by the installed operator and is not set", la.DevDeviationThresholds))
+		}
+		if len(custom) > 0 {
+			spec["profileCustomizations"] = custom
+			item.ManagedFields = append(item.ManagedFields, "spec.profileCustomizations")
+		}
+		limits, err := ResolveEvictionLimits(ctx, cluster, la)
+		if err != nil {
+			return item, err
+		}
+		if schema.evictionLimits {
+			el := map[string]interface{}{"total": limits.Total}
+			if schema.evictionLimitNode {
+				el["node"] = limits.Node
+			} else {
+				notes = append(notes, "evictionLimits.node is not supported by the installed operator and is not set")
+			}
+			spec["evictionLimits"] = el
+			item.ManagedFields = append(item.ManagedFields, "spec.evictionLimits")
+		}
+	}
+	item.Desired.Object["spec"] = spec
+	if len(notes) > 0 {
+		message += " (" + strings.Join(notes, "; ") + ")"
+	}
+	item.Message = message
+	return item, nil
+}

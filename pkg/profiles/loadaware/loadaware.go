@@ -1,0 +1,133 @@
+// Package loadaware is the load-aware-rebalancing profile: PSI metrics on
+// the worker nodes and the KubeDescheduler's KubeVirt profile, adapted to
+// the installed descheduler operator level.
+package loadaware
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+const (
+	psiMachineConfig = "99-worker-psi-karg"
+	psiKernelArg     = "psi=1"
+
+	itemPSI         = "enable-psi-metrics"
+	itemDescheduler = "enable-load-aware-descheduling"
+)
+
+type profile struct{}
+
+// New returns the load-aware-rebalancing profile.
+func New() profiles.Profile { return profile{} }
+
+func (profile) Metadata() profiles.Metadata {
+	return profiles.Metadata{
+		Name:          advisor.ProfileLoadAwareRebalancing,
+		Category:      "scheduling",
+		Description:   "Enables load-aware VM rebalancing and PSI metrics for intelligent scheduling",
+		ImpactSummary: "Medium - May require node reboots if PSI metrics are enabled",
+		Level:         v1alpha1.ImpactHigh,
+		Advertised:    true,
+	}
+}
+
+func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisite {
+	pre := []profiles.Prerequisite{{GVK: profiles.KubeDeschedulerGVK, Description: "Please install the Descheduler Operator via OLM"}}
+	if psiEnabled(opts) {
+		pre = append(pre, profiles.Prerequisite{GVK: profiles.MachineConfigGVK, Description: "MachineConfig CRD is required for PSI metrics (available on OpenShift)"})
+	}
+	return append(pre, profiles.Prerequisite{GVK: profiles.HyperConvergedGVK, Description: "Please install OpenShift Virtualization via OLM"})
+}
+
+func (profile) ManagedKinds() []schema.GroupVersionKind {
+	return []schema.GroupVersionKind{profiles.MachineConfigGVK, profiles.KubeDeschedulerGVK}
+}
+
+func psiEnabled(opts v1alpha1.ProfileOptions) bool {
+	return opts.LoadAware == nil || opts.LoadAware.EnablePSIMetrics == nil || *opts.LoadAware.EnablePSIMetrics
+}
+
+func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, error) {
+	la := in.Options.LoadAware
+	if la == nil {
+		return nil, fmt.Errorf("options.loadAware not resolved")
+	}
+	psi, err := psiItem(ctx, in.Cluster, psiEnabled(in.Options))
+	if err != nil {
+		return nil, err
+	}
+	desch, err := deschedulerItem(ctx, in.Cluster, la)
+	if err != nil {
+		return nil, err
+	}
+	return []profiles.Item{psi, desch}, nil
+}
+
+func psiItem(ctx context.Context, cluster profiles.Cluster, enabled bool) (profiles.Item, error) {
+	mc := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": profiles.MachineConfigGVK.GroupVersion().String(),
+		"kind":       profiles.MachineConfigGVK.Kind,
+		"metadata": map[string]interface{}{
+			"name":   psiMachineConfig,
+			"labels": map[string]interface{}{profiles.MachineConfigRoleLabel: profiles.WorkerPool},
+		},
+		"spec": map[string]interface{}{"kernelArguments": []interface{}{psiKernelArg}},
+	}}
+	item := profiles.Item{
+		Name:          itemPSI,
+		Desired:       mc,
+		ManagedFields: []string{"spec.kernelArguments"},
+		Impact:        v1alpha1.ImpactHigh,
+		Message:       fmt.Sprintf("MachineConfig '%s' will be configured to enable PSI metrics", psiMachineConfig),
+		Owned:         true,
+	}
+	if !enabled {
+		item.Absent = true
+		item.ManagedFields = nil
+		item.Message = fmt.Sprintf("MachineConfig '%s' will be removed: PSI metrics are disabled (worker nodes reboot one by one)", psiMachineConfig)
+		return item, nil
+	}
+	effective, err := psiEffective(ctx, cluster, profiles.WorkerPool)
+	if err != nil {
+		return item, err
+	}
+	if effective {
+		item.Impact = v1alpha1.ImpactLow
+		item.Message = fmt.Sprintf("PSI metrics already effective in MachineConfigPool '%s'", profiles.WorkerPool)
+	}
+	return item, nil
+}
+
+// psiEffective reports whether the pool's rendered config already boots
+// with psi=1 (the last psi= kernel argument wins).
+func psiEffective(ctx context.Context, cluster profiles.Cluster, pool string) (bool, error) {
+	mcp, err := cluster.Get(ctx, profiles.MachineConfigPoolGVK, "", pool)
+	if err != nil || mcp == nil {
+		return false, err
+	}
+	rendered, _, _ := unstructured.NestedString(mcp.Object, "status", "configuration", "name")
+	if rendered == "" {
+		return false, nil
+	}
+	mc, err := cluster.Get(ctx, profiles.MachineConfigGVK, "", rendered)
+	if err != nil || mc == nil {
+		return false, err
+	}
+	args, _, _ := unstructured.NestedStringSlice(mc.Object, "spec", "kernelArguments")
+	last := ""
+	for _, a := range args {
+		if strings.HasPrefix(a, "psi=") {
+			last = a
+		}
+	}
+	return last == psiKernelArg, nil
+}

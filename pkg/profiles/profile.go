@@ -1,0 +1,114 @@
+// Package profiles defines what a tuning profile is and holds the registry
+// of the profiles this build knows. Each profile lives in its own package.
+package profiles
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+)
+
+// Labels and annotations this project puts on objects.
+const (
+	// ManagedByLabel marks objects this project created, with the name of the
+	// VirtPlatformConfig; only such objects are ever deleted (pruned).
+	ManagedByLabel = "advisor.kubevirt.io/managed-by"
+
+	AutoCreatedAnnotation   = "advisor.kubevirt.io/auto-created"
+	DescriptionAnnotation   = "advisor.kubevirt.io/description"
+	ImpactSummaryAnnotation = "advisor.kubevirt.io/impact-summary"
+	CategoryLabel           = "advisor.kubevirt.io/category"
+)
+
+// Metadata describes a profile to users.
+type Metadata struct {
+	Name          string
+	Category      string // label advisor.kubevirt.io/category: scheduling, density
+	Description   string
+	ImpactSummary string
+	// Level is the worst impact the profile can have.
+	Level v1alpha1.Impact
+	// Advertised profiles get a VirtPlatformConfig (action Ignore) at startup.
+	Advertised bool
+}
+
+// Prerequisite is an API the profile needs, with an install hint.
+type Prerequisite struct {
+	GVK         schema.GroupVersionKind
+	Description string
+}
+
+// Cluster reads objects of the main cluster for a profile.
+type Cluster interface {
+	// Get returns the object, or nil and no error when it does not exist.
+	Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error)
+}
+
+// Inputs are what a profile computes its items from.
+type Inputs struct {
+	// ConfigName is the VirtPlatformConfig name (ManagedByLabel's value).
+	ConfigName string
+	// Options are the VirtPlatformConfig options with every default resolved.
+	Options v1alpha1.ProfileOptions
+	Cluster Cluster
+}
+
+// Item is one object a profile wants configured, or an object it created
+// earlier and no longer wants (Absent).
+type Item struct {
+	// Name identifies the item, e.g. enable-psi-metrics.
+	Name string
+	// Desired is the object applied with server-side apply: apiVersion, kind,
+	// metadata (name, namespace, labels) and the managed fields only. For an
+	// Absent item only the identity (apiVersion, kind, name, namespace) matters.
+	Desired *unstructured.Unstructured
+	// ManagedFields are the dot paths the item owns, e.g. spec.kernelArguments.
+	ManagedFields []string
+	// Impact overrides the default (object missing: Medium, exists: Low).
+	Impact  v1alpha1.Impact
+	Message string
+	// Owned objects are created by this project: they carry ManagedByLabel
+	// and are deleted when the profile marks them Absent.
+	Owned bool
+	// Absent: the profile no longer wants this owned object; the plan deletes
+	// it if it exists and carries our ManagedByLabel.
+	Absent bool
+	// Err says why the item cannot be planned (e.g. the installed API offers
+	// nothing usable); the plan reports it on the item.
+	Err error
+}
+
+// Profile is a tuning profile.
+type Profile interface {
+	Metadata() Metadata
+	// Prerequisites are the APIs needed with these (defaulted) options.
+	Prerequisites(opts v1alpha1.ProfileOptions) []Prerequisite
+	// ManagedKinds are the kinds of the objects the profile may change.
+	ManagedKinds() []schema.GroupVersionKind
+	// Items computes the desired objects, in the order they are applied.
+	Items(ctx context.Context, in Inputs) ([]Item, error)
+}
+
+// Well-known kinds of the managed and input APIs.
+var (
+	MachineConfigGVK     = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfig"}
+	MachineConfigPoolGVK = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool"}
+	KubeDeschedulerGVK   = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "KubeDescheduler"}
+	HyperConvergedGVK    = schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1beta1", Kind: "HyperConverged"}
+	ConfigMapGVK         = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	CRDGVK               = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+)
+
+// Well-known objects.
+const (
+	HCONamespace           = "openshift-cnv"
+	HCOName                = "kubevirt-hyperconverged"
+	DeschedulerNamespace   = "openshift-kube-descheduler-operator"
+	DeschedulerName        = "cluster"
+	DeschedulerCRDName     = "kubedeschedulers.operator.openshift.io"
+	WorkerPool             = "worker"
+	MachineConfigRoleLabel = "machineconfiguration.openshift.io/role"
+)

@@ -1,0 +1,109 @@
+package virtplatformconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+)
+
+// PlanREST serves GET .../plan: the live plan, computed at request time
+// and never stored.
+type PlanREST struct {
+	configs *genericregistry.Store
+	engine  *plan.Engine
+	scheme  *runtime.Scheme
+}
+
+var (
+	_ rest.Getter         = &PlanREST{}
+	_ rest.TableConvertor = &PlanREST{}
+)
+
+func (r *PlanREST) New() runtime.Object { return &advisor.Plan{} }
+func (r *PlanREST) Destroy()            {}
+
+// Get computes the plan of the named VirtPlatformConfig.
+func (r *PlanREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	obj, err := r.configs.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cfg := &v1alpha1.VirtPlatformConfig{}
+	if err := r.scheme.Convert(obj, cfg, nil); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	res, err := r.engine.Compute(ctx, cfg)
+	if err != nil {
+		return nil, planError(name, err)
+	}
+	out := &advisor.Plan{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.Now()}}
+	if err := r.scheme.Convert(&res.Status, &out.Status, nil); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return out, nil
+}
+
+// planError turns a failure to reach or read the main cluster into an
+// error the caller can act on; it is never the caller's fault.
+func planError(name string, err error) error {
+	msg := fmt.Sprintf("cannot compute the plan of %q: %v; check that the main cluster is reachable and retry", name, err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return apierrors.NewTimeoutError(msg, 5)
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code == 403 {
+		return apierrors.NewForbidden(advisor.Resource("virtplatformconfigs/plan"), name,
+			fmt.Errorf("virt-advisor-apiserver may not read a target object: %v; grant it the ClusterRole in artifacts/deploy/03-server-rbac.yaml", err))
+	}
+	return apierrors.NewServiceUnavailable(msg)
+}
+
+var planColumns = []metav1.TableColumnDefinition{
+	{Name: "Item", Type: "string", Format: "name", Description: "Item name, or the missing prerequisite"},
+	{Name: "Kind", Type: "string", Description: "Kind of the target object"},
+	{Name: "Target", Type: "string", Description: "Target object, namespace/name"},
+	{Name: "Operation", Type: "string", Description: "Create, Update, Delete or None; Missing for an unsatisfied prerequisite; Error when the item cannot be planned"},
+	{Name: "Impact", Type: "string", Description: "Disruption the item may cause"},
+	{Name: "Changes", Type: "string", Description: "Lines added and removed by the diff, or what to do"},
+}
+
+// ConvertToTable prints ITEM KIND TARGET OPERATION IMPACT CHANGES.
+func (r *PlanREST) ConvertToTable(ctx context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
+	p, ok := obj.(*advisor.Plan)
+	if !ok {
+		return nil, fmt.Errorf("cannot print %T as a plan table", obj)
+	}
+	table := &metav1.Table{ColumnDefinitions: planColumns}
+	for _, pre := range p.Status.Prerequisites {
+		if pre.Satisfied {
+			continue
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells: []interface{}{"prerequisite", pre.Kind, pre.APIVersion, "Missing", "-", pre.Description},
+		})
+	}
+	for _, it := range p.Status.Items {
+		target := it.TargetRef.Name
+		if it.TargetRef.Namespace != "" {
+			target = it.TargetRef.Namespace + "/" + target
+		}
+		op, changes := string(it.Operation), plan.ChangeSummary(it.Diff)
+		if it.Error != "" {
+			op, changes = "Error", it.Error
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells: []interface{}{it.Name, it.TargetRef.Kind, target, op, string(it.ImpactSeverity), changes},
+		})
+	}
+	return table, nil
+}
