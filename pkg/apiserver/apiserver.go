@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/metadata"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
@@ -46,6 +47,8 @@ type ExtraConfig struct {
 	Engine *plan.Engine
 	// Profiles are the profiles of this build.
 	Profiles *registry.Registry
+	// Metadata reads object metadata of the main cluster (CRD watches).
+	Metadata metadata.Interface
 }
 
 // Config is the configuration of the server.
@@ -92,6 +95,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := s.GenericAPIServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, err
 	}
+	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-watch-crds", func(ctx genericapiserver.PostStartHookContext) error {
+		return c.ExtraConfig.Engine.Cluster.ResetOnCRDChanges(ctx, c.ExtraConfig.Metadata)
+	})
 	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-advertise-profiles", func(ctx genericapiserver.PostStartHookContext) error {
 		client, err := versioned.NewForConfig(ctx.LoopbackClientConfig)
 		if err != nil {

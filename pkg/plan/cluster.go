@@ -10,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Cluster reads and writes objects of the main cluster by kind, through a
@@ -69,4 +72,24 @@ func objectName(namespace, name string) string {
 		return name
 	}
 	return namespace + "/" + name
+}
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// ResetOnCRDChanges forgets the cached discovery whenever a CRD is created,
+// changed or deleted, so prerequisites and mappings follow the cluster
+// without a restart. It watches metadata only, to stay small.
+func (c *Cluster) ResetOnCRDChanges(ctx context.Context, client metadata.Interface) error {
+	factory := metadatainformer.NewSharedInformerFactory(client, 0)
+	informer := factory.ForResource(crdGVR).Informer()
+	reset := func(interface{}) { c.Mapper.Reset() }
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    reset,
+		UpdateFunc: func(_, obj interface{}) { reset(obj) },
+		DeleteFunc: reset,
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	return nil
 }

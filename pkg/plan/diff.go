@@ -57,11 +57,12 @@ func unifiedDiff(from, to, fromLabel, toLabel string) (string, error) {
 	})
 }
 
-// changeCounts counts added and removed lines of a unified diff.
+// changeCounts counts added and removed lines of a unified diff; the empty
+// last line that difflib.SplitLines adds is not a change.
 func changeCounts(diff string) (added, removed int) {
 	for _, l := range strings.Split(diff, "\n") {
 		switch {
-		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"), l == "+", l == "-":
 		case strings.HasPrefix(l, "+"):
 			added++
 		case strings.HasPrefix(l, "-"):

@@ -31,6 +31,8 @@ var (
 	adminRaw   rest.Interface
 	suiteCtx   context.Context
 	suiteClose context.CancelFunc
+	// initialListing is `kubectl get virtplatformconfigs` right after start.
+	initialListing string
 )
 
 func TestE2E(t *testing.T) {
@@ -49,6 +51,12 @@ var _ = BeforeSuite(func() {
 	kube = kubernetes.NewForConfigOrDie(testEnv.AdminConfig)
 	advisor = versioned.NewForConfigOrDie(testEnv.AdminConfig)
 	adminRaw = advisor.AdvisorV1alpha1().RESTClient()
+	// What a user sees right after start, checked by a spec.
+	Eventually(func() (string, error) {
+		var err error
+		initialListing, err = kubectl("get", "virtplatformconfigs")
+		return initialListing, err
+	}).WithTimeout(30 * time.Second).Should(ContainSubstring("virt-higher-density"))
 	DeferCleanup(func() {
 		testEnv.Stop()
 		if !*keepDir && !CurrentSpecReport().Failed() {

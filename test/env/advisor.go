@@ -83,8 +83,9 @@ func (e *Env) RegisterAdvisor(ctx context.Context, adv *Advisor) error {
 // StartAdvisor starts a virt-advisor-apiserver instance (e.g. a second
 // replica) and waits until its /readyz passes. Its flags are the defaults,
 // then Options.AdvisorArgs, then args (later flags win). Without
-// --etcd-servers it gets its own embedded etcd in Dir/advisor-etcd-<name>,
-// so for a shared store (HA) pass --etcd-servers. name also picks the log
+// --etcd-servers (or Options.AdvisorSharedEtcd) it gets its own embedded
+// etcd in Dir/advisor-etcd-<name>: replicas sharing their store (HA) need
+// one of those. name also picks the log
 // file Dir/logs/<name>.log. Starting a name whose instance has stopped
 // restarts it on the same port and data dir; if that name is the one
 // behind the APIService, the new process serves it.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	netutils "k8s.io/utils/net"
@@ -127,9 +128,14 @@ func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserve
 		return apiserver.ExtraConfig{}, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	meta, err := metadata.NewForConfig(clientConfig)
+	if err != nil {
+		return apiserver.ExtraConfig{}, err
+	}
 	profiles := registry.Default()
 	return apiserver.ExtraConfig{
 		Engine:   &plan.Engine{Cluster: &plan.Cluster{Dynamic: dyn, Mapper: mapper}, Profiles: profiles},
 		Profiles: profiles,
+		Metadata: meta,
 	}, nil
 }

@@ -89,7 +89,8 @@ func (r *PlanREST) ConvertToTable(ctx context.Context, obj runtime.Object, table
 			continue
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []interface{}{"prerequisite", pre.Kind, pre.APIVersion, "Missing", "-", pre.Description},
+			Cells:  []interface{}{"prerequisite", pre.Kind, pre.APIVersion, "Missing", "-", pre.Description},
+			Object: runtime.RawExtension{Object: p},
 		})
 	}
 	for _, it := range p.Status.Items {
@@ -102,7 +103,8 @@ func (r *PlanREST) ConvertToTable(ctx context.Context, obj runtime.Object, table
 			op, changes = "Error", it.Error
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []interface{}{it.Name, it.TargetRef.Kind, target, op, string(it.ImpactSeverity), changes},
+			Cells:  []interface{}{it.Name, it.TargetRef.Kind, target, op, string(it.ImpactSeverity), changes},
+			Object: runtime.RawExtension{Object: p},
 		})
 	}
 	return table, nil

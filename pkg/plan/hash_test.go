@@ -1,0 +1,90 @@
+package plan
+
+import (
+	"encoding/json"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+)
+
+func TestSnapshotKey(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "KubeDescheduler"}
+	if got := snapshotKey(gvk, "ns", "cluster"); got != "operator.openshift.io/v1/KubeDescheduler/ns/cluster" {
+		t.Errorf("namespaced key %q", got)
+	}
+	if got := snapshotKey(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "", "x"); got != "/v1/ConfigMap/x" {
+		t.Errorf("cluster-scoped key %q", got)
+	}
+}
+
+func TestSnapshotValue(t *testing.T) {
+	live := &unstructured.Unstructured{Object: map[string]interface{}{
+		"metadata": map[string]interface{}{"resourceVersion": "7"},
+		"spec":     map[string]interface{}{"mode": "Automatic", "profiles": []interface{}{"A"}, "logLevel": "Normal"},
+	}}
+	tests := []struct {
+		name    string
+		live    *unstructured.Unstructured
+		managed []string
+		want    string
+	}{
+		{"missing", nil, []string{"spec.mode"}, `{"__state":"NOT_FOUND"}`},
+		{"managed fields only", live, []string{"spec.mode", "spec.profiles"}, `{"spec.mode":"Automatic","spec.profiles":["A"]}`},
+		{"whole spec when none named", live, nil, `{"spec":{"logLevel":"Normal","mode":"Automatic","profiles":["A"]}}`},
+		{"absent managed field", live, []string{"spec.evictionLimits"}, `{"spec.evictionLimits":null}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h1, err := hashJSON(snapshotValue(tt.live, tt.managed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h2, _ := hashJSON(rawJSON(tt.want))
+			if h1 != h2 {
+				t.Errorf("snapshot of %s differs from %s", tt.name, tt.want)
+			}
+		})
+	}
+}
+
+func TestResolveOptions(t *testing.T) {
+	opts := ResolveOptions(v1alpha1.VirtPlatformConfigSpec{Profile: "load-aware-rebalancing"})
+	if opts.LoadAware == nil || *opts.LoadAware.DeschedulingIntervalSeconds != 60 || opts.LoadAware.Mode != "Automatic" ||
+		!*opts.LoadAware.EnablePSIMetrics || opts.LoadAware.DevDeviationThresholds != "AsymmetricLow" {
+		t.Errorf("load-aware defaults not resolved: %+v", opts.LoadAware)
+	}
+	spec := v1alpha1.VirtPlatformConfigSpec{Profile: "virt-higher-density", Options: &v1alpha1.ProfileOptions{
+		VirtHigherDensity: &v1alpha1.VirtHigherDensityConfig{MemoryToRequestRatio: ptr.To[int32](200)}}}
+	opts = ResolveOptions(spec)
+	if *opts.VirtHigherDensity.MemoryToRequestRatio != 200 || !*opts.VirtHigherDensity.EnableSwap {
+		t.Errorf("density options: %+v", opts.VirtHigherDensity)
+	}
+	if spec.Options.VirtHigherDensity.EnableSwap != nil {
+		t.Error("ResolveOptions changed the spec it was given")
+	}
+}
+
+func TestMaxImpact(t *testing.T) {
+	tests := []struct{ a, b, want v1alpha1.Impact }{
+		{"", v1alpha1.ImpactLow, v1alpha1.ImpactLow},
+		{v1alpha1.ImpactHigh, v1alpha1.ImpactMedium, v1alpha1.ImpactHigh},
+		{v1alpha1.ImpactLow, v1alpha1.ImpactMedium, v1alpha1.ImpactMedium},
+	}
+	for _, tt := range tests {
+		if got := MaxImpact(tt.a, tt.b); got != tt.want {
+			t.Errorf("MaxImpact(%s, %s) = %s, want %s", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func rawJSON(s string) interface{} {
+	var v interface{}
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		panic(err)
+	}
+	return v
+}

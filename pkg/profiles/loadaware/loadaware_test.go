@@ -1,0 +1,195 @@
+package loadaware
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+// objects is an in-memory profiles.Cluster: the profile's input, not the
+// Kubernetes API (the e2e suite covers that).
+type objects map[string]*unstructured.Unstructured
+
+func (o objects) Get(_ context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
+	return o[gvk.Kind+"/"+ns+"/"+name], nil
+}
+
+func loadCRD(t *testing.T, level string) *unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "artifacts", "testdata", "descheduler-levels", level+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(raw, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func hco(perCluster, perNode int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{
+		"liveMigrationConfig": map[string]interface{}{"parallelMigrationsPerCluster": perCluster, "parallelOutboundMigrationsPerNode": perNode}}}}
+}
+
+func kubeDescheduler(profiles ...interface{}) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{"profiles": profiles}}}
+}
+
+func defaults() *v1alpha1.LoadAwareConfig {
+	return &v1alpha1.LoadAwareConfig{
+		DeschedulingIntervalSeconds: ptr.To[int32](60), Mode: "Automatic", EnablePSIMetrics: ptr.To(true), DevDeviationThresholds: "AsymmetricLow",
+	}
+}
+
+func TestScaleMigrationLimit(t *testing.T) {
+	for in, want := range map[int64]int64{1: 1, 5: 5, 9: 9, 10: 10, 11: 10, 12: 11, 15: 14, 20: 18, 25: 22} {
+		if got := ScaleMigrationLimit(in); got != want {
+			t.Errorf("ScaleMigrationLimit(%d) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestDeschedulerItemPerLevel(t *testing.T) {
+	tests := []struct {
+		level, profile string
+		custom         map[string]interface{}
+		limits         map[string]interface{}
+		note           string
+	}{
+		{"5.1.0", "LongLifecycle", nil, nil, ""},
+		{"5.1.2", "DevKubeVirtRelieveAndMigrate",
+			map[string]interface{}{"devDeviationThresholds": "Low", "devEnableEvictionsInBackground": true},
+			map[string]interface{}{"total": int64(5)}, "devDeviationThresholds AsymmetricLow is not supported by the installed operator, using Low"},
+		{"5.2.x", "DevKubeVirtRelieveAndMigrate",
+			map[string]interface{}{"devDeviationThresholds": "AsymmetricLow", "devEnableEvictionsInBackground": true, "devEnableSoftTainter": true},
+			map[string]interface{}{"total": int64(5)}, "evictionLimits.node is not supported"},
+		{"5.3.3", "KubeVirtRelieveAndMigrate",
+			map[string]interface{}{"devDeviationThresholds": "AsymmetricLow", "devEnableEvictionsInBackground": true, "devEnableSoftTainter": true},
+			map[string]interface{}{"total": int64(5), "node": int64(2)}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.level, func(t *testing.T) {
+			cluster := objects{
+				"CustomResourceDefinition//" + profiles.DeschedulerCRDName: loadCRD(t, tt.level),
+				"KubeDescheduler/" + profiles.DeschedulerNamespace + "/cluster": kubeDescheduler("AffinityAndTaints", "LifecycleAndUtilization", "SoftTopologyAndDuplicates"),
+			}
+			item, err := deschedulerItem(context.Background(), cluster, defaults())
+			if err != nil || item.Err != nil {
+				t.Fatalf("err %v, item err %v", err, item.Err)
+			}
+			spec := item.Desired.Object["spec"].(map[string]interface{})
+			wantProfiles := []interface{}{"AffinityAndTaints", "SoftTopologyAndDuplicates", tt.profile}
+			if !equal(spec["profiles"], wantProfiles) {
+				t.Errorf("profiles %v, want %v", spec["profiles"], wantProfiles)
+			}
+			if !equal(spec["profileCustomizations"], tt.custom) {
+				t.Errorf("profileCustomizations %v, want %v", spec["profileCustomizations"], tt.custom)
+			}
+			if !equal(spec["evictionLimits"], tt.limits) {
+				t.Errorf("evictionLimits %v, want %v", spec["evictionLimits"], tt.limits)
+			}
+			if !strings.Contains(item.Message, "with profile '"+tt.profile+"'") || !strings.Contains(item.Message, tt.note) {
+				t.Errorf("message %q lacks %q", item.Message, tt.note)
+			}
+		})
+	}
+}
+
+func TestEvictionLimits(t *testing.T) {
+	tests := []struct {
+		name        string
+		hco         *unstructured.Unstructured
+		total, node *int32
+		want        EvictionLimits
+	}{
+		{"HCO missing: defaults 5/2", nil, nil, nil, EvictionLimits{Total: 5, Node: 2, FromHCO: true}},
+		{"HCO 20/12 scaled", hco(20, 12), nil, nil, EvictionLimits{Total: 18, Node: 11, FromHCO: true}},
+		{"explicit limits are not scaled", hco(20, 12), ptr.To[int32](25), ptr.To[int32](15), EvictionLimits{Total: 25, Node: 15}},
+		{"one explicit, one derived", hco(20, 12), ptr.To[int32](30), nil, EvictionLimits{Total: 30, Node: 11, FromHCO: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cluster := objects{}
+			if tt.hco != nil {
+				cluster["HyperConverged/"+profiles.HCONamespace+"/"+profiles.HCOName] = tt.hco
+			}
+			la := defaults()
+			la.EvictionLimitTotal, la.EvictionLimitNode = tt.total, tt.node
+			got, err := ResolveEvictionLimits(context.Background(), cluster, la)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPSIItem(t *testing.T) {
+	pool := &unstructured.Unstructured{Object: map[string]interface{}{"status": map[string]interface{}{"configuration": map[string]interface{}{"name": "rendered-worker-1"}}}}
+	rendered := func(args ...interface{}) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{"kernelArguments": args}}}
+	}
+	tests := []struct {
+		name    string
+		enabled bool
+		cluster objects
+		impact  v1alpha1.Impact
+		absent  bool
+		message string
+	}{
+		{"new", true, objects{}, v1alpha1.ImpactHigh, false, "MachineConfig '99-worker-psi-karg' will be configured to enable PSI metrics"},
+		{"already effective", true, objects{"MachineConfigPool//worker": pool, "MachineConfig//rendered-worker-1": rendered("quiet", "psi=1")},
+			v1alpha1.ImpactLow, false, "PSI metrics already effective in MachineConfigPool 'worker'"},
+		{"last psi= wins", true, objects{"MachineConfigPool//worker": pool, "MachineConfig//rendered-worker-1": rendered("psi=1", "psi=0")},
+			v1alpha1.ImpactHigh, false, "will be configured to enable PSI metrics"},
+		{"disabled: removed", false, objects{}, v1alpha1.ImpactHigh, true, "will be removed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			item, err := psiItem(context.Background(), tt.cluster, tt.enabled)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if item.Impact != tt.impact || item.Absent != tt.absent || !item.Owned || !strings.Contains(item.Message, tt.message) {
+				t.Errorf("got impact %s absent %v owned %v message %q", item.Impact, item.Absent, item.Owned, item.Message)
+			}
+		})
+	}
+}
+
+func TestPrerequisites(t *testing.T) {
+	kinds := func(pre []profiles.Prerequisite) (out []string) {
+		for _, p := range pre {
+			out = append(out, p.GVK.Kind)
+		}
+		return out
+	}
+	on := v1alpha1.ProfileOptions{LoadAware: defaults()}
+	if got := kinds(New().Prerequisites(on)); strings.Join(got, ",") != "KubeDescheduler,MachineConfig,HyperConverged" {
+		t.Errorf("PSI on: %v", got)
+	}
+	off := v1alpha1.ProfileOptions{LoadAware: defaults()}
+	off.LoadAware.EnablePSIMetrics = ptr.To(false)
+	if got := kinds(New().Prerequisites(off)); strings.Join(got, ",") != "KubeDescheduler,HyperConverged" {
+		t.Errorf("PSI off: %v", got)
+	}
+}
+
+func equal(a, b interface{}) bool {
+	ja, _ := yaml.Marshal(a)
+	jb, _ := yaml.Marshal(b)
+	return string(ja) == string(jb)
+}
