@@ -81,7 +81,7 @@ func TestDeschedulerItemPerLevel(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.level, func(t *testing.T) {
 			cluster := objects{
-				"CustomResourceDefinition//" + profiles.DeschedulerCRDName: loadCRD(t, tt.level),
+				"CustomResourceDefinition//" + profiles.DeschedulerCRDName:      loadCRD(t, tt.level),
 				"KubeDescheduler/" + profiles.DeschedulerNamespace + "/cluster": kubeDescheduler("AffinityAndTaints", "LifecycleAndUtilization", "SoftTopologyAndDuplicates"),
 			}
 			item, err := deschedulerItem(context.Background(), cluster, defaults())
