@@ -9,14 +9,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/record"
+	componentbaseconfig "k8s.io/component-base/config"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
+	"github.com/kubevirt/virt-advisor/pkg/controller"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
 	"github.com/kubevirt/virt-advisor/pkg/registry/virtplatformconfig"
+	"github.com/kubevirt/virt-advisor/pkg/version"
 )
 
 var (
@@ -47,8 +53,14 @@ type ExtraConfig struct {
 	Engine *plan.Engine
 	// Profiles are the profiles of this build.
 	Profiles *registry.Registry
-	// Metadata reads object metadata of the main cluster (CRD watches).
+	// Kube, Dynamic and Metadata reach the main cluster.
+	Kube     kubernetes.Interface
+	Dynamic  dynamic.Interface
 	Metadata metadata.Interface
+	// Recorder emits Events about VirtPlatformConfigs.
+	Recorder record.EventRecorder
+	// LeaderElection configures the controller's Lease.
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 }
 
 // Config is the configuration of the server.
@@ -81,7 +93,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	s := &Server{GenericAPIServer: generic}
 
-	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, c.ExtraConfig.Engine)
+	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, c.ExtraConfig.Engine, c.ExtraConfig.Recorder)
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +109,20 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-watch-crds", func(ctx genericapiserver.PostStartHookContext) error {
 		return c.ExtraConfig.Engine.Cluster.ResetOnCRDChanges(ctx, c.ExtraConfig.Metadata)
+	})
+	// The controller runs beside the API; the hook returns at once.
+	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-controller", func(ctx genericapiserver.PostStartHookContext) error {
+		client, err := versioned.NewForConfig(ctx.LoopbackClientConfig)
+		if err != nil {
+			return err
+		}
+		x := c.ExtraConfig
+		go controller.New(controller.Config{
+			Client: client, Kube: x.Kube, Dynamic: x.Dynamic, Metadata: x.Metadata,
+			Engine: x.Engine, Profiles: x.Profiles, Recorder: x.Recorder,
+			LeaderElection: x.LeaderElection, Version: version.Version,
+		}).Run(ctx)
+		return nil
 	})
 	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-advertise-profiles", func(ctx genericapiserver.PostStartHookContext) error {
 		client, err := versioned.NewForConfig(ctx.LoopbackClientConfig)

@@ -136,7 +136,11 @@ func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 		if p.skip {
 			continue
 		}
-		snapshot[p.key] = p.snapshot
+		if p.item.Error == "" {
+			// An item that cannot be planned fails when applied; its live
+			// state is not part of what was reviewed.
+			snapshot[p.key] = p.snapshot
+		}
 		res.Status.Items = append(res.Status.Items, p.item)
 		if p.item.Operation != v1alpha1.OperationDelete {
 			res.Desired[p.item.Name] = items[i].Desired

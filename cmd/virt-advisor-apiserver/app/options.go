@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -16,14 +18,20 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/record"
+	componentbaseconfig "k8s.io/component-base/config"
+	componentbaseoptions "k8s.io/component-base/config/options"
 	netutils "k8s.io/utils/net"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apiserver"
 	generatedopenapi "github.com/kubevirt/virt-advisor/pkg/generated/openapi"
+	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
 	"github.com/kubevirt/virt-advisor/pkg/version"
@@ -38,6 +46,9 @@ type Options struct {
 	// EmbeddedEtcdDir is the data dir of the embedded etcd, used when
 	// --etcd-servers is not set.
 	EmbeddedEtcdDir string
+	// LeaderElection elects the replica that runs the controller; every
+	// replica serves the API.
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 }
 
 // NewOptions returns the default options.
@@ -47,6 +58,15 @@ func NewOptions() *Options {
 		Recommended: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
 		EmbeddedEtcdDir: "/var/lib/virt-advisor/etcd",
+		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
+			LeaderElect:       true,
+			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
+			ResourceLock:      "leases",
+			ResourceName:      "virt-advisor-controller",
+			ResourceNamespace: "virt-advisor",
+		},
 	}
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
@@ -60,6 +80,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Recommended.AddFlags(fs)
 	fs.StringVar(&o.EmbeddedEtcdDir, "embedded-etcd-dir", o.EmbeddedEtcdDir,
 		"Data directory of the embedded etcd, used when --etcd-servers is not set. Mount a volume here.")
+	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 }
 
 // UsesEmbeddedEtcd is true when no external etcd was given.
@@ -71,6 +92,9 @@ func (o *Options) UsesEmbeddedEtcd() bool {
 // filled in --etcd-servers.
 func (o *Options) Validate() error {
 	var errs []error
+	if o.LeaderElection.LeaderElect && o.LeaderElection.ResourceLock != "leases" {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock must be leases"))
+	}
 	errs = append(errs, o.ServerRun.Validate()...)
 	errs = append(errs, o.Recommended.Validate()...)
 	return utilerrors.NewAggregate(errs)
@@ -132,10 +156,23 @@ func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserve
 	if err != nil {
 		return apiserver.ExtraConfig{}, err
 	}
+	kube, err := kubernetes.NewForConfig(clientConfig)
+	if err != nil {
+		return apiserver.ExtraConfig{}, err
+	}
+	// Events of cluster-scoped VirtPlatformConfigs land in "default".
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(apiserver.Scheme, corev1.EventSource{Component: "virt-advisor"})
+	metrics.Register()
 	profiles := registry.Default()
 	return apiserver.ExtraConfig{
-		Engine:   &plan.Engine{Cluster: &plan.Cluster{Dynamic: dyn, Mapper: mapper}, Profiles: profiles},
-		Profiles: profiles,
-		Metadata: meta,
+		Engine:         &plan.Engine{Cluster: &plan.Cluster{Dynamic: dyn, Mapper: mapper}, Profiles: profiles},
+		Profiles:       profiles,
+		Kube:           kube,
+		Dynamic:        dyn,
+		Metadata:       meta,
+		Recorder:       recorder,
+		LeaderElection: o.LeaderElection,
 	}, nil
 }

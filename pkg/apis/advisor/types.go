@@ -196,6 +196,8 @@ type VirtPlatformConfigItem struct {
 	TargetRef ObjectReference
 	// impactSeverity is the disruption applying this item may cause.
 	ImpactSeverity Impact
+	// operation is what applying the item does: Create, Update, Delete or None.
+	Operation Operation
 	// diff is a unified diff of the live object against the server-side apply dry-run result.
 	Diff string
 	// desiredState is the object applied with server-side apply.
@@ -208,6 +210,10 @@ type VirtPlatformConfigItem struct {
 	LastTransitionTime *metav1.Time
 	// managedFields are the dot paths of the fields this item owns, e.g. spec.kernelArguments.
 	ManagedFields []string
+	// poolConfigBefore is the MachineConfigPool's spec.configuration.name
+	// when this MachineConfig item was applied: a changed MachineConfig has
+	// rolled out only once the pool has rolled out another rendered config.
+	PoolConfigBefore string
 }
 
 // ApprovalRecord is the last approval of a plan revision.

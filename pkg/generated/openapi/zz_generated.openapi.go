@@ -800,6 +800,14 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref common.Referenc
 							Enum:        []interface{}{"High", "Low", "Medium"},
 						},
 					},
+					"operation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "operation is what applying the item does: Create, Update, Delete or None.\n\nPossible enum values:\n - `\"Create\"`\n - `\"Delete\"`\n - `\"None\"`\n - `\"Update\"`",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Create", "Delete", "None", "Update"},
+						},
+					},
 					"diff": {
 						SchemaProps: spec.SchemaProps{
 							Description: "diff is a unified diff of the live object against the server-side apply dry-run result.",
@@ -852,6 +860,13 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref common.Referenc
 									},
 								},
 							},
+						},
+					},
+					"poolConfigBefore": {
+						SchemaProps: spec.SchemaProps{
+							Description: "poolConfigBefore is the MachineConfigPool's spec.configuration.name when this MachineConfig item was applied: a changed MachineConfig has rolled out only once the pool has rolled out another rendered config.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},

@@ -2,14 +2,13 @@ package virtplatformconfig
 
 import (
 	"context"
-	"net/http"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
@@ -35,8 +34,9 @@ var _ rest.ShortNamesProvider = &REST{}
 func (r *REST) ShortNames() []string { return []string{"vpc"} }
 
 // NewStorage returns the storage of virtplatformconfigs and its subresources;
-// engine computes plans against the main cluster.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, engine *plan.Engine) (*Storage, error) {
+// engine computes plans against the main cluster, recorder emits the
+// Approved events.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, engine *plan.Engine, recorder record.EventRecorder) (*Storage, error) {
 	strategy, statusStrategy := newStrategies(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &advisor.VirtPlatformConfig{} },
@@ -61,11 +61,15 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, en
 	statusStore.UpdateStrategy = statusStrategy
 	statusStore.ResetFieldsStrategy = statusStrategy
 
+	// Approvals write status.approval, which status writers cannot.
+	approvalStore := *store
+	approvalStore.UpdateStrategy = approvalStrategy{strategy}
+
 	return &Storage{
 		Config:  &REST{store},
 		Status:  &StatusREST{store: &statusStore},
 		Plan:    &PlanREST{configs: store, engine: engine, scheme: scheme},
-		Approve: &ApproveREST{},
+		Approve: &ApproveREST{configs: store, approvals: &approvalStore, engine: engine, scheme: scheme, recorder: recorder},
 	}, nil
 }
 
@@ -99,21 +103,4 @@ func (r *StatusREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 
 func (r *StatusREST) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
 	return r.store.ConvertToTable(ctx, object, tableOptions)
-}
-
-// ApproveREST serves POST .../approve. Approvals arrive with the
-// controller; until then the subresource is discoverable and says so.
-type ApproveREST struct{}
-
-var _ rest.NamedCreater = &ApproveREST{}
-
-func (r *ApproveREST) New() runtime.Object { return &advisor.Approval{} }
-func (r *ApproveREST) Destroy()            {}
-
-func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	return nil, notImplemented("approve")
-}
-
-func notImplemented(sub string) error {
-	return apierrors.NewGenericServerResponse(http.StatusNotImplemented, "get", advisor.Resource("virtplatformconfigs/"+sub), "", "the "+sub+" subresource is not implemented in this build", 0, false)
 }

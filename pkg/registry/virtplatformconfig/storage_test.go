@@ -35,7 +35,7 @@ func newStorage(t *testing.T) *virtplatformconfig.Storage {
 		Decorator:      generic.UndecoratedStorage,
 		ResourcePrefix: "virtplatformconfigs",
 	}
-	s, err := virtplatformconfig.NewStorage(apiserver.Scheme, opts, nil)
+	s, err := virtplatformconfig.NewStorage(apiserver.Scheme, opts, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,6 +113,23 @@ func (statusStrategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Obj
 	return nil
 }
 
+// approvalStrategy is used by the approve subresource only: it changes the
+// status (approval, approved items, phase) and nothing else.
+type approvalStrategy struct {
+	strategy
+}
+
+func (approvalStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	c, oldC := obj.(*advisor.VirtPlatformConfig), old.(*advisor.VirtPlatformConfig)
+	c.ObjectMeta = oldC.ObjectMeta
+	c.Spec = oldC.Spec
+	c.Status.SpecChangedBy = oldC.Status.SpecChangedBy
+}
+
+func (approvalStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateVirtPlatformConfigStatusUpdate(obj.(*advisor.VirtPlatformConfig), old.(*advisor.VirtPlatformConfig))
+}
+
 func requestUser(ctx context.Context) string {
 	if u, ok := request.UserFrom(ctx); ok {
 		return u.GetName()

@@ -17,7 +17,7 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 		// Desired states are arbitrary objects: fill them with valid JSON,
 		// as the server stores them, so the round trip compares like with like.
 		func(r *runtime.RawExtension, c randfill.Continue) {
-			r.Raw = []byte(fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q}}`, c.String(20)))
+			r.Raw = []byte(fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%d"}}`, c.Uint32()))
 		},
 		// Defaulted fields must carry non-empty values, or decoding would
 		// default them and the round trip would differ.

@@ -251,6 +251,9 @@ type VirtPlatformConfigItem struct {
 	// impactSeverity is the disruption applying this item may cause.
 	// +optional
 	ImpactSeverity Impact `json:"impactSeverity,omitempty"`
+	// operation is what applying the item does: Create, Update, Delete or None.
+	// +optional
+	Operation Operation `json:"operation,omitempty"`
 	// diff is a unified diff of the live object against the server-side apply dry-run result.
 	// +optional
 	Diff string `json:"diff,omitempty"`
@@ -271,6 +274,11 @@ type VirtPlatformConfigItem struct {
 	// +optional
 	// +listType=atomic
 	ManagedFields []string `json:"managedFields,omitempty"`
+	// poolConfigBefore is the MachineConfigPool's spec.configuration.name
+	// when this MachineConfig item was applied: a changed MachineConfig has
+	// rolled out only once the pool has rolled out another rendered config.
+	// +optional
+	PoolConfigBefore string `json:"poolConfigBefore,omitempty"`
 }
 
 // ApprovalRecord is the last approval of a plan revision.

@@ -606,12 +606,14 @@ func autoConvert_v1alpha1_VirtPlatformConfigItem_To_advisor_VirtPlatformConfigIt
 		return err
 	}
 	out.ImpactSeverity = advisor.Impact(in.ImpactSeverity)
+	out.Operation = advisor.Operation(in.Operation)
 	out.Diff = in.Diff
 	out.DesiredState = (*runtime.RawExtension)(unsafe.Pointer(in.DesiredState))
 	out.State = advisor.ItemState(in.State)
 	out.Message = in.Message
 	out.LastTransitionTime = (*v1.Time)(unsafe.Pointer(in.LastTransitionTime))
 	out.ManagedFields = *(*[]string)(unsafe.Pointer(&in.ManagedFields))
+	out.PoolConfigBefore = in.PoolConfigBefore
 	return nil
 }
 
@@ -626,12 +628,14 @@ func autoConvert_advisor_VirtPlatformConfigItem_To_v1alpha1_VirtPlatformConfigIt
 		return err
 	}
 	out.ImpactSeverity = Impact(in.ImpactSeverity)
+	out.Operation = Operation(in.Operation)
 	out.Diff = in.Diff
 	out.DesiredState = (*runtime.RawExtension)(unsafe.Pointer(in.DesiredState))
 	out.State = ItemState(in.State)
 	out.Message = in.Message
 	out.LastTransitionTime = (*v1.Time)(unsafe.Pointer(in.LastTransitionTime))
 	out.ManagedFields = *(*[]string)(unsafe.Pointer(&in.ManagedFields))
+	out.PoolConfigBefore = in.PoolConfigBefore
 	return nil
 }
 

@@ -35,6 +35,8 @@ type VirtPlatformConfigItemApplyConfiguration struct {
 	TargetRef *ObjectReferenceApplyConfiguration `json:"targetRef,omitempty"`
 	// impactSeverity is the disruption applying this item may cause.
 	ImpactSeverity *advisorv1alpha1.Impact `json:"impactSeverity,omitempty"`
+	// operation is what applying the item does: Create, Update, Delete or None.
+	Operation *advisorv1alpha1.Operation `json:"operation,omitempty"`
 	// diff is a unified diff of the live object against the server-side apply dry-run result.
 	Diff *string `json:"diff,omitempty"`
 	// desiredState is the object applied with server-side apply.
@@ -47,6 +49,10 @@ type VirtPlatformConfigItemApplyConfiguration struct {
 	LastTransitionTime *v1.Time `json:"lastTransitionTime,omitempty"`
 	// managedFields are the dot paths of the fields this item owns, e.g. spec.kernelArguments.
 	ManagedFields []string `json:"managedFields,omitempty"`
+	// poolConfigBefore is the MachineConfigPool's spec.configuration.name
+	// when this MachineConfig item was applied: a changed MachineConfig has
+	// rolled out only once the pool has rolled out another rendered config.
+	PoolConfigBefore *string `json:"poolConfigBefore,omitempty"`
 }
 
 // VirtPlatformConfigItemApplyConfiguration constructs a declarative configuration of the VirtPlatformConfigItem type for use with
@@ -76,6 +82,14 @@ func (b *VirtPlatformConfigItemApplyConfiguration) WithTargetRef(value *ObjectRe
 // If called multiple times, the ImpactSeverity field is set to the value of the last call.
 func (b *VirtPlatformConfigItemApplyConfiguration) WithImpactSeverity(value advisorv1alpha1.Impact) *VirtPlatformConfigItemApplyConfiguration {
 	b.ImpactSeverity = &value
+	return b
+}
+
+// WithOperation sets the Operation field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Operation field is set to the value of the last call.
+func (b *VirtPlatformConfigItemApplyConfiguration) WithOperation(value advisorv1alpha1.Operation) *VirtPlatformConfigItemApplyConfiguration {
+	b.Operation = &value
 	return b
 }
 
@@ -126,5 +140,13 @@ func (b *VirtPlatformConfigItemApplyConfiguration) WithManagedFields(values ...s
 	for i := range values {
 		b.ManagedFields = append(b.ManagedFields, values[i])
 	}
+	return b
+}
+
+// WithPoolConfigBefore sets the PoolConfigBefore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PoolConfigBefore field is set to the value of the last call.
+func (b *VirtPlatformConfigItemApplyConfiguration) WithPoolConfigBefore(value string) *VirtPlatformConfigItemApplyConfiguration {
+	b.PoolConfigBefore = &value
 	return b
 }

@@ -1,0 +1,236 @@
+// Package controller is the embedded controller of virt-advisor: it drafts
+// plans into status, applies approved plans with the plan engine, follows
+// MachineConfigPool rollouts and reacts to changes of the objects it
+// manages through watches. It runs in the API server process, on the
+// replica that holds the leader Lease.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	componentbaseconfig "k8s.io/component-base/config"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
+	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
+	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/metrics"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+)
+
+// Config is what the controller needs.
+type Config struct {
+	// Client reaches our own API (the loopback client).
+	Client versioned.Interface
+	// Kube, Dynamic and Metadata reach the main cluster.
+	Kube     kubernetes.Interface
+	Dynamic  dynamic.Interface
+	Metadata metadata.Interface
+	Engine   *plan.Engine
+	Profiles *registry.Registry
+	Recorder record.EventRecorder
+	// LeaderElection configures the Lease in the main cluster.
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// Version is reported in status.operatorVersion.
+	Version string
+}
+
+// Controller reconciles VirtPlatformConfigs.
+type Controller struct {
+	Config
+	queue   workqueue.TypedRateLimitingInterface[string]
+	lister  listers.VirtPlatformConfigLister
+	watches *objectWatches
+	clock   clock.Clock
+	// events records when a watch event was seen per config, for the
+	// drift detection latency metric.
+	events *eventTimes
+}
+
+// New returns a controller.
+func New(cfg Config) *Controller {
+	return &Controller{
+		Config: cfg,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "virtplatformconfigs"}),
+		clock:  clock.RealClock{},
+		events: newEventTimes(),
+	}
+}
+
+// Run runs the controller until ctx ends: under leader election when
+// enabled, re-entering the election after losing it, so a replica that lost
+// its Lease keeps serving the API and stands by.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	le := c.LeaderElection
+	if !le.LeaderElect {
+		c.runLeader(ctx)
+		return
+	}
+	host, _ := os.Hostname()
+	identity := host + "_" + string(uuid.NewUUID())
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.ResourceNamespace, le.ResourceName,
+		c.Kube.CoreV1(), c.Kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: c.Recorder})
+	if err != nil {
+		klog.ErrorS(err, "Cannot create the leader election lock; the controller does not run")
+		return
+	}
+	for ctx.Err() == nil {
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   le.LeaseDuration.Duration,
+			RenewDeadline:   le.RenewDeadline.Duration,
+			RetryPeriod:     le.RetryPeriod.Duration,
+			ReleaseOnCancel: true,
+			Name:            "virt-advisor-controller",
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					klog.InfoS("Became leader, starting the controller", "identity", identity)
+					c.runLeader(ctx)
+				},
+				OnStoppedLeading: func() { klog.InfoS("Lost leadership, the controller stops", "identity", identity) },
+				OnNewLeader: func(current string) {
+					if current != identity {
+						klog.InfoS("Not the leader: standing by", "leader", current, "identity", identity)
+					}
+				},
+			},
+		})
+		// Lost the Lease: wait a little, then run for it again.
+		select {
+		case <-ctx.Done():
+		case <-time.After(le.RetryPeriod.Duration):
+		}
+	}
+}
+
+// runLeader starts the informers and workers and blocks until ctx ends.
+func (c *Controller) runLeader(ctx context.Context) {
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "virtplatformconfigs"})
+	defer c.queue.ShutDown()
+
+	factory := externalversions.NewSharedInformerFactory(c.Client, 10*time.Minute)
+	informer := factory.Advisor().V1alpha1().VirtPlatformConfigs()
+	c.lister = informer.Lister()
+	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue,
+	}); err != nil {
+		klog.ErrorS(err, "Cannot watch VirtPlatformConfigs")
+		return
+	}
+	c.watches = newObjectWatches(ctx, c.Dynamic, c.Engine.Cluster.Mapper, func(config string, _ objectKey) {
+		c.events.seen(config, c.clock.Now())
+		c.queue.Add(config)
+	})
+
+	// A CRD that appears or goes away changes what can be planned and
+	// watched: look at every config again.
+	crds := metadatainformer.NewSharedInformerFactory(c.Metadata, 0)
+	if _, err := crds.ForResource(crdGVR).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(interface{}) { c.enqueueAll() },
+		UpdateFunc: func(interface{}, interface{}) { c.enqueueAll() },
+		DeleteFunc: func(interface{}) { c.enqueueAll() },
+	}); err != nil {
+		klog.ErrorS(err, "Cannot watch CustomResourceDefinitions")
+		return
+	}
+
+	factory.Start(ctx.Done())
+	crds.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
+		return
+	}
+	klog.InfoS("Controller started")
+	for i := 0; i < 2; i++ {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+	klog.InfoS("Controller stopped")
+}
+
+func (c *Controller) enqueue(obj interface{}) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if cfg, ok := obj.(*v1alpha1.VirtPlatformConfig); ok {
+		c.queue.Add(cfg.Name)
+	}
+}
+
+func (c *Controller) enqueueAll() {
+	configs, err := c.lister.List(everything)
+	if err != nil {
+		return
+	}
+	for _, cfg := range configs {
+		c.queue.Add(cfg.Name)
+	}
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for c.processNext(ctx) {
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	name, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(name)
+	requeueAfter, err := c.reconcile(ctx, name)
+	switch {
+	case err != nil:
+		if !apierrors.IsConflict(err) {
+			klog.ErrorS(err, "Reconciling failed, will retry", "config", name)
+		}
+		c.queue.AddRateLimited(name)
+	default:
+		c.queue.Forget(name)
+		if requeueAfter > 0 {
+			c.queue.AddAfter(name, requeueAfter)
+		}
+	}
+	c.updateConfigMetrics()
+	return true
+}
+
+func (c *Controller) updateConfigMetrics() {
+	configs, err := c.lister.List(everything)
+	if err != nil {
+		return
+	}
+	metrics.Configs.Reset()
+	for _, cfg := range configs {
+		metrics.Configs.WithLabelValues(cfg.Spec.Profile, string(cfg.Status.Phase)).Inc()
+	}
+}
+
+func describe(cfg *v1alpha1.VirtPlatformConfig) string {
+	return fmt.Sprintf("%s (generation %d, phase %s)", cfg.Name, cfg.Generation, cfg.Status.Phase)
+}

@@ -1,0 +1,408 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/metrics"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/status"
+)
+
+var (
+	everything = labels.Everything()
+	crdGVR     = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+const (
+	// applyingMessage marks an item whose write was started but not yet
+	// confirmed: after a crash it is written again (server-side apply of
+	// the same desired state changes nothing).
+	applyingMessage  = "Applying"
+	appliedMessage   = "Applied successfully"
+	unchangedMessage = "Already in desired state - no changes needed"
+	// prerequisiteRetry re-checks missing prerequisites even without a CRD event.
+	prerequisiteRetry = 2 * time.Minute
+	fieldManager      = "virt-advisor-controller"
+)
+
+// reconcile moves one config through the state machine and writes its
+// status when it changed. It returns when to look again, if ever.
+func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
+	cached, err := c.lister.Get(name)
+	if apierrors.IsNotFound(err) {
+		c.watches.Forget(name)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	cfg := cached.DeepCopy()
+	profile, ok := c.Profiles.Get(cfg.Spec.Profile)
+	if !ok {
+		return 0, nil // validation only admits known profiles
+	}
+	before := cfg.Status.DeepCopy()
+
+	var requeue time.Duration
+	switch phase := cfg.Status.Phase; {
+	case cfg.Spec.Action == v1alpha1.PlanActionIgnore:
+		c.ignore(cfg, profile.Metadata().Level)
+	case cfg.Status.ObservedGeneration != cfg.Generation,
+		phase == "", phase == v1alpha1.PhaseIgnored, phase == v1alpha1.PhasePending, phase == v1alpha1.PhaseDrafting,
+		phase == v1alpha1.PhasePrerequisiteFailed, phase == v1alpha1.PhaseReviewRequired:
+		requeue, err = c.draft(ctx, cfg, profile)
+	case phase == v1alpha1.PhaseInProgress:
+		requeue, err = c.progress(ctx, cfg)
+	}
+	c.watch(cfg)
+	if apiequality.Semantic.DeepEqual(before, &cfg.Status) {
+		return requeue, err
+	}
+	if werr := c.writeStatus(ctx, cfg, before.Phase); werr != nil {
+		return 0, werr
+	}
+	return requeue, err
+}
+
+// writeStatus writes cfg's status, emits an Event when the phase changed,
+// and refreshes cfg from the answer.
+func (c *Controller) writeStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, previous v1alpha1.ConfigPhase) error {
+	updated, err := c.Client.AdvisorV1alpha1().VirtPlatformConfigs().UpdateStatus(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return err
+	}
+	if updated.Status.Phase != previous {
+		c.phaseEvent(updated)
+	}
+	*cfg = *updated
+	return nil
+}
+
+func (c *Controller) phaseEvent(cfg *v1alpha1.VirtPlatformConfig) {
+	eventType := "Normal"
+	if status.IsWarning(cfg.Status.Phase) {
+		eventType = "Warning"
+	}
+	c.Recorder.Event(cfg, eventType, string(cfg.Status.Phase), status.PhaseMessage(&cfg.Status))
+}
+
+// ignore: nothing is rolled back and the items are kept.
+func (c *Controller) ignore(cfg *v1alpha1.VirtPlatformConfig, level v1alpha1.Impact) {
+	st := &cfg.Status
+	st.ObservedGeneration = cfg.Generation
+	if st.ImpactSeverity == "" {
+		st.ImpactSeverity = level
+	}
+	status.SetPhase(st, v1alpha1.PhaseIgnored, "Ignored", status.MessageIgnored)
+}
+
+// draft computes the live plan and decides what it needs: nothing
+// (Completed, or InProgress while a pool still rolls out), a review
+// (ReviewRequired), or, with action Apply, nothing but applying.
+func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile) (time.Duration, error) {
+	st := &cfg.Status
+	st.ObservedGeneration = cfg.Generation
+	st.OperatorVersion = c.Version
+	start := c.clock.Now()
+	res, err := c.Engine.Compute(ctx, cfg)
+	metrics.PlanDuration.WithLabelValues(cfg.Spec.Profile).Observe(c.clock.Since(start).Seconds())
+	if err != nil {
+		status.SetPhase(st, v1alpha1.PhaseDrafting, "PlanGenerationFailed", fmt.Sprintf("Plan generation failed, will retry: %v", err))
+		return 0, err
+	}
+	if !res.Satisfied() {
+		st.Items = nil
+		st.ImpactSeverity = profile.Metadata().Level
+		status.SetPhase(st, v1alpha1.PhasePrerequisiteFailed, "PrerequisitesFailed", res.MissingMessage())
+		return prerequisiteRetry, nil
+	}
+	now := metav1.NewTime(c.clock.Now())
+	st.ImpactSeverity = res.Status.ImpactSeverity
+	if st.ImpactSeverity == "" {
+		st.ImpactSeverity = v1alpha1.ImpactLow
+	}
+	st.SourceSnapshotHash = res.SnapshotHash
+
+	if !res.HasChanges() {
+		items := res.StatusItems(now)
+		rolling := false
+		for i := range items {
+			it := &items[i]
+			it.State, it.Message = v1alpha1.ItemStateCompleted, unchangedMessage
+			if isMachineConfig(it) {
+				r := c.rollout(ctx, it)
+				if !r.done {
+					it.State, it.Message, rolling = v1alpha1.ItemStateInProgress, r.message, true
+				}
+			}
+		}
+		st.Items = keepTransitionTimes(st.Items, items)
+		if rolling {
+			status.SetPhase(st, v1alpha1.PhaseInProgress, "RollingOut", "No changes to apply; waiting for the MachineConfigPool rollout to finish")
+			return 0, nil
+		}
+		c.completed(cfg, status.MessageNoop)
+		return 0, nil
+	}
+
+	if cfg.Spec.Action == v1alpha1.PlanActionApply {
+		// action Apply is a standing approval by whoever last changed the spec.
+		record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: st.SpecChangedBy, ApprovedAt: now, Generation: cfg.Generation}
+		status.Approve(st, res, record)
+		metrics.Approvals.Inc()
+		c.Recorder.Eventf(cfg, "Normal", "Approved", "Plan %s approved by %s (action Apply)", res.Status.PlanHash, record.ApprovedBy)
+		return 0, nil
+	}
+	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
+	status.SetPhase(st, v1alpha1.PhaseReviewRequired, "ReviewRequired", status.MessageReview)
+	return 0, nil
+}
+
+// progress applies the approved items in order and follows their rollouts.
+func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (time.Duration, error) {
+	st := &cfg.Status
+	if notStarted(st.Items) {
+		// The last look before the first write: the targets must still be
+		// as they were when the plan was approved.
+		snap, err := c.Engine.Snapshot(ctx, st.Items)
+		if err != nil {
+			return 0, err
+		}
+		if snap != st.SourceSnapshotHash && !cfg.Spec.BypassOptimisticLock {
+			status.SetPhase(st, v1alpha1.PhaseFailed, "StalePlan", status.MessageStale)
+			return 0, nil
+		}
+	}
+	abort := cfg.Spec.FailurePolicy != v1alpha1.FailurePolicyContinue
+	timeout := waitTimeout(cfg)
+	var requeue time.Duration
+	for i := 0; i < len(cfg.Status.Items); i++ {
+		it := &cfg.Status.Items[i]
+		if it.State == v1alpha1.ItemStatePending || (it.State == v1alpha1.ItemStateInProgress && it.Message == applyingMessage) {
+			if err := c.applyItem(ctx, cfg, i); err != nil {
+				return 0, err
+			}
+			it = &cfg.Status.Items[i]
+		}
+		if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) {
+			r := c.rollout(ctx, it)
+			switch {
+			case r.done:
+				c.setItem(it, v1alpha1.ItemStateCompleted, r.message)
+			case timeout > 0 && c.clock.Since(it.LastTransitionTime.Time) >= timeout:
+				c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s",
+					c.clock.Since(it.LastTransitionTime.Time).Round(time.Second), timeout, r.message))
+			default:
+				it.Message = r.message
+				if timeout > 0 {
+					left := timeout - c.clock.Since(it.LastTransitionTime.Time)
+					if requeue == 0 || left < requeue {
+						requeue = left
+					}
+				}
+			}
+		}
+		if it.State == v1alpha1.ItemStateFailed && abort {
+			status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ItemFailed", fmt.Sprintf("Item '%s' failed: %s", it.Name, it.Message))
+			return 0, nil
+		}
+	}
+
+	var failed []string
+	for _, it := range cfg.Status.Items {
+		switch it.State {
+		case v1alpha1.ItemStateInProgress, v1alpha1.ItemStatePending:
+			return requeue, nil
+		case v1alpha1.ItemStateFailed:
+			failed = append(failed, fmt.Sprintf("'%s': %s", it.Name, it.Message))
+		}
+	}
+	if st.Approval != nil {
+		metrics.ApplyDuration.WithLabelValues(cfg.Spec.Profile).Observe(c.clock.Since(st.Approval.ApprovedAt.Time).Seconds())
+	}
+	if len(failed) > 0 {
+		opts := plan.ResolveOptions(cfg.Spec)
+		cfg.Status.AppliedOptions = &opts
+		status.SetPhase(&cfg.Status, v1alpha1.PhaseCompletedWithErrors, "ItemsFailed",
+			fmt.Sprintf("%d of %d items failed: %s", len(failed), len(cfg.Status.Items), strings.Join(failed, "; ")))
+		return 0, nil
+	}
+	c.completed(cfg, status.MessageApplied)
+	return 0, nil
+}
+
+// applyItem writes one item. The intent is recorded first, so that a crash
+// between the write and the status update leads to writing the same
+// desired state again, never to a false "stale plan".
+func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int) error {
+	it := &cfg.Status.Items[i]
+	if it.Operation == v1alpha1.OperationNone {
+		if isMachineConfig(it) {
+			c.setItem(it, v1alpha1.ItemStateInProgress, "Waiting for the MachineConfigPool rollout")
+		} else {
+			c.setItem(it, v1alpha1.ItemStateCompleted, unchangedMessage)
+		}
+		return nil
+	}
+	if it.State == v1alpha1.ItemStatePending {
+		if isMachineConfig(it) && it.PoolConfigBefore == "" {
+			pool, err := c.Engine.Cluster.Get(ctx, profiles.MachineConfigPoolGVK, "", poolOf(it))
+			if err != nil {
+				return err
+			}
+			if pool != nil {
+				it.PoolConfigBefore, _, _ = unstructured.NestedString(pool.Object, "spec", "configuration", "name")
+			}
+		}
+		c.setItem(it, v1alpha1.ItemStateInProgress, applyingMessage)
+		if err := c.writeStatus(ctx, cfg, cfg.Status.Phase); err != nil {
+			return err
+		}
+		it = &cfg.Status.Items[i]
+	}
+	if err := c.Engine.Apply(ctx, cfg.Name, *it); err != nil {
+		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Failed to apply: %v", err))
+		return nil
+	}
+	if isMachineConfig(it) {
+		it.Message = "Applied; waiting for the MachineConfigPool rollout"
+		return nil
+	}
+	c.setItem(it, v1alpha1.ItemStateCompleted, appliedMessage)
+	return nil
+}
+
+func (c *Controller) completed(cfg *v1alpha1.VirtPlatformConfig, message string) {
+	opts := plan.ResolveOptions(cfg.Spec)
+	cfg.Status.AppliedOptions = &opts
+	status.SetPhase(&cfg.Status, v1alpha1.PhaseCompleted, "Completed", message)
+}
+
+func (c *Controller) setItem(it *v1alpha1.VirtPlatformConfigItem, state v1alpha1.ItemState, message string) {
+	if it.State != state {
+		now := metav1.NewTime(c.clock.Now())
+		it.LastTransitionTime = &now
+	}
+	it.State, it.Message = state, message
+}
+
+// rollout evaluates the pool of a MachineConfig item.
+func (c *Controller) rollout(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) rollout {
+	poolName := poolOf(it)
+	pool, err := c.Engine.Cluster.Get(ctx, profiles.MachineConfigPoolGVK, "", poolName)
+	if err != nil {
+		return rollout{message: fmt.Sprintf("Cannot read MachineConfigPool '%s': %v", poolName, err)}
+	}
+	return evaluateRollout(pool, poolName, it.TargetRef.Name, it.Operation, it.PoolConfigBefore)
+}
+
+// watch declares what the config depends on: its targets and the pools
+// of its MachineConfigs.
+func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig) {
+	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
+		c.watches.Forget(cfg.Name)
+		return
+	}
+	var keys []objectKey
+	for i := range cfg.Status.Items {
+		it := &cfg.Status.Items[i]
+		keys = append(keys, objectKey{GVK: schema.FromAPIVersionAndKind(it.TargetRef.APIVersion, it.TargetRef.Kind), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
+		if isMachineConfig(it) {
+			keys = append(keys, objectKey{GVK: profiles.MachineConfigPoolGVK, Name: poolOf(it)})
+		}
+	}
+	c.watches.Set(cfg.Name, keys)
+}
+
+func isMachineConfig(it *v1alpha1.VirtPlatformConfigItem) bool {
+	return it.TargetRef.Kind == profiles.MachineConfigGVK.Kind && strings.HasPrefix(it.TargetRef.APIVersion, profiles.MachineConfigGVK.Group+"/")
+}
+
+// poolOf is the pool of a MachineConfig: its role label, worker by default.
+func poolOf(it *v1alpha1.VirtPlatformConfigItem) string {
+	if it.DesiredState != nil {
+		var obj struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(it.DesiredState.Raw, &obj) == nil && obj.Metadata.Labels[profiles.MachineConfigRoleLabel] != "" {
+			return obj.Metadata.Labels[profiles.MachineConfigRoleLabel]
+		}
+	}
+	return profiles.WorkerPool
+}
+
+func notStarted(items []v1alpha1.VirtPlatformConfigItem) bool {
+	for _, it := range items {
+		if it.State != v1alpha1.ItemStatePending && it.State != v1alpha1.ItemStateFailed {
+			return false
+		}
+	}
+	return true
+}
+
+func waitTimeout(cfg *v1alpha1.VirtPlatformConfig) time.Duration {
+	if cfg.Spec.WaitTimeout == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(cfg.Spec.WaitTimeout)
+	if err != nil {
+		return 0 // validation rejects it
+	}
+	return d
+}
+
+// keepTransitionTimes keeps the time of items whose state did not change,
+// so that an unchanged plan writes nothing.
+func keepTransitionTimes(old, items []v1alpha1.VirtPlatformConfigItem) []v1alpha1.VirtPlatformConfigItem {
+	byName := map[string]v1alpha1.VirtPlatformConfigItem{}
+	for _, it := range old {
+		byName[it.Name] = it
+	}
+	for i := range items {
+		if prev, ok := byName[items[i].Name]; ok && prev.State == items[i].State && prev.LastTransitionTime != nil {
+			items[i].LastTransitionTime = prev.LastTransitionTime
+		}
+	}
+	return items
+}
+
+// eventTimes remembers when a watch event arrived per config.
+type eventTimes struct {
+	mu    sync.Mutex
+	times map[string]time.Time
+}
+
+func newEventTimes() *eventTimes { return &eventTimes{times: map[string]time.Time{}} }
+
+func (e *eventTimes) seen(config string, t time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.times[config]; !ok {
+		e.times[config] = t
+	}
+}
+
+// take returns and forgets the first event time since the last take.
+func (e *eventTimes) take(config string) (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, ok := e.times[config]
+	delete(e.times, config)
+	return t, ok
+}

@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+)
+
+// rollout is how far a MachineConfigPool has rolled out one MachineConfig.
+type rollout struct {
+	done     bool
+	degraded bool
+	message  string
+}
+
+// evaluateRollout follows the MachineConfig operator's protocol
+// (crds/README.md): the render controller writes the pool's
+// spec.configuration, the node controller walks the status, and only when
+// every node is updated and ready does status.configuration follow. A
+// MachineConfig has rolled out when the pool runs a rendered config that
+// includes it (or, after a delete, excludes it) and, for a changed
+// MachineConfig, is another rendered config than the one noted before the
+// apply. Right after an apply the pool still reads Updated=True for the old
+// config: that is never "done".
+func evaluateRollout(pool *unstructured.Unstructured, poolName, mcName string, op v1alpha1.Operation, before string) rollout {
+	if pool == nil {
+		return rollout{message: fmt.Sprintf("MachineConfigPool '%s' not found", poolName)}
+	}
+	num := func(f string) int64 { v, _, _ := unstructured.NestedInt64(pool.Object, "status", f); return v }
+	machines, updated, ready, degradedMachines := num("machineCount"), num("updatedMachineCount"), num("readyMachineCount"), num("degradedMachineCount")
+	counts := fmt.Sprintf("(Updated: %d/%d, Ready: %d/%d)", updated, machines, ready, machines)
+
+	if degradedMachines > 0 || conditionTrue(pool, "Degraded") || conditionTrue(pool, "NodeDegraded") || conditionTrue(pool, "RenderDegraded") {
+		return rollout{degraded: true, message: fmt.Sprintf("MachineConfigPool '%s' is degraded (%d degraded machines)", poolName, degradedMachines)}
+	}
+
+	specName, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
+	statusName, _, _ := unstructured.NestedString(pool.Object, "status", "configuration", "name")
+	wantIn := op != v1alpha1.OperationDelete
+	picked := hasSource(pool, "spec", mcName) == wantIn && (op != v1alpha1.OperationUpdate || (specName != "" && specName != before))
+	observed, _, _ := unstructured.NestedInt64(pool.Object, "status", "observedGeneration")
+	current := observed == pool.GetGeneration()
+	rolled := current && statusName == specName && hasSource(pool, "status", mcName) == wantIn &&
+		conditionTrue(pool, "Updated") && !conditionTrue(pool, "Updating") &&
+		updated == machines && ready == machines
+
+	if paused, _, _ := unstructured.NestedBool(pool.Object, "spec", "paused"); paused && !(picked && rolled) {
+		return rollout{message: fmt.Sprintf("MachineConfigPool '%s' is paused: it will not roll out until it is unpaused %s", poolName, counts)}
+	}
+	switch {
+	case picked && rolled:
+		return rollout{done: true, message: fmt.Sprintf("MachineConfigPool '%s' is ready (all %d nodes updated)", poolName, machines)}
+	case conditionTrue(pool, "Updating"):
+		return rollout{message: fmt.Sprintf("MachineConfigPool '%s' is updating %s", poolName, counts)}
+	case !picked || !current:
+		return rollout{message: fmt.Sprintf("MachineConfigPool '%s' is processing changes %s", poolName, counts)}
+	default:
+		return rollout{message: fmt.Sprintf("Waiting for MachineConfigPool '%s' to stabilize %s", poolName, counts)}
+	}
+}
+
+func conditionTrue(obj *unstructured.Unstructured, condType string) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]interface{})
+		if ok && m["type"] == condType {
+			return m["status"] == "True"
+		}
+	}
+	return false
+}
+
+// hasSource reports whether <part>.configuration.source lists the MachineConfig.
+func hasSource(pool *unstructured.Unstructured, part, mcName string) bool {
+	sources, _, _ := unstructured.NestedSlice(pool.Object, part, "configuration", "source")
+	for _, s := range sources {
+		if m, ok := s.(map[string]interface{}); ok && m["name"] == mcName {
+			return true
+		}
+	}
+	return false
+}

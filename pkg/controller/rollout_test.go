@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+)
+
+// pool builds a MachineConfigPool in a given rollout state.
+type poolState struct {
+	generation, observed               int64
+	specName, statusName               string
+	specSources, statusSources         []string
+	machines, updated, ready, degraded int64
+	updatedCond, updatingCond          string
+	paused                             bool
+}
+
+func (p poolState) obj() *unstructured.Unstructured {
+	src := func(names []string) []interface{} {
+		var out []interface{}
+		for _, n := range names {
+			out = append(out, map[string]interface{}{"kind": "MachineConfig", "name": n})
+		}
+		return out
+	}
+	o := &unstructured.Unstructured{Object: map[string]interface{}{
+		"metadata": map[string]interface{}{"name": "worker", "generation": p.generation},
+		"spec": map[string]interface{}{"paused": p.paused,
+			"configuration": map[string]interface{}{"name": p.specName, "source": src(p.specSources)}},
+		"status": map[string]interface{}{
+			"observedGeneration": p.observed,
+			"configuration":      map[string]interface{}{"name": p.statusName, "source": src(p.statusSources)},
+			"machineCount":       p.machines, "updatedMachineCount": p.updated, "readyMachineCount": p.ready, "degradedMachineCount": p.degraded,
+			"conditions": []interface{}{
+				map[string]interface{}{"type": "Updated", "status": p.updatedCond},
+				map[string]interface{}{"type": "Updating", "status": p.updatingCond},
+			},
+		},
+	}}
+	return o
+}
+
+func TestEvaluateRollout(t *testing.T) {
+	base := []string{"00-worker"}
+	withX := []string{"00-worker", "99-x"}
+	settled := poolState{generation: 1, observed: 1, specName: "rendered-a", statusName: "rendered-a", specSources: base, statusSources: base,
+		machines: 3, updated: 3, ready: 3, updatedCond: "True", updatingCond: "False"}
+	tests := []struct {
+		name    string
+		pool    *unstructured.Unstructured
+		op      v1alpha1.Operation
+		before  string
+		done    bool
+		message string
+	}{
+		{"pool missing", nil, v1alpha1.OperationCreate, "", false, "MachineConfigPool 'worker' not found"},
+		{"just applied: still Updated for the old config", settled.obj(), v1alpha1.OperationCreate, "rendered-a", false,
+			"MachineConfigPool 'worker' is processing changes (Updated: 3/3, Ready: 3/3)"},
+		{"rendered, not yet observed", func() *unstructured.Unstructured {
+			p := settled
+			p.generation, p.specName, p.specSources = 2, "rendered-b", withX
+			return p.obj()
+		}(), v1alpha1.OperationCreate, "rendered-a", false, "MachineConfigPool 'worker' is processing changes (Updated: 3/3, Ready: 3/3)"},
+		{"updating node by node", func() *unstructured.Unstructured {
+			p := settled
+			p.generation, p.observed, p.specName, p.specSources = 2, 2, "rendered-b", withX
+			p.updated, p.ready, p.updatedCond, p.updatingCond = 1, 1, "False", "True"
+			return p.obj()
+		}(), v1alpha1.OperationCreate, "rendered-a", false, "MachineConfigPool 'worker' is updating (Updated: 1/3, Ready: 1/3)"},
+		{"degraded", func() *unstructured.Unstructured {
+			p := settled
+			p.generation, p.observed, p.specName, p.specSources, p.degraded = 2, 2, "rendered-b", withX, 1
+			return p.obj()
+		}(), v1alpha1.OperationCreate, "rendered-a", false, "MachineConfigPool 'worker' is degraded (1 degraded machines)"},
+		{"paused", func() *unstructured.Unstructured {
+			p := settled
+			p.generation, p.observed, p.specName, p.specSources, p.paused = 2, 2, "rendered-b", withX, true
+			return p.obj()
+		}(), v1alpha1.OperationCreate, "rendered-a", false, "MachineConfigPool 'worker' is paused: it will not roll out until it is unpaused (Updated: 3/3, Ready: 3/3)"},
+		{"all nodes done but status.configuration not yet copied", func() *unstructured.Unstructured {
+			p := settled
+			p.generation, p.observed, p.specName, p.specSources = 2, 2, "rendered-b", withX
+			return p.obj()
+		}(), v1alpha1.OperationCreate, "rendered-a", false, "Waiting for MachineConfigPool 'worker' to stabilize (Updated: 3/3, Ready: 3/3)"},
+		{"rolled out", func() *unstructured.Unstructured {
+			p := settled
+			p.generation, p.observed, p.specName, p.statusName, p.specSources, p.statusSources = 2, 2, "rendered-b", "rendered-b", withX, withX
+			return p.obj()
+		}(), v1alpha1.OperationCreate, "rendered-a", true, "MachineConfigPool 'worker' is ready (all 3 nodes updated)"},
+		{"update: membership alone is not enough", func() *unstructured.Unstructured {
+			p := settled
+			p.specSources, p.statusSources = withX, withX
+			return p.obj()
+		}(), v1alpha1.OperationUpdate, "rendered-a", false, "MachineConfigPool 'worker' is processing changes (Updated: 3/3, Ready: 3/3)"},
+		{"delete: rolled out once the config is gone", settled.obj(), v1alpha1.OperationDelete, "rendered-x", true, "is ready (all 3 nodes updated)"},
+		{"delete: still listed", func() *unstructured.Unstructured {
+			p := settled
+			p.specSources, p.statusSources = withX, withX
+			return p.obj()
+		}(), v1alpha1.OperationDelete, "rendered-a", false, "is processing changes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := evaluateRollout(tt.pool, "worker", "99-x", tt.op, tt.before)
+			if r.done != tt.done || !strings.Contains(r.message, tt.message) {
+				t.Errorf("got done=%v %q, want done=%v %q", r.done, r.message, tt.done, tt.message)
+			}
+		})
+	}
+}

@@ -1,0 +1,54 @@
+// Package metrics defines the Prometheus metrics of virt-advisor, served on
+// /metrics with the API server's own.
+package metrics
+
+import (
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const namespace = "virt_advisor"
+
+var (
+	// Configs counts VirtPlatformConfigs by profile and phase.
+	Configs = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: namespace, Name: "configs",
+		Help: "VirtPlatformConfigs by profile and phase.", StabilityLevel: metrics.ALPHA,
+	}, []string{"profile", "phase"})
+	// Approvals counts recorded approvals (the approve subresource and action Apply).
+	Approvals = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: namespace, Name: "approvals_total",
+		Help: "Plan approvals recorded.", StabilityLevel: metrics.ALPHA,
+	})
+	// PlanDuration measures plan computations (the plan subresource, approvals, drafts).
+	PlanDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace: namespace, Name: "plan_duration_seconds",
+		Help: "Time to compute a live plan.", Buckets: metrics.ExponentialBuckets(0.005, 2, 12), StabilityLevel: metrics.ALPHA,
+	}, []string{"profile"})
+	// ApplyDuration measures applying an approved plan, from approval to the last write.
+	ApplyDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Namespace: namespace, Name: "apply_duration_seconds",
+		Help: "Time from the start of an apply to the last write of its items.", Buckets: metrics.ExponentialBuckets(0.01, 2, 14), StabilityLevel: metrics.ALPHA,
+	}, []string{"profile"})
+	// DriftDetections counts transitions into Drifted.
+	DriftDetections = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: namespace, Name: "drift_detections_total",
+		Help: "Drift detections (transitions into Drifted).", StabilityLevel: metrics.ALPHA,
+	}, []string{"profile"})
+	// DriftDetectionLatency is the time from a target's change to the Drifted status.
+	DriftDetectionLatency = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace: namespace, Name: "drift_detection_seconds",
+		Help: "Time from the watch event of a changed target to the Drifted status.", Buckets: metrics.ExponentialBuckets(0.005, 2, 12), StabilityLevel: metrics.ALPHA,
+	})
+)
+
+var once sync.Once
+
+// Register registers the metrics once.
+func Register() {
+	once.Do(func() {
+		legacyregistry.MustRegister(Configs, Approvals, PlanDuration, ApplyDuration, DriftDetections, DriftDetectionLatency)
+	})
+}

@@ -1,0 +1,116 @@
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+// StatusItems turns a computed plan into status items waiting to be applied;
+// items that could not be planned are Failed with the reason.
+func (r *Result) StatusItems(now metav1.Time) []v1alpha1.VirtPlatformConfigItem {
+	items := make([]v1alpha1.VirtPlatformConfigItem, 0, len(r.Status.Items))
+	for _, it := range r.Status.Items {
+		si := v1alpha1.VirtPlatformConfigItem{
+			Name:               it.Name,
+			TargetRef:          it.TargetRef,
+			ImpactSeverity:     it.ImpactSeverity,
+			Operation:          it.Operation,
+			Diff:               it.Diff,
+			DesiredState:       it.DesiredState,
+			State:              v1alpha1.ItemStatePending,
+			Message:            it.Message,
+			ManagedFields:      it.ManagedFields,
+			LastTransitionTime: &now,
+		}
+		if it.Error != "" {
+			si.State, si.Message = v1alpha1.ItemStateFailed, it.Error
+		}
+		items = append(items, si)
+	}
+	return items
+}
+
+// HasChanges is true when applying the plan would write something.
+func (r *Result) HasChanges() bool {
+	for _, it := range r.Status.Items {
+		if it.Operation != v1alpha1.OperationNone || it.Error != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func targetGVK(ref v1alpha1.ObjectReference) schema.GroupVersionKind {
+	return schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+}
+
+// Snapshot hashes the live managed fields of the items as Compute does, so
+// that a plan whose targets did not change since it was made has the same
+// snapshot hash. Failed items are left out, as Compute leaves out items it
+// could not plan.
+func (e *Engine) Snapshot(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, error) {
+	snapshot := map[string]interface{}{}
+	for _, it := range items {
+		if it.State == v1alpha1.ItemStateFailed {
+			continue
+		}
+		gvk := targetGVK(it.TargetRef)
+		live, err := e.Cluster.Get(ctx, gvk, it.TargetRef.Namespace, it.TargetRef.Name)
+		if err != nil {
+			return "", err
+		}
+		snapshot[snapshotKey(gvk, it.TargetRef.Namespace, it.TargetRef.Name)] = snapshotValue(live, it.ManagedFields)
+	}
+	return hashJSON(snapshot)
+}
+
+// Apply writes one item to the main cluster: server-side apply of its
+// desired state with our field manager (forced, as the earlier operator
+// did), or deletion of an object we created.
+func (e *Engine) Apply(ctx context.Context, configName string, it v1alpha1.VirtPlatformConfigItem) error {
+	gvk := targetGVK(it.TargetRef)
+	ri, err := e.Cluster.resource(gvk, it.TargetRef.Namespace)
+	if err != nil {
+		return fmt.Errorf("resolving %s: %w", gvk.Kind, err)
+	}
+	name := it.TargetRef.Name
+	if it.Operation == v1alpha1.OperationDelete {
+		live, err := ri.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if live.GetLabels()[profiles.ManagedByLabel] != configName {
+			return fmt.Errorf("%s %s is no longer labelled %s=%s: it is not deleted", gvk.Kind, name, profiles.ManagedByLabel, configName)
+		}
+		uid := live.GetUID()
+		err = ri.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if it.DesiredState == nil || len(it.DesiredState.Raw) == 0 {
+		return fmt.Errorf("item %s has no desired state", it.Name)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := json.Unmarshal(it.DesiredState.Raw, &obj.Object); err != nil {
+		return fmt.Errorf("decoding the desired state of %s: %w", it.Name, err)
+	}
+	_, err = ri.Apply(ctx, name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return dryRunCause(err)
+	}
+	return nil
+}
