@@ -203,7 +203,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(name)
+	start := c.clock.Now()
 	requeueAfter, err := c.reconcile(ctx, name)
+	if took := c.clock.Since(start); took > 200*time.Millisecond {
+		klog.InfoS("Slow reconcile", "config", name, "duration", took, "err", err)
+	}
 	switch {
 	case err != nil:
 		if !apierrors.IsConflict(err) {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	applyv1alpha1 "github.com/kubevirt/virt-advisor/pkg/generated/applyconfiguration/advisor/v1alpha1"
@@ -61,10 +62,10 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		Expect(la.EvictionLimitTotal).To(BeNil(), "eviction limits are derived from the HCO, not defaulted")
 		Expect(c.Generation).To(Equal(int64(2)))
 
-		d := createConfig(newConfig("virt-higher-density"))
-		d.Spec.Options = &v1alpha1.ProfileOptions{VirtHigherDensity: &v1alpha1.VirtHigherDensityConfig{KSMConfiguration: &v1alpha1.KSMConfiguration{}}}
-		d, err = advisor.AdvisorV1alpha1().VirtPlatformConfigs().Update(suiteCtx, d, metav1.UpdateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		createConfig(newConfig("virt-higher-density"))
+		d := updateConfig("virt-higher-density", false, func(d *v1alpha1.VirtPlatformConfig) {
+			d.Spec.Options = &v1alpha1.ProfileOptions{VirtHigherDensity: &v1alpha1.VirtHigherDensityConfig{KSMConfiguration: &v1alpha1.KSMConfiguration{}}}
+		})
 		vhd := d.Spec.Options.VirtHigherDensity
 		Expect(*vhd.EnableSwap).To(BeTrue())
 		Expect(*vhd.MemoryToRequestRatio).To(Equal(int32(150)))
@@ -89,9 +90,16 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(list.Items).To(ContainElement(HaveField("Name", "example-profile")))
 
-		got.Spec.Action = v1alpha1.PlanActionIgnore
-		got, err = configs.Update(suiteCtx, got, metav1.UpdateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		// The controller writes status meanwhile: retry on conflict, as clients do.
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			latest, err := configs.Get(suiteCtx, "example-profile", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			latest.Spec.Action = v1alpha1.PlanActionIgnore
+			got, err = configs.Update(suiteCtx, latest, metav1.UpdateOptions{})
+			return err
+		})).To(Succeed())
 		Expect(got.Spec.Action).To(Equal(v1alpha1.PlanActionIgnore))
 		Eventually(w.ResultChan()).WithTimeout(5 * time.Second).Should(Receive(HaveField("Type", watch.Modified)))
 
@@ -184,30 +192,37 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 
 	It("keeps status out of the main resource and spec out of /status", func() {
 		configs := advisor.AdvisorV1alpha1().VirtPlatformConfigs()
-		c := createConfig(newConfig("example-profile"))
+		createConfig(func() *v1alpha1.VirtPlatformConfig {
+			c := newConfig("example-profile")
+			c.Spec.Action = v1alpha1.PlanActionIgnore
+			return c
+		}())
+		waitPhase("example-profile", v1alpha1.PhaseIgnored, 10*time.Second)
 
-		c.Status.Phase = v1alpha1.PhaseCompleted
-		c.Spec.Action = v1alpha1.PlanActionApply
-		c, err := configs.Update(suiteCtx, c, metav1.UpdateOptions{})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(c.Status.Phase).To(BeEmpty(), "status written through the main resource must be ignored")
-		Expect(c.Spec.Action).To(Equal(v1alpha1.PlanActionApply))
+		c := updateConfig("example-profile", false, func(c *v1alpha1.VirtPlatformConfig) {
+			c.Status.Phase = v1alpha1.PhaseCompleted
+			c.Spec.FailurePolicy = v1alpha1.FailurePolicyContinue
+		})
+		Expect(c.Status.Phase).To(Equal(v1alpha1.PhaseIgnored), "status written through the main resource must be ignored")
+		Expect(c.Spec.FailurePolicy).To(Equal(v1alpha1.FailurePolicyContinue))
 
-		c.Status.Phase = v1alpha1.PhaseDrafting
-		c.Status.SpecChangedBy = "mallory"
-		c.Spec.Action = v1alpha1.PlanActionIgnore
-		c, err = configs.UpdateStatus(suiteCtx, c, metav1.UpdateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		c = updateConfig("example-profile", true, func(c *v1alpha1.VirtPlatformConfig) {
+			c.Status.Phase = v1alpha1.PhaseDrafting
+			c.Status.SpecChangedBy = "mallory"
+			c.Status.Approval = &v1alpha1.ApprovalRecord{PlanHash: "forged", ApprovedBy: "mallory"}
+			c.Spec.FailurePolicy = v1alpha1.FailurePolicyAbort
+		})
 		Expect(c.Status.Phase).To(Equal(v1alpha1.PhaseDrafting))
-		Expect(c.Spec.Action).To(Equal(v1alpha1.PlanActionApply), "spec written through /status must be ignored")
+		Expect(c.Spec.FailurePolicy).To(Equal(v1alpha1.FailurePolicyContinue), "spec written through /status must be ignored")
 		Expect(c.Status.SpecChangedBy).To(Equal("admin"), "specChangedBy is the server's")
+		Expect(c.Status.Approval).To(BeNil(), "approvals are the server's")
 
 		// A JSON merge patch on /status cannot touch spec either.
-		c, err = configs.Patch(suiteCtx, c.Name, types.MergePatchType,
-			[]byte(`{"spec":{"action":"Ignore"},"status":{"phase":"Pending"}}`), metav1.PatchOptions{}, "status")
+		c, err := configs.Patch(suiteCtx, c.Name, types.MergePatchType,
+			[]byte(`{"spec":{"failurePolicy":"Abort"},"status":{"phase":"Pending"}}`), metav1.PatchOptions{}, "status")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(c.Status.Phase).To(Equal(v1alpha1.PhasePending))
-		Expect(c.Spec.Action).To(Equal(v1alpha1.PlanActionApply))
+		Expect(c.Spec.FailurePolicy).To(Equal(v1alpha1.FailurePolicyContinue))
 
 		// Status is validated too.
 		_, err = configs.Patch(suiteCtx, c.Name, types.MergePatchType, []byte(`{"status":{"phase":"Sleeping"}}`), metav1.PatchOptions{}, "status")
@@ -229,6 +244,28 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		Expect(c.Spec.BypassOptimisticLock).To(BeTrue())
 	})
 })
+
+// updateConfig reads, mutates and writes a config (or its status),
+// retrying on conflicts with the controller's writes as clients do.
+func updateConfig(name string, status bool, mutate func(*v1alpha1.VirtPlatformConfig)) *v1alpha1.VirtPlatformConfig {
+	GinkgoHelper()
+	configs := advisor.AdvisorV1alpha1().VirtPlatformConfigs()
+	var out *v1alpha1.VirtPlatformConfig
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, err := configs.Get(suiteCtx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(c)
+		if status {
+			out, err = configs.UpdateStatus(suiteCtx, c, metav1.UpdateOptions{})
+		} else {
+			out, err = configs.Update(suiteCtx, c, metav1.UpdateOptions{})
+		}
+		return err
+	})).To(Succeed())
+	return out
+}
 
 // kubectlApply applies a manifest with kubectl apply -f.
 func kubectlApply(manifest string, args ...string) (string, error) {

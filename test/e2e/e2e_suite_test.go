@@ -46,7 +46,12 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithTimeout(suiteCtx, 3*time.Minute)
 	defer cancel()
-	testEnv, err = env.Start(ctx, env.Options{Dir: dir, Log: GinkgoWriter})
+	testEnv, err = env.Start(ctx, env.Options{
+		Dir: dir, Log: GinkgoWriter,
+		// Fast rollouts and a short Lease keep the suite quick.
+		FakeMCO:     env.FakeMCOOptions{RenderDelay: 200 * time.Millisecond, StepTime: 300 * time.Millisecond},
+		AdvisorArgs: []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"},
+	})
 	Expect(err).NotTo(HaveOccurred())
 	kube = kubernetes.NewForConfigOrDie(testEnv.AdminConfig)
 	advisor = versioned.NewForConfigOrDie(testEnv.AdminConfig)
@@ -59,7 +64,7 @@ var _ = BeforeSuite(func() {
 	}).WithTimeout(30 * time.Second).Should(ContainSubstring("virt-higher-density"))
 	DeferCleanup(func() {
 		testEnv.Stop()
-		if !*keepDir && !CurrentSpecReport().Failed() {
+		if !*keepDir && !anyFailed {
 			_ = os.RemoveAll(dir)
 		} else {
 			GinkgoWriter.Printf("environment kept in %s (logs in %s)\n", dir, filepath.Join(dir, "logs"))
@@ -68,7 +73,13 @@ var _ = BeforeSuite(func() {
 	})
 })
 
+// anyFailed keeps the environment's directory for a post-mortem.
+var anyFailed bool
+
 var _ = ReportAfterEach(func(r SpecReport) {
+	if r.Failed() {
+		anyFailed = true
+	}
 	if r.Failed() && testEnv != nil && testEnv.Advisor() != nil {
 		GinkgoWriter.Printf("virt-advisor-apiserver log tail:\n%s\n", testEnv.Advisor().LogTail(40))
 	}

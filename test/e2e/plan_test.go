@@ -21,14 +21,15 @@ import (
 )
 
 var (
-	mcGVR   = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
-	mcpGVR  = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigpools"}
-	kdGVR   = schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "kubedeschedulers"}
-	hcoGVR  = schema.GroupVersionResource{Group: "hco.kubevirt.io", Version: "v1beta1", Resource: "hyperconvergeds"}
-	crdGVR  = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	kdNS    = "openshift-kube-descheduler-operator"
-	hcoNS   = "openshift-cnv"
-	hcoName = "kubevirt-hyperconverged"
+	mcGVR        = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
+	mcpGVR       = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigpools"}
+	kdGVR        = schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "kubedeschedulers"}
+	hcoGVR       = schema.GroupVersionResource{Group: "hco.kubevirt.io", Version: "v1beta1", Resource: "hyperconvergeds"}
+	crdGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	kdNS         = "openshift-kube-descheduler-operator"
+	hcoNS        = "openshift-cnv"
+	hcoName      = "kubevirt-hyperconverged"
 )
 
 func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(testEnv.AdminConfig) }

@@ -54,6 +54,14 @@ type Options struct {
 	// instead of an embedded etcd each: the HA layout, where replicas share
 	// their storage. An explicit --etcd-servers in the args wins.
 	AdvisorSharedEtcd bool
+	// FakeMCO tunes the fake MachineConfig operator that renders
+	// MachineConfigPools and walks their status through rollouts (see
+	// fakemco.go); zero durations select the `make run` timings (5 s render
+	// delay, 2 s per node). It logs to Dir/logs/fake-mco.log.
+	FakeMCO FakeMCOOptions
+	// DisableFakeMCO leaves MachineConfigPools alone: nothing is rendered
+	// or rolled out, the seeded status stays as it is.
+	DisableFakeMCO bool
 }
 
 // Env is a running control plane.
@@ -82,6 +90,8 @@ type Env struct {
 	applier   *applier
 	etcd      *process
 	apiserver *process
+
+	stopFakeMCO func() // nil unless the fake MCO runs
 
 	deploy []*unstructured.Unstructured // artifacts/deploy, for register
 
@@ -133,6 +143,12 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 
 	if e.deploy, err = e.install(ctx); err != nil {
 		return nil, err
+	}
+	// After install: the baseline pool and its seeded status are in place.
+	if !o.DisableFakeMCO {
+		if err := e.runFakeMCO(ctx); err != nil {
+			return nil, err
+		}
 	}
 
 	adv, err := e.startAdvisor(ctx, MainAdvisorName, 0, nil)
@@ -319,6 +335,9 @@ func (e *Env) readDir(dir string) ([]*unstructured.Unstructured, error) {
 // for them. It is idempotent; problems are reported to Options.Log.
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
+		if e.stopFakeMCO != nil {
+			e.stopFakeMCO() // before kube-apiserver goes away under its watches
+		}
 		e.mu.Lock()
 		advisors := make([]*Advisor, 0, len(e.advisors))
 		for _, a := range e.advisors {

@@ -140,6 +140,10 @@ func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserve
 	}
 	clientConfig := rest.CopyConfig(cfg.ClientConfig)
 	clientConfig.UserAgent = "virt-advisor-apiserver/" + version.Version
+	// Plans are computed on user requests and reconciles: client-go's
+	// default of 5 requests/s would queue them behind each other. The main
+	// cluster's API Priority and Fairness protects it instead.
+	clientConfig.QPS, clientConfig.Burst = 100, 200
 	dyn, err := dynamic.NewForConfig(clientConfig)
 	if err != nil {
 		return apiserver.ExtraConfig{}, err

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
@@ -92,8 +93,9 @@ func (statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 // PrepareForUpdate copies what status writers may not change from the old
 // object, field by field: rebuilding the object from old would drop the
 // managedFields the field manager just computed. The approval record and the
-// spec author are the server's own: only the approve subresource and spec
-// changes write them.
+// spec author are the server's own: the approve subresource, spec changes
+// and the embedded controller (the server's loopback identity, recording
+// the standing approval of action Apply) write them, no other client.
 func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	c, oldC := obj.(*advisor.VirtPlatformConfig), old.(*advisor.VirtPlatformConfig)
 	c.Spec = oldC.Spec
@@ -101,8 +103,10 @@ func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Obj
 	c.Annotations = oldC.Annotations
 	c.Finalizers = oldC.Finalizers
 	c.OwnerReferences = oldC.OwnerReferences
-	c.Status.Approval = oldC.Status.Approval
 	c.Status.SpecChangedBy = oldC.Status.SpecChangedBy
+	if requestUser(ctx) != user.APIServerUser {
+		c.Status.Approval = oldC.Status.Approval
+	}
 }
 
 func (statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {

@@ -29,6 +29,8 @@ func main() {
 func run() error {
 	dir := flag.String("dir", "_output/local", "data directory: PKI, etcd data, kubeconfigs, logs (kept across runs)")
 	binDir := flag.String("bin-dir", "_output/bin", "directory with kube-apiserver, kubectl, etcd and virt-advisor-apiserver")
+	mcoRenderDelay := flag.Duration("mco-render-delay", env.DefaultMCORenderDelay, "fake MachineConfig operator: delay before a MachineConfig change is rendered into the pool's spec.configuration")
+	mcoStep := flag.Duration("mco-step", env.DefaultMCOStepTime, "fake MachineConfig operator: time each pool node takes to update")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [-- virt-advisor-apiserver flags]\n", os.Args[0])
 		flag.PrintDefaults()
@@ -44,6 +46,7 @@ func run() error {
 		BinDir:      *binDir,
 		Log:         os.Stdout,
 		AdvisorArgs: flag.Args(),
+		FakeMCO:     env.FakeMCOOptions{RenderDelay: *mcoRenderDelay, StepTime: *mcoStep},
 	})
 	if err != nil {
 		return err
