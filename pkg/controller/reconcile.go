@@ -10,6 +10,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -67,8 +68,11 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		requeue, err = c.draft(ctx, cfg, profile)
 	case phase == v1alpha1.PhaseInProgress:
 		requeue, err = c.progress(ctx, cfg)
+	case phase == v1alpha1.PhaseCompleted, phase == v1alpha1.PhaseCompletedWithErrors,
+		phase == v1alpha1.PhaseCompletedWithUpgrade, phase == v1alpha1.PhaseDrifted:
+		requeue, err = c.check(ctx, cfg, profile)
 	}
-	c.watch(cfg)
+	c.watch(cfg, profile)
 	if apiequality.Semantic.DeepEqual(before, &cfg.Status) {
 		return requeue, err
 	}
@@ -115,6 +119,9 @@ func (c *Controller) ignore(cfg *v1alpha1.VirtPlatformConfig, level v1alpha1.Imp
 // (ReviewRequired), or, with action Apply, nothing but applying.
 func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile) (time.Duration, error) {
 	st := &cfg.Status
+	if handled, requeue, err := c.reviewInputDrift(ctx, cfg, profile); handled {
+		return requeue, err
+	}
 	st.ObservedGeneration = cfg.Generation
 	st.OperatorVersion = c.Version
 	start := c.clock.Now()
@@ -289,6 +296,11 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 func (c *Controller) completed(cfg *v1alpha1.VirtPlatformConfig, message string) {
 	opts := plan.ResolveOptions(cfg.Spec)
 	cfg.Status.AppliedOptions = &opts
+	cfg.Status.OperatorVersion = c.Version
+	if cond := meta.FindStatusCondition(cfg.Status.Conditions, status.ConditionUpgradeAvailable); cond != nil && cond.Status == metav1.ConditionTrue {
+		meta.SetStatusCondition(&cfg.Status.Conditions, metav1.Condition{Type: status.ConditionUpgradeAvailable, Status: metav1.ConditionFalse,
+			Reason: "Applied", Message: "The profile logic of " + c.Version + " is applied", ObservedGeneration: cfg.Generation})
+	}
 	status.SetPhase(&cfg.Status, v1alpha1.PhaseCompleted, "Completed", message)
 }
 
@@ -310,9 +322,9 @@ func (c *Controller) rollout(ctx context.Context, it *v1alpha1.VirtPlatformConfi
 	return evaluateRollout(pool, poolName, it.TargetRef.Name, it.Operation, it.PoolConfigBefore)
 }
 
-// watch declares what the config depends on: its targets and the pools
-// of its MachineConfigs.
-func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig) {
+// watch declares what the config depends on: its targets, the pools of
+// its MachineConfigs and the profile's input objects.
+func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile) {
 	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
 		c.watches.Forget(cfg.Name)
 		return
@@ -324,6 +336,9 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig) {
 		if isMachineConfig(it) {
 			keys = append(keys, objectKey{GVK: profiles.MachineConfigPoolGVK, Name: poolOf(it)})
 		}
+	}
+	for _, in := range profile.InputObjects(plan.ResolveOptions(cfg.Spec)) {
+		keys = append(keys, objectKey{GVK: in.GVK, Namespace: in.Namespace, Name: in.Name})
 	}
 	c.watches.Set(cfg.Name, keys)
 }

@@ -90,6 +90,18 @@ type Profile interface {
 	ManagedKinds() []schema.GroupVersionKind
 	// Items computes the desired objects, in the order they are applied.
 	Items(ctx context.Context, in Inputs) ([]Item, error)
+	// InputObjects are the objects, other than the targets, whose content
+	// the desired states are derived from (e.g. the HyperConverged CR).
+	InputObjects(opts v1alpha1.ProfileOptions) []ObjectRef
+	// DescribeInputChange explains, for users, why the desired state of an
+	// item changed while the spec did not ("" when it cannot tell).
+	DescribeInputChange(item string, applied, desired map[string]interface{}) string
+}
+
+// ObjectRef names an object of the main cluster.
+type ObjectRef struct {
+	GVK             schema.GroupVersionKind
+	Namespace, Name string
 }
 
 // Well-known kinds of the managed and input APIs.

@@ -3,6 +3,9 @@ package status
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 )
@@ -17,6 +20,11 @@ func Approve(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1a
 	st.Items = res.StatusItems(now)
 	st.SourceSnapshotHash = res.SnapshotHash
 	st.ImpactSeverity = res.Status.ImpactSeverity
+	// An approval, like a spec change, acknowledges a changed input.
+	if c := meta.FindStatusCondition(st.Conditions, ConditionInputDependencyDrift); c != nil && c.Status == metav1.ConditionTrue {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionInputDependencyDrift, Status: metav1.ConditionFalse,
+			Reason: "Acknowledged", Message: "The plan with the changed input was approved by " + record.ApprovedBy, ObservedGeneration: record.Generation})
+	}
 	SetPhase(st, v1alpha1.PhaseInProgress, "Approved",
 		fmt.Sprintf("Applying plan %s approved by %s", ShortHash(record.PlanHash), record.ApprovedBy))
 }

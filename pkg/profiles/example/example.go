@@ -49,3 +49,9 @@ func (profile) Items(context.Context, profiles.Inputs) ([]profiles.Item, error) 
 		Owned:         true,
 	}}, nil
 }
+
+func (profile) InputObjects(v1alpha1.ProfileOptions) []profiles.ObjectRef { return nil }
+
+func (profile) DescribeInputChange(string, map[string]interface{}, map[string]interface{}) string {
+	return ""
+}

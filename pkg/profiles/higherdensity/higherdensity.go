@@ -224,3 +224,11 @@ func hcoItem(o options) (profiles.Item, error) {
 		Message:       msg,
 	}, nil
 }
+
+// InputObjects: nothing is derived from the cluster; the HyperConverged CR
+// is a target, so a change of its managed fields is drift of that item.
+func (profile) InputObjects(v1alpha1.ProfileOptions) []profiles.ObjectRef { return nil }
+
+func (profile) DescribeInputChange(string, map[string]interface{}, map[string]interface{}) string {
+	return ""
+}

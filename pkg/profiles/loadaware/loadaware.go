@@ -131,3 +131,32 @@ func psiEffective(ctx context.Context, cluster profiles.Cluster, pool string) (b
 	}
 	return last == psiKernelArg, nil
 }
+
+// InputObjects: the HyperConverged CR when eviction limits are derived from
+// it, and the worker pool whose rendered config tells whether PSI is on.
+func (profile) InputObjects(opts v1alpha1.ProfileOptions) []profiles.ObjectRef {
+	refs := []profiles.ObjectRef{{GVK: profiles.MachineConfigPoolGVK, Name: profiles.WorkerPool}}
+	if la := opts.LoadAware; la == nil || la.EvictionLimitTotal == nil || la.EvictionLimitNode == nil {
+		refs = append(refs, profiles.ObjectRef{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName})
+	}
+	return refs
+}
+
+// DescribeInputChange names the HCO migration limits behind changed
+// eviction limits, with the scaled values, old then new.
+func (profile) DescribeInputChange(item string, applied, desired map[string]interface{}) string {
+	if item != itemDescheduler {
+		return ""
+	}
+	var changes []string
+	for _, l := range []struct{ field, hco string }{
+		{"total", "parallelMigrationsPerCluster"}, {"node", "parallelOutboundMigrationsPerNode"},
+	} {
+		old, _, _ := unstructured.NestedFieldNoCopy(applied, "spec", "evictionLimits", l.field)
+		cur, _, _ := unstructured.NestedFieldNoCopy(desired, "spec", "evictionLimits", l.field)
+		if old != nil && cur != nil && fmt.Sprint(old) != fmt.Sprint(cur) {
+			changes = append(changes, fmt.Sprintf("HCO %s changed (scaled %v -> %v)", l.hco, old, cur))
+		}
+	}
+	return strings.Join(changes, "; ")
+}

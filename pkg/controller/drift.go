@@ -1,0 +1,285 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/metrics"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/status"
+)
+
+// changes is how a fresh plan differs from what was applied.
+type changes struct {
+	// drifted: items whose target no longer matches the applied desired
+	// state, with the managed fields that differ.
+	drifted map[string][]string
+	// inputs: explanations of desired states that changed while the spec
+	// and the build did not (an input such as the HCO changed).
+	inputs []string
+	// logic: desired states that changed because this build computes
+	// them differently (an operator upgrade).
+	logic []string
+}
+
+func (ch changes) none() bool {
+	return len(ch.drifted) == 0 && len(ch.inputs) == 0 && len(ch.logic) == 0
+}
+
+// compare sets a fresh plan against the applied items.
+func (c *Controller) compare(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, res *plan.Result) changes {
+	applied := map[string]v1alpha1.VirtPlatformConfigItem{}
+	for _, it := range cfg.Status.Items {
+		applied[it.Name] = it
+	}
+	ch := changes{drifted: map[string][]string{}}
+	for _, p := range res.Status.Items {
+		a, ok := applied[p.Name]
+		if p.Error != "" {
+			ch.drifted[p.Name] = []string{p.Error}
+			continue
+		}
+		if !ok || !sameJSON(a.DesiredState, p.DesiredState) {
+			why := ""
+			if ok {
+				why = profile.DescribeInputChange(p.Name, rawMap(a.DesiredState), rawMap(p.DesiredState))
+			}
+			if cfg.Status.OperatorVersion != "" && cfg.Status.OperatorVersion != c.Version {
+				ch.logic = append(ch.logic, p.Name)
+			} else if why != "" {
+				ch.inputs = append(ch.inputs, why)
+			} else {
+				ch.inputs = append(ch.inputs, fmt.Sprintf("the desired state of item '%s' changed", p.Name))
+			}
+			continue
+		}
+		if p.Operation != v1alpha1.OperationNone {
+			ch.drifted[p.Name] = c.driftedFields(ctx, a)
+		}
+	}
+	return ch
+}
+
+// check looks at an applied config again: managed-field drift, input
+// dependency drift, newer profile logic, or nothing.
+func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile) (time.Duration, error) {
+	st := &cfg.Status
+	res, err := c.Engine.Compute(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	if !res.Satisfied() {
+		// An API we manage went away: say so, and come back when it returns.
+		status.SetPhase(st, v1alpha1.PhasePrerequisiteFailed, "PrerequisitesFailed", res.MissingMessage())
+		st.Items = nil
+		return prerequisiteRetry, nil
+	}
+	ch := c.compare(ctx, cfg, profile, res)
+	now := metav1.NewTime(c.clock.Now())
+
+	switch {
+	case len(ch.logic) > 0:
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionUpgradeAvailable, Status: metav1.ConditionTrue,
+			Reason: "LogicChanged", ObservedGeneration: cfg.Generation,
+			Message: fmt.Sprintf("virt-advisor %s would configure %s differently than %s did; review the plan and approve it to upgrade",
+				c.Version, strings.Join(ch.logic, ", "), st.OperatorVersion)})
+		status.SetPhase(st, v1alpha1.PhaseCompletedWithUpgrade, "UpgradeAvailable",
+			fmt.Sprintf("Applied by %s; the profile logic of %s differs for: %s", st.OperatorVersion, c.Version, strings.Join(ch.logic, ", ")))
+		return 0, nil
+
+	case len(ch.inputs) > 0:
+		// An input changed: the new plan needs a human, even with Apply.
+		msg := "Input dependency changed: " + strings.Join(ch.inputs, "; ")
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionInputDependencyDrift, Status: metav1.ConditionTrue,
+			Reason: "InputChanged", Message: msg, ObservedGeneration: cfg.Generation})
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", msg+". "+status.MessageReview)
+		return 0, nil
+
+	case len(ch.drifted) > 0:
+		if cfg.Spec.Action == v1alpha1.PlanActionApply && cfg.Spec.BypassOptimisticLock {
+			// Apply + bypassOptimisticLock: put the targets back at once.
+			record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: st.SpecChangedBy, ApprovedAt: now, Generation: cfg.Generation}
+			c.recordDrift(cfg, ch)
+			status.Approve(st, res, record)
+			metrics.Approvals.Inc()
+			c.Recorder.Eventf(cfg, "Normal", "DriftCorrection", "Correcting drift of %s (action Apply, bypassOptimisticLock)", driftSummary(ch.drifted))
+			return 0, nil
+		}
+		for i := range st.Items {
+			if fields, ok := ch.drifted[st.Items[i].Name]; ok {
+				st.Items[i].Message = "Drifted: " + strings.Join(fields, ", ") + " no longer as applied"
+			}
+		}
+		if st.Phase != v1alpha1.PhaseDrifted {
+			c.recordDrift(cfg, ch)
+		}
+		status.SetPhase(st, v1alpha1.PhaseDrifted, "DriftDetected",
+			fmt.Sprintf("%s: %s. Review the plan and approve it, or revert the change", status.MessageDrifted, driftSummary(ch.drifted)))
+		return 0, nil
+	}
+
+	// In sync.
+	if st.Phase == v1alpha1.PhaseDrifted {
+		for i := range st.Items {
+			st.Items[i].Message = appliedMessage
+		}
+		c.Recorder.Event(cfg, "Normal", "DriftResolved", "Configuration is back in sync with the desired state")
+		c.completed(cfg, status.MessageApplied)
+	}
+	if cond := meta.FindStatusCondition(st.Conditions, status.ConditionUpgradeAvailable); cond != nil && cond.Status == metav1.ConditionTrue {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionUpgradeAvailable, Status: metav1.ConditionFalse,
+			Reason: "NoLogicChange", Message: "The applied configuration matches the profile logic of " + c.Version, ObservedGeneration: cfg.Generation})
+	}
+	if st.Phase == v1alpha1.PhaseCompletedWithUpgrade {
+		c.completed(cfg, status.MessageApplied)
+	}
+	st.OperatorVersion = c.Version
+	return 0, nil
+}
+
+// reviewInputDrift keeps a config with input dependency drift in review
+// until a spec change acknowledges it or the input is reverted.
+func (c *Controller) reviewInputDrift(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile) (handled bool, requeue time.Duration, err error) {
+	st := &cfg.Status
+	cond := meta.FindStatusCondition(st.Conditions, status.ConditionInputDependencyDrift)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		return false, 0, nil
+	}
+	if cond.ObservedGeneration != cfg.Generation {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionInputDependencyDrift, Status: metav1.ConditionFalse,
+			Reason: "Acknowledged", Message: "The spec changed after the input dependency changed: the new plan is used", ObservedGeneration: cfg.Generation})
+		return false, 0, nil
+	}
+	res, err := c.Engine.Compute(ctx, cfg)
+	if err != nil {
+		return true, 0, err
+	}
+	if !res.Satisfied() {
+		return false, 0, nil
+	}
+	ch := c.compare(ctx, cfg, profile, res)
+	if len(ch.inputs) == 0 {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionInputDependencyDrift, Status: metav1.ConditionFalse,
+			Reason: "DriftResolved", Message: "The input dependency is back to what was applied", ObservedGeneration: cfg.Generation})
+		if len(ch.drifted) > 0 {
+			status.SetPhase(st, v1alpha1.PhaseDrifted, "DriftDetected", fmt.Sprintf("%s: %s", status.MessageDrifted, driftSummary(ch.drifted)))
+			return true, 0, nil
+		}
+		c.completed(cfg, status.MessageApplied)
+		return true, 0, nil
+	}
+	msg := "Input dependency changed: " + strings.Join(ch.inputs, "; ")
+	if cond.Message != msg {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionInputDependencyDrift, Status: metav1.ConditionTrue,
+			Reason: "InputChanged", Message: msg, ObservedGeneration: cfg.Generation})
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", msg+". "+status.MessageReview)
+	}
+	return true, 0, nil
+}
+
+// recordDrift counts a detection and how long it took from the watch event.
+func (c *Controller) recordDrift(cfg *v1alpha1.VirtPlatformConfig, ch changes) {
+	metrics.DriftDetections.WithLabelValues(cfg.Spec.Profile).Inc()
+	if t, ok := c.events.take(cfg.Name); ok {
+		metrics.DriftDetectionLatency.Observe(c.clock.Since(t).Seconds())
+	}
+}
+
+// driftedFields lists the managed fields whose live value differs from the
+// applied desired state; fields set only by others are not drift.
+func (c *Controller) driftedFields(ctx context.Context, it v1alpha1.VirtPlatformConfigItem) []string {
+	if it.Operation == v1alpha1.OperationDelete || it.DesiredState == nil {
+		return []string{"the object"}
+	}
+	live, err := c.Engine.Cluster.Get(ctx, schema.FromAPIVersionAndKind(it.TargetRef.APIVersion, it.TargetRef.Kind), it.TargetRef.Namespace, it.TargetRef.Name)
+	if err != nil || live == nil {
+		return []string{"the object (deleted)"}
+	}
+	desired := rawMap(it.DesiredState)
+	var out []string
+	for _, path := range it.ManagedFields {
+		fields := strings.Split(path, ".")
+		want, _, _ := unstructured.NestedFieldNoCopy(desired, fields...)
+		got, _, _ := unstructured.NestedFieldNoCopy(live.Object, fields...)
+		if !contains(got, want) {
+			out = append(out, path)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"labels or fields outside the managed ones"}
+	}
+	return out
+}
+
+// contains reports whether live holds everything desired sets (live may
+// carry more, e.g. defaults of the API).
+func contains(live, desired interface{}) bool {
+	switch d := desired.(type) {
+	case map[string]interface{}:
+		l, ok := live.(map[string]interface{})
+		if !ok {
+			return false
+		}
+		for k, v := range d {
+			if !contains(l[k], v) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		l, ok := live.([]interface{})
+		if !ok || len(l) != len(d) {
+			return false
+		}
+		for i := range d {
+			if !contains(l[i], d[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return fmt.Sprint(live) == fmt.Sprint(desired)
+	}
+}
+
+func driftSummary(drifted map[string][]string) string {
+	var parts []string
+	names := make([]string, 0, len(drifted))
+	for name := range drifted {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("item '%s' (%s)", name, strings.Join(drifted[name], ", ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func rawMap(r *runtime.RawExtension) map[string]interface{} {
+	if r == nil || len(r.Raw) == 0 {
+		return nil
+	}
+	var m map[string]interface{}
+	if err := json.Unmarshal(r.Raw, &m); err != nil {
+		return nil
+	}
+	return m
+}
+
+// sameJSON compares two desired states as JSON values.
+func sameJSON(a, b *runtime.RawExtension) bool {
+	return reflect.DeepEqual(rawMap(a), rawMap(b))
+}
