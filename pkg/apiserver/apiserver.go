@@ -108,7 +108,8 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-watch-crds", func(ctx genericapiserver.PostStartHookContext) error {
-		return c.ExtraConfig.Engine.Cluster.ResetOnCRDChanges(ctx, c.ExtraConfig.Metadata)
+		c.ExtraConfig.Engine.Cluster.Watches.Start(ctx)
+		return c.ExtraConfig.Engine.Cluster.WatchCRDs(ctx, c.ExtraConfig.Metadata)
 	})
 	// The controller runs beside the API; the hook returns at once.
 	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-controller", func(ctx genericapiserver.PostStartHookContext) error {

@@ -59,7 +59,7 @@ type Controller struct {
 	Config
 	queue   workqueue.TypedRateLimitingInterface[string]
 	lister  listers.VirtPlatformConfigLister
-	watches *objectWatches
+	watches *plan.Watches
 	clock   clock.Clock
 	// events records when a watch event was seen per config, for the
 	// drift detection latency metric.
@@ -143,10 +143,12 @@ func (c *Controller) runLeader(ctx context.Context) {
 		klog.ErrorS(err, "Cannot watch VirtPlatformConfigs")
 		return
 	}
-	c.watches = newObjectWatches(ctx, c.Dynamic, c.Engine.Cluster.Mapper, func(config string, _ objectKey) {
+	c.watches = c.Engine.Cluster.Watches
+	c.watches.OnEvent(func(config string, _ plan.ObjectKey) {
 		c.events.seen(config, c.clock.Now())
 		c.queue.Add(config)
 	})
+	defer c.stopWatching()
 
 	// A CRD that appears or goes away changes what can be planned and
 	// watched: look at every config again.
@@ -171,6 +173,17 @@ func (c *Controller) runLeader(ctx context.Context) {
 	}
 	<-ctx.Done()
 	klog.InfoS("Controller stopped")
+}
+
+// stopWatching drops the controller's watches when it stops leading; the
+// plan engine's input watches stay.
+func (c *Controller) stopWatching() {
+	c.watches.OnEvent(nil)
+	if configs, err := c.lister.List(everything); err == nil {
+		for _, cfg := range configs {
+			c.watches.Forget(cfg.Name)
+		}
+	}
 }
 
 func (c *Controller) enqueue(obj interface{}) {

@@ -48,6 +48,9 @@ func (c *Controller) compare(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 	ch := changes{drifted: map[string][]string{}}
 	for _, p := range res.Status.Items {
 		a, ok := applied[p.Name]
+		if ok && a.State == v1alpha1.ItemStateFailed {
+			continue // a known failure (CompletedWithErrors), not a change
+		}
 		if p.Error != "" {
 			ch.drifted[p.Name] = []string{p.Error}
 			continue

@@ -329,16 +329,16 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 		c.watches.Forget(cfg.Name)
 		return
 	}
-	var keys []objectKey
+	var keys []plan.ObjectKey
 	for i := range cfg.Status.Items {
 		it := &cfg.Status.Items[i]
-		keys = append(keys, objectKey{GVK: schema.FromAPIVersionAndKind(it.TargetRef.APIVersion, it.TargetRef.Kind), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
+		keys = append(keys, plan.ObjectKey{GVK: schema.FromAPIVersionAndKind(it.TargetRef.APIVersion, it.TargetRef.Kind), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
 		if isMachineConfig(it) {
-			keys = append(keys, objectKey{GVK: profiles.MachineConfigPoolGVK, Name: poolOf(it)})
+			keys = append(keys, plan.ObjectKey{GVK: profiles.MachineConfigPoolGVK, Name: poolOf(it)})
 		}
 	}
 	for _, in := range profile.InputObjects(plan.ResolveOptions(cfg.Spec)) {
-		keys = append(keys, objectKey{GVK: in.GVK, Namespace: in.Namespace, Name: in.Name})
+		keys = append(keys, plan.ObjectKey{GVK: in.GVK, Namespace: in.Namespace, Name: in.Name})
 	}
 	c.watches.Set(cfg.Name, keys)
 }

@@ -3,16 +3,20 @@ package plan
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
 // Cluster reads and writes objects of the main cluster by kind, through a
@@ -20,6 +24,15 @@ import (
 type Cluster struct {
 	Dynamic dynamic.Interface
 	Mapper  meta.ResettableRESTMapper
+	// Watches caches the objects profiles read as inputs (and tells the
+	// controller when they change); nil reads everything live.
+	Watches *Watches
+
+	// CRDs are large and read on every plan (the descheduler schema): they
+	// are kept, parsed, for as long as their resourceVersion in the CRD
+	// metadata watch does not change.
+	crdMeta cache.Indexer
+	crds    sync.Map // name -> *unstructured.Unstructured
 }
 
 // resource returns the client of the object's resource.
@@ -34,8 +47,24 @@ func (c *Cluster) resource(gvk schema.GroupVersionKind, namespace string) (dynam
 	return c.Dynamic.Resource(mapping.Resource).Namespace(namespace), nil
 }
 
-// Get returns the object, or nil when it or its kind does not exist.
+// Get returns the object, or nil when it or its kind does not exist. The
+// result is shared: callers must not modify it.
 func (c *Cluster) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	if gvk == crdGVK && c.crdMeta != nil {
+		if m, ok, _ := c.crdMeta.GetByKey(name); ok {
+			if cached, ok := c.crds.Load(name); ok && cached.(*unstructured.Unstructured).GetResourceVersion() == m.(metav1.Object).GetResourceVersion() {
+				return cached.(*unstructured.Unstructured), nil
+			}
+		}
+	}
+	obj, err := c.get(ctx, gvk, namespace, name)
+	if err == nil && obj != nil && gvk == crdGVK {
+		c.crds.Store(name, obj)
+	}
+	return obj, err
+}
+
+func (c *Cluster) get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
 	ri, err := c.resource(gvk, namespace)
 	if meta.IsNoMatchError(err) {
 		return nil, nil
@@ -74,14 +103,19 @@ func objectName(namespace, name string) string {
 	return namespace + "/" + name
 }
 
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+var (
+	crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crdGVK = crdGVR.GroupVersion().WithKind("CustomResourceDefinition")
+)
 
-// ResetOnCRDChanges forgets the cached discovery whenever a CRD is created,
+// WatchCRDs forgets the cached discovery whenever a CRD is created,
 // changed or deleted, so prerequisites and mappings follow the cluster
-// without a restart. It watches metadata only, to stay small.
-func (c *Cluster) ResetOnCRDChanges(ctx context.Context, client metadata.Interface) error {
+// without a restart, and tells which cached CRDs are current. It watches
+// metadata only, to stay small. Call it before the engine's first use.
+func (c *Cluster) WatchCRDs(ctx context.Context, client metadata.Interface) error {
 	factory := metadatainformer.NewSharedInformerFactory(client, 0)
 	informer := factory.ForResource(crdGVR).Informer()
+	c.crdMeta = informer.GetIndexer()
 	reset := func(interface{}) { c.Mapper.Reset() }
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    reset,
@@ -92,4 +126,35 @@ func (c *Cluster) ResetOnCRDChanges(ctx context.Context, client metadata.Interfa
 	}
 	factory.Start(ctx.Done())
 	return nil
+}
+
+// inputsOwner holds the watches of every input object a plan has read.
+const inputsOwner = "\x00plan-inputs"
+
+// inputReader serves a profile's declared input objects from their watch
+// caches once synced, and everything else live.
+type inputReader struct {
+	c      *Cluster
+	inputs sets.Set[ObjectKey]
+}
+
+func (c *Cluster) inputReader(refs []profiles.ObjectRef) profiles.Cluster {
+	r := &inputReader{c: c, inputs: sets.New[ObjectKey]()}
+	for _, ref := range refs {
+		r.inputs.Insert(ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
+	}
+	if c.Watches != nil && r.inputs.Len() > 0 {
+		c.Watches.Add(inputsOwner, r.inputs.UnsortedList())
+	}
+	return r
+}
+
+func (r *inputReader) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	key := ObjectKey{GVK: gvk, Namespace: namespace, Name: name}
+	if r.c.Watches != nil && r.inputs.Has(key) {
+		if obj, ok := r.c.Watches.Cached(key); ok {
+			return obj, nil
+		}
+	}
+	return r.c.Get(ctx, gvk, namespace, name)
 }

@@ -112,7 +112,8 @@ func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 		return res, nil
 	}
 
-	items, err := profile.Items(ctx, profiles.Inputs{ConfigName: cfg.Name, Options: opts, Cluster: e.Cluster})
+	inputs := e.Cluster.inputReader(profile.InputObjects(opts))
+	items, err := profile.Items(ctx, profiles.Inputs{ConfigName: cfg.Name, Options: opts, Cluster: inputs})
 	if err != nil {
 		return nil, err
 	}
@@ -212,12 +213,32 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 	if err != nil {
 		return fail(fmt.Errorf("resolving %s: %w", gvk.Kind, err))
 	}
-	live, err := ri.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		live, err = nil, nil
-	}
-	if err != nil {
-		return fail(fmt.Errorf("reading %s %s: %w", gvk.Kind, objectName(ns, name), err))
+	// The live object and the dry-run are independent requests: send them
+	// together. The dry-run answers with the resourceVersion it was based
+	// on; if a write slipped in between, both are read again.
+	var live, dry *unstructured.Unstructured
+	var dryErr error
+	for attempt := 0; ; attempt++ {
+		done := make(chan struct{})
+		if !it.Absent {
+			go func() {
+				defer close(done)
+				dry, dryErr = ri.Apply(ctx, name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
+			}()
+		} else {
+			close(done)
+		}
+		live, err = ri.Get(ctx, name, metav1.GetOptions{})
+		<-done
+		if apierrors.IsNotFound(err) {
+			live, err = nil, nil
+		}
+		if err != nil {
+			return fail(fmt.Errorf("reading %s %s: %w", gvk.Kind, objectName(ns, name), err))
+		}
+		if attempt > 0 || it.Absent || dryErr != nil || live == nil || dry.GetResourceVersion() == live.GetResourceVersion() {
+			break
+		}
 	}
 	p.snapshot = snapshotValue(live, it.ManagedFields)
 	p.item.ImpactSeverity = it.Impact
@@ -247,9 +268,8 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 		return p
 	}
 
-	dry, err := ri.Apply(ctx, name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
-	if err != nil {
-		return fail(fmt.Errorf("server-side apply dry-run of %s %s was rejected: %w", gvk.Kind, objectName(ns, name), dryRunCause(err)))
+	if dryErr != nil {
+		return fail(fmt.Errorf("server-side apply dry-run of %s %s was rejected: %w", gvk.Kind, objectName(ns, name), dryRunCause(dryErr)))
 	}
 	dryYAML, err := toYAML(sanitize(dry))
 	if err != nil {

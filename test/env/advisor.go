@@ -227,3 +227,6 @@ func hasFlag(args []string, flag string) bool {
 	}
 	return false
 }
+
+// Pid is the process id of the instance, e.g. to read its memory use.
+func (a *Advisor) Pid() int { return a.proc.cmd.Process.Pid }

@@ -140,10 +140,11 @@ func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserve
 	}
 	clientConfig := rest.CopyConfig(cfg.ClientConfig)
 	clientConfig.UserAgent = "virt-advisor-apiserver/" + version.Version
-	// Plans are computed on user requests and reconciles: client-go's
-	// default of 5 requests/s would queue them behind each other. The main
-	// cluster's API Priority and Fairness protects it instead.
-	clientConfig.QPS, clientConfig.Burst = 100, 200
+	// Plans are computed on user requests: a client-side token bucket
+	// (client-go's default is 5 requests/s) would queue every plan behind
+	// the others. The main cluster's API Priority and Fairness protects it
+	// instead, as it does from any other client.
+	clientConfig.QPS = -1
 	dyn, err := dynamic.NewForConfig(clientConfig)
 	if err != nil {
 		return apiserver.ExtraConfig{}, err
@@ -171,7 +172,10 @@ func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserve
 	metrics.Register()
 	profiles := registry.Default()
 	return apiserver.ExtraConfig{
-		Engine:         &plan.Engine{Cluster: &plan.Cluster{Dynamic: dyn, Mapper: mapper}, Profiles: profiles},
+		Engine: &plan.Engine{
+			Cluster:  &plan.Cluster{Dynamic: dyn, Mapper: mapper, Watches: plan.NewWatches(dyn, mapper)},
+			Profiles: profiles,
+		},
 		Profiles:       profiles,
 		Kube:           kube,
 		Dynamic:        dyn,

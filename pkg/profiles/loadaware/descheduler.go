@@ -2,8 +2,10 @@ package loadaware
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -51,15 +53,22 @@ type EvictionLimits struct {
 // ResolveEvictionLimits uses the user's limits as given, else the HCO's
 // migration limits, scaled.
 func ResolveEvictionLimits(ctx context.Context, cluster profiles.Cluster, la *v1alpha1.LoadAwareConfig) (EvictionLimits, error) {
-	var l EvictionLimits
 	if la.EvictionLimitTotal != nil && la.EvictionLimitNode != nil {
-		return EvictionLimits{Total: int64(*la.EvictionLimitTotal), Node: int64(*la.EvictionLimitNode)}, nil
+		return evictionLimits(nil, la), nil
 	}
-	perCluster, perNode := int64(defaultParallelMigrationsPerCluster), int64(defaultParallelOutboundMigrationsPerNode)
 	hco, err := cluster.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
 	if err != nil {
-		return l, err
+		return EvictionLimits{}, err
 	}
+	return evictionLimits(hco, la), nil
+}
+
+// evictionLimits computes the limits from the options and the HCO (nil: absent).
+func evictionLimits(hco *unstructured.Unstructured, la *v1alpha1.LoadAwareConfig) EvictionLimits {
+	if la.EvictionLimitTotal != nil && la.EvictionLimitNode != nil {
+		return EvictionLimits{Total: int64(*la.EvictionLimitTotal), Node: int64(*la.EvictionLimitNode)}
+	}
+	perCluster, perNode := int64(defaultParallelMigrationsPerCluster), int64(defaultParallelOutboundMigrationsPerNode)
 	if hco != nil {
 		if v, ok, _ := unstructured.NestedInt64(hco.Object, "spec", "liveMigrationConfig", "parallelMigrationsPerCluster"); ok {
 			perCluster = v
@@ -68,15 +77,14 @@ func ResolveEvictionLimits(ctx context.Context, cluster profiles.Cluster, la *v1
 			perNode = v
 		}
 	}
-	l.FromHCO = true
-	l.Total, l.Node = ScaleMigrationLimit(perCluster), ScaleMigrationLimit(perNode)
+	l := EvictionLimits{FromHCO: true, Total: ScaleMigrationLimit(perCluster), Node: ScaleMigrationLimit(perNode)}
 	if la.EvictionLimitTotal != nil {
 		l.Total = int64(*la.EvictionLimitTotal)
 	}
 	if la.EvictionLimitNode != nil {
 		l.Node = int64(*la.EvictionLimitNode)
 	}
-	return l, nil
+	return l
 }
 
 func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1.LoadAwareConfig) (profiles.Item, error) {
@@ -88,10 +96,15 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 			"metadata":   map[string]interface{}{"name": profiles.DeschedulerName, "namespace": profiles.DeschedulerNamespace},
 		}},
 	}
-	crd, err := cluster.Get(ctx, profiles.CRDGVK, "", profiles.DeschedulerCRDName)
+	// The three inputs are independent: read them together.
+	objs, err := getAll(ctx, cluster,
+		profiles.ObjectRef{GVK: profiles.CRDGVK, Name: profiles.DeschedulerCRDName},
+		profiles.ObjectRef{GVK: profiles.KubeDeschedulerGVK, Namespace: profiles.DeschedulerNamespace, Name: profiles.DeschedulerName},
+		profiles.ObjectRef{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName})
 	if err != nil {
 		return item, err
 	}
+	crd, live, hco := objs[0], objs[1], objs[2]
 	if crd == nil {
 		item.Err = fmt.Errorf("cannot read CustomResourceDefinition %s to learn which descheduler profiles the installed operator offers", profiles.DeschedulerCRDName)
 		return item, nil
@@ -109,10 +122,6 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 		return item, nil
 	}
 
-	live, err := cluster.Get(ctx, profiles.KubeDeschedulerGVK, profiles.DeschedulerNamespace, profiles.DeschedulerName)
-	if err != nil {
-		return item, err
-	}
 	var existing []string
 	if live != nil {
 		existing, _, _ = unstructured.NestedStringSlice(live.Object, "spec", "profiles")
@@ -164,10 +173,7 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 			spec["profileCustomizations"] = custom
 			item.ManagedFields = append(item.ManagedFields, "spec.profileCustomizations")
 		}
-		limits, err := ResolveEvictionLimits(ctx, cluster, la)
-		if err != nil {
-			return item, err
-		}
+		limits := evictionLimits(hco, la)
 		if schema.evictionLimits {
 			el := map[string]interface{}{"total": limits.Total}
 			if schema.evictionLimitNode {
@@ -185,4 +191,20 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 	}
 	item.Message = message
 	return item, nil
+}
+
+// getAll reads objects concurrently; a missing one is nil.
+func getAll(ctx context.Context, cluster profiles.Cluster, refs ...profiles.ObjectRef) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, len(refs))
+	errs := make([]error, len(refs))
+	var wg sync.WaitGroup
+	for i, ref := range refs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = cluster.Get(ctx, ref.GVK, ref.Namespace, ref.Name)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }

@@ -5,8 +5,10 @@ package loadaware
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,12 +63,17 @@ func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, 
 	if la == nil {
 		return nil, fmt.Errorf("options.loadAware not resolved")
 	}
-	psi, err := psiItem(ctx, in.Cluster, psiEnabled(in.Options))
-	if err != nil {
-		return nil, err
-	}
+	// The two items read different inputs: compute them together.
+	var psi profiles.Item
+	var psiErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		psi, psiErr = psiItem(ctx, in.Cluster, psiEnabled(in.Options))
+	}()
 	desch, err := deschedulerItem(ctx, in.Cluster, la)
-	if err != nil {
+	<-done
+	if err := errors.Join(psiErr, err); err != nil {
 		return nil, err
 	}
 	return []profiles.Item{psi, desch}, nil
@@ -118,6 +125,9 @@ func psiEffective(ctx context.Context, cluster profiles.Cluster, pool string) (b
 	if rendered == "" {
 		return false, nil
 	}
+	if on, ok := renderedPSI.get(rendered); ok {
+		return on, nil
+	}
 	mc, err := cluster.Get(ctx, profiles.MachineConfigGVK, "", rendered)
 	if err != nil || mc == nil {
 		return false, err
@@ -129,13 +139,44 @@ func psiEffective(ctx context.Context, cluster profiles.Cluster, pool string) (b
 			last = a
 		}
 	}
+	renderedPSI.put(rendered, last == psiKernelArg)
 	return last == psiKernelArg, nil
 }
 
+// renderedPSI remembers whether a rendered MachineConfig enables PSI. The
+// MCO names rendered configs after a hash of their content, so a name
+// always means the same content: no need to read it on every plan.
+var renderedPSI = &boundedCache{entries: map[string]bool{}}
+
+type boundedCache struct {
+	mu      sync.Mutex
+	entries map[string]bool
+}
+
+func (c *boundedCache) get(name string) (bool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.entries[name]
+	return v, ok
+}
+
+func (c *boundedCache) put(name string, v bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= 256 { // a pool renders a handful per upgrade
+		c.entries = map[string]bool{}
+	}
+	c.entries[name] = v
+}
+
 // InputObjects: the HyperConverged CR when eviction limits are derived from
-// it, and the worker pool whose rendered config tells whether PSI is on.
+// it, the worker pool whose rendered config tells whether PSI is on, and
+// the KubeDescheduler whose other profiles are kept.
 func (profile) InputObjects(opts v1alpha1.ProfileOptions) []profiles.ObjectRef {
-	refs := []profiles.ObjectRef{{GVK: profiles.MachineConfigPoolGVK, Name: profiles.WorkerPool}}
+	refs := []profiles.ObjectRef{
+		{GVK: profiles.MachineConfigPoolGVK, Name: profiles.WorkerPool},
+		{GVK: profiles.KubeDeschedulerGVK, Namespace: profiles.DeschedulerNamespace, Name: profiles.DeschedulerName},
+	}
 	if la := opts.LoadAware; la == nil || la.EvictionLimitTotal == nil || la.EvictionLimitNode == nil {
 		refs = append(refs, profiles.ObjectRef{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName})
 	}

@@ -138,7 +138,9 @@ func TestEvictionLimits(t *testing.T) {
 }
 
 func TestPSIItem(t *testing.T) {
-	pool := &unstructured.Unstructured{Object: map[string]interface{}{"status": map[string]interface{}{"configuration": map[string]interface{}{"name": "rendered-worker-1"}}}}
+	pool := func(rendered string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"status": map[string]interface{}{"configuration": map[string]interface{}{"name": rendered}}}}
+	}
 	rendered := func(args ...interface{}) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{"kernelArguments": args}}}
 	}
@@ -151,9 +153,9 @@ func TestPSIItem(t *testing.T) {
 		message string
 	}{
 		{"new", true, objects{}, v1alpha1.ImpactHigh, false, "MachineConfig '99-worker-psi-karg' will be configured to enable PSI metrics"},
-		{"already effective", true, objects{"MachineConfigPool//worker": pool, "MachineConfig//rendered-worker-1": rendered("quiet", "psi=1")},
+		{"already effective", true, objects{"MachineConfigPool//worker": pool("rendered-worker-1"), "MachineConfig//rendered-worker-1": rendered("quiet", "psi=1")},
 			v1alpha1.ImpactLow, false, "PSI metrics already effective in MachineConfigPool 'worker'"},
-		{"last psi= wins", true, objects{"MachineConfigPool//worker": pool, "MachineConfig//rendered-worker-1": rendered("psi=1", "psi=0")},
+		{"last psi= wins", true, objects{"MachineConfigPool//worker": pool("rendered-worker-2"), "MachineConfig//rendered-worker-2": rendered("psi=1", "psi=0")},
 			v1alpha1.ImpactHigh, false, "will be configured to enable PSI metrics"},
 		{"disabled: removed", false, objects{}, v1alpha1.ImpactHigh, true, "will be removed"},
 	}

@@ -1,0 +1,195 @@
+package plan
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// ObjectKey names one object of the main cluster.
+type ObjectKey struct {
+	GVK             schema.GroupVersionKind
+	Namespace, Name string
+}
+
+// Watches runs one informer per watched object, filtered by a field
+// selector on its name (and namespace), so memory stays flat however many
+// unrelated objects of the same kind the cluster holds. Owners (the
+// controller's configs, the plan engine's inputs) declare the objects they
+// depend on; an event on one is reported for every owner that depends on
+// it, after the watch cache holds the new state, so that a plan computed
+// on the event reads it.
+type Watches struct {
+	dynamic dynamic.Interface
+	mapper  meta.RESTMapper
+
+	mu       sync.Mutex
+	ctx      context.Context
+	onEvent  func(owner string, key ObjectKey)
+	watchers map[ObjectKey]*watcher
+	byConfig map[string]sets.Set[ObjectKey]
+}
+
+type watcher struct {
+	stop    context.CancelFunc
+	configs sets.Set[string]
+	synced  cache.InformerSynced
+	store   cache.Store
+}
+
+// NewWatches returns watches that start informers once Start is called.
+func NewWatches(dyn dynamic.Interface, mapper meta.RESTMapper) *Watches {
+	return &Watches{dynamic: dyn, mapper: mapper, watchers: map[ObjectKey]*watcher{}, byConfig: map[string]sets.Set[ObjectKey]{}}
+}
+
+// Start lets watches run until ctx ends.
+func (w *Watches) Start(ctx context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ctx = ctx
+}
+
+// OnEvent sets the function told about events; nil stops telling.
+func (w *Watches) OnEvent(fn func(owner string, key ObjectKey)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.onEvent = fn
+}
+
+// Cached returns the watched object (nil when it does not exist) once its
+// watch has synced; ok is false when the object is not watched or not yet
+// synced, and the caller reads it live.
+func (w *Watches) Cached(key ObjectKey) (obj *unstructured.Unstructured, ok bool) {
+	w.mu.Lock()
+	wt := w.watchers[key]
+	w.mu.Unlock()
+	if wt == nil || !wt.synced() {
+		return nil, false
+	}
+	items := wt.store.List()
+	if len(items) == 0 {
+		return nil, true
+	}
+	u, isU := items[0].(*unstructured.Unstructured)
+	return u, isU
+}
+
+// Set makes owner depend on exactly keys: watches start for new objects
+// and stop when no owner depends on them any more. Kinds the cluster does
+// not serve yet are skipped; the next Set after their CRD appears adds them.
+func (w *Watches) Set(config string, keys []ObjectKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ctx == nil {
+		return
+	}
+	want := sets.New(keys...)
+	old := w.byConfig[config]
+	for key := range old.Difference(want) {
+		w.release(config, key)
+	}
+	for key := range want {
+		if err := w.acquire(config, key); err != nil {
+			klog.V(2).InfoS("Not watching yet", "config", config, "kind", key.GVK.Kind, "name", key.Name, "reason", err)
+			want.Delete(key)
+		}
+	}
+	if want.Len() == 0 {
+		delete(w.byConfig, config)
+		return
+	}
+	w.byConfig[config] = want
+}
+
+// Add makes owner depend on keys as well as on what it already had.
+func (w *Watches) Add(owner string, keys []ObjectKey) {
+	w.mu.Lock()
+	missing := false
+	for _, k := range keys {
+		if !w.byConfig[owner].Has(k) {
+			missing = true
+			break
+		}
+	}
+	all := append(w.byConfig[owner].UnsortedList(), keys...)
+	w.mu.Unlock()
+	if missing {
+		w.Set(owner, all)
+	}
+}
+
+// Forget drops every watch of a deleted config.
+func (w *Watches) Forget(config string) { w.Set(config, nil) }
+
+// Count is the number of running watches.
+func (w *Watches) Count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.watchers)
+}
+
+func (w *Watches) acquire(config string, key ObjectKey) error {
+	if wt, ok := w.watchers[key]; ok {
+		wt.configs.Insert(config)
+		return nil
+	}
+	mapping, err := w.mapper.RESTMapping(key.GVK.GroupKind(), key.GVK.Version)
+	if err != nil {
+		return err
+	}
+	ns := key.Namespace
+	if mapping.Scope.Name() == meta.RESTScopeNameRoot {
+		ns = metav1.NamespaceAll
+	}
+	selector := fields.OneTermEqualSelector("metadata.name", key.Name).String()
+	informer := dynamicinformer.NewFilteredDynamicInformer(w.dynamic, mapping.Resource, ns, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = selector }).Informer()
+	wt := &watcher{configs: sets.New(config), synced: informer.HasSynced, store: informer.GetStore()}
+	notify := func() {
+		w.mu.Lock()
+		configs, onEvent := sets.List(wt.configs), w.onEvent
+		w.mu.Unlock()
+		if onEvent == nil {
+			return
+		}
+		for _, c := range configs {
+			if c != inputsOwner { // the engine reads its cache; nobody to tell
+				onEvent(c, key)
+			}
+		}
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(interface{}) { notify() },
+		UpdateFunc: func(interface{}, interface{}) { notify() },
+		DeleteFunc: func(interface{}) { notify() },
+	}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	wt.stop = cancel
+	w.watchers[key] = wt
+	go informer.RunWithContext(ctx)
+	return nil
+}
+
+func (w *Watches) release(config string, key ObjectKey) {
+	wt, ok := w.watchers[key]
+	if !ok {
+		return
+	}
+	wt.configs.Delete(config)
+	if wt.configs.Len() == 0 {
+		wt.stop()
+		delete(w.watchers, key)
+	}
+}
