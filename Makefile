@@ -34,7 +34,8 @@ $(TOOLS) &: hack/tools/go.mod hack/tools/go.sum hack/tools/etcd/main.go
 	@touch $(TOOLS)
 
 run: tools build
-	go run ./test/cmd/local-up --dir _output/local --bin-dir $(BIN)
+	@go build -o $(BIN)/local-up ./test/cmd/local-up
+	@$(BIN)/local-up --dir _output/local --bin-dir $(BIN) $(RUN_FLAGS)
 
 test: unit e2e
 
@@ -53,7 +54,6 @@ verify:
 	hack/verify-codegen.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
-	cd hack/tools && go vet ./...
 
 update-codegen:
 	hack/update-codegen.sh

@@ -52,9 +52,13 @@ func unifiedDiff(from, to, fromLabel, toLabel string) (string, error) {
 	if to != "" {
 		b = difflib.SplitLines(to)
 	}
-	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+	diff, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
 		A: a, B: b, FromFile: fromLabel, ToFile: toLabel, Context: 3,
 	})
+	// The context line of the empty last line is a lone space: trailing
+	// white space would make kubectl print the diff as a quoted string
+	// instead of a readable block.
+	return strings.ReplaceAll(diff, "\n \n", "\n\n"), err
 }
 
 // changeCounts counts added and removed lines of a unified diff; the empty

@@ -15,7 +15,7 @@ func TestUnifiedDiff(t *testing.T) {
 		{"no change", "a: 1\n", "a: 1\n", "x (ConfigMap)", "x (ConfigMap)",
 			"--- x (ConfigMap)\n+++ x (ConfigMap)\n(no changes)\n"},
 		{"update", "a: 1\nb: 2\n", "a: 1\nb: 3\n", "x (ConfigMap)", "x (ConfigMap)",
-			"--- x (ConfigMap)\n+++ x (ConfigMap)\n@@ -1,3 +1,3 @@\n a: 1\n-b: 2\n+b: 3\n \n"},
+			"--- x (ConfigMap)\n+++ x (ConfigMap)\n@@ -1,3 +1,3 @@\n a: 1\n-b: 2\n+b: 3\n\n"},
 		{"delete", "a: 1\n", "", "x (ConfigMap)", devNull,
 			"--- x (ConfigMap)\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a: 1\n-\n"},
 	}

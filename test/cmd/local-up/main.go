@@ -64,7 +64,10 @@ kubectl get apiservice v1alpha1.advisor.kubevirt.io
 kubectl get virtplatformconfigs
 kubectl apply -f artifacts/samples/load-aware-rebalancing.yaml
 kubectl get virtplatformconfig load-aware-rebalancing --subresource=plan
-kubectl create --raw /apis/advisor.kubevirt.io/v1alpha1/virtplatformconfigs/load-aware-rebalancing/approve -f artifacts/samples/approval.json
+HASH=$(kubectl get virtplatformconfig load-aware-rebalancing --subresource=plan -o jsonpath='{.status.planHash}')
+sed "s/<paste status.planHash from the plan>/$HASH/" artifacts/samples/approval.json > /tmp/approval.json
+kubectl create --raw /apis/advisor.kubevirt.io/v1alpha1/virtplatformconfigs/load-aware-rebalancing/approve -f /tmp/approval.json
+kubectl get vpc -w
 kubectl auth can-i create virtplatformconfigs --subresource=approve
 
 Press Ctrl-C to stop (data stays in %s).
