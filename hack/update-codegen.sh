@@ -7,6 +7,8 @@ set -o pipefail
 
 SCRIPT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${SCRIPT_ROOT}"
+# A fresh module cache does not have it yet: go list -m does not download.
+go mod download k8s.io/code-generator
 CODEGEN_PKG=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
 THIS_PKG=github.com/kubevirt/virt-advisor
 BOILERPLATE="${SCRIPT_ROOT}/hack/boilerplate.go.txt"
