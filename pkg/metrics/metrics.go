@@ -46,9 +46,13 @@ var (
 
 var once sync.Once
 
-// Register registers the metrics once.
-func Register() {
+// Register registers the metrics once; counters of each profile start at
+// zero, so that a rate or an alert sees them before the first event.
+func Register(profiles ...string) {
 	once.Do(func() {
 		legacyregistry.MustRegister(Configs, Approvals, PlanDuration, ApplyDuration, DriftDetections, DriftDetectionLatency)
+		for _, p := range profiles {
+			DriftDetections.WithLabelValues(p).Add(0)
+		}
 	})
 }

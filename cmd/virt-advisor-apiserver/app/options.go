@@ -169,8 +169,8 @@ func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserve
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(apiserver.Scheme, corev1.EventSource{Component: "virt-advisor"})
-	metrics.Register()
 	profiles := registry.Default()
+	metrics.Register(profiles.Names()...)
 	return apiserver.ExtraConfig{
 		Engine: &plan.Engine{
 			Cluster:  &plan.Cluster{Dynamic: dyn, Mapper: mapper, Watches: plan.NewWatches(dyn, mapper)},

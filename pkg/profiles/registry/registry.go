@@ -35,6 +35,16 @@ func (r *Registry) Get(name string) (profiles.Profile, bool) {
 	return p, ok
 }
 
+// Names returns every profile name, sorted.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Advertised returns the advertised profiles, sorted by name.
 func (r *Registry) Advertised() []profiles.Profile {
 	var out []profiles.Profile
