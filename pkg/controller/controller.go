@@ -7,7 +7,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"time"
 
@@ -246,8 +245,4 @@ func (c *Controller) updateConfigMetrics() {
 	for _, cfg := range configs {
 		metrics.Configs.WithLabelValues(cfg.Spec.Profile, string(cfg.Status.Phase)).Inc()
 	}
-}
-
-func describe(cfg *v1alpha1.VirtPlatformConfig) string {
-	return fmt.Sprintf("%s (generation %d, phase %s)", cfg.Name, cfg.Generation, cfg.Status.Phase)
 }

@@ -35,10 +35,6 @@ type changes struct {
 	logic []string
 }
 
-func (ch changes) none() bool {
-	return len(ch.drifted) == 0 && len(ch.inputs) == 0 && len(ch.logic) == 0
-}
-
 // compare sets a fresh plan against the applied items.
 func (c *Controller) compare(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, res *plan.Result) changes {
 	applied := map[string]v1alpha1.VirtPlatformConfigItem{}

@@ -132,7 +132,7 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		Expect(got.Spec.Action).To(Equal(v1alpha1.PlanActionIgnore))
 		Expect(got.ManagedFields).To(ContainElement(And(
 			HaveField("Manager", "alice-tool"), HaveField("Operation", metav1.ManagedFieldsOperationApply))))
-		owned := string(got.ManagedFields[0].FieldsV1.Raw)
+		owned := got.ManagedFields[0].FieldsV1.GetRawString()
 		Expect(owned).To(ContainSubstring(`"f:action"`))
 		Expect(owned).To(ContainSubstring(`"f:profile"`))
 

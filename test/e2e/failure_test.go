@@ -71,11 +71,11 @@ var _ = Describe("failures", Ordered, func() {
 			Eventually(func() string { return planItem(getPlan("load-aware-rebalancing"), "enable-psi-metrics").Error }).
 				WithTimeout(15 * time.Second).Should(ContainSubstring("PSI is forbidden on this cluster"))
 			before := getObject(kdGVR, kdNS, "cluster").GetResourceVersion()
-			c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 15*time.Second)
+			waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 15*time.Second)
 			_, err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().Approve(suiteCtx, "load-aware-rebalancing",
 				&v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: planHashOf("load-aware-rebalancing")}}, metav1.CreateOptions{})
 			Expect(err).NotTo(HaveOccurred())
-			c = waitPhase("load-aware-rebalancing", phase, 30*time.Second)
+			c := waitPhase("load-aware-rebalancing", phase, 30*time.Second)
 			Expect(item(c, "enable-psi-metrics").State).To(Equal(v1alpha1.ItemStateFailed))
 			if descheduler {
 				Expect(item(c, "enable-load-aware-descheduling").State).To(Equal(v1alpha1.ItemStateCompleted))
