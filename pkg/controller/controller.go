@@ -221,6 +221,8 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		klog.InfoS("Slow reconcile", "config", name, "duration", took, "err", err)
 	}
 	switch {
+	case apierrors.IsNotFound(err):
+		c.queue.Forget(name) // deleted meanwhile
 	case err != nil:
 		if !apierrors.IsConflict(err) {
 			klog.ErrorS(err, "Reconciling failed, will retry", "config", name)

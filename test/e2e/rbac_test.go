@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
@@ -102,5 +103,25 @@ var _ = Describe("RBAC per subresource", func() {
 		Expect(statusCode(err)).To(Equal(int32(403)), "delete: %v", err)
 		_, err = configs.GetPlan(suiteCtx, "example-profile", metav1.GetOptions{})
 		Expect(statusCode(err)).To(Equal(int32(403)), "plan: %v", err)
+	})
+})
+
+var _ = Describe("anonymous requests", func() {
+	It("get nothing from the API, through the aggregator or directly; probes stay open", func() {
+		// No client certificate, no token: trust the server, say nothing.
+		anonymous := func(host string, tls rest.TLSClientConfig) *rest.Config {
+			return &rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAFile: tls.CAFile, CAData: tls.CAData}}
+		}
+		for _, cfg := range []*rest.Config{
+			anonymous(testEnv.AdminConfig.Host, testEnv.AdminConfig.TLSClientConfig),
+			anonymous(testEnv.Advisor().URL, rest.TLSClientConfig{CAFile: testEnv.ServingCAFile}),
+		} {
+			_, err := versioned.NewForConfigOrDie(cfg).AdvisorV1alpha1().VirtPlatformConfigs().List(suiteCtx, metav1.ListOptions{})
+			Expect(statusCode(err)).To(BeElementOf(int32(401), int32(403)), "%s: %v", cfg.Host, err)
+		}
+		cfg := &rest.Config{Host: testEnv.Advisor().URL, TLSClientConfig: rest.TLSClientConfig{CAFile: testEnv.ServingCAFile}}
+		raw, err := versioned.NewForConfigOrDie(cfg).AdvisorV1alpha1().RESTClient().Get().AbsPath("/readyz").DoRaw(suiteCtx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).To(Equal("ok"))
 	})
 })

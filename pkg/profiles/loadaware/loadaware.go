@@ -170,13 +170,11 @@ func (c *boundedCache) put(name string, v bool) {
 }
 
 // InputObjects: the HyperConverged CR when eviction limits are derived from
-// it, the worker pool whose rendered config tells whether PSI is on, and
-// the KubeDescheduler whose other profiles are kept.
+// it, and the worker pool whose rendered config tells whether PSI is on.
+// The KubeDescheduler is read live: it is a target, and a stale copy would
+// drop the profiles we keep.
 func (profile) InputObjects(opts v1alpha1.ProfileOptions) []profiles.ObjectRef {
-	refs := []profiles.ObjectRef{
-		{GVK: profiles.MachineConfigPoolGVK, Name: profiles.WorkerPool},
-		{GVK: profiles.KubeDeschedulerGVK, Namespace: profiles.DeschedulerNamespace, Name: profiles.DeschedulerName},
-	}
+	refs := []profiles.ObjectRef{{GVK: profiles.MachineConfigPoolGVK, Name: profiles.WorkerPool}}
 	if la := opts.LoadAware; la == nil || la.EvictionLimitTotal == nil || la.EvictionLimitNode == nil {
 		refs = append(refs, profiles.ObjectRef{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName})
 	}
