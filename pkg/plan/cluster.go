@@ -136,10 +136,15 @@ const inputsOwner = "\x00plan-inputs"
 type inputReader struct {
 	c      *Cluster
 	inputs sets.Set[ObjectKey]
+
+	// read remembers the objects read live, so that an item whose target
+	// the profile already read needs no second GET.
+	mu   sync.Mutex
+	read map[ObjectKey]*unstructured.Unstructured
 }
 
-func (c *Cluster) inputReader(refs []profiles.ObjectRef) profiles.Cluster {
-	r := &inputReader{c: c, inputs: sets.New[ObjectKey]()}
+func (c *Cluster) inputReader(refs []profiles.ObjectRef) *inputReader {
+	r := &inputReader{c: c, inputs: sets.New[ObjectKey](), read: map[ObjectKey]*unstructured.Unstructured{}}
 	for _, ref := range refs {
 		r.inputs.Insert(ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
 	}
@@ -156,5 +161,19 @@ func (r *inputReader) Get(ctx context.Context, gvk schema.GroupVersionKind, name
 			return obj, nil
 		}
 	}
-	return r.c.Get(ctx, gvk, namespace, name)
+	obj, err := r.c.Get(ctx, gvk, namespace, name)
+	if err == nil {
+		r.mu.Lock()
+		r.read[key] = obj
+		r.mu.Unlock()
+	}
+	return obj, err
+}
+
+// readLive returns the object this reader read live, if it did.
+func (r *inputReader) readLive(key ObjectKey) (*unstructured.Unstructured, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	obj, ok := r.read[key]
+	return obj, ok
 }

@@ -123,7 +123,7 @@ func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			planned[i] = e.planItem(ctx, cfg.Name, items[i])
+			planned[i] = e.planItem(ctx, cfg.Name, items[i], inputs)
 		}(i)
 	}
 	wg.Wait()
@@ -170,7 +170,7 @@ type plannedItem struct {
 	skip     bool // an Absent item whose object is already gone
 }
 
-func (e *Engine) planItem(ctx context.Context, configName string, it profiles.Item) plannedItem {
+func (e *Engine) planItem(ctx context.Context, configName string, it profiles.Item, inputs *inputReader) plannedItem {
 	desired := it.Desired.DeepCopy()
 	if it.Owned {
 		labels := desired.GetLabels()
@@ -228,7 +228,13 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 		} else {
 			close(done)
 		}
-		live, err = ri.Get(ctx, name, metav1.GetOptions{})
+		// The profile may have just read the target: use that read, checked
+		// against the dry-run's resourceVersion like a fresh GET.
+		if prev, ok := inputs.readLive(ObjectKey{GVK: gvk, Namespace: ns, Name: name}); ok && attempt == 0 && prev != nil {
+			live, err = prev, nil
+		} else {
+			live, err = ri.Get(ctx, name, metav1.GetOptions{})
+		}
 		<-done
 		if apierrors.IsNotFound(err) {
 			live, err = nil, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 )
 
@@ -42,7 +44,9 @@ func (r *PlanREST) Get(ctx context.Context, name string, options *metav1.GetOpti
 	if err := r.scheme.Convert(obj, cfg, nil); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	start := time.Now()
 	res, err := r.engine.Compute(ctx, cfg)
+	metrics.PlanDuration.WithLabelValues(cfg.Spec.Profile).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, planError(name, err)
 	}
