@@ -131,12 +131,6 @@ func (w *Watches) Add(owner string, keys []ObjectKey) {
 // Forget drops every watch of a deleted config.
 func (w *Watches) Forget(config string) { w.Set(config, nil) }
 
-// Count is the number of running watches.
-func (w *Watches) Count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.watchers)
-}
 
 func (w *Watches) acquire(config string, key ObjectKey) error {
 	if wt, ok := w.watchers[key]; ok {
