@@ -131,7 +131,6 @@ func (w *Watches) Add(owner string, keys []ObjectKey) {
 // Forget drops every watch of a deleted config.
 func (w *Watches) Forget(config string) { w.Set(config, nil) }
 
-
 func (w *Watches) acquire(config string, key ObjectKey) error {
 	if wt, ok := w.watchers[key]; ok {
 		wt.configs.Insert(config)
