@@ -56,6 +56,7 @@ type Config struct {
 // Controller reconciles VirtPlatformConfigs.
 type Controller struct {
 	Config
+	// queue lives for one term of leadership.
 	queue   workqueue.TypedRateLimitingInterface[string]
 	lister  listers.VirtPlatformConfigLister
 	watches *plan.Watches
@@ -67,14 +68,7 @@ type Controller struct {
 
 // New returns a controller.
 func New(cfg Config) *Controller {
-	return &Controller{
-		Config: cfg,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "virtplatformconfigs"}),
-		clock:  clock.RealClock{},
-		events: newEventTimes(),
-	}
+	return &Controller{Config: cfg, clock: clock.RealClock{}, events: newEventTimes()}
 }
 
 // Run runs the controller until ctx ends: under leader election when

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
@@ -74,7 +73,7 @@ func (c *Controller) compare(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 
 // check looks at an applied config again: managed-field drift, input
 // dependency drift, newer profile logic, or nothing.
-func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile) (time.Duration, error) {
+func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, eventAt time.Time) (time.Duration, error) {
 	st := &cfg.Status
 	res, err := c.Engine.Compute(ctx, cfg)
 	if err != nil {
@@ -111,7 +110,7 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		if cfg.Spec.Action == v1alpha1.PlanActionApply && cfg.Spec.BypassOptimisticLock {
 			// Apply + bypassOptimisticLock: put the targets back at once.
 			record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: st.SpecChangedBy, ApprovedAt: now, Generation: cfg.Generation}
-			c.recordDrift(cfg, ch)
+			c.recordDrift(cfg, eventAt)
 			status.Approve(st, res, record)
 			metrics.Approvals.Inc()
 			c.Recorder.Eventf(cfg, "Normal", "DriftCorrection", "Correcting drift of %s (action Apply, bypassOptimisticLock)", driftSummary(ch.drifted))
@@ -123,26 +122,26 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 			}
 		}
 		if st.Phase != v1alpha1.PhaseDrifted {
-			c.recordDrift(cfg, ch)
+			c.recordDrift(cfg, eventAt)
 		}
 		status.SetPhase(st, v1alpha1.PhaseDrifted, "DriftDetected",
 			fmt.Sprintf("%s: %s. Review the plan and approve it, or revert the change", status.MessageDrifted, driftSummary(ch.drifted)))
 		return 0, nil
 	}
 
-	// In sync.
-	if st.Phase == v1alpha1.PhaseDrifted {
+	// In sync: what was applied is what this build would apply.
+	if cond := meta.FindStatusCondition(st.Conditions, status.ConditionUpgradeAvailable); cond != nil && cond.Status == metav1.ConditionTrue {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionUpgradeAvailable, Status: metav1.ConditionFalse,
+			Reason: "NoLogicChange", Message: "The applied configuration matches the profile logic of " + c.Version, ObservedGeneration: cfg.Generation})
+	}
+	switch st.Phase {
+	case v1alpha1.PhaseDrifted:
 		for i := range st.Items {
 			st.Items[i].Message = appliedMessage
 		}
 		c.Recorder.Event(cfg, "Normal", "DriftResolved", "Configuration is back in sync with the desired state")
 		c.completed(cfg, status.MessageApplied)
-	}
-	if cond := meta.FindStatusCondition(st.Conditions, status.ConditionUpgradeAvailable); cond != nil && cond.Status == metav1.ConditionTrue {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionUpgradeAvailable, Status: metav1.ConditionFalse,
-			Reason: "NoLogicChange", Message: "The applied configuration matches the profile logic of " + c.Version, ObservedGeneration: cfg.Generation})
-	}
-	if st.Phase == v1alpha1.PhaseCompletedWithUpgrade {
+	case v1alpha1.PhaseCompletedWithUpgrade:
 		c.completed(cfg, status.MessageApplied)
 	}
 	st.OperatorVersion = c.Version
@@ -189,11 +188,12 @@ func (c *Controller) reviewInputDrift(ctx context.Context, cfg *v1alpha1.VirtPla
 	return true, 0, nil
 }
 
-// recordDrift counts a detection and how long it took from the watch event.
-func (c *Controller) recordDrift(cfg *v1alpha1.VirtPlatformConfig, ch changes) {
+// recordDrift counts a detection and how long it took from the watch
+// event that led to it (zero: no watch event, e.g. a resync).
+func (c *Controller) recordDrift(cfg *v1alpha1.VirtPlatformConfig, eventAt time.Time) {
 	metrics.DriftDetections.WithLabelValues(cfg.Spec.Profile).Inc()
-	if t, ok := c.events.take(cfg.Name); ok {
-		metrics.DriftDetectionLatency.Observe(c.clock.Since(t).Seconds())
+	if !eventAt.IsZero() {
+		metrics.DriftDetectionLatency.Observe(c.clock.Since(eventAt).Seconds())
 	}
 }
 
@@ -203,7 +203,7 @@ func (c *Controller) driftedFields(ctx context.Context, it v1alpha1.VirtPlatform
 	if it.Operation == v1alpha1.OperationDelete || it.DesiredState == nil {
 		return []string{"the object"}
 	}
-	live, err := c.Engine.Cluster.Get(ctx, schema.FromAPIVersionAndKind(it.TargetRef.APIVersion, it.TargetRef.Kind), it.TargetRef.Namespace, it.TargetRef.Name)
+	live, err := c.Engine.Cluster.Get(ctx, plan.TargetGVK(it.TargetRef), it.TargetRef.Namespace, it.TargetRef.Name)
 	if err != nil || live == nil {
 		return []string{"the object (deleted)"}
 	}

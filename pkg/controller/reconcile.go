@@ -43,6 +43,8 @@ const (
 // reconcile moves one config through the state machine and writes its
 // status when it changed. It returns when to look again, if ever.
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
+	// The first watch event since the last reconcile, for the drift latency.
+	eventAt, _ := c.events.take(name)
 	cached, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
 		c.watches.Forget(name)
@@ -70,7 +72,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		requeue, err = c.progress(ctx, cfg)
 	case phase == v1alpha1.PhaseCompleted, phase == v1alpha1.PhaseCompletedWithErrors,
 		phase == v1alpha1.PhaseCompletedWithUpgrade, phase == v1alpha1.PhaseDrifted:
-		requeue, err = c.check(ctx, cfg, profile)
+		requeue, err = c.check(ctx, cfg, profile, eventAt)
 	}
 	c.watch(cfg, profile)
 	if apiequality.Semantic.DeepEqual(before, &cfg.Status) {
@@ -332,7 +334,7 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 	var keys []plan.ObjectKey
 	for i := range cfg.Status.Items {
 		it := &cfg.Status.Items[i]
-		keys = append(keys, plan.ObjectKey{GVK: schema.FromAPIVersionAndKind(it.TargetRef.APIVersion, it.TargetRef.Kind), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
+		keys = append(keys, plan.ObjectKey{GVK: plan.TargetGVK(it.TargetRef), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
 		if isMachineConfig(it) {
 			keys = append(keys, plan.ObjectKey{GVK: profiles.MachineConfigPoolGVK, Name: poolOf(it)})
 		}

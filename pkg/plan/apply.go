@@ -49,7 +49,8 @@ func (r *Result) HasChanges() bool {
 	return false
 }
 
-func targetGVK(ref v1alpha1.ObjectReference) schema.GroupVersionKind {
+// TargetGVK is the kind of an item's target.
+func TargetGVK(ref v1alpha1.ObjectReference) schema.GroupVersionKind {
 	return schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 }
 
@@ -63,7 +64,7 @@ func (e *Engine) Snapshot(ctx context.Context, items []v1alpha1.VirtPlatformConf
 		if it.State == v1alpha1.ItemStateFailed {
 			continue
 		}
-		gvk := targetGVK(it.TargetRef)
+		gvk := TargetGVK(it.TargetRef)
 		live, err := e.Cluster.Get(ctx, gvk, it.TargetRef.Namespace, it.TargetRef.Name)
 		if err != nil {
 			return "", err
@@ -77,7 +78,7 @@ func (e *Engine) Snapshot(ctx context.Context, items []v1alpha1.VirtPlatformConf
 // desired state with our field manager (forced, as the earlier operator
 // did), or deletion of an object we created.
 func (e *Engine) Apply(ctx context.Context, configName string, it v1alpha1.VirtPlatformConfigItem) error {
-	gvk := targetGVK(it.TargetRef)
+	gvk := TargetGVK(it.TargetRef)
 	ri, err := e.Cluster.resource(gvk, it.TargetRef.Namespace)
 	if err != nil {
 		return fmt.Errorf("resolving %s: %w", gvk.Kind, err)

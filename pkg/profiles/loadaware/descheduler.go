@@ -50,20 +50,8 @@ type EvictionLimits struct {
 	FromHCO bool
 }
 
-// ResolveEvictionLimits uses the user's limits as given, else the HCO's
-// migration limits, scaled.
-func ResolveEvictionLimits(ctx context.Context, cluster profiles.Cluster, la *v1alpha1.LoadAwareConfig) (EvictionLimits, error) {
-	if la.EvictionLimitTotal != nil && la.EvictionLimitNode != nil {
-		return evictionLimits(nil, la), nil
-	}
-	hco, err := cluster.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
-	if err != nil {
-		return EvictionLimits{}, err
-	}
-	return evictionLimits(hco, la), nil
-}
-
-// evictionLimits computes the limits from the options and the HCO (nil: absent).
+// evictionLimits uses the user's limits as given, else the HCO's migration
+// limits, scaled (hco nil: the HCO defaults).
 func evictionLimits(hco *unstructured.Unstructured, la *v1alpha1.LoadAwareConfig) EvictionLimits {
 	if la.EvictionLimitTotal != nil && la.EvictionLimitNode != nil {
 		return EvictionLimits{Total: int64(*la.EvictionLimitTotal), Node: int64(*la.EvictionLimitNode)}

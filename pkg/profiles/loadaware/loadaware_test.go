@@ -120,17 +120,9 @@ func TestEvictionLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cluster := objects{}
-			if tt.hco != nil {
-				cluster["HyperConverged/"+profiles.HCONamespace+"/"+profiles.HCOName] = tt.hco
-			}
 			la := defaults()
 			la.EvictionLimitTotal, la.EvictionLimitNode = tt.total, tt.node
-			got, err := ResolveEvictionLimits(context.Background(), cluster, la)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.want {
+			if got := evictionLimits(tt.hco, la); got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
