@@ -61,6 +61,9 @@ type ExtraConfig struct {
 	Recorder record.EventRecorder
 	// LeaderElection configures the controller's Lease.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// RequireDistinctApprover refuses approvals by the author of the spec
+	// and keeps action Apply from approving by itself (four eyes).
+	RequireDistinctApprover bool
 }
 
 // Config is the configuration of the server.
@@ -93,7 +96,12 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	s := &Server{GenericAPIServer: generic}
 
-	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, c.ExtraConfig.Engine, c.ExtraConfig.Recorder)
+	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, virtplatformconfig.Options{
+		Engine:                  c.ExtraConfig.Engine,
+		Recorder:                c.ExtraConfig.Recorder,
+		Authorizer:              c.GenericConfig.Authorization.Authorizer,
+		RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -119,9 +127,10 @@ func (c CompletedConfig) New() (*Server, error) {
 		}
 		x := c.ExtraConfig
 		go controller.New(controller.Config{
-			Client: client, Kube: x.Kube, Dynamic: x.Dynamic, Metadata: x.Metadata,
+			Client: client, Status: storage.StatusWriter, Kube: x.Kube, Dynamic: x.Dynamic, Metadata: x.Metadata,
 			Engine: x.Engine, Profiles: x.Profiles, Recorder: x.Recorder,
 			LeaderElection: x.LeaderElection, Version: version.Version,
+			RequireDistinctApprover: x.RequireDistinctApprover,
 		}).Run(ctx)
 		return nil
 	})

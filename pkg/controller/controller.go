@@ -38,8 +38,11 @@ import (
 
 // Config is what the controller needs.
 type Config struct {
-	// Client reaches our own API (the loopback client).
+	// Client reads our own API (the loopback client).
 	Client versioned.Interface
+	// Status writes status; the server's status subresource refuses every
+	// request, so this is the storage's in-process writer.
+	Status StatusWriter
 	// Kube, Dynamic and Metadata reach the main cluster.
 	Kube     kubernetes.Interface
 	Dynamic  dynamic.Interface
@@ -51,6 +54,14 @@ type Config struct {
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	// Version is reported in status.operatorVersion.
 	Version string
+	// RequireDistinctApprover keeps action Apply from approving by itself.
+	RequireDistinctApprover bool
+}
+
+// StatusWriter writes the status of a config, failing with a conflict when
+// cfg's resourceVersion is no longer the stored one.
+type StatusWriter interface {
+	UpdateStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*v1alpha1.VirtPlatformConfig, error)
 }
 
 // Controller reconciles VirtPlatformConfigs.

@@ -86,7 +86,6 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		return prerequisiteRetry, nil
 	}
 	ch := c.compare(ctx, cfg, profile, res)
-	now := metav1.NewTime(c.clock.Now())
 
 	switch {
 	case len(ch.logic) > 0:
@@ -109,12 +108,15 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	case len(ch.drifted) > 0:
 		if cfg.Spec.Action == v1alpha1.PlanActionApply && cfg.Spec.BypassOptimisticLock {
 			// Apply + bypassOptimisticLock: put the targets back at once.
-			record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: st.SpecChangedBy, ApprovedAt: now, Generation: cfg.Generation}
-			c.recordDrift(cfg, eventAt)
-			status.Approve(st, res, record)
-			metrics.Approvals.Inc()
-			c.Recorder.Eventf(cfg, "Normal", "DriftCorrection", "Correcting drift of %s (action Apply, bypassOptimisticLock)", driftSummary(ch.drifted))
-			return 0, nil
+			approved, err := c.standingApproval(cfg, res)
+			if err != nil {
+				return 0, err
+			}
+			if approved {
+				c.recordDrift(cfg, eventAt)
+				c.Recorder.Eventf(cfg, "Normal", "DriftCorrection", "Correcting drift of %s (action Apply, bypassOptimisticLock)", driftSummary(ch.drifted))
+				return 0, nil
+			}
 		}
 		for i := range st.Items {
 			if fields, ok := ch.drifted[st.Items[i].Name]; ok {

@@ -64,6 +64,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	switch phase := cfg.Status.Phase; {
 	case cfg.Spec.Action == v1alpha1.PlanActionIgnore:
 		c.ignore(cfg, profile.Metadata().Level)
+	case phase == v1alpha1.PhaseInProgress && writesPending(cfg.Status.Items):
+		// Approved writes are pending: progress checks that the approval
+		// still covers them (a spec change after it fails the plan).
+		requeue, err = c.progress(ctx, cfg)
 	case cfg.Status.ObservedGeneration != cfg.Generation,
 		phase == "", phase == v1alpha1.PhaseIgnored, phase == v1alpha1.PhasePending, phase == v1alpha1.PhaseDrafting,
 		phase == v1alpha1.PhasePrerequisiteFailed, phase == v1alpha1.PhaseReviewRequired:
@@ -78,20 +82,27 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if apiequality.Semantic.DeepEqual(before, &cfg.Status) {
 		return requeue, err
 	}
-	if werr := c.writeStatus(ctx, cfg, before.Phase); werr != nil {
+	if werr := c.writeStatus(ctx, cfg, before); werr != nil {
 		return 0, werr
 	}
 	return requeue, err
 }
 
-// writeStatus writes cfg's status, emits an Event when the phase changed,
-// and refreshes cfg from the answer.
-func (c *Controller) writeStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, previous v1alpha1.ConfigPhase) error {
-	updated, err := c.Client.AdvisorV1alpha1().VirtPlatformConfigs().UpdateStatus(ctx, cfg, metav1.UpdateOptions{FieldManager: fieldManager})
+// writeStatus writes cfg's status and refreshes cfg from the answer. Only
+// once it is stored does it tell anyone: an Event when the phase changed,
+// and the Approved event and metric when the controller recorded a
+// standing approval (action Apply), so that a write that lost a conflict
+// leaves no trace but its error.
+func (c *Controller) writeStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, before *v1alpha1.VirtPlatformConfigStatus) error {
+	updated, err := c.Status.UpdateStatus(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	if updated.Status.Phase != previous {
+	if a := updated.Status.Approval; a != nil && !apiequality.Semantic.DeepEqual(a, before.Approval) {
+		metrics.Approvals.Inc()
+		c.Recorder.Eventf(updated, "Normal", "Approved", "Plan %s approved by %s (action Apply)", a.PlanHash, a.ApprovedBy)
+	}
+	if updated.Status.Phase != before.Phase {
 		c.phaseEvent(updated)
 	}
 	*cfg = *updated
@@ -151,6 +162,10 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		rolling := false
 		for i := range items {
 			it := &items[i]
+			if plan.LeftInPlace(it) {
+				it.State = v1alpha1.ItemStateCompleted
+				continue
+			}
 			it.State, it.Message = v1alpha1.ItemStateCompleted, unchangedMessage
 			if isMachineConfig(it) {
 				r := c.rollout(ctx, it)
@@ -169,11 +184,12 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	}
 
 	if cfg.Spec.Action == v1alpha1.PlanActionApply {
-		// action Apply is a standing approval by whoever last changed the spec.
-		record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: st.SpecChangedBy, ApprovedAt: now, Generation: cfg.Generation}
-		status.Approve(st, res, record)
-		metrics.Approvals.Inc()
-		c.Recorder.Eventf(cfg, "Normal", "Approved", "Plan %s approved by %s (action Apply)", res.Status.PlanHash, record.ApprovedBy)
+		approved, err := c.standingApproval(cfg, res)
+		if approved || err != nil {
+			return 0, err
+		}
+		st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "DistinctApproverRequired", c.distinctApproverMessage(cfg))
 		return 0, nil
 	}
 	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
@@ -181,9 +197,30 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	return 0, nil
 }
 
+// standingApproval approves res as action Apply does: by whoever last
+// changed the spec, who needed the approve permission to set Apply. With
+// four eyes required it approves nothing and returns false.
+func (c *Controller) standingApproval(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result) (bool, error) {
+	if c.RequireDistinctApprover {
+		return false, nil
+	}
+	st := &cfg.Status
+	record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: st.SpecChangedBy, ApprovedAt: metav1.NewTime(c.clock.Now()), Generation: cfg.Generation}
+	return true, status.Approve(st, res, record)
+}
+
+func (c *Controller) distinctApproverMessage(cfg *v1alpha1.VirtPlatformConfig) string {
+	return fmt.Sprintf("action Apply does not approve plans by itself on this server (--require-distinct-approver): a user other than %q must review the plan and approve it (GET .../virtplatformconfigs/%s/plan, then POST its planHash to .../approve)",
+		cfg.Status.SpecChangedBy, cfg.Name)
+}
+
 // progress applies the approved items in order and follows their rollouts.
 func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (time.Duration, error) {
 	st := &cfg.Status
+	// Items nobody approved are not even read from the cluster.
+	if writesPending(st.Items) && !c.approvalHolds(cfg, "") {
+		return 0, nil
+	}
 	if notStarted(st.Items) {
 		// The last look before the first write: the targets must still be
 		// as they were when the plan was approved.
@@ -201,7 +238,10 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	var requeue time.Duration
 	for i := 0; i < len(cfg.Status.Items); i++ {
 		it := &cfg.Status.Items[i]
-		if it.State == v1alpha1.ItemStatePending || (it.State == v1alpha1.ItemStateInProgress && it.Message == applyingMessage) {
+		if writePending(it) {
+			if !c.approvalHolds(cfg, it.Name) {
+				return 0, nil
+			}
 			if err := c.applyItem(ctx, cfg, i); err != nil {
 				return 0, err
 			}
@@ -209,16 +249,17 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		}
 		if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) {
 			r := c.rollout(ctx, it)
+			waited := c.since(it.LastTransitionTime)
 			switch {
 			case r.done:
 				c.setItem(it, v1alpha1.ItemStateCompleted, r.message)
-			case timeout > 0 && c.clock.Since(it.LastTransitionTime.Time) >= timeout:
+			case timeout > 0 && waited >= timeout:
 				c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s",
-					c.clock.Since(it.LastTransitionTime.Time).Round(time.Second), timeout, r.message))
+					waited.Round(time.Second), timeout, r.message))
 			default:
 				it.Message = r.message
 				if timeout > 0 {
-					left := timeout - c.clock.Since(it.LastTransitionTime.Time)
+					left := timeout - waited
 					if requeue == 0 || left < requeue {
 						requeue = left
 					}
@@ -254,11 +295,37 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	return 0, nil
 }
 
+// approvalHolds is asked before every write: the approval must still
+// cover exactly these items and this spec, whatever happened since
+// (restarts, failovers, a spec change, a status nobody approved).
+// Otherwise the config fails with what changed and nothing is written.
+func (c *Controller) approvalHolds(cfg *v1alpha1.VirtPlatformConfig, item string) bool {
+	err := status.CheckApproval(cfg)
+	if err == nil {
+		return true
+	}
+	what := "Nothing was written"
+	if item != "" {
+		what = fmt.Sprintf("Nothing was written for item '%s'", item)
+	}
+	// The items are dropped: nobody approved them, so they are neither
+	// written, nor watched, nor shown as the plan.
+	cfg.Status.Items = nil
+	cfg.Status.ObservedGeneration = cfg.Generation
+	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ApprovalMismatch", fmt.Sprintf(
+		"%s: %v. Review the plan and approve it again (change the spec, e.g. spec.action to DryRun, to draft a new one).", what, err))
+	return false
+}
+
 // applyItem writes one item. The intent is recorded first, so that a crash
 // between the write and the status update leads to writing the same
 // desired state again, never to a false "stale plan".
 func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int) error {
 	it := &cfg.Status.Items[i]
+	if plan.LeftInPlace(it) {
+		c.setItem(it, v1alpha1.ItemStateCompleted, it.Message)
+		return nil
+	}
 	if it.Operation == v1alpha1.OperationNone {
 		if isMachineConfig(it) {
 			c.setItem(it, v1alpha1.ItemStateInProgress, "Waiting for the MachineConfigPool rollout")
@@ -268,6 +335,8 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 		return nil
 	}
 	if it.State == v1alpha1.ItemStatePending {
+		// The intent is stored with the resourceVersion this reconcile
+		// read, so the approval just checked is the stored one.
 		if isMachineConfig(it) && it.PoolConfigBefore == "" {
 			pool, err := c.Engine.Cluster.Get(ctx, profiles.MachineConfigPoolGVK, "", poolOf(it))
 			if err != nil {
@@ -278,7 +347,7 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 			}
 		}
 		c.setItem(it, v1alpha1.ItemStateInProgress, applyingMessage)
-		if err := c.writeStatus(ctx, cfg, cfg.Status.Phase); err != nil {
+		if err := c.writeStatus(ctx, cfg, cfg.Status.DeepCopy()); err != nil {
 			return err
 		}
 		it = &cfg.Status.Items[i]
@@ -362,6 +431,29 @@ func poolOf(it *v1alpha1.VirtPlatformConfigItem) string {
 		}
 	}
 	return profiles.WorkerPool
+}
+
+// writePending is true for an item whose write has not been confirmed:
+// not started, or started before a crash.
+func writePending(it *v1alpha1.VirtPlatformConfigItem) bool {
+	return it.State == v1alpha1.ItemStatePending || (it.State == v1alpha1.ItemStateInProgress && it.Message == applyingMessage)
+}
+
+func writesPending(items []v1alpha1.VirtPlatformConfigItem) bool {
+	for i := range items {
+		if writePending(&items[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// since is how long ago t was; an unset time is now.
+func (c *Controller) since(t *metav1.Time) time.Duration {
+	if t == nil {
+		return 0
+	}
+	return c.clock.Since(t.Time)
 }
 
 func notStarted(items []v1alpha1.VirtPlatformConfigItem) bool {

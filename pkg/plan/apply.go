@@ -49,6 +49,12 @@ func (r *Result) HasChanges() bool {
 	return false
 }
 
+// LeftInPlace is true for an item about an object the profile no longer
+// wants but that virt-advisor did not create: nothing is written to it.
+func LeftInPlace(it *v1alpha1.VirtPlatformConfigItem) bool {
+	return it.Operation == v1alpha1.OperationNone && it.DesiredState == nil
+}
+
 // TargetGVK is the kind of an item's target.
 func TargetGVK(ref v1alpha1.ObjectReference) schema.GroupVersionKind {
 	return schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
@@ -92,8 +98,8 @@ func (e *Engine) Apply(ctx context.Context, configName string, it v1alpha1.VirtP
 		if err != nil {
 			return err
 		}
-		if live.GetLabels()[profiles.ManagedByLabel] != configName {
-			return fmt.Errorf("%s %s is no longer labelled %s=%s: it is not deleted", gvk.Kind, name, profiles.ManagedByLabel, configName)
+		if !madeByUs(live, configName) {
+			return fmt.Errorf("%s %s is no longer labelled %s=%s and has other field managers: it was not created by virt-advisor and is not deleted", gvk.Kind, name, profiles.ManagedByLabel, configName)
 		}
 		uid := live.GetUID()
 		err = ri.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
@@ -101,6 +107,9 @@ func (e *Engine) Apply(ctx context.Context, configName string, it v1alpha1.VirtP
 			return nil
 		}
 		return err
+	}
+	if LeftInPlace(&it) {
+		return nil
 	}
 	if it.DesiredState == nil || len(it.DesiredState.Raw) == 0 {
 		return fmt.Errorf("item %s has no desired state", it.Name)

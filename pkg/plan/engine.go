@@ -147,15 +147,18 @@ func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 			res.Desired[p.item.Name] = items[i].Desired
 		}
 		hashed = append(hashed, map[string]interface{}{
-			"name": p.item.Name, "operation": p.item.Operation, "desiredState": p.desired, "error": p.item.Error,
+			"name": p.item.Name, "targetRef": p.item.TargetRef, "operation": p.item.Operation, "desiredState": p.desired, "error": p.item.Error,
 		})
 		res.Status.ImpactSeverity = MaxImpact(res.Status.ImpactSeverity, p.item.ImpactSeverity)
 	}
 	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
 		return nil, err
 	}
+	// The generation binds the spec too: failurePolicy, waitTimeout or
+	// bypassOptimisticLock changed after a review change what applying
+	// does, so the reviewed hash no longer approves it.
 	if res.Status.PlanHash, err = hashJSON(map[string]interface{}{
-		"profile": cfg.Spec.Profile, "items": hashed, "snapshot": snapshot,
+		"profile": cfg.Spec.Profile, "generation": cfg.Generation, "items": hashed, "snapshot": snapshot,
 	}); err != nil {
 		return nil, err
 	}
@@ -246,6 +249,19 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 			break
 		}
 	}
+	ours := madeByUs(live, configName)
+	if it.Owned && live != nil && !ours && !it.Absent && dryErr == nil {
+		// Someone else made this object: it is changed as the profile
+		// needs, but never labelled ours, so never pruned.
+		labels := desired.GetLabels()
+		delete(labels, profiles.ManagedByLabel)
+		desired.SetLabels(labels)
+		dry, dryErr = ri.Apply(ctx, name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
+		p.desired = desired.Object
+		if raw, err := json.Marshal(desired.Object); err == nil {
+			p.item.DesiredState = &runtime.RawExtension{Raw: raw}
+		}
+	}
 	p.snapshot = snapshotValue(live, it.ManagedFields)
 	p.item.ImpactSeverity = it.Impact
 	if p.item.ImpactSeverity == "" {
@@ -261,8 +277,17 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 
 	if it.Absent {
 		// Only objects we created are ever deleted.
-		if live == nil || live.GetLabels()[profiles.ManagedByLabel] != configName {
+		if live == nil {
 			p.skip = true
+			return p
+		}
+		if !ours {
+			p.item.Operation = v1alpha1.OperationNone
+			p.item.DesiredState = nil
+			p.desired = nil
+			p.item.ImpactSeverity = v1alpha1.ImpactLow
+			p.item.Message = fmt.Sprintf("%s '%s' was not created by virt-advisor: it is left in place (delete it yourself if it is no longer wanted)", gvk.Kind, name)
+			p.item.Diff, _ = unifiedDiff(liveYAML, liveYAML, label, label)
 			return p
 		}
 		p.item.Operation = v1alpha1.OperationDelete
@@ -295,6 +320,28 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 		return fail(err)
 	}
 	return p
+}
+
+// madeByUs is true for an object this config created (it carries our
+// label) or that the earlier operator created: every managedFields entry
+// is ours, so nobody else ever wrote it. Only such objects are pruned.
+func madeByUs(live *unstructured.Unstructured, configName string) bool {
+	if live == nil {
+		return false
+	}
+	if live.GetLabels()[profiles.ManagedByLabel] == configName {
+		return true
+	}
+	managers := live.GetManagedFields()
+	if len(managers) == 0 {
+		return false
+	}
+	for _, m := range managers {
+		if m.Manager != FieldManager {
+			return false
+		}
+	}
+	return true
 }
 
 // dryRunCause keeps the API server's own words for a rejected dry-run.

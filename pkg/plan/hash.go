@@ -4,10 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 )
 
 // snapshotKey is group/version/kind[/namespace]/name.
@@ -46,4 +49,27 @@ func hashJSON(v interface{}) (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// ItemsHash is the hash of what applying the items writes: for each item,
+// in order, its name, target, operation and desired state. An approval
+// records it, and the controller writes an item only while the items
+// still hash to the recorded value; states and messages, which change as
+// the plan is applied, are left out.
+func ItemsHash(items []v1alpha1.VirtPlatformConfigItem) (string, error) {
+	hashed := make([]interface{}, 0, len(items))
+	for _, it := range items {
+		var desired interface{}
+		if it.DesiredState != nil && len(it.DesiredState.Raw) > 0 {
+			// Decoded, so that equal objects hash equally whatever their
+			// key order or spacing.
+			if err := json.Unmarshal(it.DesiredState.Raw, &desired); err != nil {
+				return "", fmt.Errorf("decoding the desired state of item %s: %w", it.Name, err)
+			}
+		}
+		hashed = append(hashed, map[string]interface{}{
+			"name": it.Name, "targetRef": it.TargetRef, "operation": it.Operation, "desiredState": desired,
+		})
+	}
+	return hashJSON(hashed)
 }

@@ -70,11 +70,14 @@ type Item struct {
 	// Impact overrides the default (object missing: Medium, exists: Low).
 	Impact  v1alpha1.Impact
 	Message string
-	// Owned objects are created by this project: they carry ManagedByLabel
-	// and are deleted when the profile marks them Absent.
+	// Owned objects are whole objects the profile makes. The plan labels
+	// one ManagedByLabel only when it creates it (or adopts one only the
+	// earlier operator ever wrote); an existing object someone else made
+	// is configured but never labelled.
 	Owned bool
-	// Absent: the profile no longer wants this owned object; the plan deletes
-	// it if it exists and carries our ManagedByLabel.
+	// Absent: the profile no longer wants this owned object; the plan
+	// deletes it only if virt-advisor made it, and otherwise leaves it in
+	// place with an item that says so.
 	Absent bool
 	// Err says why the item cannot be planned (e.g. the installed API offers
 	// nothing usable); the plan reports it on the item.

@@ -13,11 +13,18 @@ import (
 // Approve records an approval in a status and hands the approved plan to
 // the controller: the approved items, their snapshot, phase InProgress.
 // action Apply takes the same edge with a standing approval.
-func Approve(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1alpha1.ApprovalRecord) {
+// The record binds the approved items by their hash (CheckApproval).
+func Approve(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1alpha1.ApprovalRecord) error {
 	now := record.ApprovedAt
+	items := res.StatusItems(now)
+	itemsHash, err := plan.ItemsHash(items)
+	if err != nil {
+		return err
+	}
+	record.ItemsHash = itemsHash
 	st.Approval = &record
 	st.ObservedGeneration = record.Generation
-	st.Items = res.StatusItems(now)
+	st.Items = items
 	st.SourceSnapshotHash = res.SnapshotHash
 	st.ImpactSeverity = res.Status.ImpactSeverity
 	// An approval, like a spec change, acknowledges a changed input.
@@ -27,6 +34,31 @@ func Approve(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1a
 	}
 	SetPhase(st, v1alpha1.PhaseInProgress, "Approved",
 		fmt.Sprintf("Applying plan %s approved by %s", ShortHash(record.PlanHash), record.ApprovedBy))
+	return nil
+}
+
+// CheckApproval says why the items of cfg may not be written, if they may
+// not: there is no approval, the spec changed since it was given, or the
+// items are not the ones it approved. The controller asks before every
+// write, so nothing reaches a target that nobody approved.
+func CheckApproval(cfg *v1alpha1.VirtPlatformConfig) error {
+	a := cfg.Status.Approval
+	if a == nil || a.ItemsHash == "" {
+		return fmt.Errorf("no approval of these items is recorded")
+	}
+	if a.Generation != cfg.Generation {
+		return fmt.Errorf("the spec changed after plan %s was approved by %s (generation %d was approved, it is now %d)",
+			ShortHash(a.PlanHash), a.ApprovedBy, a.Generation, cfg.Generation)
+	}
+	got, err := plan.ItemsHash(cfg.Status.Items)
+	if err != nil {
+		return fmt.Errorf("the items cannot be read: %v", err)
+	}
+	if got != a.ItemsHash {
+		return fmt.Errorf("status.items are not the items of plan %s approved by %s (their hash is %s, the approval is for %s)",
+			ShortHash(a.PlanHash), a.ApprovedBy, ShortHash(got), ShortHash(a.ItemsHash))
+	}
+	return nil
 }
 
 // ShortHash abbreviates a plan hash for messages.

@@ -63,7 +63,7 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		Expect(c.Generation).To(Equal(int64(2)))
 
 		createConfig(newConfig("virt-higher-density"))
-		d := updateConfig("virt-higher-density", false, func(d *v1alpha1.VirtPlatformConfig) {
+		d := updateConfig("virt-higher-density", func(d *v1alpha1.VirtPlatformConfig) {
 			d.Spec.Options = &v1alpha1.ProfileOptions{VirtHigherDensity: &v1alpha1.VirtHigherDensityConfig{KSMConfiguration: &v1alpha1.KSMConfiguration{}}}
 		})
 		vhd := d.Spec.Options.VirtHigherDensity
@@ -199,34 +199,32 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		}())
 		waitPhase("example-profile", v1alpha1.PhaseIgnored, 10*time.Second)
 
-		c := updateConfig("example-profile", false, func(c *v1alpha1.VirtPlatformConfig) {
+		c := updateConfig("example-profile", func(c *v1alpha1.VirtPlatformConfig) {
 			c.Status.Phase = v1alpha1.PhaseCompleted
 			c.Spec.FailurePolicy = v1alpha1.FailurePolicyContinue
 		})
 		Expect(c.Status.Phase).To(Equal(v1alpha1.PhaseIgnored), "status written through the main resource must be ignored")
 		Expect(c.Spec.FailurePolicy).To(Equal(v1alpha1.FailurePolicyContinue))
 
-		c = updateConfig("example-profile", true, func(c *v1alpha1.VirtPlatformConfig) {
-			c.Status.Phase = v1alpha1.PhaseDrafting
-			c.Status.SpecChangedBy = "mallory"
-			c.Status.Approval = &v1alpha1.ApprovalRecord{PlanHash: "forged", ApprovedBy: "mallory"}
-			c.Spec.FailurePolicy = v1alpha1.FailurePolicyAbort
-		})
-		Expect(c.Status.Phase).To(Equal(v1alpha1.PhaseDrafting))
-		Expect(c.Spec.FailurePolicy).To(Equal(v1alpha1.FailurePolicyContinue), "spec written through /status must be ignored")
-		Expect(c.Status.SpecChangedBy).To(Equal("admin"), "specChangedBy is the server's")
-		Expect(c.Status.Approval).To(BeNil(), "approvals are the server's")
-
-		// A JSON merge patch on /status cannot touch spec either.
-		c, err := configs.Patch(suiteCtx, c.Name, types.MergePatchType,
+		// /status takes no writes, not even a cluster admin's: status is
+		// the controller's (its items are what gets applied).
+		var before *v1alpha1.VirtPlatformConfig
+		Eventually(func() int64 {
+			before = getConfig("example-profile")
+			return before.Status.ObservedGeneration
+		}).WithTimeout(10*time.Second).Should(Equal(c.Generation), "the controller saw the spec change")
+		forged := before.DeepCopy()
+		forged.Status.Phase = v1alpha1.PhaseDrafting
+		forged.Status.Approval = &v1alpha1.ApprovalRecord{PlanHash: "forged", ApprovedBy: "mallory"}
+		_, err := configs.UpdateStatus(suiteCtx, forged, metav1.UpdateOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("status is written only by the embedded controller"))
+		_, err = configs.Patch(suiteCtx, c.Name, types.MergePatchType,
 			[]byte(`{"spec":{"failurePolicy":"Abort"},"status":{"phase":"Pending"}}`), metav1.PatchOptions{}, "status")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(c.Status.Phase).To(Equal(v1alpha1.PhasePending))
-		Expect(c.Spec.FailurePolicy).To(Equal(v1alpha1.FailurePolicyContinue))
-
-		// Status is validated too.
-		_, err = configs.Patch(suiteCtx, c.Name, types.MergePatchType, []byte(`{"status":{"phase":"Sleeping"}}`), metav1.PatchOptions{}, "status")
-		Expect(statusCode(err)).To(Equal(int32(422)), "%v", err)
+		Expect(statusCode(err)).To(Equal(int32(403)), "%v", err)
+		after := getConfig("example-profile")
+		Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "nothing was written")
+		Expect(after.Status.Phase).To(Equal(v1alpha1.PhaseIgnored))
 	})
 
 	It("bumps the generation and records the author only on spec changes", func() {
@@ -245,9 +243,9 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 	})
 })
 
-// updateConfig reads, mutates and writes a config (or its status),
-// retrying on conflicts with the controller's writes as clients do.
-func updateConfig(name string, status bool, mutate func(*v1alpha1.VirtPlatformConfig)) *v1alpha1.VirtPlatformConfig {
+// updateConfig reads, mutates and writes a config, retrying on conflicts
+// with the controller's writes as clients do.
+func updateConfig(name string, mutate func(*v1alpha1.VirtPlatformConfig)) *v1alpha1.VirtPlatformConfig {
 	GinkgoHelper()
 	configs := advisor.AdvisorV1alpha1().VirtPlatformConfigs()
 	var out *v1alpha1.VirtPlatformConfig
@@ -257,11 +255,7 @@ func updateConfig(name string, status bool, mutate func(*v1alpha1.VirtPlatformCo
 			return err
 		}
 		mutate(c)
-		if status {
-			out, err = configs.UpdateStatus(suiteCtx, c, metav1.UpdateOptions{})
-		} else {
-			out, err = configs.Update(suiteCtx, c, metav1.UpdateOptions{})
-		}
+		out, err = configs.Update(suiteCtx, c, metav1.UpdateOptions{})
 		return err
 	})).To(Succeed())
 	return out

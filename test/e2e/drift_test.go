@@ -126,14 +126,18 @@ var _ = Describe("drift", Ordered, func() {
 		old["spec"].(map[string]interface{})["evictionLimits"] = map[string]interface{}{"total": 4, "node": 2}
 		raw, _ := json.Marshal(old)
 		patchObject(kdGVR, kdNS, "cluster", `{"spec":{"evictionLimits":{"total":4}}}`)
-		updateConfig("load-aware-rebalancing", true, func(c *v1alpha1.VirtPlatformConfig) {
-			c.Status.OperatorVersion = "v0.0.1-older"
-			for i := range c.Status.Items {
-				if c.Status.Items[i].Name == "enable-load-aware-descheduling" {
-					c.Status.Items[i].DesiredState.Raw = raw
+		// Status takes no writes over the API: stand in for the older build
+		// by editing what it would have stored.
+		Expect(testEnv.Advisor().EditStoredConfig(suiteCtx, "load-aware-rebalancing", func(obj map[string]any) error {
+			st := obj["status"].(map[string]any)
+			st["operatorVersion"] = "v0.0.1-older"
+			for _, it := range st["items"].([]any) {
+				if it := it.(map[string]any); it["name"] == "enable-load-aware-descheduling" {
+					it["desiredState"] = json.RawMessage(raw)
 				}
 			}
-		})
+			return nil
+		})).To(Succeed())
 		c = waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompletedWithUpgrade, 10*time.Second)
 		up := condition(c, "UpgradeAvailable")
 		Expect(up.Status).To(Equal(metav1.ConditionTrue))

@@ -238,7 +238,10 @@ var _ = Describe("the live plan", func() {
 		Expect(swap.Diff).To(HavePrefix("--- 90-worker-kubelet-swap (MachineConfig)\n+++ /dev/null\n@@ -1,12 +0,0 @@\n"))
 
 		patchObject(mcGVR, "", "90-worker-kubelet-swap", `{"metadata":{"labels":{"advisor.kubevirt.io/managed-by":null}}}`)
-		Expect(getPlan("virt-higher-density").Status.Items).To(HaveLen(1), "an object we did not create is never deleted")
+		kept := planItem(getPlan("virt-higher-density"), "enable-kubelet-swap")
+		Expect(kept.Operation).To(Equal(v1alpha1.OperationNone), "an object we did not create is never deleted")
+		Expect(kept.Message).To(Equal("MachineConfig '90-worker-kubelet-swap' was not created by virt-advisor: it is left in place (delete it yourself if it is no longer wanted)"))
+		Expect(kept.Diff).To(HaveSuffix("(no changes)\n"))
 	})
 
 	It("answers 200 with the unsatisfied prerequisites and their install hints", func() {

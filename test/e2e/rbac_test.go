@@ -15,12 +15,15 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 )
 
-// userClient returns a client for a fresh user bound to role (none if
-// role is ""). Users are unique per call because the delegated authorizer
+// userClient returns a client for a fresh user bound to the roles ("" for
+// none). Users are unique per call because the delegated authorizer
 // caches decisions for 10 s.
-func userClient(role string) (versioned.Interface, string, string) {
+func userClient(roles ...string) (versioned.Interface, string, string) {
 	user := fmt.Sprintf("user-%d", time.Now().UnixNano())
-	if role != "" {
+	for _, role := range roles {
+		if role == "" {
+			continue
+		}
 		crb := &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role},
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},

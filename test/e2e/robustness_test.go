@@ -85,8 +85,13 @@ var _ = Describe("bad input", func() {
 		configs := advisor.AdvisorV1alpha1().VirtPlatformConfigs()
 		_, err := configs.Get(suiteCtx, "nope", metav1.GetOptions{})
 		Expect(statusCode(err)).To(Equal(int32(404)))
-		_, err = configs.UpdateStatus(suiteCtx, &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "nope"}}, metav1.UpdateOptions{})
+		_, err = configs.GetPlan(suiteCtx, "nope", metav1.GetOptions{})
 		Expect(statusCode(err)).To(Equal(int32(404)))
+		_, err = configs.Approve(suiteCtx, "nope", &v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: "x"}}, metav1.CreateOptions{})
+		Expect(statusCode(err)).To(Equal(int32(404)))
+		// Status takes no writes from anyone, known name or not.
+		_, err = configs.UpdateStatus(suiteCtx, &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "nope"}}, metav1.UpdateOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)))
 	})
 })
 

@@ -19,6 +19,11 @@ const (
 	// advisor's serving certificate is issued for <ServiceName>.<Namespace>.svc.
 	Namespace   = "virt-advisor"
 	ServiceName = "virt-advisor"
+	// AdvisorServiceAccount is the ServiceAccount of artifacts/deploy the
+	// server runs as, in Namespace.
+	AdvisorServiceAccount = "virt-advisor-apiserver"
+	// advisorTokenLifetime outlasts any test run or `make run` session.
+	advisorTokenLifetime = 48 * time.Hour
 
 	group   = "advisor.kubevirt.io"
 	version = "v1alpha1"

@@ -20,8 +20,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -144,6 +149,9 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	if e.deploy, err = e.install(ctx); err != nil {
 		return nil, err
 	}
+	if err := e.writeAdvisorKubeconfig(ctx); err != nil {
+		return nil, err
+	}
 	// After install: the baseline pool and its seeded status are in place.
 	if !o.DisableFakeMCO {
 		if err := e.runFakeMCO(ctx); err != nil {
@@ -233,19 +241,36 @@ func (e *Env) logf(format string, args ...any) {
 	fmt.Fprintf(e.opts.Log, format+"\n", args...)
 }
 
-// writeKubeconfigs writes Dir/kubeconfig (admin) and Dir/advisor.kubeconfig.
+// writeKubeconfigs writes Dir/kubeconfig (admin).
 func (e *Env) writeKubeconfigs() error {
 	e.Kubeconfig = filepath.Join(e.Dir, "kubeconfig")
-	if err := writeKubeconfig(e.Kubeconfig, "admin", e.AdminConfig); err != nil {
-		return err
-	}
-	e.AdvisorKubeconfig = filepath.Join(e.Dir, "advisor.kubeconfig")
-	advisorCfg := restConfig(e.KubeAPIServerURL, e.pki.clusterCA.CertPEM, e.pki.advisorClient)
-	return writeKubeconfig(e.AdvisorKubeconfig, "virt-advisor-apiserver", advisorCfg)
+	return writeKubeconfig(e.Kubeconfig, "admin", e.AdminConfig)
 }
 
-// install applies the CRDs, the deploy manifests (RBAC etc.) and the
-// baseline objects; it returns the deploy manifests (for register).
+// writeAdvisorKubeconfig writes Dir/advisor.kubeconfig with a token of the
+// deployment's ServiceAccount from the TokenRequest API, as a pod would
+// mount it: the server authenticates as that ServiceAccount and holds
+// exactly the RBAC of artifacts/deploy, nothing of the admin's.
+func (e *Env) writeAdvisorKubeconfig(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(e.AdminConfig)
+	if err != nil {
+		return err
+	}
+	expiration := int64(advisorTokenLifetime / time.Second)
+	tr, err := cs.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, AdvisorServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiration}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("requesting a token of ServiceAccount %s/%s: %w", Namespace, AdvisorServiceAccount, err)
+	}
+	e.AdvisorKubeconfig = filepath.Join(e.Dir, "advisor.kubeconfig")
+	cfg := &rest.Config{Host: e.KubeAPIServerURL, BearerToken: tr.Status.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: e.pki.clusterCA.CertPEM}}
+	return writeKubeconfig(e.AdvisorKubeconfig, "system:serviceaccount:"+Namespace+":"+AdvisorServiceAccount, cfg)
+}
+
+// install applies the CRDs, the baseline objects and the deploy manifests
+// (RBAC etc.; after the baseline, whose namespaces hold some of its Roles);
+// it returns the deploy manifests (for register).
 func (e *Env) install(ctx context.Context) (deploy []*unstructured.Unstructured, err error) {
 	artifacts := filepath.Join(e.RepoRoot, "artifacts")
 
@@ -263,6 +288,16 @@ func (e *Env) install(ctx context.Context) (deploy []*unstructured.Unstructured,
 		return nil, err
 	}
 
+	e.logf("creating baseline objects from %s", filepath.Join(artifacts, "testdata", "baseline.yaml"))
+	baseline, err := readManifests(filepath.Join(artifacts, "testdata", "baseline.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range baseline {
+		if _, err := e.applier.applyIfAbsent(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
 	e.logf("installing RBAC from %s", filepath.Join(artifacts, "deploy"))
 	deploy, err = e.readDir(filepath.Join(artifacts, "deploy"))
 	if err != nil {
@@ -277,16 +312,6 @@ func (e *Env) install(ctx context.Context) (deploy []*unstructured.Unstructured,
 		}
 	}
 
-	e.logf("creating baseline objects from %s", filepath.Join(artifacts, "testdata", "baseline.yaml"))
-	baseline, err := readManifests(filepath.Join(artifacts, "testdata", "baseline.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	for _, obj := range baseline {
-		if _, err := e.applier.applyIfAbsent(ctx, obj); err != nil {
-			return nil, err
-		}
-	}
 	// The pool status is the MCO's: only seed it when nothing wrote it yet,
 	// so a reused data dir keeps the rollout state of earlier runs.
 	for _, obj := range baseline {

@@ -31,7 +31,7 @@ func restConfig(server string, caPEM []byte, client *keyPair) *rest.Config {
 	}
 }
 
-// writeKubeconfig stores cfg (certificates embedded, so the file is usable
+// writeKubeconfig stores cfg (certificates or token embedded, so the file is usable
 // on its own) as a kubeconfig with a single context.
 func writeKubeconfig(path, user string, cfg *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
@@ -42,6 +42,7 @@ func writeKubeconfig(path, user string, cfg *rest.Config) error {
 	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: cfg.CertData,
 		ClientKeyData:         cfg.KeyData,
+		Token:                 cfg.BearerToken,
 	}
 	kc.Contexts[user] = &clientcmdapi.Context{Cluster: "virt-advisor-testenv", AuthInfo: user}
 	kc.CurrentContext = user

@@ -29,9 +29,6 @@ const (
 	// A certificate closer than this to expiry is regenerated instead of reused.
 	renewBefore = 24 * time.Hour
 
-	// Identity of virt-advisor-apiserver in the main cluster: the service
-	// account of artifacts/deploy, so it runs with exactly that RBAC.
-	advisorUser = "system:serviceaccount:virt-advisor:virt-advisor-apiserver"
 	// The aggregator's client identity; must match --requestheader-allowed-names.
 	frontProxyClientCN = "front-proxy-client"
 )
@@ -75,7 +72,6 @@ type pki struct {
 	admin            *keyPair
 	frontProxyClient *keyPair
 	advisorServing   *keyPair
-	advisorClient    *keyPair
 
 	saKeyFile    string // service-account signing key (private)
 	saPubKeyFile string // service-account verification key (public)
@@ -110,11 +106,6 @@ func (p *pki) leaves() []leaf {
 			ips:    []net.IP{net.ParseIP("127.0.0.1")},
 			usages: serverUsages,
 		}, &p.advisorServing},
-		{p.clientCA, certSpec{
-			name: "virt-advisor-client", cn: advisorUser,
-			orgs:   []string{"system:serviceaccounts", "system:serviceaccounts:virt-advisor"},
-			usages: clientUsages,
-		}, &p.advisorClient},
 	}
 }
 

@@ -50,11 +50,6 @@ func TestEnsurePKICertificates(t *testing.T) {
 			ips:    []string{"127.0.0.1"},
 			notFor: []*keyPair{p.clusterCA},
 		},
-		{
-			name: "virt-advisor identity", cert: p.advisorClient, ca: p.clientCA, usage: x509.ExtKeyUsageClientAuth,
-			cn:   "system:serviceaccount:virt-advisor:virt-advisor-apiserver",
-			orgs: []string{"system:serviceaccounts", "system:serviceaccounts:virt-advisor"},
-		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,6 +49,8 @@ type Options struct {
 	// LeaderElection elects the replica that runs the controller; every
 	// replica serves the API.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// RequireDistinctApprover refuses approvals by the author of the spec.
+	RequireDistinctApprover bool
 }
 
 // NewOptions returns the default options.
@@ -81,6 +83,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EmbeddedEtcdDir, "embedded-etcd-dir", o.EmbeddedEtcdDir,
 		"Data directory of the embedded etcd, used when --etcd-servers is not set. Mount a volume here.")
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
+	fs.BoolVar(&o.RequireDistinctApprover, "require-distinct-approver", o.RequireDistinctApprover,
+		"Four eyes: refuse an approval by the user who made the last spec change, and never let action Apply approve by itself (it stops at ReviewRequired).")
 }
 
 // UsesEmbeddedEtcd is true when no external etcd was given.
@@ -125,6 +129,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := o.Recommended.ApplyTo(cfg); err != nil {
 		return nil, err
 	}
+	// The delegated authenticator admits anonymous requests everywhere and
+	// leaves them to authorization (a SubjectAccessReview each); anonymous
+	// requests reach only the probes here, and nothing else is even asked.
+	cfg.Authentication.Authenticator = probesOnlyForAnonymous(cfg.Authentication.Authenticator)
 	extra, err := o.extraConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -182,5 +190,7 @@ func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserve
 		Metadata:       meta,
 		Recorder:       recorder,
 		LeaderElection: o.LeaderElection,
+
+		RequireDistinctApprover: o.RequireDistinctApprover,
 	}, nil
 }

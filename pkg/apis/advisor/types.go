@@ -226,6 +226,10 @@ type ApprovalRecord struct {
 	ApprovedAt metav1.Time
 	// generation is the spec generation the approved plan was computed from.
 	Generation int64
+	// itemsHash is the SHA-256 (lowercase hex) of the approved items: their
+	// names, targets, operations and desired states. The controller writes
+	// an item only while status.items still hash to it.
+	ItemsHash string
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

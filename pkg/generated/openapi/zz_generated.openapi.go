@@ -197,6 +197,13 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref common.ReferenceCallbac
 							Format:      "int64",
 						},
 					},
+					"itemsHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "itemsHash is the SHA-256 (lowercase hex) of the approved items: their names, targets, operations and desired states. The controller writes an item only while status.items still hash to it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"planHash", "approvedBy", "approvedAt", "generation"},
 			},

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/tools/record"
@@ -27,6 +28,9 @@ type ApproveREST struct {
 	engine    *plan.Engine
 	scheme    *runtime.Scheme
 	recorder  record.EventRecorder
+	authz     authorizer.Authorizer
+	// requireDistinctApprover refuses an approval by status.specChangedBy.
+	requireDistinctApprover bool
 }
 
 var _ rest.NamedCreater = &ApproveREST{}
@@ -39,6 +43,13 @@ var configsResource = advisor.Resource("virtplatformconfigs")
 // Create records the approval of the plan named by spec.planHash when it
 // is still the live plan, and hands it to the controller (phase InProgress).
 func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	// Approving needs reading: before anything is computed, so that a
+	// caller who may not review the plan learns nothing of it, not even
+	// the live hash a 409 would name.
+	if err := requirePermission(ctx, r.authz, name, readPlanPermission,
+		"approving a plan takes reviewing it", "ask for the virt-advisor-approver role, which grants both"); err != nil {
+		return nil, err
+	}
 	approval, ok := obj.(*advisor.Approval)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an Approval, got %T", obj))
@@ -66,6 +77,9 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	}
 	if err := approvable(cfg); err != nil {
 		return nil, apierrors.NewConflict(configsResource, name, err)
+	}
+	if err := r.distinctApprover(cfg, user); err != nil {
+		return nil, err
 	}
 	res, err := r.engine.Compute(ctx, cfg)
 	if err != nil {
@@ -103,8 +117,13 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 		if err := approvable(latest); err != nil {
 			return nil, apierrors.NewConflict(configsResource, name, err)
 		}
+		if err := r.distinctApprover(latest, user); err != nil {
+			return nil, err
+		}
 		before = latest.Status.Phase
-		status.Approve(&latest.Status, res, record)
+		if err := status.Approve(&latest.Status, res, record); err != nil {
+			return nil, err
+		}
 		after = latest.Status.Phase
 		updated := &advisor.VirtPlatformConfig{}
 		if err := r.scheme.Convert(latest, updated, nil); err != nil {
@@ -128,6 +147,16 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 		}
 	}
 	return out, nil
+}
+
+// distinctApprover enforces --require-distinct-approver: the author of the
+// spec cannot approve its plans.
+func (r *ApproveREST) distinctApprover(cfg *v1alpha1.VirtPlatformConfig, user string) error {
+	if !r.requireDistinctApprover || user != cfg.Status.SpecChangedBy {
+		return nil
+	}
+	return apierrors.NewForbidden(configsResource, cfg.Name, fmt.Errorf(
+		"user %q made the last spec change and this server requires a second person to approve (--require-distinct-approver): another user with the virt-advisor-approver role must approve the plan", user))
 }
 
 // approvable says why a config cannot take an approval now, if it cannot.

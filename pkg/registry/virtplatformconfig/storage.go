@@ -2,9 +2,15 @@ package virtplatformconfig
 
 import (
 	"context"
+	"fmt"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -12,6 +18,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 )
 
@@ -21,22 +28,89 @@ type Storage struct {
 	Status  *StatusREST
 	Plan    *PlanREST
 	Approve *ApproveREST
+	// StatusWriter is the embedded controller's own way to write status:
+	// in process, never over HTTP.
+	StatusWriter *StatusWriter
+}
+
+// Options is what the storage needs besides etcd.
+type Options struct {
+	// Engine computes plans against the main cluster.
+	Engine *plan.Engine
+	// Recorder emits the Approved events.
+	Recorder record.EventRecorder
+	// Authorizer answers whether a user may approve or read plans: action
+	// Apply needs the approve permission, approving needs reading the plan.
+	Authorizer authorizer.Authorizer
+	// RequireDistinctApprover refuses approvals by the author of the spec.
+	RequireDistinctApprover bool
 }
 
 // REST is the etcd-backed storage of virtplatformconfigs.
 type REST struct {
 	*genericregistry.Store
+	authz authorizer.Authorizer
 }
 
-var _ rest.ShortNamesProvider = &REST{}
+var (
+	_ rest.ShortNamesProvider = &REST{}
+	_ rest.Creater            = &REST{}
+	_ rest.Updater            = &REST{}
+)
 
 // ShortNames lets users type `kubectl get vpc`.
 func (r *REST) ShortNames() []string { return []string{"vpc"} }
 
-// NewStorage returns the storage of virtplatformconfigs and its subresources;
-// engine computes plans against the main cluster, recorder emits the
-// Approved events.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, engine *plan.Engine, recorder record.EventRecorder) (*Storage, error) {
+// Create admits a config with action Apply only from a user who may approve it.
+func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	return r.Store.Create(ctx, obj, r.admitApplyOnCreate(createValidation), options)
+}
+
+// Update admits a spec change whose result has action Apply only from a
+// user who may approve it (server-side apply and patches come here too).
+func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	return r.Store.Update(ctx, name, objInfo, r.admitApplyOnCreate(createValidation), r.admitApplyOnUpdate(updateValidation), forceAllowCreate, options)
+}
+
+// action Apply is a standing approval (DESIGN §4.3), so it takes the
+// permission an approval takes.
+func (r *REST) requireApprover(ctx context.Context, name string) error {
+	return requirePermission(ctx, r.authz, name, approvePermission,
+		"spec.action Apply approves every plan of this config as it is drafted",
+		"set spec.action to DryRun and have an approver approve the plan you reviewed (POST .../virtplatformconfigs/"+name+"/approve), or ask for the virt-advisor-approver role")
+}
+
+func (r *REST) admitApplyOnCreate(next rest.ValidateObjectFunc) rest.ValidateObjectFunc {
+	return func(ctx context.Context, obj runtime.Object) error {
+		if next != nil {
+			if err := next(ctx, obj); err != nil {
+				return err
+			}
+		}
+		if c := obj.(*advisor.VirtPlatformConfig); c.Spec.Action == advisor.PlanActionApply {
+			return r.requireApprover(ctx, c.Name)
+		}
+		return nil
+	}
+}
+
+func (r *REST) admitApplyOnUpdate(next rest.ValidateObjectUpdateFunc) rest.ValidateObjectUpdateFunc {
+	return func(ctx context.Context, obj, old runtime.Object) error {
+		if next != nil {
+			if err := next(ctx, obj, old); err != nil {
+				return err
+			}
+		}
+		c, oldC := obj.(*advisor.VirtPlatformConfig), old.(*advisor.VirtPlatformConfig)
+		if c.Spec.Action == advisor.PlanActionApply && !apiequality.Semantic.DeepEqual(c.Spec, oldC.Spec) {
+			return r.requireApprover(ctx, c.Name)
+		}
+		return nil
+	}
+}
+
+// NewStorage returns the storage of virtplatformconfigs and its subresources.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o Options) (*Storage, error) {
 	strategy, statusStrategy := newStrategies(scheme)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &advisor.VirtPlatformConfig{} },
@@ -66,10 +140,11 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, en
 	approvalStore.UpdateStrategy = approvalStrategy{strategy}
 
 	return &Storage{
-		Config:  &REST{store},
-		Status:  &StatusREST{store: &statusStore},
-		Plan:    &PlanREST{configs: store, engine: engine, scheme: scheme},
-		Approve: &ApproveREST{configs: store, approvals: &approvalStore, engine: engine, scheme: scheme, recorder: recorder},
+		Config:       &REST{Store: store, authz: o.Authorizer},
+		Status:       &StatusREST{store: &statusStore},
+		Plan:         &PlanREST{configs: store, engine: o.Engine, scheme: scheme},
+		Approve:      &ApproveREST{configs: store, approvals: &approvalStore, engine: o.Engine, scheme: scheme, recorder: o.Recorder, authz: o.Authorizer, requireDistinctApprover: o.RequireDistinctApprover},
+		StatusWriter: &StatusWriter{store: &statusStore, scheme: scheme},
 	}, nil
 }
 
@@ -92,9 +167,13 @@ func (r *StatusREST) Get(ctx context.Context, name string, options *metav1.GetOp
 	return r.store.Get(ctx, name, options)
 }
 
+// Update refuses every request, a cluster admin's too: status holds the
+// approved items the controller writes to the cluster, so a status write
+// would be a write nobody approved. Only the controller writes status, in
+// process, through StatusWriter.
 func (r *StatusREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	// Status is never created through the subresource.
-	return r.store.Update(ctx, name, objInfo, createValidation, updateValidation, false, options)
+	return nil, false, apierrors.NewForbidden(advisor.Resource("virtplatformconfigs/status"), name, fmt.Errorf(
+		"status is written only by the embedded controller of virt-advisor, for every user: change the spec, or approve a plan with POST .../virtplatformconfigs/%s/approve", name))
 }
 
 func (r *StatusREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
@@ -103,4 +182,44 @@ func (r *StatusREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 
 func (r *StatusREST) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
 	return r.store.ConvertToTable(ctx, object, tableOptions)
+}
+
+// StatusWriter writes the status of configs for the embedded controller,
+// in process: the context it writes with marks the write as the
+// controller's, and no HTTP request can carry that mark.
+type StatusWriter struct {
+	store  *genericregistry.Store
+	scheme *runtime.Scheme
+}
+
+type controllerWriteKey struct{}
+
+// ControllerUser is the user a controller status write is made as (for
+// audit and the strategies); the mark, not the name, admits the write.
+const ControllerUser = "system:virt-advisor:controller"
+
+func isControllerWrite(ctx context.Context) bool {
+	v, _ := ctx.Value(controllerWriteKey{}).(bool)
+	return v
+}
+
+// UpdateStatus writes cfg's status if cfg's resourceVersion is still the
+// stored one (a conflict otherwise) and returns the stored object.
+func (w *StatusWriter) UpdateStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*v1alpha1.VirtPlatformConfig, error) {
+	internal := &advisor.VirtPlatformConfig{}
+	if err := w.scheme.Convert(cfg, internal, nil); err != nil {
+		return nil, err
+	}
+	ctx = context.WithValue(ctx, controllerWriteKey{}, true)
+	ctx = request.WithNamespace(request.WithUser(ctx, &user.DefaultInfo{Name: ControllerUser}), metav1.NamespaceNone)
+	obj, _, err := w.store.Update(ctx, cfg.Name, rest.DefaultUpdatedObjectInfo(internal),
+		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := &v1alpha1.VirtPlatformConfig{}
+	if err := w.scheme.Convert(obj, out, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

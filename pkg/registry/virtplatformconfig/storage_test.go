@@ -2,11 +2,14 @@ package virtplatformconfig_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -18,6 +21,22 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/embeddedetcd"
 	"github.com/kubevirt/virt-advisor/pkg/registry/virtplatformconfig"
 )
+
+// approvers is an authorizer that lets the named users approve (and read
+// plans), and nobody anything else of interest here.
+func approvers(names ...string) authorizer.Authorizer {
+	allowed := map[string]bool{}
+	for _, n := range names {
+		allowed[n] = true
+	}
+	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if allowed[a.GetUser().GetName()] && a.GetResource() == "virtplatformconfigs" &&
+			((a.GetSubresource() == "approve" && a.GetVerb() == "create") || (a.GetSubresource() == "plan" && a.GetVerb() == "get")) {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return authorizer.DecisionNoOpinion, "", nil
+	})
+}
 
 // newStorage returns the storage on a fresh embedded etcd, the same etcd
 // the server runs by default.
@@ -35,7 +54,7 @@ func newStorage(t *testing.T) *virtplatformconfig.Storage {
 		Decorator:      generic.UndecoratedStorage,
 		ResourcePrefix: "virtplatformconfigs",
 	}
-	s, err := virtplatformconfig.NewStorage(apiserver.Scheme, opts, nil, nil)
+	s, err := virtplatformconfig.NewStorage(apiserver.Scheme, opts, virtplatformconfig.Options{Authorizer: approvers("alice", "dave")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,40 +102,20 @@ func TestStrategiesOnEtcd(t *testing.T) {
 	steps := []struct {
 		name           string
 		ctx            context.Context
-		status         bool
 		mutate         func(*advisor.VirtPlatformConfig)
 		wantGeneration int64
 		wantAuthor     string
 		check          func(*testing.T, *advisor.VirtPlatformConfig)
 	}{
-		{"label change is not a spec change", as("bob"), false,
+		{"label change is not a spec change", as("bob"),
 			func(c *advisor.VirtPlatformConfig) { c.Labels = map[string]string{"a": "b"} }, 1, "alice", nil},
-		{"spec change bumps generation and records the author", as("bob"), false,
+		{"spec change bumps generation and records the author", as("bob"),
 			func(c *advisor.VirtPlatformConfig) { c.Spec.Action = advisor.PlanActionIgnore }, 2, "bob", nil},
-		{"status through the main resource is ignored", as("carol"), false,
+		{"status through the main resource is ignored", as("carol"),
 			func(c *advisor.VirtPlatformConfig) { c.Status.Phase = advisor.PhaseFailed }, 2, "bob",
 			func(t *testing.T, c *advisor.VirtPlatformConfig) {
 				if c.Status.Phase != "" {
 					t.Errorf("phase %q written through the main resource", c.Status.Phase)
-				}
-			}},
-		{"status writers change status only", as("controller"), true,
-			func(c *advisor.VirtPlatformConfig) {
-				c.Status.Phase = advisor.PhaseDrafting
-				c.Spec.Action = advisor.PlanActionApply
-				c.Labels = map[string]string{"x": "y"}
-				c.Status.SpecChangedBy = "mallory"
-				c.Status.Approval = &advisor.ApprovalRecord{PlanHash: "forged"}
-			}, 2, "bob",
-			func(t *testing.T, c *advisor.VirtPlatformConfig) {
-				if c.Status.Phase != advisor.PhaseDrafting {
-					t.Errorf("phase %q, want Drafting", c.Status.Phase)
-				}
-				if c.Spec.Action != advisor.PlanActionIgnore || c.Labels["a"] != "b" || c.Labels["x"] != "" {
-					t.Errorf("status update changed spec or labels: %+v %v", c.Spec, c.Labels)
-				}
-				if c.Status.Approval != nil {
-					t.Errorf("approval forged through /status: %+v", c.Status.Approval)
 				}
 			}},
 	}
@@ -125,11 +124,7 @@ func TestStrategiesOnEtcd(t *testing.T) {
 		t.Run(step.name, func(t *testing.T) {
 			next := current.DeepCopy()
 			step.mutate(next)
-			var r rest.Updater = s.Config
-			if step.status {
-				r = s.Status
-			}
-			got := update(t, step.ctx, r, next)
+			got := update(t, step.ctx, s.Config, next)
 			if got.Generation != step.wantGeneration {
 				t.Errorf("generation %d, want %d", got.Generation, step.wantGeneration)
 			}
@@ -155,5 +150,108 @@ func TestProfileIsImmutableOnEtcd(t *testing.T) {
 	_, _, err = s.Config.Update(as("alice"), c.Name, rest.DefaultUpdatedObjectInfo(c), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 	if err == nil {
 		t.Fatal("profile change accepted")
+	}
+}
+
+func TestActionApplyNeedsTheApprovePermission(t *testing.T) {
+	s := newStorage(t)
+	withApply := config("example-profile")
+	withApply.Spec.Action = advisor.PlanActionApply
+	_, err := s.Config.Create(as("bob"), withApply, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("create with Apply by a non-approver: %v, want 403", err)
+	}
+	obj, err := s.Config.Create(as("bob"), config("example-profile"), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := obj.(*advisor.VirtPlatformConfig)
+
+	steps := []struct {
+		name    string
+		user    string
+		mutate  func(*advisor.VirtPlatformConfig)
+		allowed bool
+	}{
+		{"an editor sets Apply", "bob", func(c *advisor.VirtPlatformConfig) { c.Spec.Action = advisor.PlanActionApply }, false},
+		{"an approver sets Apply", "alice", func(c *advisor.VirtPlatformConfig) { c.Spec.Action = advisor.PlanActionApply }, true},
+		{"an editor changes another field while Apply stands", "bob", func(c *advisor.VirtPlatformConfig) { c.Spec.BypassOptimisticLock = true }, false},
+		{"an editor changes labels only while Apply stands", "bob", func(c *advisor.VirtPlatformConfig) { c.Labels = map[string]string{"team": "virt"} }, true},
+		{"an editor sets DryRun", "bob", func(c *advisor.VirtPlatformConfig) { c.Spec.Action = advisor.PlanActionDryRun }, true},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			next := cfg.DeepCopy()
+			step.mutate(next)
+			out, _, err := s.Config.Update(as(step.user), next.Name, rest.DefaultUpdatedObjectInfo(next), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+			if !step.allowed {
+				if !apierrors.IsForbidden(err) {
+					t.Fatalf("got %v, want 403", err)
+				}
+				if msg := err.Error(); !strings.Contains(msg, "create virtplatformconfigs/approve") || !strings.Contains(msg, "/approve") {
+					t.Errorf("message %q does not name the permission and what to do", msg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg = out.(*advisor.VirtPlatformConfig)
+		})
+	}
+}
+
+func TestStatusIsTheControllers(t *testing.T) {
+	s := newStorage(t)
+	obj, err := s.Config.Create(as("bob"), config("example-profile"), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := obj.(*advisor.VirtPlatformConfig)
+
+	// Over HTTP nobody writes status, a cluster admin included.
+	forged := created.DeepCopy()
+	forged.Status.Phase = advisor.PhaseInProgress
+	for _, ctx := range []context.Context{as("mallory"), genericapirequest.WithUser(context.Background(), &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup}})} {
+		_, _, err := s.Status.Update(ctx, forged.Name, rest.DefaultUpdatedObjectInfo(forged), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("status update: %v, want 403", err)
+		}
+	}
+
+	// The controller writes status only, approval included.
+	in := &v1alpha1.VirtPlatformConfig{}
+	if err := apiserver.Scheme.Convert(created, in, nil); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	in.Status.Phase = v1alpha1.PhaseInProgress
+	in.Status.Approval = &v1alpha1.ApprovalRecord{PlanHash: "abc", ApprovedBy: "alice", ApprovedAt: now, Generation: 1, ItemsHash: "def"}
+	in.Status.SpecChangedBy = "mallory"
+	in.Spec.Action = v1alpha1.PlanActionApply
+	in.Status.Items = []v1alpha1.VirtPlatformConfigItem{{Name: "one", State: v1alpha1.ItemStatePending, LastTransitionTime: &now}}
+	got, err := s.StatusWriter.UpdateStatus(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1alpha1.PhaseInProgress || got.Status.Approval == nil || got.Status.Approval.ItemsHash != "def" {
+		t.Errorf("controller status write lost: %+v", got.Status)
+	}
+	if got.Spec.Action != v1alpha1.PlanActionDryRun || got.Status.SpecChangedBy != "bob" {
+		t.Errorf("status write changed spec or its author: %+v, %q", got.Spec, got.Status.SpecChangedBy)
+	}
+
+	// What the controller stores is validated too: an item without its
+	// transition time is refused, never stored for a later nil dereference.
+	got.Status.Items[0].LastTransitionTime = nil
+	if _, err := s.StatusWriter.UpdateStatus(context.Background(), got); !apierrors.IsInvalid(err) {
+		t.Fatalf("item without lastTransitionTime: %v, want 422", err)
+	}
+	// A stale write is a conflict, not a lost update.
+	stale := got.DeepCopy()
+	stale.ResourceVersion = in.ResourceVersion
+	stale.Status.Items[0].LastTransitionTime = &now
+	if _, err := s.StatusWriter.UpdateStatus(context.Background(), stale); !apierrors.IsConflict(err) {
+		t.Fatalf("stale status write: %v, want 409", err)
 	}
 }

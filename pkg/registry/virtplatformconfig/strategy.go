@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
@@ -90,12 +89,12 @@ func (statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	}
 }
 
-// PrepareForUpdate copies what status writers may not change from the old
-// object, field by field: rebuilding the object from old would drop the
-// managedFields the field manager just computed. The approval record and the
-// spec author are the server's own: the approve subresource, spec changes
-// and the embedded controller (the server's loopback identity, recording
-// the standing approval of action Apply) write them, no other client.
+// PrepareForUpdate copies what status may not change from the old object,
+// field by field: rebuilding the object from old would drop the
+// managedFields the field manager just computed. Only the controller
+// writes status (StatusREST refuses every request); the spec author is the
+// spec's, and the approval record is written by the approve subresource or
+// by the controller itself (the standing approval of action Apply).
 func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	c, oldC := obj.(*advisor.VirtPlatformConfig), old.(*advisor.VirtPlatformConfig)
 	c.Spec = oldC.Spec
@@ -104,7 +103,7 @@ func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Obj
 	c.Finalizers = oldC.Finalizers
 	c.OwnerReferences = oldC.OwnerReferences
 	c.Status.SpecChangedBy = oldC.Status.SpecChangedBy
-	if requestUser(ctx) != user.APIServerUser {
+	if !isControllerWrite(ctx) {
 		c.Status.Approval = oldC.Status.Approval
 	}
 }

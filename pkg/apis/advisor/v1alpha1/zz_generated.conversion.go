@@ -257,6 +257,7 @@ func autoConvert_v1alpha1_ApprovalRecord_To_advisor_ApprovalRecord(in *ApprovalR
 	out.ApprovedBy = in.ApprovedBy
 	out.ApprovedAt = in.ApprovedAt
 	out.Generation = in.Generation
+	out.ItemsHash = in.ItemsHash
 	return nil
 }
 
@@ -270,6 +271,7 @@ func autoConvert_advisor_ApprovalRecord_To_v1alpha1_ApprovalRecord(in *advisor.A
 	out.ApprovedBy = in.ApprovedBy
 	out.ApprovedAt = in.ApprovedAt
 	out.Generation = in.Generation
+	out.ItemsHash = in.ItemsHash
 	return nil
 }
 

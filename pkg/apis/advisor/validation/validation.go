@@ -59,6 +59,9 @@ func ValidateVirtPlatformConfigStatusUpdate(c, old *advisor.VirtPlatformConfig) 
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("observedGeneration"), st.ObservedGeneration, "must not be negative"))
 	}
 	allErrs = append(allErrs, metav1validation.ValidateConditions(st.Conditions, fldPath.Child("conditions"))...)
+	if len(st.Items) > MaxStatusItems {
+		allErrs = append(allErrs, field.TooMany(fldPath.Child("items"), len(st.Items), MaxStatusItems))
+	}
 	seen := sets.New[string]()
 	for i, item := range st.Items {
 		p := fldPath.Child("items").Index(i)
@@ -68,9 +71,15 @@ func ValidateVirtPlatformConfigStatusUpdate(c, old *advisor.VirtPlatformConfig) 
 			allErrs = append(allErrs, field.Duplicate(p.Child("name"), item.Name))
 		}
 		seen.Insert(item.Name)
+		if item.LastTransitionTime == nil {
+			allErrs = append(allErrs, field.Required(p.Child("lastTransitionTime"), "every item records when its state last changed"))
+		}
 	}
 	return allErrs
 }
+
+// MaxStatusItems bounds status.items: a profile plans a handful of items.
+const MaxStatusItems = 32
 
 // ValidateApproval validates the body of POST .../approve.
 func ValidateApproval(a *advisor.Approval) field.ErrorList {

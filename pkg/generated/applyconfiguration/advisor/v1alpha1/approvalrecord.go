@@ -35,6 +35,10 @@ type ApprovalRecordApplyConfiguration struct {
 	ApprovedAt *v1.Time `json:"approvedAt,omitempty"`
 	// generation is the spec generation the approved plan was computed from.
 	Generation *int64 `json:"generation,omitempty"`
+	// itemsHash is the SHA-256 (lowercase hex) of the approved items: their
+	// names, targets, operations and desired states. The controller writes
+	// an item only while status.items still hash to it.
+	ItemsHash *string `json:"itemsHash,omitempty"`
 }
 
 // ApprovalRecordApplyConfiguration constructs a declarative configuration of the ApprovalRecord type for use with
@@ -72,5 +76,13 @@ func (b *ApprovalRecordApplyConfiguration) WithApprovedAt(value v1.Time) *Approv
 // If called multiple times, the Generation field is set to the value of the last call.
 func (b *ApprovalRecordApplyConfiguration) WithGeneration(value int64) *ApprovalRecordApplyConfiguration {
 	b.Generation = &value
+	return b
+}
+
+// WithItemsHash sets the ItemsHash field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ItemsHash field is set to the value of the last call.
+func (b *ApprovalRecordApplyConfiguration) WithItemsHash(value string) *ApprovalRecordApplyConfiguration {
+	b.ItemsHash = &value
 	return b
 }

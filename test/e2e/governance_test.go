@@ -1,0 +1,438 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/test/env"
+)
+
+// The governance invariant (DESIGN §4.3.1): nothing is written to a target
+// unless a user allowed to approve approved exactly that write. Every
+// refusal here is checked by what was (not) written, not only its code.
+
+func approve(c versioned.Interface, name, hash string) error {
+	_, err := c.AdvisorV1alpha1().VirtPlatformConfigs().Approve(suiteCtx, name,
+		&v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: hash}}, metav1.CreateOptions{})
+	return err
+}
+
+// exampleConfigMap is the target of example-profile, nil while absent.
+func exampleConfigMap() *unstructured.Unstructured {
+	GinkgoHelper()
+	return getObject(configMapGVR, hcoNS, "example-config")
+}
+
+// customRoleUser binds a fresh user to a ClusterRole made of rules.
+func customRoleUser(rules ...rbacv1.PolicyRule) (versioned.Interface, string) {
+	GinkgoHelper()
+	user := fmt.Sprintf("custom-%d", time.Now().UnixNano())
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: rules}
+	_, err := kube.RbacV1().ClusterRoles().Create(suiteCtx, role, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(suiteCtx, user, metav1.DeleteOptions{}) })
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}},
+	}
+	_, err = kube.RbacV1().ClusterRoleBindings().Create(suiteCtx, binding, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { _ = kube.RbacV1().ClusterRoleBindings().Delete(suiteCtx, user, metav1.DeleteOptions{}) })
+	cfg, _, err := testEnv.UserConfig(user)
+	Expect(err).NotTo(HaveOccurred())
+	return versioned.NewForConfigOrDie(cfg), user
+}
+
+func advisorRule(verbs []string, resources ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{"advisor.kubevirt.io"}, Resources: resources, Verbs: verbs}
+}
+
+var _ = Describe("governance: action Apply is an approval", func() {
+	BeforeEach(resetCluster)
+
+	It("refuses Apply from an editor (403 naming the permission, nothing written) and takes it from an editor who may approve", func() {
+		configWith("example-profile", `{"profile":"example-profile"}`)
+		waitPhase("example-profile", v1alpha1.PhaseReviewRequired, 15*time.Second)
+
+		editor, _, _ := userClient("virt-advisor-editor")
+		configs := editor.AdvisorV1alpha1().VirtPlatformConfigs()
+		_, err := configs.Patch(suiteCtx, "example-profile", types.MergePatchType, []byte(`{"spec":{"action":"Apply"}}`), metav1.PatchOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("may not create virtplatformconfigs/approve"))
+		Expect(err.Error()).To(ContainSubstring("/approve"))
+		// Nor by creating the config with Apply, nor by server-side apply.
+		deleteConfig("example-profile")
+		withApply := newConfig("example-profile")
+		withApply.Spec.Action = v1alpha1.PlanActionApply
+		_, err = configs.Create(suiteCtx, withApply, metav1.CreateOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "%v", err)
+		_, err = configs.Patch(suiteCtx, "example-profile", types.ApplyPatchType,
+			[]byte(`{"apiVersion":"advisor.kubevirt.io/v1alpha1","kind":"VirtPlatformConfig","metadata":{"name":"example-profile"},"spec":{"profile":"example-profile","action":"Apply"}}`),
+			metav1.PatchOptions{FieldManager: "editor", Force: ptrTo(true)})
+		Expect(statusCode(err)).To(Equal(int32(403)), "%v", err)
+		Consistently(exampleConfigMap).WithTimeout(2*time.Second).Should(BeNil(), "the editor's Apply wrote nothing")
+
+		both, user, _ := userClient("virt-advisor-editor", "virt-advisor-approver")
+		_, err = both.AdvisorV1alpha1().VirtPlatformConfigs().Create(suiteCtx, withApply, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(deleteConfig, "example-profile")
+		c := waitPhase("example-profile", v1alpha1.PhaseCompleted, 20*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).To(Equal(user))
+		Expect(exampleConfigMap()).NotTo(BeNil())
+	})
+})
+
+var _ = Describe("governance: status is the controller's", func() {
+	BeforeEach(resetCluster)
+
+	It("refuses forged phases and items on /status from a status writer and a cluster admin; nothing is written, the server keeps running", func() {
+		configWith("example-profile", `{"profile":"example-profile","waitTimeout":"1s"}`)
+		waitPhase("example-profile", v1alpha1.PhaseReviewRequired, 15*time.Second)
+		statusWriter, _ := customRoleUser(
+			advisorRule([]string{"get", "list", "watch"}, "virtplatformconfigs"),
+			advisorRule([]string{"get", "update", "patch"}, "virtplatformconfigs/status"))
+
+		forged := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"acc-forged","namespace":"default"},"data":{"x":"y"}}`
+		patch := fmt.Sprintf(`{"status":{"phase":"InProgress","items":[{"name":"configure-example-component","state":"InProgress","message":"Applying",`+
+			`"targetRef":{"apiVersion":"v1","kind":"ConfigMap","name":"acc-forged","namespace":"default"},"operation":"Create","desiredState":%s}]}}`, forged)
+		for who, c := range map[string]versioned.Interface{"status writer": statusWriter, "cluster admin": advisor} {
+			before := getConfig("example-profile")
+			_, err := c.AdvisorV1alpha1().VirtPlatformConfigs().Patch(suiteCtx, "example-profile", types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+			Expect(statusCode(err)).To(Equal(int32(403)), "%s: %v", who, err)
+			Expect(err.Error()).To(ContainSubstring("status is written only by the embedded controller"))
+			forgedCfg := before.DeepCopy()
+			forgedCfg.Status.Phase = v1alpha1.PhaseInProgress
+			_, err = c.AdvisorV1alpha1().VirtPlatformConfigs().UpdateStatus(suiteCtx, forgedCfg, metav1.UpdateOptions{})
+			Expect(statusCode(err)).To(Equal(int32(403)), "%s: %v", who, err)
+			Expect(getConfig("example-profile").ResourceVersion).To(Equal(before.ResourceVersion), "%s: status unchanged", who)
+		}
+		Consistently(func() error {
+			_, err := get(configMapGVR, "default", "acc-forged")
+			return err
+		}).WithTimeout(2 * time.Second).Should(Satisfy(apierrors.IsNotFound))
+		Expect(exampleConfigMap()).To(BeNil())
+		Expect(testEnv.Advisor().Exited()).To(BeFalse())
+		expectHealthy()
+	})
+})
+
+var _ = Describe("governance: the approval binds the spec and the items", Ordered, func() {
+	BeforeEach(resetCluster)
+
+	DescribeTable("a spec change after review makes the reviewed hash stale (409), nothing recorded",
+		func(patch string) {
+			configWith("example-profile", `{"profile":"example-profile"}`)
+			waitPhase("example-profile", v1alpha1.PhaseReviewRequired, 15*time.Second)
+			reviewed := planHashOf("example-profile")
+			_, err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().Patch(suiteCtx, "example-profile", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			err = approve(advisor, "example-profile", reviewed)
+			Expect(statusCode(err)).To(Equal(int32(409)), "%v", err)
+			Expect(err.Error()).To(ContainSubstring(reviewed))
+			Expect(planHashOf("example-profile")).NotTo(Equal(reviewed), "the same items under another spec are another plan")
+			Expect(getConfig("example-profile").Status.Approval).To(BeNil())
+			Expect(exampleConfigMap()).To(BeNil())
+		},
+		Entry("bypassOptimisticLock", `{"spec":{"bypassOptimisticLock":true}}`),
+		Entry("failurePolicy", `{"spec":{"failurePolicy":"Continue"}}`),
+		Entry("waitTimeout", `{"spec":{"waitTimeout":"5m"}}`),
+	)
+
+	It("fails the plan, writing nothing, when the spec changed between the approval and the first write", func() {
+		configWith("example-profile", `{"profile":"example-profile"}`)
+		waitPhase("example-profile", v1alpha1.PhaseReviewRequired, 15*time.Second)
+		pauseController()
+		Expect(approve(advisor, "example-profile", planHashOf("example-profile"))).To(Succeed())
+		_, err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().Patch(suiteCtx, "example-profile", types.MergePatchType,
+			[]byte(`{"spec":{"failurePolicy":"Continue"}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		resumeController()
+
+		c := waitPhase("example-profile", v1alpha1.PhaseFailed, 20*time.Second)
+		Expect(meta.FindStatusCondition(c.Status.Conditions, "Failed").Message).To(
+			ContainSubstring("the spec changed after plan"))
+		Consistently(exampleConfigMap).WithTimeout(2*time.Second).Should(BeNil(), "nothing written")
+	})
+
+	It("fails the plan, writing nothing, when the approved items were changed in storage", func() {
+		configWith("example-profile", `{"profile":"example-profile","waitTimeout":"1s"}`)
+		waitPhase("example-profile", v1alpha1.PhaseReviewRequired, 15*time.Second)
+		pauseController()
+		Expect(approve(advisor, "example-profile", planHashOf("example-profile"))).To(Succeed())
+		Expect(getConfig("example-profile").Status.Approval.ItemsHash).To(MatchRegexp(`^[0-9a-f]{64}$`))
+
+		// Someone with access to etcd points the approved item elsewhere,
+		// and drops its transition time (which once crashed the server).
+		Expect(testEnv.Advisor().EditStoredConfig(suiteCtx, "example-profile", func(obj map[string]any) error {
+			it := obj["status"].(map[string]any)["items"].([]any)[0].(map[string]any)
+			it["targetRef"] = map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "acc-forged", "namespace": "default"}
+			it["desiredState"] = json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"acc-forged","namespace":"default"},"data":{"x":"y"}}`)
+			delete(it, "lastTransitionTime")
+			return nil
+		})).To(Succeed())
+		resumeController()
+
+		c := waitPhase("example-profile", v1alpha1.PhaseFailed, 20*time.Second)
+		Expect(meta.FindStatusCondition(c.Status.Conditions, "Failed").Message).To(
+			ContainSubstring("are not the items of plan"))
+		Consistently(func() error {
+			_, err := get(configMapGVR, "default", "acc-forged")
+			return err
+		}).WithTimeout(2 * time.Second).Should(Satisfy(apierrors.IsNotFound))
+		Expect(exampleConfigMap()).To(BeNil())
+		Expect(testEnv.Advisor().Exited()).To(BeFalse())
+	})
+
+	It("writes an approved plan left untouched in storage (the control for the two specs above)", func() {
+		configWith("example-profile", `{"profile":"example-profile"}`)
+		waitPhase("example-profile", v1alpha1.PhaseReviewRequired, 15*time.Second)
+		pauseController()
+		Expect(approve(advisor, "example-profile", planHashOf("example-profile"))).To(Succeed())
+		c := getConfig("example-profile")
+		got, err := plan.ItemsHash(c.Status.Items)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).To(Equal(c.Status.Approval.ItemsHash))
+		resumeController()
+		waitPhase("example-profile", v1alpha1.PhaseCompleted, 20*time.Second)
+		Expect(exampleConfigMap()).NotTo(BeNil())
+	})
+})
+
+var _ = Describe("governance: approving needs reading", func() {
+	BeforeEach(resetCluster)
+
+	It("refuses a principal that may only create approvals, for any hash, without naming the live hash", func() {
+		configWith("example-profile", `{"profile":"example-profile"}`)
+		waitPhase("example-profile", v1alpha1.PhaseReviewRequired, 15*time.Second)
+		live := planHashOf("example-profile")
+		approveOnly, _ := customRoleUser(advisorRule([]string{"create"}, "virtplatformconfigs/approve"))
+		for _, hash := range []string{"0000", live} {
+			err := approve(approveOnly, "example-profile", hash)
+			Expect(statusCode(err)).To(Equal(int32(403)), "%v", err)
+			Expect(err.Error()).To(ContainSubstring("get virtplatformconfigs/plan"))
+			Expect(err.Error()).NotTo(ContainSubstring(live))
+		}
+		Expect(getConfig("example-profile").Status.Approval).To(BeNil())
+		Expect(exampleConfigMap()).To(BeNil())
+	})
+})
+
+var _ = Describe("governance: four eyes (--require-distinct-approver)", Ordered, func() {
+	var fourEyes *env.Advisor
+	BeforeAll(func() {
+		resetCluster()
+		var err error
+		fourEyes, err = testEnv.StartAdvisor(suiteCtx, "four-eyes", "--require-distinct-approver",
+			"--etcd-servers="+testEnv.EtcdURL, "--etcd-prefix=/four-eyes-"+strings.ToLower(randomSuffix()),
+			"--leader-elect-resource-name=virt-advisor-four-eyes")
+		Expect(err).NotTo(HaveOccurred())
+		main := testEnv.Advisor()
+		Expect(testEnv.RegisterAdvisor(suiteCtx, fourEyes)).To(Succeed())
+		DeferCleanup(func() {
+			Expect(testEnv.RegisterAdvisor(suiteCtx, main)).To(Succeed())
+			_ = fourEyes.Stop(syscall.SIGTERM)
+			resetCluster()
+		})
+	})
+
+	It("refuses the author's own approval and applies a second approver's", func() {
+		author, authorName, _ := userClient("virt-advisor-editor", "virt-advisor-approver")
+		_, err := author.AdvisorV1alpha1().VirtPlatformConfigs().Create(suiteCtx, newConfig("example-profile"), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(deleteConfig, "example-profile")
+		waitPhase("example-profile", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		hash := planHashOf("example-profile")
+
+		err = approve(author, "example-profile", hash)
+		Expect(statusCode(err)).To(Equal(int32(403)), "%v", err)
+		Expect(err.Error()).To(ContainSubstring("second person"))
+		Expect(err.Error()).To(ContainSubstring(authorName))
+		Expect(exampleConfigMap()).To(BeNil())
+
+		second, secondName, _ := userClient("virt-advisor-approver")
+		Expect(approve(second, "example-profile", hash)).To(Succeed())
+		c := waitPhase("example-profile", v1alpha1.PhaseCompleted, 20*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).To(Equal(secondName))
+		Expect(exampleConfigMap()).NotTo(BeNil())
+	})
+
+	It("never lets the author's action Apply approve by itself", func() {
+		resetCluster()
+		author, _, _ := userClient("virt-advisor-editor", "virt-advisor-approver")
+		withApply := newConfig("example-profile")
+		withApply.Spec.Action = v1alpha1.PlanActionApply
+		_, err := author.AdvisorV1alpha1().VirtPlatformConfigs().Create(suiteCtx, withApply, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(deleteConfig, "example-profile")
+		c := waitPhase("example-profile", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		Expect(meta.FindStatusCondition(c.Status.Conditions, "ReviewRequired").Message).To(ContainSubstring("--require-distinct-approver"))
+		Expect(c.Status.Approval).To(BeNil())
+		Consistently(exampleConfigMap).WithTimeout(3*time.Second).Should(BeNil(), "Apply by the author wrote nothing")
+	})
+})
+
+var _ = Describe("governance: prune only what virt-advisor made", Ordered, func() {
+	BeforeEach(resetCluster)
+	AfterEach(resetCluster)
+
+	swapOff := `{"profile":"virt-higher-density","options":{"virtHigherDensity":{"enableSwap":false,"memoryToRequestRatio":100}}}`
+	approveLive := func(name string) {
+		GinkgoHelper()
+		Expect(approve(advisor, name, planHashOf(name))).To(Succeed())
+	}
+	// createMachineConfig makes 90-worker-kubelet-swap as manager, unlabelled.
+	createMachineConfig := func(manager string) {
+		GinkgoHelper()
+		mc := `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig","metadata":{"name":"90-worker-kubelet-swap",` +
+			`"labels":{"machineconfiguration.openshift.io/role":"worker"}},"spec":{"kernelArguments":["admin=1"]}}`
+		_, err := dyn().Resource(mcGVR).Patch(suiteCtx, "90-worker-kubelet-swap", types.ApplyPatchType, []byte(mc),
+			metav1.PatchOptions{FieldManager: manager, Force: ptrTo(true)})
+		Expect(err).NotTo(HaveOccurred())
+	}
+
+	It("keeps an administrator's own MachineConfig when the option is turned off", func() {
+		createMachineConfig("cluster-admin-tool")
+		configWith("virt-higher-density", `{"profile":"virt-higher-density"}`)
+		waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		Expect(desired(planItem(getPlan("virt-higher-density"), "enable-kubelet-swap"))).NotTo(
+			HaveKeyWithValue("metadata", HaveKeyWithValue("labels", HaveKey("advisor.kubevirt.io/managed-by"))), "never labelled ours")
+		approveLive("virt-higher-density")
+		waitPhase("virt-higher-density", v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(getObject(mcGVR, "", "90-worker-kubelet-swap").GetLabels()).NotTo(HaveKey("advisor.kubevirt.io/managed-by"))
+
+		configWith("virt-higher-density", swapOff)
+		waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		it := planItem(getPlan("virt-higher-density"), "enable-kubelet-swap")
+		Expect(it.Operation).To(Equal(v1alpha1.OperationNone))
+		Expect(it.Message).To(ContainSubstring("was not created by virt-advisor"))
+		approveLive("virt-higher-density")
+		c := waitPhase("virt-higher-density", v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(item(c, "enable-kubelet-swap").Message).To(ContainSubstring("left in place"))
+		Expect(getObject(mcGVR, "", "90-worker-kubelet-swap")).NotTo(BeNil(), "the administrator's MachineConfig survived")
+	})
+
+	It("prunes a MachineConfig virt-advisor created", func() {
+		configWith("virt-higher-density", `{"profile":"virt-higher-density"}`)
+		waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		Expect(planItem(getPlan("virt-higher-density"), "enable-kubelet-swap").Operation).To(Equal(v1alpha1.OperationCreate))
+		approveLive("virt-higher-density")
+		waitPhase("virt-higher-density", v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(getObject(mcGVR, "", "90-worker-kubelet-swap").GetLabels()).To(HaveKeyWithValue("advisor.kubevirt.io/managed-by", "virt-higher-density"))
+
+		configWith("virt-higher-density", swapOff)
+		waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		Expect(planItem(getPlan("virt-higher-density"), "enable-kubelet-swap").Operation).To(Equal(v1alpha1.OperationDelete))
+		approveLive("virt-higher-density")
+		waitPhase("virt-higher-density", v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(getObject(mcGVR, "", "90-worker-kubelet-swap")).To(BeNil())
+	})
+
+	It("adopts and prunes a MachineConfig whose only manager is virt-advisor-operator (made by the earlier operator)", func() {
+		createMachineConfig(plan.FieldManager)
+		configWith("virt-higher-density", swapOff)
+		waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		Expect(planItem(getPlan("virt-higher-density"), "enable-kubelet-swap").Operation).To(Equal(v1alpha1.OperationDelete))
+		approveLive("virt-higher-density")
+		waitPhase("virt-higher-density", v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(getObject(mcGVR, "", "90-worker-kubelet-swap")).To(BeNil())
+	})
+})
+
+var _ = Describe("governance: the server's own identity", Ordered, func() {
+	BeforeEach(resetCluster)
+	AfterEach(resetCluster)
+
+	It("runs as its ServiceAccount with a TokenRequest token and exactly the shipped RBAC", func() {
+		forbidden := func() int { return strings.Count(testEnv.Advisor().LogTail(1<<20), "is forbidden") }
+		forbiddenBefore := forbidden()
+		kc, err := clientcmd.LoadFromFile(testEnv.AdvisorKubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		auth := kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo]
+		Expect(auth.Token).NotTo(BeEmpty(), "a token, no client certificate")
+		Expect(auth.ClientCertificateData).To(BeEmpty())
+		review, err := kube.AuthenticationV1().TokenReviews().Create(suiteCtx,
+			&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: auth.Token}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(review.Status.User.Username).To(Equal("system:serviceaccount:virt-advisor:virt-advisor-apiserver"))
+		Expect(review.Status.User.Groups).NotTo(ContainElement("system:masters"))
+		Expect(testEnv.Advisor().Args).To(ContainElement("--kubeconfig=" + testEnv.AdvisorKubeconfig))
+
+		canI := func(args ...string) string {
+			out, stderr, _ := testEnv.Kubectl(suiteCtx, testEnv.AdvisorKubeconfig, append([]string{"auth", "can-i"}, args...)...)
+			return strings.TrimSpace(out + stderr)
+		}
+		for _, q := range [][]string{
+			{"create", "configmaps", "-n", "default"},
+			{"delete", "configmaps/kube-root-ca.crt", "-n", "default"},
+			{"delete", "configmaps/kube-root-ca.crt", "-n", "openshift-cnv"},
+			{"patch", "machineconfigs.machineconfiguration.openshift.io/00-worker"},
+			{"delete", "machineconfigs.machineconfiguration.openshift.io/00-worker"},
+			{"update", "virtplatformconfigs.advisor.kubevirt.io/example-profile", "--subresource=status"},
+		} {
+			Expect(canI(q...)).To(HavePrefix("no"), "can-i %v", q)
+		}
+		for _, q := range [][]string{
+			{"patch", "machineconfigs.machineconfiguration.openshift.io/99-worker-psi-karg"},
+			{"delete", "machineconfigs.machineconfiguration.openshift.io/90-worker-kubelet-swap"},
+			{"patch", "kubedeschedulers.operator.openshift.io/cluster", "-n", kdNS},
+			{"patch", "hyperconvergeds.hco.kubevirt.io/kubevirt-hyperconverged", "-n", hcoNS},
+		} {
+			Expect(canI(q...)).To(HavePrefix("yes"), "can-i %v", q)
+		}
+
+		// Both advertised profiles, the whole way: plan, approve, apply, rollout.
+		for _, profile := range []string{"load-aware-rebalancing", "virt-higher-density"} {
+			configWith(profile, fmt.Sprintf(`{"profile":%q}`, profile))
+			waitPhase(profile, v1alpha1.PhaseReviewRequired, 20*time.Second)
+			p := getPlan(profile)
+			for _, it := range p.Status.Items {
+				Expect(it.Error).To(BeEmpty(), "%s/%s", profile, it.Name)
+			}
+			Expect(approve(advisor, profile, p.Status.PlanHash)).To(Succeed())
+			c := waitPhase(profile, v1alpha1.PhaseCompleted, 90*time.Second)
+			for _, it := range c.Status.Items {
+				Expect(it.State).To(Equal(v1alpha1.ItemStateCompleted), "%s/%s: %s", profile, it.Name, it.Message)
+			}
+			deleteConfig(profile)
+		}
+		Expect(forbidden()).To(Equal(forbiddenBefore), "the server never lacked a permission")
+	})
+})
+
+var _ = Describe("governance: anonymous requests", func() {
+	It("are unauthenticated (401, so no SubjectAccessReview is made) except for the probes", func() {
+		direct := &rest.Config{Host: testEnv.Advisor().URL, TLSClientConfig: rest.TLSClientConfig{CAFile: testEnv.ServingCAFile}}
+		_, err := versioned.NewForConfigOrDie(direct).AdvisorV1alpha1().VirtPlatformConfigs().List(suiteCtx, metav1.ListOptions{})
+		Expect(statusCode(err)).To(Equal(int32(401)), "%v", err)
+		cs := kubernetes.NewForConfigOrDie(direct)
+		for _, path := range []string{"/apis", "/metrics", "/openapi/v2", "/version"} {
+			err := cs.Discovery().RESTClient().Get().AbsPath(path).Do(suiteCtx).Error()
+			Expect(statusCode(err)).To(Equal(int32(401)), "%s: %v", path, err)
+		}
+		for _, path := range []string{"/healthz", "/livez", "/readyz"} {
+			body, err := cs.Discovery().RESTClient().Get().AbsPath(path).DoRaw(suiteCtx)
+			Expect(err).NotTo(HaveOccurred(), path)
+			Expect(string(body)).To(Equal("ok"))
+		}
+	})
+})
