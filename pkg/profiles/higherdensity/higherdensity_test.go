@@ -10,7 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -19,7 +21,6 @@ import (
 // Copied verbatim from the desiredState in seed 004_89f53f28fd2ac9fe.
 const (
 	seedFindSwapPartitionSource = "data:text/plain;charset=utf-8;base64,IyEvdXNyL2Jpbi9lbnYgYmFzaApzZXQgLWV1byBwaXBlZmFpbAoKUEFSVExBQkVMPSJDTlZfU1dBUCIKREVWSUNFPSIvZGV2L2Rpc2svYnktcGFydGxhYmVsLyR7UEFSVExBQkVMfSIKCmlmIFtbICEgLWUgIiRERVZJQ0UiIF1dOyB0aGVuCiAgZWNobyAiU3dhcCBwYXJ0aXRpb24gd2l0aCBQQVJUTEFCRUw9JHtQQVJUTEFCRUx9IG5vdCBmb3VuZCIgPiYyCiAgZXhpdCAxCmZpCgppZiBzd2Fwb24gLS1zaG93PU5BTUUgfCBncmVwIC1xICIkREVWSUNFIjsgdGhlbgogIGVjaG8gIlN3YXAgYWxyZWFkeSBlbmFibGVkIG9uICRERVZJQ0UiID4mMgogIGV4aXQgMQpmaQoKZWNobyAiRW5hYmxpbmcgc3dhcCBvbiAkREVWSUNFIiA+JjIKc3dhcG9uICIkREVWSUNFIgp0b3VjaCAvdmFyL3RtcC9zd2FwZmlsZQ=="
-	seedKubeletSwapConfSource   = "data:text/plain;charset=utf-8;base64,YXBpVmVyc2lvbjoga3ViZWxldC5jb25maWcuazhzLmlvL3YxYmV0YTEKa2luZDogS3ViZWxldENvbmZpZ3VyYXRpb24KbWVtb3J5U3dhcDoKICBzd2FwQmVoYXZpb3I6IExpbWl0ZWRTd2FwCg=="
 )
 
 const configName = "virt-higher-density"
@@ -141,13 +142,25 @@ func TestSwapMachineConfigContent(t *testing.T) {
 			},
 		},
 		{
-			path: "/etc/openshift/kubelet.conf.d/90-swap.conf", mode: 420, wantSource: seedKubeletSwapConfSource,
+			// Not the seed 004 drop-in: that one lacks failSwapOn: false,
+			// without which the kubelet refuses a node with swap on.
+			path: "/etc/openshift/kubelet.conf.d/90-swap.conf", mode: 420,
 			check: func(t *testing.T, s string) {
 				if !strings.HasSuffix(s, "\n") || strings.HasSuffix(s, "\n\n") {
 					t.Errorf("kubelet config must end with exactly one newline: %q", s)
 				}
-				if !strings.Contains(s, "kind: KubeletConfiguration\n") || !strings.Contains(s, "swapBehavior: LimitedSwap") {
-					t.Errorf("unexpected kubelet config:\n%s", s)
+				var kc kubeletconfigv1beta1.KubeletConfiguration
+				if err := yaml.UnmarshalStrict([]byte(s), &kc); err != nil {
+					t.Fatalf("not a KubeletConfiguration: %v\n%s", err, s)
+				}
+				if kc.Kind != "KubeletConfiguration" || kc.APIVersion != "kubelet.config.k8s.io/v1beta1" {
+					t.Errorf("apiVersion/kind = %s/%s", kc.APIVersion, kc.Kind)
+				}
+				if kc.FailSwapOn == nil || *kc.FailSwapOn {
+					t.Errorf("failSwapOn = %v, want false", kc.FailSwapOn)
+				}
+				if kc.MemorySwap.SwapBehavior != "LimitedSwap" {
+					t.Errorf("memorySwap.swapBehavior = %q, want LimitedSwap", kc.MemorySwap.SwapBehavior)
 				}
 			},
 		},
@@ -165,7 +178,7 @@ func TestSwapMachineConfigContent(t *testing.T) {
 				t.Errorf("overwrite = %#v, want true", f["overwrite"])
 			}
 			source, _, _ := unstructured.NestedString(f, "contents", "source")
-			if source != tt.wantSource {
+			if tt.wantSource != "" && source != tt.wantSource {
 				t.Errorf("contents.source =\n%s\nwant (seed 004)\n%s", source, tt.wantSource)
 			}
 			tt.check(t, decodeSource(t, source))
