@@ -29,9 +29,8 @@ const (
 // Defaults of the options, used only when a caller passes them unresolved
 // (the API server resolves them before the profile is called).
 const (
-	defaultEnableSwap           = true
-	defaultMemoryToRequestRatio = int32(150)
-	defaultKSMEnabled           = true
+	defaultEnableSwap = true
+	defaultKSMEnabled = true
 )
 
 type profile struct{}
@@ -90,12 +89,15 @@ type options struct {
 }
 
 func resolve(c *v1alpha1.VirtHigherDensityConfig) options {
-	o := options{enableSwap: defaultEnableSwap, ratio: defaultMemoryToRequestRatio, ksmEnabled: defaultKSMEnabled}
+	o := options{enableSwap: defaultEnableSwap, ratio: v1alpha1.DefaultMemoryToRequestRatioWithSwap, ksmEnabled: defaultKSMEnabled}
 	if c == nil {
 		return o
 	}
 	if c.EnableSwap != nil {
 		o.enableSwap = *c.EnableSwap
+	}
+	if !o.enableSwap {
+		o.ratio = v1alpha1.DefaultMemoryToRequestRatioWithoutSwap
 	}
 	if c.MemoryToRequestRatio != nil {
 		o.ratio = *c.MemoryToRequestRatio
