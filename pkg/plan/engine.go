@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -210,6 +211,12 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 		return fail(it.Err)
 	}
 	ri, err := e.Cluster.resource(gvk, ns)
+	if it.Absent && meta.IsNoMatchError(err) {
+		// The kind is not served (no MachineConfig API on a hosted
+		// control plane, say): there is nothing of it to delete.
+		p.skip = true
+		return p
+	}
 	if err != nil {
 		return fail(fmt.Errorf("resolving %s: %w", gvk.Kind, err))
 	}
