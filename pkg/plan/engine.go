@@ -105,8 +105,16 @@ func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 		if err != nil {
 			return nil, fmt.Errorf("checking prerequisite %s: %w", p.GVK.Kind, err)
 		}
+		apiVersion := p.GVK.GroupVersion().String()
+		if p.GVK.Version == "" {
+			// Any version will do: name the one in use, or just the group.
+			apiVersion = p.GVK.Group
+			if v, err := e.Cluster.PreferredVersion(p.GVK.GroupKind()); err == nil && v != "" {
+				apiVersion = p.GVK.Group + "/" + v
+			}
+		}
 		res.Status.Prerequisites = append(res.Status.Prerequisites, v1alpha1.Prerequisite{
-			Kind: p.GVK.Kind, APIVersion: p.GVK.GroupVersion().String(), Description: p.Description, Satisfied: served,
+			Kind: p.GVK.Kind, APIVersion: apiVersion, Description: p.Description, Satisfied: served,
 		})
 	}
 	if !res.Satisfied() {
@@ -144,6 +152,9 @@ func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 			snapshot[p.key] = p.snapshot
 		}
 		res.Status.Items = append(res.Status.Items, p.item)
+		for _, w := range items[i].Warnings {
+			res.Status.Warnings = append(res.Status.Warnings, fmt.Sprintf("item '%s': %s", p.item.Name, w))
+		}
 		if p.item.Operation != v1alpha1.OperationDelete {
 			res.Desired[p.item.Name] = items[i].Desired
 		}
@@ -184,6 +195,9 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 	gvk := desired.GroupVersionKind()
 	ns, name := desired.GetNamespace(), desired.GetName()
 	label := fmt.Sprintf("%s (%s)", name, gvk.Kind)
+	if it.ShowVersion {
+		label = fmt.Sprintf("%s (%s %s)", name, gvk.Kind, gvk.GroupVersion())
+	}
 	p := plannedItem{
 		key:     snapshotKey(gvk, ns, name),
 		desired: desired.Object,

@@ -24,6 +24,23 @@ func (o objects) Get(_ context.Context, gvk schema.GroupVersionKind, ns, name st
 	return o[gvk.Kind+"/"+ns+"/"+name], nil
 }
 
+func (o objects) PreferredVersion(gk schema.GroupKind) (string, error) {
+	if gk.Kind == "Scheduler" && o["Scheduler//cluster"] == nil {
+		return "", nil
+	}
+	return "v1beta1", nil
+}
+
+func (o objects) List(_ context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	for k, v := range o {
+		if strings.HasPrefix(k, gvk.Kind+"/") {
+			out = append(out, *v)
+		}
+	}
+	return out, nil
+}
+
 func loadCRD(t *testing.T, level string) *unstructured.Unstructured {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "artifacts", "testdata", "descheduler-levels", level+".yaml"))
@@ -40,6 +57,14 @@ func loadCRD(t *testing.T, level string) *unstructured.Unstructured {
 func hco(perCluster, perNode int64) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{
 		"liveMigrationConfig": map[string]interface{}{"parallelMigrationsPerCluster": perCluster, "parallelOutboundMigrationsPerNode": perNode}}}}
+}
+
+func hcoV1(limits map[string]interface{}) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "hco.kubevirt.io/v1", "kind": "HyperConverged", "spec": map[string]interface{}{}}}
+	if limits != nil {
+		u.Object["spec"] = map[string]interface{}{"virtualization": map[string]interface{}{"liveMigrationConfig": limits}}
+	}
+	return u
 }
 
 func kubeDescheduler(profiles ...interface{}) *unstructured.Unstructured {
@@ -117,6 +142,9 @@ func TestEvictionLimits(t *testing.T) {
 		{"HCO 20/12 scaled", hco(20, 12), nil, nil, EvictionLimits{Total: 18, Node: 11, FromHCO: true}},
 		{"explicit limits are not scaled", hco(20, 12), ptr.To[int32](25), ptr.To[int32](15), EvictionLimits{Total: 25, Node: 15}},
 		{"one explicit, one derived", hco(20, 12), ptr.To[int32](30), nil, EvictionLimits{Total: 30, Node: 11, FromHCO: true}},
+		{"HCO v1 20/4 under spec.virtualization", hcoV1(map[string]interface{}{"parallelMigrationsPerCluster": int64(20), "parallelOutboundMigrationsPerNode": int64(4)}),
+			nil, nil, EvictionLimits{Total: 18, Node: 4, FromHCO: true}},
+		{"HCO v1 defaults 5/1", hcoV1(nil), nil, nil, EvictionLimits{Total: 5, Node: 1, FromHCO: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
