@@ -181,12 +181,49 @@ func TestPSIItem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			item, err := psiItem(context.Background(), tt.cluster, tt.enabled)
+			item, err := psiItem(context.Background(), tt.cluster, psiWorker, tt.enabled)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if item.Impact != tt.impact || item.Absent != tt.absent || !item.Owned || !strings.Contains(item.Message, tt.message) {
 				t.Errorf("got impact %s absent %v owned %v message %q", item.Impact, item.Absent, item.Owned, item.Message)
+			}
+		})
+	}
+}
+
+func TestMasterPSIItem(t *testing.T) {
+	scheduler := func(on interface{}) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{"mastersSchedulable": on}}}
+	}
+	tests := []struct {
+		name    string
+		cluster objects
+		want    bool
+	}{
+		{"no Scheduler", objects{}, false},
+		{"mastersSchedulable false", objects{"Scheduler//cluster": scheduler(false)}, false},
+		{"mastersSchedulable true", objects{"Scheduler//cluster": scheduler(true)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			on, err := mastersSchedulable(context.Background(), tt.cluster)
+			if err != nil || on != tt.want {
+				t.Fatalf("mastersSchedulable = %v, %v; want %v", on, err, tt.want)
+			}
+			item, err := psiItem(context.Background(), tt.cluster, psiMaster, on)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if item.Name != "enable-psi-metrics-master" || item.Desired.GetName() != "99-master-psi-karg" ||
+				item.Desired.GetLabels()["machineconfiguration.openshift.io/role"] != "master" || item.Impact != v1alpha1.ImpactHigh || !item.Owned {
+				t.Errorf("item = %s %s %v %s owned=%v", item.Name, item.Desired.GetName(), item.Desired.GetLabels(), item.Impact, item.Owned)
+			}
+			if item.Absent == tt.want {
+				t.Errorf("absent = %v, want %v", item.Absent, !tt.want)
+			}
+			if tt.want && !strings.Contains(item.Message, "reboots control-plane nodes one at a time") {
+				t.Errorf("message = %q", item.Message)
 			}
 		})
 	}
