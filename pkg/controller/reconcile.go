@@ -164,6 +164,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 			status.SetPhase(st, v1alpha1.PhaseInProgress, "RollingOut", "No changes to apply; waiting for the MachineConfigPool rollout to finish")
 			return 0, nil
 		}
+		recordApplied(st)
 		c.completed(cfg, status.MessageNoop)
 		return 0, nil
 	}
@@ -243,6 +244,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	if st.Approval != nil {
 		metrics.ApplyDuration.WithLabelValues(cfg.Spec.Profile).Observe(c.clock.Since(st.Approval.ApprovedAt.Time).Seconds())
 	}
+	recordApplied(&cfg.Status)
 	if len(failed) > 0 {
 		opts := plan.ResolveOptions(cfg.Spec)
 		cfg.Status.AppliedOptions = &opts
