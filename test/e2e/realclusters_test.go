@@ -313,7 +313,7 @@ var _ = Describe("real clusters: pools and nodes", Ordered, func() {
 			}
 			seen = append(seen, string(it.State)+" "+it.Message)
 			return string(it.State) + " " + it.Message
-		}).WithTimeout(20*time.Second).WithPolling(100*time.Millisecond).
+		}).WithTimeout(20 * time.Second).WithPolling(100 * time.Millisecond).
 			Should(Equal("InProgress MachineConfigPool 'worker-cnv' is updating (Updated: 1/2, Ready: 1/2)"))
 		pool, err := get(mcpGVR, "", "worker")
 		Expect(err).NotTo(HaveOccurred())
