@@ -75,11 +75,13 @@ type Controller struct {
 	// events records when a watch event was seen per config, for the
 	// drift detection latency metric.
 	events *eventTimes
+	// pools are the MachineConfigPools each config's items roll out on.
+	pools *rolloutPools
 }
 
 // New returns a controller.
 func New(cfg Config) *Controller {
-	return &Controller{Config: cfg, clock: clock.RealClock{}, events: newEventTimes()}
+	return &Controller{Config: cfg, clock: clock.RealClock{}, events: newEventTimes(), pools: &rolloutPools{}}
 }
 
 // Run runs the controller until ctx ends: under leader election when

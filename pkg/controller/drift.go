@@ -34,10 +34,50 @@ type changes struct {
 	logic []string
 }
 
+// recordApplied keeps what drift is measured against: the items as
+// applied. status.items may then show a newer draft (after an input
+// changed) without losing it.
+func recordApplied(st *v1alpha1.VirtPlatformConfigStatus) {
+	st.AppliedItems = make([]v1alpha1.AppliedItem, 0, len(st.Items))
+	for _, it := range st.Items {
+		st.AppliedItems = append(st.AppliedItems, v1alpha1.AppliedItem{
+			Name: it.Name, TargetRef: it.TargetRef, Operation: it.Operation, State: it.State,
+			DesiredState: it.DesiredState, ManagedFields: it.ManagedFields,
+		})
+	}
+}
+
+// appliedItems are the items of the last applied plan; a config applied
+// before appliedItems existed has them in status.items.
+func appliedItems(st *v1alpha1.VirtPlatformConfigStatus) []v1alpha1.VirtPlatformConfigItem {
+	if st.AppliedItems == nil {
+		return st.Items
+	}
+	items := make([]v1alpha1.VirtPlatformConfigItem, 0, len(st.AppliedItems))
+	for _, a := range st.AppliedItems {
+		items = append(items, v1alpha1.VirtPlatformConfigItem{
+			Name: a.Name, TargetRef: a.TargetRef, Operation: a.Operation, State: a.State,
+			DesiredState: a.DesiredState, ManagedFields: a.ManagedFields,
+		})
+	}
+	return items
+}
+
+// inSyncItems are the items of a plan that matches what was applied.
+func inSyncItems(res *plan.Result, now metav1.Time) []v1alpha1.VirtPlatformConfigItem {
+	items := res.StatusItems(now)
+	for i := range items {
+		if items[i].State == v1alpha1.ItemStatePending {
+			items[i].State, items[i].Message = v1alpha1.ItemStateCompleted, appliedMessage
+		}
+	}
+	return items
+}
+
 // compare sets a fresh plan against the applied items.
 func (c *Controller) compare(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, res *plan.Result) changes {
 	applied := map[string]v1alpha1.VirtPlatformConfigItem{}
-	for _, it := range cfg.Status.Items {
+	for _, it := range appliedItems(&cfg.Status) {
 		applied[it.Name] = it
 	}
 	ch := changes{drifted: map[string][]string{}}
@@ -103,6 +143,12 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionInputDependencyDrift, Status: metav1.ConditionTrue,
 			Reason: "InputChanged", Message: msg, ObservedGeneration: cfg.Generation})
 		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", msg+". "+status.MessageReview)
+		// The items show the new plan to review; what was applied stays
+		// in appliedItems.
+		if st.AppliedItems == nil {
+			recordApplied(st)
+		}
+		st.Items = keepTransitionTimes(st.Items, res.StatusItems(metav1.NewTime(c.clock.Now())))
 		return 0, nil
 
 	case len(ch.drifted) > 0:
@@ -171,9 +217,11 @@ func (c *Controller) reviewInputDrift(ctx context.Context, cfg *v1alpha1.VirtPla
 		return false, 0, nil
 	}
 	ch := c.compare(ctx, cfg, profile, res)
+	now := metav1.NewTime(c.clock.Now())
 	if len(ch.inputs) == 0 {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionInputDependencyDrift, Status: metav1.ConditionFalse,
 			Reason: "DriftResolved", Message: "The input dependency is back to what was applied", ObservedGeneration: cfg.Generation})
+		st.Items = keepTransitionTimes(st.Items, inSyncItems(res, now))
 		if len(ch.drifted) > 0 {
 			status.SetPhase(st, v1alpha1.PhaseDrifted, "DriftDetected", fmt.Sprintf("%s: %s", status.MessageDrifted, driftSummary(ch.drifted)))
 			return true, 0, nil
@@ -182,6 +230,7 @@ func (c *Controller) reviewInputDrift(ctx context.Context, cfg *v1alpha1.VirtPla
 		return true, 0, nil
 	}
 	msg := "Input dependency changed: " + strings.Join(ch.inputs, "; ")
+	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
 	if cond.Message != msg {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionInputDependencyDrift, Status: metav1.ConditionTrue,
 			Reason: "InputChanged", Message: msg, ObservedGeneration: cfg.Generation})

@@ -12,9 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
@@ -168,7 +168,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 			}
 			it.State, it.Message = v1alpha1.ItemStateCompleted, unchangedMessage
 			if isMachineConfig(it) {
-				r := c.rollout(ctx, it)
+				r := c.rollout(ctx, cfg.Name, it)
 				if !r.done {
 					it.State, it.Message, rolling = v1alpha1.ItemStateInProgress, r.message, true
 				}
@@ -179,6 +179,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 			status.SetPhase(st, v1alpha1.PhaseInProgress, "RollingOut", "No changes to apply; waiting for the MachineConfigPool rollout to finish")
 			return 0, nil
 		}
+		recordApplied(st)
 		c.completed(cfg, status.MessageNoop)
 		return 0, nil
 	}
@@ -248,7 +249,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 			it = &cfg.Status.Items[i]
 		}
 		if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) {
-			r := c.rollout(ctx, it)
+			r := c.rollout(ctx, cfg.Name, it)
 			waited := c.since(it.LastTransitionTime)
 			switch {
 			case r.done:
@@ -284,6 +285,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	if st.Approval != nil {
 		metrics.ApplyDuration.WithLabelValues(cfg.Spec.Profile).Observe(c.clock.Since(st.Approval.ApprovedAt.Time).Seconds())
 	}
+	recordApplied(&cfg.Status)
 	if len(failed) > 0 {
 		opts := plan.ResolveOptions(cfg.Spec)
 		cfg.Status.AppliedOptions = &opts
@@ -337,13 +339,9 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	if it.State == v1alpha1.ItemStatePending {
 		// The intent is stored with the resourceVersion this reconcile
 		// read, so the approval just checked is the stored one.
-		if isMachineConfig(it) && it.PoolConfigBefore == "" {
-			pool, err := c.Engine.Cluster.Get(ctx, profiles.MachineConfigPoolGVK, "", poolOf(it))
-			if err != nil {
+		if isMachineConfig(it) && len(it.PoolConfigsBefore) == 0 {
+			if err := c.notePoolConfigs(ctx, it); err != nil {
 				return err
-			}
-			if pool != nil {
-				it.PoolConfigBefore, _, _ = unstructured.NestedString(pool.Object, "spec", "configuration", "name")
 			}
 		}
 		c.setItem(it, v1alpha1.ItemStateInProgress, applyingMessage)
@@ -383,14 +381,26 @@ func (c *Controller) setItem(it *v1alpha1.VirtPlatformConfigItem, state v1alpha1
 	it.State, it.Message = state, message
 }
 
-// rollout evaluates the pool of a MachineConfig item.
-func (c *Controller) rollout(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) rollout {
-	poolName := poolOf(it)
-	pool, err := c.Engine.Cluster.Get(ctx, profiles.MachineConfigPoolGVK, "", poolName)
+// rollout evaluates every pool that renders a MachineConfig item.
+func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem) rollout {
+	pools, err := c.itemPools(ctx, it)
 	if err != nil {
-		return rollout{message: fmt.Sprintf("Cannot read MachineConfigPool '%s': %v", poolName, err)}
+		return rollout{message: fmt.Sprintf("Cannot read the MachineConfigPools of MachineConfig '%s': %v", it.TargetRef.Name, err)}
 	}
-	return evaluateRollout(pool, poolName, it.TargetRef.Name, it.Operation, it.PoolConfigBefore)
+	names := make([]string, len(pools))
+	results := make([]rollout, len(pools))
+	for i, pool := range pools {
+		names[i] = pool.GetName()
+		if _, found := pool.Object["spec"]; !found {
+			pool = nil // noted at apply time, gone since
+		}
+		results[i] = evaluateRollout(pool, names[i], it.TargetRef.Name, it.Operation, configBefore(it, names[i]))
+	}
+	seen := sets.New(c.pools.get(config)...)
+	if !seen.HasAll(names...) {
+		c.pools.set(config, seen.Insert(names...))
+	}
+	return combineRollouts(it.TargetRef.Name, results)
 }
 
 // watch declares what the config depends on: its targets, the pools of
@@ -406,7 +416,13 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 		keys = append(keys, plan.ObjectKey{GVK: plan.TargetGVK(it.TargetRef), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
 		if isMachineConfig(it) {
 			keys = append(keys, plan.ObjectKey{GVK: profiles.MachineConfigPoolGVK, Name: poolOf(it)})
+			for _, pc := range it.PoolConfigsBefore {
+				keys = append(keys, plan.ObjectKey{GVK: profiles.MachineConfigPoolGVK, Name: pc.Pool})
+			}
 		}
+	}
+	for _, pool := range c.pools.get(cfg.Name) {
+		keys = append(keys, plan.ObjectKey{GVK: profiles.MachineConfigPoolGVK, Name: pool})
 	}
 	for _, in := range profile.InputObjects(plan.ResolveOptions(cfg.Spec)) {
 		keys = append(keys, plan.ObjectKey{GVK: in.GVK, Namespace: in.Namespace, Name: in.Name})

@@ -31,6 +31,10 @@ func evaluateRollout(pool *unstructured.Unstructured, poolName, mcName string, o
 	num := func(f string) int64 { v, _, _ := unstructured.NestedInt64(pool.Object, "status", f); return v }
 	machines, updated, ready, degradedMachines := num("machineCount"), num("updatedMachineCount"), num("readyMachineCount"), num("degradedMachineCount")
 	counts := fmt.Sprintf("(Updated: %d/%d, Ready: %d/%d)", updated, machines, ready, machines)
+	if _, reported, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount"); reported && machines == 0 {
+		// No node to reboot: the pool has nothing to roll out.
+		return rollout{done: true, message: fmt.Sprintf("MachineConfigPool '%s' has no machines", poolName)}
+	}
 
 	if degradedMachines > 0 || conditionTrue(pool, "Degraded") || conditionTrue(pool, "NodeDegraded") || conditionTrue(pool, "RenderDegraded") {
 		return rollout{degraded: true, message: fmt.Sprintf("MachineConfigPool '%s' is degraded (%d degraded machines)", poolName, degradedMachines)}

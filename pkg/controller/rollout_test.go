@@ -112,3 +112,38 @@ func TestEvaluateRollout(t *testing.T) {
 		})
 	}
 }
+
+func TestCombineRollouts(t *testing.T) {
+	ready := rollout{done: true, message: "MachineConfigPool 'worker' is ready (all 3 nodes updated)"}
+	rolling := rollout{message: "MachineConfigPool 'worker-cnv' is updating (Updated: 1/2, Ready: 1/2)"}
+	degraded := rollout{degraded: true, message: "MachineConfigPool 'worker-cnv' is degraded (1 degraded machines)"}
+	tests := []struct {
+		name     string
+		results  []rollout
+		done     bool
+		degraded bool
+		message  string
+	}{
+		{"all pools rolled out", []rollout{ready, {done: true, message: "MachineConfigPool 'worker-cnv' has no machines"}}, true, false,
+			"MachineConfigPool 'worker' is ready (all 3 nodes updated); MachineConfigPool 'worker-cnv' has no machines"},
+		{"one pool still rolling names it", []rollout{ready, rolling}, false, false, rolling.message},
+		{"a degraded pool is reported", []rollout{ready, degraded}, false, true, degraded.message},
+		{"no pool selects it", nil, false, false, "No MachineConfigPool selects MachineConfig '99-x': nothing will roll it out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := combineRollouts("99-x", tt.results)
+			if got.done != tt.done || got.degraded != tt.degraded || got.message != tt.message {
+				t.Errorf("got %+v, want done=%v degraded=%v %q", got, tt.done, tt.degraded, tt.message)
+			}
+		})
+	}
+}
+
+func TestEvaluateRolloutEmptyPool(t *testing.T) {
+	p := poolState{generation: 1, observed: 1, specName: "rendered-a", statusName: "rendered-a"}.obj()
+	r := evaluateRollout(p, "infra", "99-x", v1alpha1.OperationCreate, "")
+	if !r.done || r.message != "MachineConfigPool 'infra' has no machines" {
+		t.Errorf("got %+v, want done: a pool without machines has nothing to roll out", r)
+	}
+}

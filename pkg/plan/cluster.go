@@ -82,6 +82,39 @@ func (c *Cluster) get(ctx context.Context, gvk schema.GroupVersionKind, namespac
 	return obj, nil
 }
 
+// PreferredVersion is the version discovery prefers for the kind, "" when
+// it is not served; a miss refreshes discovery once.
+func (c *Cluster) PreferredVersion(gk schema.GroupKind) (string, error) {
+	mapping, err := c.Mapper.RESTMapping(gk)
+	if meta.IsNoMatchError(err) {
+		c.Mapper.Reset()
+		mapping, err = c.Mapper.RESTMapping(gk)
+	}
+	if meta.IsNoMatchError(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return mapping.GroupVersionKind.Version, nil
+}
+
+// List returns every object of a kind; none when the kind is not served.
+func (c *Cluster) List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	ri, err := c.resource(gvk, metav1.NamespaceAll)
+	if meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	list, err := ri.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+	}
+	return list.Items, nil
+}
+
 // Served reports whether the cluster serves the kind; a miss refreshes
 // discovery once, so CRDs installed after start are seen.
 func (c *Cluster) Served(gvk schema.GroupVersionKind) (bool, error) {
@@ -168,6 +201,14 @@ func (r *inputReader) Get(ctx context.Context, gvk schema.GroupVersionKind, name
 		r.mu.Unlock()
 	}
 	return obj, err
+}
+
+func (r *inputReader) PreferredVersion(gk schema.GroupKind) (string, error) {
+	return r.c.PreferredVersion(gk)
+}
+
+func (r *inputReader) List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	return r.c.List(ctx, gvk)
 }
 
 // readLive returns the object this reader read live, if it did.

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -104,8 +105,16 @@ func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 		if err != nil {
 			return nil, fmt.Errorf("checking prerequisite %s: %w", p.GVK.Kind, err)
 		}
+		apiVersion := p.GVK.GroupVersion().String()
+		if p.GVK.Version == "" {
+			// Any version will do: name the one in use, or just the group.
+			apiVersion = p.GVK.Group
+			if v, err := e.Cluster.PreferredVersion(p.GVK.GroupKind()); err == nil && v != "" {
+				apiVersion = p.GVK.Group + "/" + v
+			}
+		}
 		res.Status.Prerequisites = append(res.Status.Prerequisites, v1alpha1.Prerequisite{
-			Kind: p.GVK.Kind, APIVersion: p.GVK.GroupVersion().String(), Description: p.Description, Satisfied: served,
+			Kind: p.GVK.Kind, APIVersion: apiVersion, Description: p.Description, Satisfied: served,
 		})
 	}
 	if !res.Satisfied() {
@@ -143,6 +152,9 @@ func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 			snapshot[p.key] = p.snapshot
 		}
 		res.Status.Items = append(res.Status.Items, p.item)
+		for _, w := range items[i].Warnings {
+			res.Status.Warnings = append(res.Status.Warnings, fmt.Sprintf("item '%s': %s", p.item.Name, w))
+		}
 		if p.item.Operation != v1alpha1.OperationDelete {
 			res.Desired[p.item.Name] = items[i].Desired
 		}
@@ -186,6 +198,9 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 	gvk := desired.GroupVersionKind()
 	ns, name := desired.GetNamespace(), desired.GetName()
 	label := fmt.Sprintf("%s (%s)", name, gvk.Kind)
+	if it.ShowVersion {
+		label = fmt.Sprintf("%s (%s %s)", name, gvk.Kind, gvk.GroupVersion())
+	}
 	p := plannedItem{
 		key:     snapshotKey(gvk, ns, name),
 		desired: desired.Object,
@@ -213,6 +228,12 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 		return fail(it.Err)
 	}
 	ri, err := e.Cluster.resource(gvk, ns)
+	if it.Absent && meta.IsNoMatchError(err) {
+		// The kind is not served (no MachineConfig API on a hosted
+		// control plane, say): there is nothing of it to delete.
+		p.skip = true
+		return p
+	}
 	if err != nil {
 		return fail(fmt.Errorf("resolving %s: %w", gvk.Kind, err))
 	}

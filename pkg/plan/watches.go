@@ -70,6 +70,7 @@ func (w *Watches) OnEvent(fn func(owner string, key ObjectKey)) {
 // watch has synced; ok is false when the object is not watched or not yet
 // synced, and the caller reads it live.
 func (w *Watches) Cached(key ObjectKey) (obj *unstructured.Unstructured, ok bool) {
+	key = w.resolve(key)
 	w.mu.Lock()
 	wt := w.watchers[key]
 	w.mu.Unlock()
@@ -93,7 +94,10 @@ func (w *Watches) Set(config string, keys []ObjectKey) {
 	if w.ctx == nil {
 		return
 	}
-	want := sets.New(keys...)
+	want := sets.New[ObjectKey]()
+	for _, k := range keys {
+		want.Insert(w.resolve(k))
+	}
 	old := w.byConfig[config]
 	for key := range old.Difference(want) {
 		w.release(config, key)
@@ -113,6 +117,9 @@ func (w *Watches) Set(config string, keys []ObjectKey) {
 
 // Add makes owner depend on keys as well as on what it already had.
 func (w *Watches) Add(owner string, keys []ObjectKey) {
+	for i := range keys {
+		keys[i] = w.resolve(keys[i])
+	}
 	w.mu.Lock()
 	missing := false
 	for _, k := range keys {
@@ -126,6 +133,20 @@ func (w *Watches) Add(owner string, keys []ObjectKey) {
 	if missing {
 		w.Set(owner, all)
 	}
+}
+
+// resolve gives a key without a version the version discovery prefers, so
+// that a kind whose preferred version changes (an operator upgrade that
+// drops one) is watched again through the new one. Unserved kinds keep
+// the empty version; Set skips them.
+func (w *Watches) resolve(key ObjectKey) ObjectKey {
+	if key.GVK.Version != "" {
+		return key
+	}
+	if mapping, err := w.mapper.RESTMapping(key.GVK.GroupKind()); err == nil {
+		key.GVK.Version = mapping.GroupVersionKind.Version
+	}
+	return key
 }
 
 // Forget drops every watch of a deleted config.

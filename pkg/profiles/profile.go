@@ -44,7 +44,13 @@ type Prerequisite struct {
 // Cluster reads objects of the main cluster for a profile.
 type Cluster interface {
 	// Get returns the object, or nil and no error when it does not exist.
+	// An empty gvk.Version reads through the version discovery prefers.
 	Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error)
+	// PreferredVersion is the version discovery prefers for the kind; ""
+	// when the cluster does not serve it.
+	PreferredVersion(gk schema.GroupKind) (string, error)
+	// List returns the objects of a kind ({} when the kind is not served).
+	List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error)
 }
 
 // Inputs are what a profile computes its items from.
@@ -79,6 +85,11 @@ type Item struct {
 	// deletes it only if virt-advisor made it, and otherwise leaves it in
 	// place with an item that says so.
 	Absent bool
+	// ShowVersion names the target's apiVersion in the diff: the kind is
+	// served in several versions and the one used matters to the reader.
+	ShowVersion bool
+	// Warnings are findings the plan reports without blocking on them.
+	Warnings []string
 	// Err says why the item cannot be planned (e.g. the installed API offers
 	// nothing usable); the plan reports it on the item.
 	Err error
@@ -112,9 +123,13 @@ var (
 	MachineConfigGVK     = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfig"}
 	MachineConfigPoolGVK = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool"}
 	KubeDeschedulerGVK   = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "KubeDescheduler"}
-	HyperConvergedGVK    = schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1beta1", Kind: "HyperConverged"}
-	ConfigMapGVK         = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	CRDGVK               = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+	// HyperConvergedGVK has no version: it is read and written through the
+	// version discovery prefers (HCOVersion).
+	HyperConvergedGVK = schema.GroupVersionKind{Group: "hco.kubevirt.io", Kind: "HyperConverged"}
+	SchedulerGVK      = schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "Scheduler"}
+	NodeGVK           = schema.GroupVersionKind{Version: "v1", Kind: "Node"}
+	ConfigMapGVK      = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	CRDGVK            = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 )
 
 // Well-known objects.
@@ -125,5 +140,7 @@ const (
 	DeschedulerName        = "cluster"
 	DeschedulerCRDName     = "kubedeschedulers.operator.openshift.io"
 	WorkerPool             = "worker"
+	MasterPool             = "master"
+	SchedulerName          = "cluster"
 	MachineConfigRoleLabel = "machineconfiguration.openshift.io/role"
 )

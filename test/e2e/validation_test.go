@@ -73,7 +73,7 @@ var _ = Describe("validation", func() {
 			"spec.options.virtHigherDensity.memoryToRequestRatio", "must be between 100 and 300, inclusive"),
 		Entry("ratio above 120 without swap", "virt-higher-density", `{"profile":"virt-higher-density","options":{"virtHigherDensity":{"enableSwap":false,"memoryToRequestRatio":130}}}`,
 			"spec.options.virtHigherDensity.memoryToRequestRatio", "memoryToRequestRatio > 120 requires enableSwap=true"),
-		Entry("enableSwap false alone (ratio defaults to 150)", "virt-higher-density", `{"profile":"virt-higher-density","options":{"virtHigherDensity":{"enableSwap":false}}}`,
+		Entry("enableSwap false with ratio 150", "virt-higher-density", `{"profile":"virt-higher-density","options":{"virtHigherDensity":{"enableSwap":false,"memoryToRequestRatio":150}}}`,
 			"spec.options.virtHigherDensity.memoryToRequestRatio", "memoryToRequestRatio > 120 requires enableSwap=true"),
 		Entry("bad KSM node selector", "virt-higher-density", `{"profile":"virt-higher-density","options":{"virtHigherDensity":{"ksmConfiguration":{"nodeLabelSelector":{"matchExpressions":[{"key":"a","operator":"Sometimes"}]}}}}}`,
 			"spec.options.virtHigherDensity.ksmConfiguration.nodeLabelSelector.matchExpressions[0].operator", "not a valid selector operator"),

@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +57,14 @@ const (
 	// Degraded=True, NodeDegraded=True) and stop the pool's rollout where
 	// it is. Removing it (or any other value) resumes the rollout.
 	FakeMCODegradedAnnotation = "fake-mco.virt-advisor.io/degraded"
+	// FakeMCOMachinesAnnotation on a MachineConfigPool sets how many
+	// machines the fake MCO reports for it (default: status.machineCount,
+	// else 3), so that tests can add pools of any size.
+	FakeMCOMachinesAnnotation = "fake-mco.virt-advisor.io/machines"
+	// FakeMCOStepTimeAnnotation on a MachineConfigPool sets how long each
+	// of its nodes takes to update (a Go duration; default StepTime), so
+	// that one pool can roll out slower than another.
+	FakeMCOStepTimeAnnotation = "fake-mco.virt-advisor.io/step-time"
 	// FakeMCODegradedMessage is what the degraded node reports.
 	FakeMCODegradedMessage = "injected failure"
 
@@ -598,7 +607,11 @@ func (c *poolController) syncNodes(ctx context.Context, pool *unstructured.Unstr
 			next, wake, written = prev, time.Time{}, false
 			return nil
 		}
-		next, wake = advance(p, prev, now, c.m.o.StepTime)
+		step := c.m.o.StepTime
+		if p.StepTime > 0 {
+			step = p.StepTime
+		}
+		next, wake = advance(p, prev, now, step)
 		status := computeStatus(p, next.Updated, now)
 		if !statusChanged(pool, status) {
 			written = false
@@ -825,7 +838,8 @@ type poolView struct {
 	StatusConfig map[string]any // status.configuration
 	Paused       bool           // spec.paused
 	Degraded     bool           // FakeMCODegradedAnnotation == "true"
-	Machines     int64          // status.machineCount (poolMachines when unset)
+	Machines     int64          // FakeMCOMachinesAnnotation, else status.machineCount, else poolMachines
+	StepTime     time.Duration  // FakeMCOStepTimeAnnotation; zero: the operator's StepTime
 	Updated      int64          // status.updatedMachineCount
 	Conditions   []any          // status.conditions (for lastTransitionTime)
 }
@@ -838,6 +852,12 @@ func newPoolView(pool *unstructured.Unstructured) poolView {
 	p.Degraded = pool.GetAnnotations()[FakeMCODegradedAnnotation] == "true"
 	if n, ok, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount"); ok {
 		p.Machines = max(n, 0)
+	}
+	if n, err := strconv.ParseInt(pool.GetAnnotations()[FakeMCOMachinesAnnotation], 10, 64); err == nil {
+		p.Machines = max(n, 0)
+	}
+	if d, err := time.ParseDuration(pool.GetAnnotations()[FakeMCOStepTimeAnnotation]); err == nil && d > 0 {
+		p.StepTime = d
 	}
 	p.Updated, _, _ = unstructured.NestedInt64(pool.Object, "status", "updatedMachineCount")
 	p.Conditions, _, _ = unstructured.NestedSlice(pool.Object, "status", "conditions")

@@ -436,3 +436,34 @@ func TestTimersStop(t *testing.T) {
 		t.Errorf("%d timers left", n)
 	}
 }
+
+func TestPoolViewAnnotations(t *testing.T) {
+	tests := []struct {
+		name         string
+		annotations  map[string]interface{}
+		status       map[string]interface{}
+		wantMachines int64
+		wantStep     time.Duration
+	}{
+		{"defaults", nil, nil, poolMachines, 0},
+		{"status machineCount", nil, map[string]interface{}{"machineCount": int64(5)}, 5, 0},
+		{"annotations win", map[string]interface{}{FakeMCOMachinesAnnotation: "2", FakeMCOStepTimeAnnotation: "1500ms"},
+			map[string]interface{}{"machineCount": int64(5)}, 2, 1500 * time.Millisecond},
+		{"bad values are ignored", map[string]interface{}{FakeMCOMachinesAnnotation: "two", FakeMCOStepTimeAnnotation: "-1s"}, nil, poolMachines, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": map[string]interface{}{"name": "p"}}}
+			if tt.annotations != nil {
+				pool.Object["metadata"].(map[string]interface{})["annotations"] = tt.annotations
+			}
+			if tt.status != nil {
+				pool.Object["status"] = tt.status
+			}
+			p := newPoolView(pool)
+			if p.Machines != tt.wantMachines || p.StepTime != tt.wantStep {
+				t.Errorf("machines %d step %v, want %d %v", p.Machines, p.StepTime, tt.wantMachines, tt.wantStep)
+			}
+		})
+	}
+}

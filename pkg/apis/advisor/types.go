@@ -174,6 +174,9 @@ type VirtPlatformConfigStatus struct {
 	Conditions []metav1.Condition
 	// items are the drafted plan and the progress of each item.
 	Items []VirtPlatformConfigItem
+	// appliedItems are the desired states of the last applied plan: what
+	// drift is measured against while items show a newer draft.
+	AppliedItems []AppliedItem
 	// approval is the last approval of a plan revision.
 	Approval *ApprovalRecord
 	// specChangedBy is the user who made the last spec change; it is the approver when action is Apply.
@@ -214,6 +217,33 @@ type VirtPlatformConfigItem struct {
 	// when this MachineConfig item was applied: a changed MachineConfig has
 	// rolled out only once the pool has rolled out another rendered config.
 	PoolConfigBefore string
+	// poolConfigsBefore are, for every MachineConfigPool that selects this
+	// MachineConfig, its spec.configuration.name when the item was applied.
+	PoolConfigsBefore []PoolConfiguration
+}
+
+// PoolConfiguration is the rendered config a MachineConfigPool was on.
+type PoolConfiguration struct {
+	// pool is the MachineConfigPool name.
+	Pool string
+	// configuration is its spec.configuration.name.
+	Configuration string
+}
+
+// AppliedItem is an item of the last applied plan, as applied.
+type AppliedItem struct {
+	// name identifies the item within the profile.
+	Name string
+	// targetRef is the object the item changed.
+	TargetRef ObjectReference
+	// operation is what applying the item did.
+	Operation Operation
+	// state is how applying the item ended.
+	State ItemState
+	// desiredState is the object applied with server-side apply.
+	DesiredState *runtime.RawExtension
+	// managedFields are the dot paths of the fields the item owns.
+	ManagedFields []string
 }
 
 // ApprovalRecord is the last approval of a plan revision.
@@ -268,6 +298,9 @@ type PlanStatus struct {
 	Prerequisites []Prerequisite
 	// items are the changes, in the order they are applied.
 	Items []PlanItem
+	// warnings are findings that do not block the plan but deserve a look
+	// before approving it (for example swap too small for the overcommit).
+	Warnings []string
 }
 
 // Prerequisite is an API a profile needs.

@@ -32,6 +32,8 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=advisor.kubevirt.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("AppliedItem"):
+		return &advisorv1alpha1.AppliedItemApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalRecord"):
 		return &advisorv1alpha1.ApprovalRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KSMConfiguration"):
@@ -40,6 +42,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.LoadAwareConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ObjectReference"):
 		return &advisorv1alpha1.ObjectReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PoolConfiguration"):
+		return &advisorv1alpha1.PoolConfigurationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProfileOptions"):
 		return &advisorv1alpha1.ProfileOptionsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VirtHigherDensityConfig"):

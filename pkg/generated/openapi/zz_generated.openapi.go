@@ -33,6 +33,7 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		v1alpha1.AppliedItem{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_AppliedItem(ref),
 		v1alpha1.Approval{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_Approval(ref),
 		v1alpha1.ApprovalRecord{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref),
 		v1alpha1.ApprovalSpec{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ApprovalSpec(ref),
@@ -43,6 +44,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.Plan{}.OpenAPIModelName():                     schema_pkg_apis_advisor_v1alpha1_Plan(ref),
 		v1alpha1.PlanItem{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_PlanItem(ref),
 		v1alpha1.PlanStatus{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref),
+		v1alpha1.PoolConfiguration{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_PoolConfiguration(ref),
 		v1alpha1.Prerequisite{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_Prerequisite(ref),
 		v1alpha1.ProfileOptions{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref),
 		v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName():  schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref),
@@ -106,6 +108,79 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		runtime.TypeMeta{}.OpenAPIModelName():                  schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
 		runtime.Unknown{}.OpenAPIModelName():                   schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
 		version.Info{}.OpenAPIModelName():                      schema_k8sio_apimachinery_pkg_version_Info(ref),
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_AppliedItem(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AppliedItem is an item of the last applied plan, as applied.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name identifies the item within the profile.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "targetRef is the object the item changed.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"operation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "operation is what applying the item did.\n\nPossible enum values:\n - `\"Create\"`\n - `\"Delete\"`\n - `\"None\"`\n - `\"Update\"`",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Create", "Delete", "None", "Update"},
+						},
+					},
+					"state": {
+						SchemaProps: spec.SchemaProps{
+							Description: "state is how applying the item ended.\n\nPossible enum values:\n - `\"Completed\"`\n - `\"Failed\"`\n - `\"InProgress\"`\n - `\"Pending\"`",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Completed", "Failed", "InProgress", "Pending"},
+						},
+					},
+					"desiredState": {
+						SchemaProps: spec.SchemaProps{
+							Description: "desiredState is the object applied with server-side apply.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"managedFields": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "managedFields are the dot paths of the fields the item owns.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name", "targetRef"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ObjectReference{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -611,12 +686,61 @@ func schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref common.ReferenceCallback) c
 							},
 						},
 					},
+					"warnings": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "warnings are findings that do not block the plan but deserve a look before approving it (for example swap too small for the overcommit).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"profile", "generation"},
 			},
 		},
 		Dependencies: []string{
 			v1alpha1.PlanItem{}.OpenAPIModelName(), v1alpha1.Prerequisite{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PoolConfiguration(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PoolConfiguration is the rendered config a MachineConfigPool was on.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pool": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pool is the MachineConfigPool name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"configuration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "configuration is its spec.configuration.name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"pool"},
+			},
+		},
 	}
 }
 
@@ -713,8 +837,7 @@ func schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref common.Referen
 					},
 					"memoryToRequestRatio": {
 						SchemaProps: spec.SchemaProps{
-							Description: "memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300 (default 150). Values above 120 require enableSwap=true.",
-							Default:     150,
+							Description: "memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300 (default 150 with swap, 100 without). Values above 120 require enableSwap=true.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -876,12 +999,34 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref common.Referenc
 							Format:      "",
 						},
 					},
+					"poolConfigsBefore": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"pool",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "poolConfigsBefore are, for every MachineConfigPool that selects this MachineConfig, its spec.configuration.name when the item was applied.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.PoolConfiguration{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"name", "targetRef"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ObjectReference{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.PoolConfiguration{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -1090,6 +1235,28 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref common.Refere
 							},
 						},
 					},
+					"appliedItems": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "appliedItems are the desired states of the last applied plan: what drift is measured against while items show a newer draft.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.AppliedItem{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"approval": {
 						SchemaProps: spec.SchemaProps{
 							Description: "approval is the last approval of a plan revision.",
@@ -1107,7 +1274,7 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref common.Refere
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ApprovalRecord{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+			v1alpha1.AppliedItem{}.OpenAPIModelName(), v1alpha1.ApprovalRecord{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
 	}
 }
 

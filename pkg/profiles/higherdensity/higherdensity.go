@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,9 +30,8 @@ const (
 // Defaults of the options, used only when a caller passes them unresolved
 // (the API server resolves them before the profile is called).
 const (
-	defaultEnableSwap           = true
-	defaultMemoryToRequestRatio = int32(150)
-	defaultKSMEnabled           = true
+	defaultEnableSwap = true
+	defaultKSMEnabled = true
 )
 
 type profile struct{}
@@ -71,12 +71,25 @@ func (profile) ManagedKinds() []schema.GroupVersionKind {
 	return []schema.GroupVersionKind{profiles.MachineConfigGVK, profiles.HyperConvergedGVK}
 }
 
-// Items does not read the cluster: in.Cluster may be nil.
-func (profile) Items(_ context.Context, in profiles.Inputs) ([]profiles.Item, error) {
+// Items reads which HyperConverged version is served and, with swap on,
+// how much swap the nodes of the pools it reaches report.
+func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, error) {
 	o := resolve(in.Options.VirtHigherDensity)
-	hco, err := hcoItem(o)
+	version, err := profiles.HCOVersion(in.Cluster)
 	if err != nil {
 		return nil, err
+	}
+	hco, err := hcoItem(o, version)
+	if err != nil {
+		return nil, err
+	}
+	if o.enableSwap && o.ratio > 100 {
+		coverage, err := swapCoverage(ctx, in.Cluster, swapMachineConfigLabels(in.ConfigName), o.ratio)
+		if err != nil {
+			return nil, err
+		}
+		hco.Message += ". " + coverage.message
+		hco.Warnings = coverage.warnings
 	}
 	return []profiles.Item{swapItem(in.ConfigName, o.enableSwap), hco}, nil
 }
@@ -90,12 +103,15 @@ type options struct {
 }
 
 func resolve(c *v1alpha1.VirtHigherDensityConfig) options {
-	o := options{enableSwap: defaultEnableSwap, ratio: defaultMemoryToRequestRatio, ksmEnabled: defaultKSMEnabled}
+	o := options{enableSwap: defaultEnableSwap, ratio: v1alpha1.DefaultMemoryToRequestRatioWithSwap, ksmEnabled: defaultKSMEnabled}
 	if c == nil {
 		return o
 	}
 	if c.EnableSwap != nil {
 		o.enableSwap = *c.EnableSwap
+	}
+	if !o.enableSwap {
+		o.ratio = v1alpha1.DefaultMemoryToRequestRatioWithoutSwap
 	}
 	if c.MemoryToRequestRatio != nil {
 		o.ratio = *c.MemoryToRequestRatio
@@ -113,15 +129,16 @@ func resolve(c *v1alpha1.VirtHigherDensityConfig) options {
 // delete the one this project created (the engine deletes it only if it
 // exists and carries our ManagedByLabel).
 func swapItem(configName string, enableSwap bool) profiles.Item {
+	labels := map[string]interface{}{}
+	for k, v := range swapMachineConfigLabels(configName) {
+		labels[k] = v
+	}
 	mc := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": profiles.MachineConfigGVK.GroupVersion().String(),
 		"kind":       profiles.MachineConfigGVK.Kind,
 		"metadata": map[string]interface{}{
-			"name": swapMachineConfigName,
-			"labels": map[string]interface{}{
-				profiles.MachineConfigRoleLabel: profiles.WorkerPool,
-				profiles.ManagedByLabel:         configName,
-			},
+			"name":   swapMachineConfigName,
+			"labels": labels,
 		},
 	}}
 	if !enableSwap {
@@ -142,6 +159,15 @@ func swapItem(configName string, enableSwap bool) profiles.Item {
 		Impact:        v1alpha1.ImpactHigh,
 		Message:       fmt.Sprintf("MachineConfig '%s' will be configured to enable kubelet swap", swapMachineConfigName),
 		Owned:         true,
+	}
+}
+
+// swapMachineConfigLabels are the labels of the swap MachineConfig: the
+// pools that select them are the pools whose nodes get swap.
+func swapMachineConfigLabels(configName string) map[string]string {
+	return map[string]string{
+		profiles.MachineConfigRoleLabel: profiles.WorkerPool,
+		profiles.ManagedByLabel:         configName,
 	}
 }
 
@@ -187,14 +213,20 @@ func systemdUnit(name, contents string) map[string]interface{} {
 // hcoItem patches memory overcommit and KSM on the HyperConverged CR. With
 // KSM off, ksmConfiguration is left out of the desired state: server-side
 // apply then withdraws our ownership of it; the HCO itself is never deleted.
-func hcoItem(o options) (profiles.Item, error) {
-	spec := map[string]interface{}{
+func hcoItem(o options, version string) (profiles.Item, error) {
+	if version != profiles.HCOVersionV1 && version != profiles.HCOVersionV1beta1 {
+		return profiles.Item{}, profiles.HCOVersionError(version)
+	}
+	// v1beta1 has the fields in spec, v1 in spec.virtualization.
+	fields := map[string]interface{}{
 		"higherWorkloadDensity": map[string]interface{}{
 			"memoryOvercommitPercentage": int64(o.ratio),
 		},
 	}
-	managed := []string{"spec.higherWorkloadDensity.memoryOvercommitPercentage"}
-	msg := fmt.Sprintf("HyperConverged '%s' will be configured with memoryOvercommitPercentage=%d", profiles.HCOName, o.ratio)
+	path := func(f ...string) string { return strings.Join(profiles.HCOFieldPath(version, f...), ".") }
+	managed := []string{path("higherWorkloadDensity", "memoryOvercommitPercentage")}
+	gv := schema.GroupVersion{Group: profiles.HyperConvergedGVK.Group, Version: version}
+	msg := fmt.Sprintf("HyperConverged '%s' (%s) will be configured with memoryOvercommitPercentage=%d", profiles.HCOName, gv, o.ratio)
 	if o.ksmEnabled {
 		selector := map[string]interface{}{} // {} selects all nodes
 		if o.ksmSelector != nil {
@@ -204,14 +236,19 @@ func hcoItem(o options) (profiles.Item, error) {
 				return profiles.Item{}, fmt.Errorf("converting ksmConfiguration.nodeLabelSelector: %w", err)
 			}
 		}
-		spec["ksmConfiguration"] = map[string]interface{}{"nodeLabelSelector": selector}
-		managed = append(managed, "spec.ksmConfiguration")
+		fields["ksmConfiguration"] = map[string]interface{}{"nodeLabelSelector": selector}
+		managed = append(managed, path("ksmConfiguration"))
 		msg += " and KSM enabled"
 	}
+	spec := fields
+	if version == profiles.HCOVersionV1 {
+		spec = map[string]interface{}{"virtualization": fields}
+	}
 	return profiles.Item{
-		Name: HCOItemName,
+		Name:        HCOItemName,
+		ShowVersion: true,
 		Desired: &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": profiles.HyperConvergedGVK.GroupVersion().String(),
+			"apiVersion": gv.String(),
 			"kind":       profiles.HyperConvergedGVK.Kind,
 			"metadata": map[string]interface{}{
 				"name":      profiles.HCOName,

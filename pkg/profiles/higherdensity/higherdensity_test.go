@@ -10,7 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -19,17 +21,43 @@ import (
 // Copied verbatim from the desiredState in seed 004_89f53f28fd2ac9fe.
 const (
 	seedFindSwapPartitionSource = "data:text/plain;charset=utf-8;base64,IyEvdXNyL2Jpbi9lbnYgYmFzaApzZXQgLWV1byBwaXBlZmFpbAoKUEFSVExBQkVMPSJDTlZfU1dBUCIKREVWSUNFPSIvZGV2L2Rpc2svYnktcGFydGxhYmVsLyR7UEFSVExBQkVMfSIKCmlmIFtbICEgLWUgIiRERVZJQ0UiIF1dOyB0aGVuCiAgZWNobyAiU3dhcCBwYXJ0aXRpb24gd2l0aCBQQVJUTEFCRUw9JHtQQVJUTEFCRUx9IG5vdCBmb3VuZCIgPiYyCiAgZXhpdCAxCmZpCgppZiBzd2Fwb24gLS1zaG93PU5BTUUgfCBncmVwIC1xICIkREVWSUNFIjsgdGhlbgogIGVjaG8gIlN3YXAgYWxyZWFkeSBlbmFibGVkIG9uICRERVZJQ0UiID4mMgogIGV4aXQgMQpmaQoKZWNobyAiRW5hYmxpbmcgc3dhcCBvbiAkREVWSUNFIiA+JjIKc3dhcG9uICIkREVWSUNFIgp0b3VjaCAvdmFyL3RtcC9zd2FwZmlsZQ=="
-	seedKubeletSwapConfSource   = "data:text/plain;charset=utf-8;base64,YXBpVmVyc2lvbjoga3ViZWxldC5jb25maWcuazhzLmlvL3YxYmV0YTEKa2luZDogS3ViZWxldENvbmZpZ3VyYXRpb24KbWVtb3J5U3dhcDoKICBzd2FwQmVoYXZpb3I6IExpbWl0ZWRTd2FwCg=="
 )
 
 const configName = "virt-higher-density"
 
+// cluster is an in-memory profiles.Cluster serving the HyperConverged in
+// one version, with pools and nodes to list.
+type cluster struct {
+	hcoVersion string
+	lists      map[string][]unstructured.Unstructured // by kind
+}
+
+func (c cluster) Get(context.Context, schema.GroupVersionKind, string, string) (*unstructured.Unstructured, error) {
+	return nil, nil
+}
+
+func (c cluster) PreferredVersion(gk schema.GroupKind) (string, error) {
+	if gk == profiles.HyperConvergedGVK.GroupKind() {
+		return c.hcoVersion, nil
+	}
+	return "v1", nil
+}
+
+func (c cluster) List(_ context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	return c.lists[gvk.Kind], nil
+}
+
 func items(t *testing.T, c *v1alpha1.VirtHigherDensityConfig) []profiles.Item {
+	t.Helper()
+	return itemsIn(t, cluster{hcoVersion: "v1beta1"}, c)
+}
+
+func itemsIn(t *testing.T, cl profiles.Cluster, c *v1alpha1.VirtHigherDensityConfig) []profiles.Item {
 	t.Helper()
 	got, err := New().Items(context.Background(), profiles.Inputs{
 		ConfigName: configName,
 		Options:    v1alpha1.ProfileOptions{VirtHigherDensity: c},
-		Cluster:    nil, // the profile must not read the cluster
+		Cluster:    cl,
 	})
 	if err != nil {
 		t.Fatalf("Items: %v", err)
@@ -141,13 +169,25 @@ func TestSwapMachineConfigContent(t *testing.T) {
 			},
 		},
 		{
-			path: "/etc/openshift/kubelet.conf.d/90-swap.conf", mode: 420, wantSource: seedKubeletSwapConfSource,
+			// Not the seed 004 drop-in: that one lacks failSwapOn: false,
+			// without which the kubelet refuses a node with swap on.
+			path: "/etc/openshift/kubelet.conf.d/90-swap.conf", mode: 420,
 			check: func(t *testing.T, s string) {
 				if !strings.HasSuffix(s, "\n") || strings.HasSuffix(s, "\n\n") {
 					t.Errorf("kubelet config must end with exactly one newline: %q", s)
 				}
-				if !strings.Contains(s, "kind: KubeletConfiguration\n") || !strings.Contains(s, "swapBehavior: LimitedSwap") {
-					t.Errorf("unexpected kubelet config:\n%s", s)
+				var kc kubeletconfigv1beta1.KubeletConfiguration
+				if err := yaml.UnmarshalStrict([]byte(s), &kc); err != nil {
+					t.Fatalf("not a KubeletConfiguration: %v\n%s", err, s)
+				}
+				if kc.Kind != "KubeletConfiguration" || kc.APIVersion != "kubelet.config.k8s.io/v1beta1" {
+					t.Errorf("apiVersion/kind = %s/%s", kc.APIVersion, kc.Kind)
+				}
+				if kc.FailSwapOn == nil || *kc.FailSwapOn {
+					t.Errorf("failSwapOn = %v, want false", kc.FailSwapOn)
+				}
+				if kc.MemorySwap.SwapBehavior != "LimitedSwap" {
+					t.Errorf("memorySwap.swapBehavior = %q, want LimitedSwap", kc.MemorySwap.SwapBehavior)
 				}
 			},
 		},
@@ -165,7 +205,7 @@ func TestSwapMachineConfigContent(t *testing.T) {
 				t.Errorf("overwrite = %#v, want true", f["overwrite"])
 			}
 			source, _, _ := unstructured.NestedString(f, "contents", "source")
-			if source != tt.wantSource {
+			if tt.wantSource != "" && source != tt.wantSource {
 				t.Errorf("contents.source =\n%s\nwant (seed 004)\n%s", source, tt.wantSource)
 			}
 			tt.check(t, decodeSource(t, source))
@@ -254,14 +294,14 @@ func TestItems(t *testing.T) {
 			opts:           defaults(),
 			wantRatio:      150,
 			wantKSM:        map[string]interface{}{},
-			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=150 and KSM enabled",
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' (hco.kubevirt.io/v1beta1) will be configured with memoryOvercommitPercentage=150 and KSM enabled",
 		},
 		{
 			name:           "ratio 200",
 			opts:           &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To[int32](200)},
 			wantRatio:      200,
 			wantKSM:        map[string]interface{}{},
-			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=200 and KSM enabled",
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' (hco.kubevirt.io/v1beta1) will be configured with memoryOvercommitPercentage=200 and KSM enabled",
 		},
 		{
 			name: "KSM enabled with an empty selector",
@@ -269,7 +309,7 @@ func TestItems(t *testing.T) {
 				KSMConfiguration: &v1alpha1.KSMConfiguration{Enabled: ptr.To(true), NodeLabelSelector: &metav1.LabelSelector{}}},
 			wantRatio:      150,
 			wantKSM:        map[string]interface{}{},
-			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=150 and KSM enabled",
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' (hco.kubevirt.io/v1beta1) will be configured with memoryOvercommitPercentage=150 and KSM enabled",
 		},
 		{
 			name: "KSM selector",
@@ -282,14 +322,14 @@ func TestItems(t *testing.T) {
 					map[string]interface{}{"key": "zone", "operator": "In", "values": []interface{}{"a", "b"}},
 				},
 			},
-			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=150 and KSM enabled",
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' (hco.kubevirt.io/v1beta1) will be configured with memoryOvercommitPercentage=150 and KSM enabled",
 		},
 		{
 			name: "KSM disabled",
 			opts: &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To[int32](150),
 				KSMConfiguration: &v1alpha1.KSMConfiguration{Enabled: ptr.To(false), NodeLabelSelector: selector}},
 			wantRatio:      150,
-			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=150",
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' (hco.kubevirt.io/v1beta1) will be configured with memoryOvercommitPercentage=150",
 		},
 		{
 			name:           "swap off",
@@ -297,7 +337,7 @@ func TestItems(t *testing.T) {
 			wantSwapAbsent: true,
 			wantRatio:      120,
 			wantKSM:        map[string]interface{}{},
-			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' will be configured with memoryOvercommitPercentage=120 and KSM enabled",
+			wantHCOMessage: "HyperConverged 'kubevirt-hyperconverged' (hco.kubevirt.io/v1beta1) will be configured with memoryOvercommitPercentage=120 and KSM enabled",
 		},
 	}
 	for _, tt := range tests {
@@ -348,7 +388,7 @@ func TestItems(t *testing.T) {
 			if hco.Owned || hco.Absent || hco.Impact != v1alpha1.ImpactMedium || len(h.GetLabels()) != 0 {
 				t.Errorf("hco Owned=%v Absent=%v Impact=%s labels=%v, want false false Medium none", hco.Owned, hco.Absent, hco.Impact, h.GetLabels())
 			}
-			if hco.Message != tt.wantHCOMessage {
+			if msg, _, _ := strings.Cut(hco.Message, ". Swap coverage: "); msg != tt.wantHCOMessage {
 				t.Errorf("hco message = %q, want %q", hco.Message, tt.wantHCOMessage)
 			}
 			ratio, ok, err := unstructured.NestedFieldNoCopy(h.Object, "spec", "higherWorkloadDensity", "memoryOvercommitPercentage")
@@ -380,5 +420,116 @@ func TestItemsAreIndependent(t *testing.T) {
 	second := items(t, defaults())
 	if v, _, _ := unstructured.NestedString(second[0].Desired.Object, "spec", "config", "ignition", "version"); v != "3.2.0" {
 		t.Errorf("second call sees the first call's change: ignition.version = %q", v)
+	}
+}
+
+func TestHCOItemThroughV1(t *testing.T) {
+	hco := itemsIn(t, cluster{hcoVersion: "v1"}, &v1alpha1.VirtHigherDensityConfig{
+		KSMConfiguration: &v1alpha1.KSMConfiguration{NodeLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ksm": "on"}}},
+	})[1]
+	if got := hco.Desired.GetAPIVersion(); got != "hco.kubevirt.io/v1" {
+		t.Errorf("apiVersion = %s, want hco.kubevirt.io/v1", got)
+	}
+	ratio, _, _ := unstructured.NestedFieldNoCopy(hco.Desired.Object, "spec", "virtualization", "higherWorkloadDensity", "memoryOvercommitPercentage")
+	if ratio != int64(150) {
+		t.Errorf("spec.virtualization.higherWorkloadDensity.memoryOvercommitPercentage = %#v, want 150", ratio)
+	}
+	sel, _, _ := unstructured.NestedStringMap(hco.Desired.Object, "spec", "virtualization", "ksmConfiguration", "nodeLabelSelector", "matchLabels")
+	if !reflect.DeepEqual(sel, map[string]string{"ksm": "on"}) {
+		t.Errorf("ksm selector = %v", sel)
+	}
+	if _, found := hco.Desired.Object["spec"].(map[string]interface{})["higherWorkloadDensity"]; found {
+		t.Errorf("v1 desired state carries the v1beta1 path: %v", hco.Desired.Object["spec"])
+	}
+	wantFields := []string{"spec.virtualization.higherWorkloadDensity.memoryOvercommitPercentage", "spec.virtualization.ksmConfiguration"}
+	if !reflect.DeepEqual(hco.ManagedFields, wantFields) {
+		t.Errorf("managedFields = %v, want %v", hco.ManagedFields, wantFields)
+	}
+	if !strings.HasPrefix(hco.Message, "HyperConverged 'kubevirt-hyperconverged' (hco.kubevirt.io/v1) will be configured with memoryOvercommitPercentage=150") || !hco.ShowVersion {
+		t.Errorf("message = %q, ShowVersion = %v", hco.Message, hco.ShowVersion)
+	}
+}
+
+func TestHCOItemUnknownVersion(t *testing.T) {
+	_, err := New().Items(context.Background(), profiles.Inputs{ConfigName: configName, Cluster: cluster{hcoVersion: "v2"}})
+	if err == nil || !strings.Contains(err.Error(), "HyperConverged v2 is not supported") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func pool(name string, mcSelector, nodeSelector map[string]interface{}) unstructured.Unstructured {
+	return unstructured.Unstructured{Object: map[string]interface{}{
+		"metadata": map[string]interface{}{"name": name},
+		"spec":     map[string]interface{}{"machineConfigSelector": mcSelector, "nodeSelector": nodeSelector},
+	}}
+}
+
+func node(name, role, memory string, swap interface{}) unstructured.Unstructured {
+	status := map[string]interface{}{"capacity": map[string]interface{}{"memory": memory}}
+	if swap != nil {
+		status["nodeInfo"] = map[string]interface{}{"swap": map[string]interface{}{"capacity": swap}}
+	}
+	return unstructured.Unstructured{Object: map[string]interface{}{
+		"metadata": map[string]interface{}{"name": name, "labels": map[string]interface{}{"node-role.kubernetes.io/" + role: ""}},
+		"status":   status,
+	}}
+}
+
+func TestSwapCoverage(t *testing.T) {
+	const gi = int64(1) << 30
+	worker := pool("worker", map[string]interface{}{"matchLabels": map[string]interface{}{"machineconfiguration.openshift.io/role": "worker"}},
+		map[string]interface{}{"matchLabels": map[string]interface{}{"node-role.kubernetes.io/worker": ""}})
+	cnv := pool("worker-cnv", map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{
+		"key": "machineconfiguration.openshift.io/role", "operator": "In", "values": []interface{}{"worker", "worker-cnv"}}}},
+		map[string]interface{}{"matchLabels": map[string]interface{}{"node-role.kubernetes.io/worker-cnv": ""}})
+	master := pool("master", map[string]interface{}{"matchLabels": map[string]interface{}{"machineconfiguration.openshift.io/role": "master"}},
+		map[string]interface{}{"matchLabels": map[string]interface{}{"node-role.kubernetes.io/master": ""}})
+	tests := []struct {
+		name         string
+		ratio        int32
+		pools        []unstructured.Unstructured
+		nodes        []unstructured.Unstructured
+		wantMessage  []string
+		wantWarnings int
+	}{
+		{"2 GiB short of 4 GiB", 150, []unstructured.Unstructured{worker, master},
+			[]unstructured.Unstructured{node("w1", "worker", "8Gi", 2*gi), node("m1", "master", "8Gi", nil)},
+			[]string{"WARNING: swap in MachineConfigPool 'worker' does not cover memoryToRequestRatio 150: node 'w1' has 2 GiB of swap, 4 GiB needed (8 GiB of memory)"}, 1},
+		{"4 GiB covers 150", 150, []unstructured.Unstructured{worker},
+			[]unstructured.Unstructured{node("w1", "worker", "8Gi", 4*gi), node("w2", "worker", "8Gi", float64(5*gi))},
+			[]string{"swap in MachineConfigPool 'worker' covers memoryToRequestRatio 150 on all 2 nodes"}, 0},
+		{"no swap reported", 150, []unstructured.Unstructured{worker},
+			[]unstructured.Unstructured{node("w1", "worker", "8Gi", nil)},
+			[]string{"cannot verify MachineConfigPool 'worker': 1 of 1 nodes report no swap"}, 0},
+		{"every selecting pool, by matchExpressions", 200, []unstructured.Unstructured{cnv, worker},
+			[]unstructured.Unstructured{node("w1", "worker", "8Gi", 8*gi), node("c1", "worker-cnv", "16Gi", 8*gi)},
+			[]string{"covers memoryToRequestRatio 200 on all 1 nodes", "'worker-cnv' does not cover memoryToRequestRatio 200: node 'c1' has 8 GiB of swap, 16 GiB needed"}, 1},
+		{"a pool without nodes", 150, []unstructured.Unstructured{worker}, nil,
+			[]string{"cannot verify MachineConfigPool 'worker': no Node matches its nodeSelector"}, 0},
+		{"no pool", 150, nil, nil, []string{"cannot verify, no MachineConfigPool selects the swap MachineConfig"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl := cluster{hcoVersion: "v1beta1", lists: map[string][]unstructured.Unstructured{"MachineConfigPool": tt.pools, "Node": tt.nodes}}
+			hco := itemsIn(t, cl, &v1alpha1.VirtHigherDensityConfig{MemoryToRequestRatio: ptr.To(tt.ratio)})[1]
+			for _, want := range tt.wantMessage {
+				if !strings.Contains(hco.Message, want) {
+					t.Errorf("message %q lacks %q", hco.Message, want)
+				}
+			}
+			if len(hco.Warnings) != tt.wantWarnings {
+				t.Errorf("warnings = %q, want %d", hco.Warnings, tt.wantWarnings)
+			}
+			if hco.Impact != v1alpha1.ImpactMedium {
+				t.Errorf("impact = %s: a warning must not change it", hco.Impact)
+			}
+		})
+	}
+}
+
+func TestNoSwapCoverageWithoutSwap(t *testing.T) {
+	hco := items(t, &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(false)})[1]
+	if strings.Contains(hco.Message, "Swap coverage") || hco.Warnings != nil {
+		t.Errorf("message %q / warnings %q: nothing to cover without overcommit", hco.Message, hco.Warnings)
 	}
 }

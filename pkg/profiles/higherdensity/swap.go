@@ -49,10 +49,13 @@ echo "Enabling swap on $DEVICE" >&2
 swapon "$DEVICE"
 touch /var/tmp/swapfile`
 
-// kubeletSwapConf is the kubelet drop-in enabling LimitedSwap; it ends with a
-// newline (as its base64 in seed 004 does).
+// kubeletSwapConf is the kubelet drop-in enabling LimitedSwap. failSwapOn:
+// false is needed too: the provisioning unit turns swap on before the
+// kubelet starts, and a kubelet with the default failSwapOn refuses to run
+// on a node with swap (seed 002, step 3).
 const kubeletSwapConf = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
+failSwapOn: false
 memorySwap:
   swapBehavior: LimitedSwap
 `

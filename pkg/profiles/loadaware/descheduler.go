@@ -58,10 +58,13 @@ func evictionLimits(hco *unstructured.Unstructured, la *v1alpha1.LoadAwareConfig
 	}
 	perCluster, perNode := int64(defaultParallelMigrationsPerCluster), int64(defaultParallelOutboundMigrationsPerNode)
 	if hco != nil {
-		if v, ok, _ := unstructured.NestedInt64(hco.Object, "spec", "liveMigrationConfig", "parallelMigrationsPerCluster"); ok {
+		// v1 moved the limits under spec.virtualization, with 5/1 defaults.
+		version := profiles.VersionOf(hco)
+		perCluster, perNode = profiles.HCOMigrationDefaults(version)
+		if v, ok, _ := unstructured.NestedInt64(hco.Object, profiles.HCOFieldPath(version, "liveMigrationConfig", "parallelMigrationsPerCluster")...); ok {
 			perCluster = v
 		}
-		if v, ok, _ := unstructured.NestedInt64(hco.Object, "spec", "liveMigrationConfig", "parallelOutboundMigrationsPerNode"); ok {
+		if v, ok, _ := unstructured.NestedInt64(hco.Object, profiles.HCOFieldPath(version, "liveMigrationConfig", "parallelOutboundMigrationsPerNode")...); ok {
 			perNode = v
 		}
 	}

@@ -19,11 +19,23 @@ import (
 )
 
 const (
-	psiMachineConfig = "99-worker-psi-karg"
-	psiKernelArg     = "psi=1"
+	psiKernelArg = "psi=1"
 
 	itemPSI         = "enable-psi-metrics"
+	itemPSIMaster   = "enable-psi-metrics-master"
 	itemDescheduler = "enable-load-aware-descheduling"
+)
+
+// psiTarget is the PSI MachineConfig of one pool.
+type psiTarget struct {
+	item, machineConfig, pool string
+}
+
+var (
+	psiWorker = psiTarget{item: itemPSI, machineConfig: "99-worker-psi-karg", pool: profiles.WorkerPool}
+	// On compact clusters (Scheduler mastersSchedulable) VMs also run on
+	// the control-plane nodes, which the master pool configures.
+	psiMaster = psiTarget{item: itemPSIMaster, machineConfig: "99-master-psi-karg", pool: profiles.MasterPool}
 )
 
 type profile struct{}
@@ -63,53 +75,75 @@ func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, 
 	if la == nil {
 		return nil, fmt.Errorf("options.loadAware not resolved")
 	}
-	// The two items read different inputs: compute them together.
-	var psi profiles.Item
-	var psiErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		psi, psiErr = psiItem(ctx, in.Cluster, psiEnabled(in.Options))
-	}()
+	// The items read different inputs: compute them together.
+	var psi, psiMasterItem profiles.Item
+	var psiErr, masterErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { psi, psiErr = psiItem(ctx, in.Cluster, psiWorker, psiEnabled(in.Options)) })
+	wg.Go(func() {
+		var schedulable bool
+		if schedulable, masterErr = mastersSchedulable(ctx, in.Cluster); masterErr == nil {
+			psiMasterItem, masterErr = psiItem(ctx, in.Cluster, psiMaster, psiEnabled(in.Options) && schedulable)
+		}
+	})
 	desch, err := deschedulerItem(ctx, in.Cluster, la)
-	<-done
-	if err := errors.Join(psiErr, err); err != nil {
+	wg.Wait()
+	if err := errors.Join(psiErr, masterErr, err); err != nil {
 		return nil, err
 	}
-	return []profiles.Item{psi, desch}, nil
+	return []profiles.Item{psi, psiMasterItem, desch}, nil
 }
 
-func psiItem(ctx context.Context, cluster profiles.Cluster, enabled bool) (profiles.Item, error) {
+// mastersSchedulable reads the cluster Scheduler: true when VMs may run on
+// control-plane nodes. No Scheduler API or object means they may not.
+func mastersSchedulable(ctx context.Context, cluster profiles.Cluster) (bool, error) {
+	s, err := cluster.Get(ctx, profiles.SchedulerGVK, "", profiles.SchedulerName)
+	if err != nil || s == nil {
+		return false, err
+	}
+	on, _, _ := unstructured.NestedBool(s.Object, "spec", "mastersSchedulable")
+	return on, nil
+}
+
+// psiItem is the PSI MachineConfig of a pool, or, when not wanted, the
+// request to delete the one this project created.
+func psiItem(ctx context.Context, cluster profiles.Cluster, t psiTarget, enabled bool) (profiles.Item, error) {
 	mc := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": profiles.MachineConfigGVK.GroupVersion().String(),
 		"kind":       profiles.MachineConfigGVK.Kind,
 		"metadata": map[string]interface{}{
-			"name":   psiMachineConfig,
-			"labels": map[string]interface{}{profiles.MachineConfigRoleLabel: profiles.WorkerPool},
+			"name":   t.machineConfig,
+			"labels": map[string]interface{}{profiles.MachineConfigRoleLabel: t.pool},
 		},
 		"spec": map[string]interface{}{"kernelArguments": []interface{}{psiKernelArg}},
 	}}
 	item := profiles.Item{
-		Name:          itemPSI,
+		Name:          t.item,
 		Desired:       mc,
 		ManagedFields: []string{"spec.kernelArguments"},
 		Impact:        v1alpha1.ImpactHigh,
-		Message:       fmt.Sprintf("MachineConfig '%s' will be configured to enable PSI metrics", psiMachineConfig),
+		Message:       fmt.Sprintf("MachineConfig '%s' will be configured to enable PSI metrics", t.machineConfig),
 		Owned:         true,
+	}
+	if t.pool == profiles.MasterPool {
+		item.Message += " on the control-plane nodes, which run VMs (Scheduler 'cluster' has mastersSchedulable: true); the 'master' pool reboots control-plane nodes one at a time"
 	}
 	if !enabled {
 		item.Absent = true
 		item.ManagedFields = nil
-		item.Message = fmt.Sprintf("MachineConfig '%s' will be removed: PSI metrics are disabled (worker nodes reboot one by one)", psiMachineConfig)
+		item.Message = fmt.Sprintf("MachineConfig '%s' will be removed: PSI metrics are disabled (%s nodes reboot one by one)", t.machineConfig, t.pool)
+		if t.pool == profiles.MasterPool {
+			item.Message = fmt.Sprintf("MachineConfig '%s' will be removed: control-plane nodes no longer run VMs or PSI metrics are disabled (control-plane nodes reboot one at a time)", t.machineConfig)
+		}
 		return item, nil
 	}
-	effective, err := psiEffective(ctx, cluster, profiles.WorkerPool)
+	effective, err := psiEffective(ctx, cluster, t.pool)
 	if err != nil {
 		return item, err
 	}
 	if effective {
 		item.Impact = v1alpha1.ImpactLow
-		item.Message = fmt.Sprintf("PSI metrics already effective in MachineConfigPool '%s'", profiles.WorkerPool)
+		item.Message = fmt.Sprintf("PSI metrics already effective in MachineConfigPool '%s'", t.pool)
 	}
 	return item, nil
 }
@@ -170,11 +204,16 @@ func (c *boundedCache) put(name string, v bool) {
 }
 
 // InputObjects: the HyperConverged CR when eviction limits are derived from
-// it, and the worker pool whose rendered config tells whether PSI is on.
+// it, the worker and master pools whose rendered configs tell whether PSI
+// is on, and the Scheduler that says whether VMs run on the masters.
 // The KubeDescheduler is read live: it is a target, and a stale copy would
 // drop the profiles we keep.
 func (profile) InputObjects(opts v1alpha1.ProfileOptions) []profiles.ObjectRef {
-	refs := []profiles.ObjectRef{{GVK: profiles.MachineConfigPoolGVK, Name: profiles.WorkerPool}}
+	refs := []profiles.ObjectRef{
+		{GVK: profiles.MachineConfigPoolGVK, Name: profiles.WorkerPool},
+		{GVK: profiles.MachineConfigPoolGVK, Name: profiles.MasterPool},
+		{GVK: profiles.SchedulerGVK, Name: profiles.SchedulerName},
+	}
 	if la := opts.LoadAware; la == nil || la.EvictionLimitTotal == nil || la.EvictionLimitNode == nil {
 		refs = append(refs, profiles.ObjectRef{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName})
 	}

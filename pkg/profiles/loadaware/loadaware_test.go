@@ -24,6 +24,23 @@ func (o objects) Get(_ context.Context, gvk schema.GroupVersionKind, ns, name st
 	return o[gvk.Kind+"/"+ns+"/"+name], nil
 }
 
+func (o objects) PreferredVersion(gk schema.GroupKind) (string, error) {
+	if gk.Kind == "Scheduler" && o["Scheduler//cluster"] == nil {
+		return "", nil
+	}
+	return "v1beta1", nil
+}
+
+func (o objects) List(_ context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	for k, v := range o {
+		if strings.HasPrefix(k, gvk.Kind+"/") {
+			out = append(out, *v)
+		}
+	}
+	return out, nil
+}
+
 func loadCRD(t *testing.T, level string) *unstructured.Unstructured {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "artifacts", "testdata", "descheduler-levels", level+".yaml"))
@@ -40,6 +57,14 @@ func loadCRD(t *testing.T, level string) *unstructured.Unstructured {
 func hco(perCluster, perNode int64) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{
 		"liveMigrationConfig": map[string]interface{}{"parallelMigrationsPerCluster": perCluster, "parallelOutboundMigrationsPerNode": perNode}}}}
+}
+
+func hcoV1(limits map[string]interface{}) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "hco.kubevirt.io/v1", "kind": "HyperConverged", "spec": map[string]interface{}{}}}
+	if limits != nil {
+		u.Object["spec"] = map[string]interface{}{"virtualization": map[string]interface{}{"liveMigrationConfig": limits}}
+	}
+	return u
 }
 
 func kubeDescheduler(profiles ...interface{}) *unstructured.Unstructured {
@@ -117,6 +142,9 @@ func TestEvictionLimits(t *testing.T) {
 		{"HCO 20/12 scaled", hco(20, 12), nil, nil, EvictionLimits{Total: 18, Node: 11, FromHCO: true}},
 		{"explicit limits are not scaled", hco(20, 12), ptr.To[int32](25), ptr.To[int32](15), EvictionLimits{Total: 25, Node: 15}},
 		{"one explicit, one derived", hco(20, 12), ptr.To[int32](30), nil, EvictionLimits{Total: 30, Node: 11, FromHCO: true}},
+		{"HCO v1 20/4 under spec.virtualization", hcoV1(map[string]interface{}{"parallelMigrationsPerCluster": int64(20), "parallelOutboundMigrationsPerNode": int64(4)}),
+			nil, nil, EvictionLimits{Total: 18, Node: 4, FromHCO: true}},
+		{"HCO v1 defaults 5/1", hcoV1(nil), nil, nil, EvictionLimits{Total: 5, Node: 1, FromHCO: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,12 +181,49 @@ func TestPSIItem(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			item, err := psiItem(context.Background(), tt.cluster, tt.enabled)
+			item, err := psiItem(context.Background(), tt.cluster, psiWorker, tt.enabled)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if item.Impact != tt.impact || item.Absent != tt.absent || !item.Owned || !strings.Contains(item.Message, tt.message) {
 				t.Errorf("got impact %s absent %v owned %v message %q", item.Impact, item.Absent, item.Owned, item.Message)
+			}
+		})
+	}
+}
+
+func TestMasterPSIItem(t *testing.T) {
+	scheduler := func(on interface{}) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{"mastersSchedulable": on}}}
+	}
+	tests := []struct {
+		name    string
+		cluster objects
+		want    bool
+	}{
+		{"no Scheduler", objects{}, false},
+		{"mastersSchedulable false", objects{"Scheduler//cluster": scheduler(false)}, false},
+		{"mastersSchedulable true", objects{"Scheduler//cluster": scheduler(true)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			on, err := mastersSchedulable(context.Background(), tt.cluster)
+			if err != nil || on != tt.want {
+				t.Fatalf("mastersSchedulable = %v, %v; want %v", on, err, tt.want)
+			}
+			item, err := psiItem(context.Background(), tt.cluster, psiMaster, on)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if item.Name != "enable-psi-metrics-master" || item.Desired.GetName() != "99-master-psi-karg" ||
+				item.Desired.GetLabels()["machineconfiguration.openshift.io/role"] != "master" || item.Impact != v1alpha1.ImpactHigh || !item.Owned {
+				t.Errorf("item = %s %s %v %s owned=%v", item.Name, item.Desired.GetName(), item.Desired.GetLabels(), item.Impact, item.Owned)
+			}
+			if item.Absent == tt.want {
+				t.Errorf("absent = %v, want %v", item.Absent, !tt.want)
+			}
+			if tt.want && !strings.Contains(item.Message, "reboots control-plane nodes one at a time") {
+				t.Errorf("message = %q", item.Message)
 			}
 		})
 	}

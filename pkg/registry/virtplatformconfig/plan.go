@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -53,6 +54,10 @@ func (r *PlanREST) Get(ctx context.Context, name string, options *metav1.GetOpti
 	out := &advisor.Plan{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.Now()}}
 	if err := r.scheme.Convert(&res.Status, &out.Status, nil); err != nil {
 		return nil, apierrors.NewInternalError(err)
+	}
+	// kubectl prints warnings whatever the output format.
+	for _, w := range res.Status.Warnings {
+		warning.AddWarning(ctx, "", w)
 	}
 	return out, nil
 }

@@ -178,9 +178,8 @@ type VirtHigherDensityConfig struct {
 	// +optional
 	KSMConfiguration *KSMConfiguration `json:"ksmConfiguration,omitempty"`
 	// memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300
-	// (default 150). Values above 120 require enableSwap=true.
+	// (default 150 with swap, 100 without). Values above 120 require enableSwap=true.
 	// +optional
-	// +default=150
 	MemoryToRequestRatio *int32 `json:"memoryToRequestRatio,omitempty"`
 }
 
@@ -225,6 +224,12 @@ type VirtPlatformConfigStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Items []VirtPlatformConfigItem `json:"items,omitempty"`
+	// appliedItems are the desired states of the last applied plan: what
+	// drift is measured against while items show a newer draft.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	AppliedItems []AppliedItem `json:"appliedItems,omitempty"`
 	// approval is the last approval of a plan revision.
 	// +optional
 	Approval *ApprovalRecord `json:"approval,omitempty"`
@@ -279,6 +284,43 @@ type VirtPlatformConfigItem struct {
 	// rolled out only once the pool has rolled out another rendered config.
 	// +optional
 	PoolConfigBefore string `json:"poolConfigBefore,omitempty"`
+	// poolConfigsBefore are, for every MachineConfigPool that selects this
+	// MachineConfig, its spec.configuration.name when the item was applied.
+	// +optional
+	// +listType=map
+	// +listMapKey=pool
+	PoolConfigsBefore []PoolConfiguration `json:"poolConfigsBefore,omitempty"`
+}
+
+// PoolConfiguration is the rendered config a MachineConfigPool was on.
+type PoolConfiguration struct {
+	// pool is the MachineConfigPool name.
+	Pool string `json:"pool"`
+	// configuration is its spec.configuration.name.
+	// +optional
+	Configuration string `json:"configuration,omitempty"`
+}
+
+// AppliedItem is an item of the last applied plan, as applied.
+type AppliedItem struct {
+	// name identifies the item within the profile.
+	Name string `json:"name"`
+	// targetRef is the object the item changed.
+	TargetRef ObjectReference `json:"targetRef"`
+	// operation is what applying the item did.
+	// +optional
+	Operation Operation `json:"operation,omitempty"`
+	// state is how applying the item ended.
+	// +optional
+	State ItemState `json:"state,omitempty"`
+	// desiredState is the object applied with server-side apply.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	DesiredState *runtime.RawExtension `json:"desiredState,omitempty"`
+	// managedFields are the dot paths of the fields the item owns.
+	// +optional
+	// +listType=atomic
+	ManagedFields []string `json:"managedFields,omitempty"`
 }
 
 // ApprovalRecord is the last approval of a plan revision.
@@ -344,6 +386,11 @@ type PlanStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Items []PlanItem `json:"items,omitempty"`
+	// warnings are findings that do not block the plan but deserve a look
+	// before approving it (for example swap too small for the overcommit).
+	// +optional
+	// +listType=atomic
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Prerequisite is an API a profile needs.

@@ -59,6 +59,7 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 			}
 		}
 		if in.Spec.Options.VirtHigherDensity != nil {
+			SetDefaults_VirtHigherDensityConfig(in.Spec.Options.VirtHigherDensity)
 			if in.Spec.Options.VirtHigherDensity.EnableSwap == nil {
 				var ptrVar1 bool = true
 				in.Spec.Options.VirtHigherDensity.EnableSwap = &ptrVar1
@@ -68,10 +69,6 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 					var ptrVar1 bool = true
 					in.Spec.Options.VirtHigherDensity.KSMConfiguration.Enabled = &ptrVar1
 				}
-			}
-			if in.Spec.Options.VirtHigherDensity.MemoryToRequestRatio == nil {
-				var ptrVar1 int32 = 150
-				in.Spec.Options.VirtHigherDensity.MemoryToRequestRatio = &ptrVar1
 			}
 		}
 	}
@@ -93,6 +90,7 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 			}
 		}
 		if in.Status.AppliedOptions.VirtHigherDensity != nil {
+			SetDefaults_VirtHigherDensityConfig(in.Status.AppliedOptions.VirtHigherDensity)
 			if in.Status.AppliedOptions.VirtHigherDensity.EnableSwap == nil {
 				var ptrVar1 bool = true
 				in.Status.AppliedOptions.VirtHigherDensity.EnableSwap = &ptrVar1
@@ -102,10 +100,6 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 					var ptrVar1 bool = true
 					in.Status.AppliedOptions.VirtHigherDensity.KSMConfiguration.Enabled = &ptrVar1
 				}
-			}
-			if in.Status.AppliedOptions.VirtHigherDensity.MemoryToRequestRatio == nil {
-				var ptrVar1 int32 = 150
-				in.Status.AppliedOptions.VirtHigherDensity.MemoryToRequestRatio = &ptrVar1
 			}
 		}
 	}

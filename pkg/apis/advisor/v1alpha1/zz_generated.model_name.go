@@ -22,6 +22,11 @@ limitations under the License.
 package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AppliedItem) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.AppliedItem"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Approval) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.Approval"
 }
@@ -69,6 +74,11 @@ func (in PlanItem) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PlanStatus) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.PlanStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PoolConfiguration) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PoolConfiguration"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -115,8 +115,11 @@ func TestValidateVirtPlatformConfig(t *testing.T) {
 			o.EnableSwap = ptr.To(false)
 			o.MemoryToRequestRatio = ptr.To[int32](121)
 		})), "spec.options.virtHigherDensity.memoryToRequestRatio", "memoryToRequestRatio > 120 requires enableSwap=true"},
-		{"swap off alone is rejected (ratio defaults to 150)", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) { o.EnableSwap = ptr.To(false) })),
-			"spec.options.virtHigherDensity.memoryToRequestRatio", "memoryToRequestRatio > 120 requires enableSwap=true"},
+		{"swap off alone is accepted (ratio defaults to 100)", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) { o.EnableSwap = ptr.To(false) })), "", ""},
+		{"swap off with the swap default ratio set explicitly", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) {
+			o.EnableSwap = ptr.To(false)
+			o.MemoryToRequestRatio = ptr.To[int32](150)
+		})), "spec.options.virtHigherDensity.memoryToRequestRatio", "memoryToRequestRatio > 120 requires enableSwap=true"},
 		{"bad KSM selector", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) {
 			o.KSMConfiguration = &v1alpha1.KSMConfiguration{NodeLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}}}
 		})), "spec.options.virtHigherDensity.ksmConfiguration.nodeLabelSelector.matchLabels", "name part must consist of"},

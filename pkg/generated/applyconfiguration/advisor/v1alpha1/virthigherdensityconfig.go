@@ -29,7 +29,7 @@ type VirtHigherDensityConfigApplyConfiguration struct {
 	// ksmConfiguration configures kernel samepage merging.
 	KSMConfiguration *KSMConfigurationApplyConfiguration `json:"ksmConfiguration,omitempty"`
 	// memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300
-	// (default 150). Values above 120 require enableSwap=true.
+	// (default 150 with swap, 100 without). Values above 120 require enableSwap=true.
 	MemoryToRequestRatio *int32 `json:"memoryToRequestRatio,omitempty"`
 }
 

@@ -53,6 +53,9 @@ type VirtPlatformConfigItemApplyConfiguration struct {
 	// when this MachineConfig item was applied: a changed MachineConfig has
 	// rolled out only once the pool has rolled out another rendered config.
 	PoolConfigBefore *string `json:"poolConfigBefore,omitempty"`
+	// poolConfigsBefore are, for every MachineConfigPool that selects this
+	// MachineConfig, its spec.configuration.name when the item was applied.
+	PoolConfigsBefore []PoolConfigurationApplyConfiguration `json:"poolConfigsBefore,omitempty"`
 }
 
 // VirtPlatformConfigItemApplyConfiguration constructs a declarative configuration of the VirtPlatformConfigItem type for use with
@@ -148,5 +151,18 @@ func (b *VirtPlatformConfigItemApplyConfiguration) WithManagedFields(values ...s
 // If called multiple times, the PoolConfigBefore field is set to the value of the last call.
 func (b *VirtPlatformConfigItemApplyConfiguration) WithPoolConfigBefore(value string) *VirtPlatformConfigItemApplyConfiguration {
 	b.PoolConfigBefore = &value
+	return b
+}
+
+// WithPoolConfigsBefore adds the given value to the PoolConfigsBefore field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the PoolConfigsBefore field.
+func (b *VirtPlatformConfigItemApplyConfiguration) WithPoolConfigsBefore(values ...*PoolConfigurationApplyConfiguration) *VirtPlatformConfigItemApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithPoolConfigsBefore")
+		}
+		b.PoolConfigsBefore = append(b.PoolConfigsBefore, *values[i])
+	}
 	return b
 }

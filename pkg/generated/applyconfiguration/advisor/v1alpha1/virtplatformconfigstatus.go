@@ -44,6 +44,9 @@ type VirtPlatformConfigStatusApplyConfiguration struct {
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// items are the drafted plan and the progress of each item.
 	Items []VirtPlatformConfigItemApplyConfiguration `json:"items,omitempty"`
+	// appliedItems are the desired states of the last applied plan: what
+	// drift is measured against while items show a newer draft.
+	AppliedItems []AppliedItemApplyConfiguration `json:"appliedItems,omitempty"`
 	// approval is the last approval of a plan revision.
 	Approval *ApprovalRecordApplyConfiguration `json:"approval,omitempty"`
 	// specChangedBy is the user who made the last spec change; it is the approver when action is Apply.
@@ -126,6 +129,19 @@ func (b *VirtPlatformConfigStatusApplyConfiguration) WithItems(values ...*VirtPl
 			panic("nil value passed to WithItems")
 		}
 		b.Items = append(b.Items, *values[i])
+	}
+	return b
+}
+
+// WithAppliedItems adds the given value to the AppliedItems field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the AppliedItems field.
+func (b *VirtPlatformConfigStatusApplyConfiguration) WithAppliedItems(values ...*AppliedItemApplyConfiguration) *VirtPlatformConfigStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithAppliedItems")
+		}
+		b.AppliedItems = append(b.AppliedItems, *values[i])
 	}
 	return b
 }

@@ -1,0 +1,57 @@
+package profiles
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// HyperConverged versions. HCO 1.18 adds v1 beside v1beta1, 1.20 stores v1,
+// 1.22 serves v1 only. v1 moved the virtualization settings under
+// spec.virtualization; the profiles read and write through the version
+// discovery prefers.
+const (
+	HCOVersionV1beta1 = "v1beta1"
+	HCOVersionV1      = "v1"
+)
+
+// HCOFieldPath is the path of a virtualization field of the HyperConverged
+// spec (liveMigrationConfig, higherWorkloadDensity, ksmConfiguration) in
+// the given version.
+func HCOFieldPath(version string, field ...string) []string {
+	if version == HCOVersionV1 {
+		return append([]string{"spec", "virtualization"}, field...)
+	}
+	return append([]string{"spec"}, field...)
+}
+
+// HCOVersion is the version the cluster serves the HyperConverged in by
+// preference; "" when it serves none.
+func HCOVersion(cluster Cluster) (string, error) {
+	return cluster.PreferredVersion(HyperConvergedGVK.GroupKind())
+}
+
+// VersionOf is the version of an object read from the cluster.
+func VersionOf(obj *unstructured.Unstructured) string {
+	return obj.GroupVersionKind().Version
+}
+
+// HCOMigrationDefaults are the HyperConverged live-migration defaults of a
+// version (its CRD defaults): perCluster, perNode.
+func HCOMigrationDefaults(version string) (int64, int64) {
+	if version == HCOVersionV1 {
+		return 5, 1
+	}
+	return 5, 2
+}
+
+// hcoVersionError says which versions this build knows.
+func HCOVersionError(version string) error {
+	return fmt.Errorf("HyperConverged %s is not supported: this build reads and writes hco.kubevirt.io/%s and %s", version, HCOVersionV1beta1, HCOVersionV1)
+}
+
+// GetHCO reads the HyperConverged CR through the preferred version.
+func GetHCO(ctx context.Context, cluster Cluster) (*unstructured.Unstructured, error) {
+	return cluster.Get(ctx, HyperConvergedGVK, HCONamespace, HCOName)
+}
