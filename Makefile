@@ -15,7 +15,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd
 GO_TEST_FLAGS ?=
 
-.PHONY: all build tools run test unit e2e bench verify update-codegen clean
+.PHONY: all build tools run test unit e2e test-alerts bench verify update-codegen clean
 
 all: build
 
@@ -33,14 +33,27 @@ $(TOOLS) &: hack/tools/go.mod hack/tools/go.sum hack/tools/etcd/main.go
 		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd
 	@touch $(TOOLS)
 
+# promtool tests the alerting rules; built from its Go module like the
+# tools above, without the cloud service discoveries it does not need here.
+$(BIN)/promtool: hack/tools/promtool/go.mod hack/tools/promtool/go.sum
+	@mkdir -p $(BIN)
+	@echo ">> building promtool from its Go module (first time: a few minutes)"
+	cd hack/tools/promtool && go build -tags remove_all_sd -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
+	@touch $@
+
 run: tools build
 	@go build -o $(BIN)/local-up ./test/cmd/local-up
 	@$(BIN)/local-up --dir _output/local --bin-dir $(BIN) $(RUN_FLAGS)
 
-test: unit e2e
+test: unit test-alerts e2e
 
 unit:
-	go test $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/...
+	go test $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./artifacts/...
+
+# The alerting rules: valid, and every alert tested firing and not firing.
+test-alerts: $(BIN)/promtool
+	$(BIN)/promtool check rules artifacts/monitoring/rules.yaml
+	$(BIN)/promtool test rules artifacts/monitoring/tests/*.yaml
 
 e2e: tools build
 	go test $(GO_TEST_FLAGS) -timeout 40m ./test/e2e/... -args -ginkgo.v

@@ -173,6 +173,9 @@ func (c *Controller) runLeader(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
 		return
 	}
+	// /metrics reports the configs from this cache while we lead.
+	metrics.SetConfigLister(c.lister)
+	defer metrics.SetConfigLister(nil)
 	klog.InfoS("Controller started")
 	for i := 0; i < 2; i++ {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
@@ -241,17 +244,5 @@ func (c *Controller) processNext(ctx context.Context) bool {
 			c.queue.AddAfter(name, requeueAfter)
 		}
 	}
-	c.updateConfigMetrics()
 	return true
-}
-
-func (c *Controller) updateConfigMetrics() {
-	configs, err := c.lister.List(everything)
-	if err != nil {
-		return
-	}
-	metrics.Configs.Reset()
-	for _, cfg := range configs {
-		metrics.Configs.WithLabelValues(cfg.Spec.Profile, string(cfg.Status.Phase)).Inc()
-	}
 }

@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -12,11 +13,6 @@ import (
 const namespace = "virt_advisor"
 
 var (
-	// Configs counts VirtPlatformConfigs by profile and phase.
-	Configs = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Namespace: namespace, Name: "configs",
-		Help: "VirtPlatformConfigs by profile and phase.", StabilityLevel: metrics.ALPHA,
-	}, []string{"profile", "phase"})
 	// Approvals counts recorded approvals (the approve subresource and action Apply).
 	Approvals = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: namespace, Name: "approvals_total",
@@ -26,6 +22,17 @@ var (
 	PlanDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace: namespace, Name: "plan_duration_seconds",
 		Help: "Time to compute a live plan.", Buckets: metrics.ExponentialBuckets(0.005, 2, 12), StabilityLevel: metrics.ALPHA,
+	}, []string{"profile"})
+	// PlanErrors counts plan computations that failed, as a whole or for
+	// at least one item: either way the plan cannot be applied as is.
+	PlanErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: namespace, Name: "plan_errors_total",
+		Help: "Plan computations that failed, or that could not plan at least one item.", StabilityLevel: metrics.ALPHA,
+	}, []string{"profile"})
+	// PlanLastSuccess tells since when plan computations have been failing.
+	PlanLastSuccess = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace: namespace, Name: "plan_last_success_timestamp_seconds",
+		Help: "When a plan of the profile was last computed without error (the start of the server if never), in Unix seconds.", StabilityLevel: metrics.ALPHA,
 	}, []string{"profile"})
 	// ApplyDuration measures applying an approved plan, from approval to the last write.
 	ApplyDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -50,9 +57,22 @@ var once sync.Once
 // zero, so that a rate or an alert sees them before the first event.
 func Register(profiles ...string) {
 	once.Do(func() {
-		legacyregistry.MustRegister(Configs, Approvals, PlanDuration, ApplyDuration, DriftDetections, DriftDetectionLatency)
+		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency)
+		legacyregistry.CustomMustRegister(configs)
+		now := unixSeconds(time.Now())
 		for _, p := range profiles {
 			DriftDetections.WithLabelValues(p).Add(0)
+			PlanErrors.WithLabelValues(p).Add(0)
+			PlanLastSuccess.WithLabelValues(p).Set(now)
 		}
 	})
+}
+
+// PlanComputed records the outcome of a plan computation of profile.
+func PlanComputed(profile string, failed bool) {
+	if failed {
+		PlanErrors.WithLabelValues(profile).Inc()
+		return
+	}
+	PlanLastSuccess.WithLabelValues(profile).Set(unixSeconds(time.Now()))
 }

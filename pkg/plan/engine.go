@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
 )
@@ -52,6 +53,16 @@ func (r *Result) Satisfied() bool {
 		}
 	}
 	return true
+}
+
+// itemFailed is true when an item could not be planned.
+func (r *Result) itemFailed() bool {
+	for _, it := range r.Status.Items {
+		if it.Error != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // MissingMessage is the seed's message for missing prerequisites.
@@ -91,6 +102,16 @@ func ResolveOptions(spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.ProfileOption
 // dry-run, say) are reported in the item; an error is returned only when no
 // plan can be made at all.
 func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*Result, error) {
+	res, err := e.compute(ctx, cfg)
+	// A caller that went away (a cancelled request, a lost leadership) is
+	// no failure of the plan.
+	if !errors.Is(err, context.Canceled) {
+		metrics.PlanComputed(cfg.Spec.Profile, err != nil || res.itemFailed())
+	}
+	return res, err
+}
+
+func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*Result, error) {
 	profile, ok := e.Profiles.Get(cfg.Spec.Profile)
 	if !ok {
 		return nil, fmt.Errorf("unknown profile %q", cfg.Spec.Profile)

@@ -1,0 +1,119 @@
+package metrics
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-base/metrics"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+// The series below are computed from the controller's cache at every
+// scrape: a deleted config has no series left, and nothing is counted twice.
+var (
+	configsDesc = metrics.NewDesc(namespace+"_configs",
+		"VirtPlatformConfigs by profile and phase.",
+		[]string{"profile", "phase"}, nil, metrics.ALPHA, "")
+	configPhaseDesc = metrics.NewDesc(namespace+"_config_phase",
+		"The current phase of a VirtPlatformConfig: 1 for the phase it is in; other phases have no series.",
+		[]string{"name", "profile", "phase"}, nil, metrics.ALPHA, "")
+	configPhaseSinceDesc = metrics.NewDesc(namespace+"_config_phase_since_timestamp_seconds",
+		"When a VirtPlatformConfig entered its current phase (the lastTransitionTime of its phase condition), in Unix seconds.",
+		[]string{"name", "profile", "phase"}, nil, metrics.ALPHA, "")
+	rolloutStartedDesc = metrics.NewDesc(namespace+"_config_rollout_started_timestamp_seconds",
+		"When a MachineConfig item of a VirtPlatformConfig in phase InProgress started rolling out, in Unix seconds.",
+		[]string{"name", "profile", "item"}, nil, metrics.ALPHA, "")
+	waitTimeoutDesc = metrics.NewDesc(namespace+"_config_wait_timeout_seconds",
+		"spec.waitTimeout of a VirtPlatformConfig, in seconds; no series when unset (wait forever).",
+		[]string{"name", "profile"}, nil, metrics.ALPHA, "")
+)
+
+// configCollector reads the VirtPlatformConfigs of the controller's
+// informer. Only the leader runs the controller: a standby replica, or a
+// leader whose cache is not yet synced, has no lister and reports nothing.
+type configCollector struct {
+	metrics.BaseStableCollector
+
+	mu     sync.RWMutex
+	lister listers.VirtPlatformConfigLister
+}
+
+var _ metrics.StableCollector = &configCollector{}
+
+var configs = &configCollector{}
+
+// SetConfigLister makes /metrics report the configs of lister; nil stops
+// reporting them (the controller lost its leadership).
+func SetConfigLister(lister listers.VirtPlatformConfigLister) {
+	configs.setLister(lister)
+}
+
+func (c *configCollector) setLister(lister listers.VirtPlatformConfigLister) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lister = lister
+}
+
+func (c *configCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- configsDesc
+	ch <- configPhaseDesc
+	ch <- configPhaseSinceDesc
+	ch <- rolloutStartedDesc
+	ch <- waitTimeoutDesc
+}
+
+func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	c.mu.RLock()
+	lister := c.lister
+	c.mu.RUnlock()
+	if lister == nil {
+		return
+	}
+	list, err := lister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	type profilePhase struct{ profile, phase string }
+	counts := map[profilePhase]int{}
+	for _, cfg := range list {
+		phase, profile := string(cfg.Status.Phase), cfg.Spec.Profile
+		if phase == "" {
+			continue // not reconciled yet
+		}
+		counts[profilePhase{profile, phase}]++
+		ch <- metrics.NewLazyConstMetric(configPhaseDesc, metrics.GaugeValue, 1, cfg.Name, profile, phase)
+		if cond := meta.FindStatusCondition(cfg.Status.Conditions, phase); cond != nil && cond.Status == metav1.ConditionTrue {
+			ch <- metrics.NewLazyConstMetric(configPhaseSinceDesc, metrics.GaugeValue, unixSeconds(cond.LastTransitionTime.Time), cfg.Name, profile, phase)
+		}
+		if d, err := time.ParseDuration(cfg.Spec.WaitTimeout); err == nil && d > 0 {
+			ch <- metrics.NewLazyConstMetric(waitTimeoutDesc, metrics.GaugeValue, d.Seconds(), cfg.Name, profile)
+		}
+		if cfg.Status.Phase != v1alpha1.PhaseInProgress {
+			continue // items left InProgress by a failed apply are not rolling out
+		}
+		for _, it := range cfg.Status.Items {
+			if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it.TargetRef) && it.LastTransitionTime != nil {
+				ch <- metrics.NewLazyConstMetric(rolloutStartedDesc, metrics.GaugeValue, unixSeconds(it.LastTransitionTime.Time), cfg.Name, profile, it.Name)
+			}
+		}
+	}
+	for k, n := range counts {
+		ch <- metrics.NewLazyConstMetric(configsDesc, metrics.GaugeValue, float64(n), k.profile, k.phase)
+	}
+}
+
+// isMachineConfig: only MachineConfig items roll out node by node.
+func isMachineConfig(ref v1alpha1.ObjectReference) bool {
+	return ref.Kind == profiles.MachineConfigGVK.Kind && strings.HasPrefix(ref.APIVersion, profiles.MachineConfigGVK.Group+"/")
+}
+
+func unixSeconds(t time.Time) float64 {
+	return float64(t.UnixNano()) / 1e9
+}
