@@ -66,8 +66,9 @@ func (o *approveOptions) run(ctx context.Context, name string) error {
 	if hash == "" {
 		return fmt.Errorf("the server returned a plan without a planHash for %q: nothing to approve", name)
 	}
+	fmt.Fprintln(o.streams.Out)
 	if !o.yes {
-		fmt.Fprintf(o.streams.Out, "\nApprove plan %s? [y/N] ", shortHash(hash))
+		fmt.Fprintf(o.streams.Out, "Approve plan %s? [y/N] ", shortHash(hash))
 		if !confirmed(o.streams.In) {
 			fmt.Fprintln(o.streams.Out, "Nothing approved.")
 			return &exitCodeError{code: exitChanges}

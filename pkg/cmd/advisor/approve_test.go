@@ -43,7 +43,7 @@ func TestApproveCommand(t *testing.T) {
 		{name: "end of input approves nothing", stdin: "", code: 1, stdout: "[y/N] Nothing approved.\n"},
 		{name: "y approves the shown hash", stdin: "y\n", code: 0, approved: true, stdout: "[y/N] Plan abababababab approved by alice at "},
 		{name: "yes in capitals", stdin: "YES\n", code: 0, approved: true, stdout: ". Follow it with: kubectl advisor status -w example-profile\n"},
-		{name: "--yes does not ask", flags: []string{"--yes"}, code: 0, approved: true, stdout: "1 of 1 items change something.\nPlan abababababab approved by alice"},
+		{name: "--yes does not ask", flags: []string{"--yes"}, code: 0, approved: true, stdout: "1 of 1 items change something.\n\nPlan abababababab approved by alice"},
 		{name: "--dry-run asks the server with dryRun=All", stdin: "y\n", flags: []string{"--dry-run"}, code: 0, approved: true, dryRun: true,
 			stdout: "Plan abababababab can be approved (dry run: nothing recorded).\n"},
 		{name: "a changed plan: the 409, plainly", stdin: "y\n", serverErr: stale, code: 2, approved: true,

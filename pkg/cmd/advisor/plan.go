@@ -179,11 +179,11 @@ func printPlan(w io.Writer, p *v1alpha1.Plan, reboots string, color bool) {
 
 // printDiff colours a unified diff line by line.
 func printDiff(w io.Writer, diff string, c painter) {
-	for _, line := range strings.SplitAfter(diff, "\n") {
-		if line == "" {
-			continue
-		}
-		text := strings.TrimSuffix(line, "\n")
+	diff = strings.TrimRight(diff, "\n")
+	if diff == "" {
+		return
+	}
+	for _, text := range strings.Split(diff, "\n") {
 		switch {
 		case strings.HasPrefix(text, "+++"), strings.HasPrefix(text, "---"):
 			text = c.bold(text)

@@ -96,7 +96,7 @@ func TestPrintPlan(t *testing.T) {
 	mc := v1alpha1.PlanItem{
 		Name: "enable-psi-metrics", Operation: v1alpha1.OperationCreate, ImpactSeverity: v1alpha1.ImpactHigh,
 		TargetRef: v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "99-worker-psi-karg"},
-		Diff:      "--- /dev/null\n+++ 99-worker-psi-karg (MachineConfig)\n@@ -0,0 +1 @@\n+kernelArguments:\n-gone\n context\n",
+		Diff:      "--- /dev/null\n+++ 99-worker-psi-karg (MachineConfig)\n@@ -0,0 +1 @@\n+kernelArguments:\n-gone\n context\n\n",
 	}
 	failed := v1alpha1.PlanItem{Name: "enable-load-aware-descheduling", Error: "server-side apply dry-run of KubeDescheduler was rejected:\n field not declared",
 		TargetRef: v1alpha1.ObjectReference{Kind: "KubeDescheduler", Namespace: "ns", Name: "cluster"}}
@@ -109,6 +109,7 @@ func TestPrintPlan(t *testing.T) {
 		"Plan 0123456789ab for load-aware-rebalancing (generation 0), impact -\n",
 		"[2/2] enable-load-aware-descheduling: ? KubeDescheduler ns/cluster, impact -\n",
 		"      error: server-side apply dry-run of KubeDescheduler was rejected: field not declared\n",
+		" context\n\n[2/2]", // the diff's trailing newlines are not printed as empty lines
 		"reboots: pool worker, 3 nodes, once\n",
 		"1 of 2 items change something, 1 could not be planned.\n")
 	if strings.Contains(plain.String(), "\x1b[") {
