@@ -121,9 +121,6 @@ func exitCode(err error, errOut io.Writer) int {
 	}
 	var e *exitCodeError
 	if errors.As(err, &e) {
-		if e.msg != "" {
-			fmt.Fprintln(errOut, e.msg)
-		}
 		return e.code
 	}
 	fmt.Fprintln(errOut, "Error: "+oneLine(err))

@@ -18,14 +18,13 @@ const (
 	exitError   = 2
 )
 
-// exitCodeError ends the command with a code other than exitError;
-// an empty message prints nothing.
+// exitCodeError ends the command with a code other than exitError, after
+// the command has said why on stdout.
 type exitCodeError struct {
 	code int
-	msg  string
 }
 
-func (e *exitCodeError) Error() string { return e.msg }
+func (e *exitCodeError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // forbiddenUser picks the user and permission out of the authorizer's
 // standard message: User "alice" cannot create resource "virtplatformconfigs/approve" in API group ...

@@ -154,8 +154,13 @@ func (o *statusOptions) follow(ctx context.Context, name string) error {
 		lastPhase = string(cfg.Status.Phase)
 		return settled(cfg), nil
 	})
-	if err != nil && ctx.Err() != nil && !apierrors.IsNotFound(err) {
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		return err
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return fmt.Errorf("gave up after --timeout=%s: %s is still in phase %s", o.timeout, name, orDash(lastPhase))
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted: %s is still in phase %s", name, orDash(lastPhase))
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 )
@@ -203,6 +204,19 @@ func TestStatusWatchErrors(t *testing.T) {
 		t.Errorf("exit %d", code)
 	}
 	if want := "Error: gave up after --timeout=300ms: load-aware-rebalancing is still in phase InProgress\n"; h.err.String() != want {
+		t.Errorf("stderr %q", h.err.String())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background()) // as Ctrl-C does
+	time.AfterFunc(300*time.Millisecond, cancel)
+	h.out.Reset()
+	h.err.Reset()
+	o := &options{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &h.out, ErrOut: &h.err},
+		newClients: func() (*clients, error) { return &clients{advisor: h.advisor, dynamic: h.dynamic}, nil }}
+	if code := execute(ctx, newRootCmd(o), []string{"status", "load-aware-rebalancing", "-w"}, &h.err); code != 2 {
+		t.Errorf("exit %d", code)
+	}
+	if want := "Error: interrupted: load-aware-rebalancing is still in phase InProgress\n"; h.err.String() != want {
 		t.Errorf("stderr %q", h.err.String())
 	}
 
