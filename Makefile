@@ -22,7 +22,7 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	go build -ldflags "-X github.com/kubevirt/virt-advisor/pkg/version.Version=$(VERSION)" \
-		-o $(BIN)/virt-advisor-apiserver ./cmd/virt-advisor-apiserver
+		-o $(BIN)/ ./cmd/virt-advisor-apiserver ./cmd/kubectl-advisor
 
 tools: $(TOOLS)
 
