@@ -180,7 +180,7 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 		Expect(out).To(ContainSubstring("GROUP:      advisor.kubevirt.io"))
 		Expect(out).To(ContainSubstring("memoryToRequestRatio"))
-		Expect(out).To(ContainSubstring("Values above 120 require enableSwap=true"))
+		Expect(strings.Join(strings.Fields(out), " ")).To(ContainSubstring("Values above 120 require enableSwap=true"))
 		Expect(out).To(ContainSubstring("ksmConfiguration"))
 
 		// OpenAPI v2 is served as well.

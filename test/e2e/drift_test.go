@@ -131,9 +131,11 @@ var _ = Describe("drift", Ordered, func() {
 		Expect(testEnv.Advisor().EditStoredConfig(suiteCtx, "load-aware-rebalancing", func(obj map[string]any) error {
 			st := obj["status"].(map[string]any)
 			st["operatorVersion"] = "v0.0.1-older"
-			for _, it := range st["items"].([]any) {
-				if it := it.(map[string]any); it["name"] == "enable-load-aware-descheduling" {
-					it["desiredState"] = json.RawMessage(raw)
+			for _, list := range []string{"items", "appliedItems"} {
+				for _, it := range st[list].([]any) {
+					if it := it.(map[string]any); it["name"] == "enable-load-aware-descheduling" {
+						it["desiredState"] = json.RawMessage(raw)
+					}
 				}
 			}
 			return nil
