@@ -1,20 +1,21 @@
-package status
+// Package approval records approvals and checks, before every write, that
+// an approval still covers what is about to be written (DESIGN §4.3.1).
+package approval
 
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
-// Approve records an approval in a status and hands the approved plan to
+// Record records an approval in a status and hands the approved plan to
 // the controller: the approved items, their snapshot, phase InProgress.
 // action Apply takes the same edge with a standing approval.
 // The record binds the approved items by their hash (CheckApproval).
-func Approve(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1alpha1.ApprovalRecord) error {
+func Record(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1alpha1.ApprovalRecord) error {
 	now := record.ApprovedAt
 	items := res.StatusItems(now)
 	itemsHash, err := plan.ItemsHash(items)
@@ -28,20 +29,17 @@ func Approve(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1a
 	st.SourceSnapshotHash = res.SnapshotHash
 	st.ImpactSeverity = res.Status.ImpactSeverity
 	// An approval, like a spec change, acknowledges a changed input.
-	if c := meta.FindStatusCondition(st.Conditions, ConditionInputDependencyDrift); c != nil && c.Status == metav1.ConditionTrue {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionInputDependencyDrift, Status: metav1.ConditionFalse,
-			Reason: "Acknowledged", Message: "The plan with the changed input was approved by " + record.ApprovedBy, ObservedGeneration: record.Generation})
-	}
-	SetPhase(st, v1alpha1.PhaseInProgress, "Approved",
+	status.ClearInputDrift(st, record.Generation, "Acknowledged", "The plan with the changed input was approved by "+record.ApprovedBy)
+	status.SetPhase(st, v1alpha1.PhaseInProgress, "Approved",
 		fmt.Sprintf("Applying plan %s approved by %s", ShortHash(record.PlanHash), record.ApprovedBy))
 	return nil
 }
 
-// CheckApproval says why the items of cfg may not be written, if they may
+// Check says why the items of cfg may not be written, if they may
 // not: there is no approval, the spec changed since it was given, or the
 // items are not the ones it approved. The controller asks before every
 // write, so nothing reaches a target that nobody approved.
-func CheckApproval(cfg *v1alpha1.VirtPlatformConfig) error {
+func Check(cfg *v1alpha1.VirtPlatformConfig) error {
 	a := cfg.Status.Approval
 	if a == nil || a.ItemsHash == "" {
 		return fmt.Errorf("no approval of these items is recorded")

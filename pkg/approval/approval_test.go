@@ -1,4 +1,4 @@
-package status
+package approval
 
 import (
 	"strings"
@@ -20,13 +20,13 @@ func approvedConfig(t *testing.T) *v1alpha1.VirtPlatformConfig {
 		DesiredState: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"example-config","namespace":"openshift-cnv"},"data":{"example-key":"example-value"}}`)},
 	}}}}
 	cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "example-profile", Generation: 3}}
-	if err := Approve(&cfg.Status, res, v1alpha1.ApprovalRecord{PlanHash: "feedface", ApprovedBy: "alice", ApprovedAt: metav1.Now(), Generation: 3}); err != nil {
+	if err := Record(&cfg.Status, res, v1alpha1.ApprovalRecord{PlanHash: "feedface", ApprovedBy: "alice", ApprovedAt: metav1.Now(), Generation: 3}); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
 }
 
-func TestCheckApproval(t *testing.T) {
+func TestCheck(t *testing.T) {
 	tests := []struct {
 		name   string
 		change func(*v1alpha1.VirtPlatformConfig)
@@ -61,7 +61,7 @@ func TestCheckApproval(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := approvedConfig(t)
 			tc.change(cfg)
-			err := CheckApproval(cfg)
+			err := Check(cfg)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -72,7 +72,7 @@ func TestCheckApproval(t *testing.T) {
 	}
 }
 
-func TestApproveRecordsTheItemsItHandsOver(t *testing.T) {
+func TestRecordHandsOverTheItems(t *testing.T) {
 	cfg := approvedConfig(t)
 	if cfg.Status.Phase != v1alpha1.PhaseInProgress || cfg.Status.Approval.ItemsHash == "" || len(cfg.Status.Items) != 1 {
 		t.Fatalf("status after Approve: %+v", cfg.Status)

@@ -121,8 +121,7 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	}
 	if !res.Satisfied() {
 		// An API we manage went away: say so, and come back when it returns.
-		status.SetPhase(st, v1alpha1.PhasePrerequisiteFailed, "PrerequisitesFailed", res.MissingMessage())
-		st.Items = nil
+		status.FailPrerequisites(st, res.MissingMessage())
 		return prerequisiteRetry, nil
 	}
 	ch := c.compare(ctx, cfg, profile, res)
@@ -139,10 +138,7 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 
 	case len(ch.inputs) > 0:
 		// An input changed: the new plan needs a human, even with Apply.
-		msg := "Input dependency changed: " + strings.Join(ch.inputs, "; ")
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionInputDependencyDrift, Status: metav1.ConditionTrue,
-			Reason: "InputChanged", Message: msg, ObservedGeneration: cfg.Generation})
-		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", msg+". "+status.MessageReview)
+		status.MarkInputDrift(&cfg.Status, cfg.Generation, "Input dependency changed: "+strings.Join(ch.inputs, "; "))
 		// The items show the new plan to review; what was applied stays
 		// in appliedItems.
 		if st.AppliedItems == nil {
@@ -178,10 +174,7 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	}
 
 	// In sync: what was applied is what this build would apply.
-	if cond := meta.FindStatusCondition(st.Conditions, status.ConditionUpgradeAvailable); cond != nil && cond.Status == metav1.ConditionTrue {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionUpgradeAvailable, Status: metav1.ConditionFalse,
-			Reason: "NoLogicChange", Message: "The applied configuration matches the profile logic of " + c.Version, ObservedGeneration: cfg.Generation})
-	}
+	status.ClearUpgrade(&cfg.Status, cfg.Generation, "NoLogicChange", "The applied configuration matches the profile logic of "+c.Version)
 	switch st.Phase {
 	case v1alpha1.PhaseDrifted:
 		for i := range st.Items {
@@ -205,8 +198,7 @@ func (c *Controller) reviewInputDrift(ctx context.Context, cfg *v1alpha1.VirtPla
 		return false, 0, nil
 	}
 	if cond.ObservedGeneration != cfg.Generation {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionInputDependencyDrift, Status: metav1.ConditionFalse,
-			Reason: "Acknowledged", Message: "The spec changed after the input dependency changed: the new plan is used", ObservedGeneration: cfg.Generation})
+		status.ClearInputDrift(&cfg.Status, cfg.Generation, "Acknowledged", "The spec changed after the input dependency changed: the new plan is used")
 		return false, 0, nil
 	}
 	res, err := c.Engine.Compute(ctx, cfg)
@@ -219,8 +211,7 @@ func (c *Controller) reviewInputDrift(ctx context.Context, cfg *v1alpha1.VirtPla
 	ch := c.compare(ctx, cfg, profile, res)
 	now := metav1.NewTime(c.clock.Now())
 	if len(ch.inputs) == 0 {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionInputDependencyDrift, Status: metav1.ConditionFalse,
-			Reason: "DriftResolved", Message: "The input dependency is back to what was applied", ObservedGeneration: cfg.Generation})
+		status.ClearInputDrift(&cfg.Status, cfg.Generation, "DriftResolved", "The input dependency is back to what was applied")
 		st.Items = keepTransitionTimes(st.Items, inSyncItems(res, now))
 		if len(ch.drifted) > 0 {
 			status.SetPhase(st, v1alpha1.PhaseDrifted, "DriftDetected", fmt.Sprintf("%s: %s", status.MessageDrifted, driftSummary(ch.drifted)))
@@ -232,9 +223,7 @@ func (c *Controller) reviewInputDrift(ctx context.Context, cfg *v1alpha1.VirtPla
 	msg := "Input dependency changed: " + strings.Join(ch.inputs, "; ")
 	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
 	if cond.Message != msg {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionInputDependencyDrift, Status: metav1.ConditionTrue,
-			Reason: "InputChanged", Message: msg, ObservedGeneration: cfg.Generation})
-		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", msg+". "+status.MessageReview)
+		status.MarkInputDrift(&cfg.Status, cfg.Generation, msg)
 	}
 	return true, 0, nil
 }

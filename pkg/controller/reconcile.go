@@ -10,13 +10,13 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/approval"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -61,21 +61,14 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	before := cfg.Status.DeepCopy()
 
 	var requeue time.Duration
-	switch phase := cfg.Status.Phase; {
-	case cfg.Spec.Action == v1alpha1.PlanActionIgnore:
+	switch step := c.step(cfg); step {
+	case stepIgnore:
 		c.ignore(cfg, profile.Metadata().Level)
-	case phase == v1alpha1.PhaseInProgress && writesPending(cfg.Status.Items):
-		// Approved writes are pending: progress checks that the approval
-		// still covers them (a spec change after it fails the plan).
-		requeue, err = c.progress(ctx, cfg)
-	case cfg.Status.ObservedGeneration != cfg.Generation,
-		phase == "", phase == v1alpha1.PhaseIgnored, phase == v1alpha1.PhasePending, phase == v1alpha1.PhaseDrafting,
-		phase == v1alpha1.PhasePrerequisiteFailed, phase == v1alpha1.PhaseReviewRequired:
+	case status.StepDraft:
 		requeue, err = c.draft(ctx, cfg, profile)
-	case phase == v1alpha1.PhaseInProgress:
+	case status.StepProgress:
 		requeue, err = c.progress(ctx, cfg)
-	case phase == v1alpha1.PhaseCompleted, phase == v1alpha1.PhaseCompletedWithErrors,
-		phase == v1alpha1.PhaseCompletedWithUpgrade, phase == v1alpha1.PhaseDrifted:
+	case status.StepCheck:
 		requeue, err = c.check(ctx, cfg, profile, eventAt)
 	}
 	c.watch(cfg, profile)
@@ -86,6 +79,26 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		return 0, werr
 	}
 	return requeue, err
+}
+
+// stepIgnore is the controller's answer to action Ignore, in any phase.
+const stepIgnore = status.Step(-1)
+
+// step is what to do with cfg now: the phase table's step, except that
+// action Ignore always wins, approved writes still pending are always
+// progressed (progress fails them if the spec changed since the approval),
+// and any other spec change re-plans.
+func (c *Controller) step(cfg *v1alpha1.VirtPlatformConfig) status.Step {
+	phase, known := status.Lookup(cfg.Status.Phase)
+	switch {
+	case cfg.Spec.Action == v1alpha1.PlanActionIgnore:
+		return stepIgnore
+	case phase.Step == status.StepProgress && writesPending(cfg.Status.Items):
+		return status.StepProgress
+	case cfg.Status.ObservedGeneration != cfg.Generation || !known:
+		return status.StepDraft
+	}
+	return phase.Step
 }
 
 // writeStatus writes cfg's status and refreshes cfg from the answer. Only
@@ -145,9 +158,8 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		return 0, err
 	}
 	if !res.Satisfied() {
-		st.Items = nil
 		st.ImpactSeverity = profile.Metadata().Level
-		status.SetPhase(st, v1alpha1.PhasePrerequisiteFailed, "PrerequisitesFailed", res.MissingMessage())
+		status.FailPrerequisites(st, res.MissingMessage())
 		return prerequisiteRetry, nil
 	}
 	now := metav1.NewTime(c.clock.Now())
@@ -207,7 +219,7 @@ func (c *Controller) standingApproval(cfg *v1alpha1.VirtPlatformConfig, res *pla
 	}
 	st := &cfg.Status
 	record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: st.SpecChangedBy, ApprovedAt: metav1.NewTime(c.clock.Now()), Generation: cfg.Generation}
-	return true, status.Approve(st, res, record)
+	return true, approval.Record(st, res, record)
 }
 
 func (c *Controller) distinctApproverMessage(cfg *v1alpha1.VirtPlatformConfig) string {
@@ -302,7 +314,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 // (restarts, failovers, a spec change, a status nobody approved).
 // Otherwise the config fails with what changed and nothing is written.
 func (c *Controller) approvalHolds(cfg *v1alpha1.VirtPlatformConfig, item string) bool {
-	err := status.CheckApproval(cfg)
+	err := approval.Check(cfg)
 	if err == nil {
 		return true
 	}
@@ -366,10 +378,7 @@ func (c *Controller) completed(cfg *v1alpha1.VirtPlatformConfig, message string)
 	opts := plan.ResolveOptions(cfg.Spec)
 	cfg.Status.AppliedOptions = &opts
 	cfg.Status.OperatorVersion = c.Version
-	if cond := meta.FindStatusCondition(cfg.Status.Conditions, status.ConditionUpgradeAvailable); cond != nil && cond.Status == metav1.ConditionTrue {
-		meta.SetStatusCondition(&cfg.Status.Conditions, metav1.Condition{Type: status.ConditionUpgradeAvailable, Status: metav1.ConditionFalse,
-			Reason: "Applied", Message: "The profile logic of " + c.Version + " is applied", ObservedGeneration: cfg.Generation})
-	}
+	status.ClearUpgrade(&cfg.Status, cfg.Generation, "Applied", "The profile logic of "+c.Version+" is applied")
 	status.SetPhase(&cfg.Status, v1alpha1.PhaseCompleted, "Completed", message)
 }
 

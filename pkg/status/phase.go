@@ -1,6 +1,7 @@
-// Package status sets the phase of a VirtPlatformConfig and its phase
-// conditions, so that exactly one phase condition is True. The approve
-// subresource and the controller both move configs between phases.
+// Package status is the state machine's one table of phases and the code
+// that sets the phase of a VirtPlatformConfig and its phase conditions, so
+// that exactly one phase condition is True. Validation, the approve
+// subresource and the controller all read the table.
 package status
 
 import (
@@ -26,26 +27,94 @@ const (
 	MessageDrifted = "Configuration has drifted from desired state"
 )
 
-// phases lists every phase condition, in the order they are written.
-var phases = []v1alpha1.ConfigPhase{
-	v1alpha1.PhaseIgnored, v1alpha1.PhasePending, v1alpha1.PhaseDrafting, v1alpha1.PhasePrerequisiteFailed,
-	v1alpha1.PhaseReviewRequired, v1alpha1.PhaseInProgress, v1alpha1.PhaseCompleted, v1alpha1.PhaseCompletedWithErrors,
-	v1alpha1.PhaseCompletedWithUpgrade, v1alpha1.PhaseDrifted, v1alpha1.PhaseFailed,
+// Step is what the controller does with a config in a phase.
+type Step int
+
+const (
+	// StepNone: the phase is terminal; only a spec change moves it on.
+	StepNone Step = iota
+	// StepDraft computes the live plan and decides what it needs.
+	StepDraft
+	// StepProgress applies the approved items and follows their rollouts.
+	StepProgress
+	// StepCheck looks at an applied config again: drift, input changes,
+	// newer profile logic.
+	StepCheck
+)
+
+// PhaseInfo is everything the state machine knows of a phase.
+type PhaseInfo struct {
+	Phase v1alpha1.ConfigPhase
+	// Step is what the controller does in this phase.
+	Step Step
+	// Warning phases are announced with a Warning event.
+	Warning bool
+	// Approvable phases take an approval; NotApprovable says why others
+	// do not (a 409).
+	Approvable    bool
+	NotApprovable string
+	// InactiveReason and InactiveMessage fill the phase's condition while
+	// another phase is current.
+	InactiveReason, InactiveMessage string
 }
 
-// inactive is the reason and message of a phase condition that is not current.
-var inactive = map[v1alpha1.ConfigPhase][2]string{
-	v1alpha1.PhaseIgnored:              {"NotIgnored", "Configuration is being managed"},
-	v1alpha1.PhasePending:              {"NotPending", "Not waiting to draft a plan"},
-	v1alpha1.PhaseDrafting:             {"NotDrafting", "Plan generation completed"},
-	v1alpha1.PhasePrerequisiteFailed:   {"PrerequisitesMet", "All prerequisites are installed"},
-	v1alpha1.PhaseReviewRequired:       {"NotReviewRequired", "No plan is waiting for review"},
-	v1alpha1.PhaseInProgress:           {"NotInProgress", "Plan is not being applied"},
-	v1alpha1.PhaseCompleted:            {"NotCompleted", "Plan not yet applied"},
-	v1alpha1.PhaseCompletedWithErrors:  {"NotCompletedWithErrors", "No plan completed with errors"},
-	v1alpha1.PhaseCompletedWithUpgrade: {"NoUpgrade", "No newer profile logic to apply"},
-	v1alpha1.PhaseDrifted:              {"NoDrift", "Configuration is in sync with desired state"},
-	v1alpha1.PhaseFailed:               {"NotFailed", "No failure"},
+// Terminal is true when the controller leaves the phase alone until the
+// spec changes.
+func (p PhaseInfo) Terminal() bool { return p.Step == StepNone }
+
+// phases is the one table of phases, in the order their conditions are
+// written. Validation, the approve subresource and the controller read it.
+var phases = []PhaseInfo{
+	{Phase: v1alpha1.PhaseIgnored, Step: StepDraft, Approvable: true,
+		InactiveReason: "NotIgnored", InactiveMessage: "Configuration is being managed"},
+	{Phase: v1alpha1.PhasePending, Step: StepDraft, Approvable: true,
+		InactiveReason: "NotPending", InactiveMessage: "Not waiting to draft a plan"},
+	{Phase: v1alpha1.PhaseDrafting, Step: StepDraft, Approvable: true,
+		InactiveReason: "NotDrafting", InactiveMessage: "Plan generation completed"},
+	{Phase: v1alpha1.PhasePrerequisiteFailed, Step: StepDraft, Warning: true,
+		NotApprovable:  "phase is PrerequisiteFailed",
+		InactiveReason: "PrerequisitesMet", InactiveMessage: "All prerequisites are installed"},
+	{Phase: v1alpha1.PhaseReviewRequired, Step: StepDraft, Approvable: true,
+		InactiveReason: "NotReviewRequired", InactiveMessage: "No plan is waiting for review"},
+	{Phase: v1alpha1.PhaseInProgress, Step: StepProgress,
+		NotApprovable:  "a plan is being applied (phase InProgress); wait until it finishes, then review and approve the next plan",
+		InactiveReason: "NotInProgress", InactiveMessage: "Plan is not being applied"},
+	{Phase: v1alpha1.PhaseCompleted, Step: StepCheck, Approvable: true,
+		InactiveReason: "NotCompleted", InactiveMessage: "Plan not yet applied"},
+	{Phase: v1alpha1.PhaseCompletedWithErrors, Step: StepCheck, Warning: true, Approvable: true,
+		InactiveReason: "NotCompletedWithErrors", InactiveMessage: "No plan completed with errors"},
+	{Phase: v1alpha1.PhaseCompletedWithUpgrade, Step: StepCheck, Approvable: true,
+		InactiveReason: "NoUpgrade", InactiveMessage: "No newer profile logic to apply"},
+	{Phase: v1alpha1.PhaseDrifted, Step: StepCheck, Warning: true, Approvable: true,
+		InactiveReason: "NoDrift", InactiveMessage: "Configuration is in sync with desired state"},
+	{Phase: v1alpha1.PhaseFailed, Step: StepNone, Warning: true, Approvable: true,
+		InactiveReason: "NotFailed", InactiveMessage: "No failure"},
+}
+
+// noPhase is a config the controller has not looked at yet.
+var noPhase = PhaseInfo{Step: StepDraft, Approvable: true}
+
+// Lookup returns what the table says of phase; a config without a phase
+// yet is drafted.
+func Lookup(phase v1alpha1.ConfigPhase) (PhaseInfo, bool) {
+	if phase == "" {
+		return noPhase, true
+	}
+	for _, p := range phases {
+		if p.Phase == phase {
+			return p, true
+		}
+	}
+	return PhaseInfo{}, false
+}
+
+// PhaseNames are the names of every phase, for validation.
+func PhaseNames() []string {
+	names := make([]string, 0, len(phases))
+	for _, p := range phases {
+		names = append(names, string(p.Phase))
+	}
+	return names
 }
 
 // SetPhase makes phase current: status.phase and a True condition of that
@@ -53,14 +122,14 @@ var inactive = map[v1alpha1.ConfigPhase][2]string{
 func SetPhase(st *v1alpha1.VirtPlatformConfigStatus, phase v1alpha1.ConfigPhase, reason, message string) {
 	st.Phase = phase
 	for _, p := range phases {
-		c := metav1.Condition{Type: string(p), Status: metav1.ConditionFalse}
+		c := metav1.Condition{Type: string(p.Phase), Status: metav1.ConditionFalse}
 		switch {
-		case p == phase:
+		case p.Phase == phase:
 			c.Status, c.Reason, c.Message = metav1.ConditionTrue, reason, message
 		case phase == v1alpha1.PhaseIgnored:
 			c.Reason, c.Message = "Ignored", "Not applicable - configuration is ignored"
 		default:
-			c.Reason, c.Message = inactive[p][0], inactive[p][1]
+			c.Reason, c.Message = p.InactiveReason, p.InactiveMessage
 		}
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
@@ -76,9 +145,6 @@ func PhaseMessage(st *v1alpha1.VirtPlatformConfigStatus) string {
 
 // IsWarning tells which phases deserve a Warning event.
 func IsWarning(phase v1alpha1.ConfigPhase) bool {
-	switch phase {
-	case v1alpha1.PhaseFailed, v1alpha1.PhaseDrifted, v1alpha1.PhasePrerequisiteFailed, v1alpha1.PhaseCompletedWithErrors:
-		return true
-	}
-	return false
+	p, _ := Lookup(phase)
+	return p.Warning
 }

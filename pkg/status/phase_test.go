@@ -42,3 +42,31 @@ func TestIgnoredMarksOthersNotApplicable(t *testing.T) {
 		}
 	}
 }
+
+func TestTableHasEveryPhaseOnce(t *testing.T) {
+	seen := map[v1alpha1.ConfigPhase]bool{}
+	for _, p := range phases {
+		if seen[p.Phase] {
+			t.Errorf("%s twice", p.Phase)
+		}
+		seen[p.Phase] = true
+		if p.InactiveReason == "" || p.InactiveMessage == "" {
+			t.Errorf("%s has no inactive condition", p.Phase)
+		}
+		if !p.Approvable && p.NotApprovable == "" {
+			t.Errorf("%s refuses approvals without saying why", p.Phase)
+		}
+	}
+	if len(PhaseNames()) != 11 {
+		t.Errorf("%d phases, want the 11 of the API", len(PhaseNames()))
+	}
+	if p, ok := Lookup(""); !ok || p.Step != StepDraft {
+		t.Errorf("a config without a phase is drafted, got %+v", p)
+	}
+	if _, ok := Lookup("Sleeping"); ok {
+		t.Error("unknown phase found")
+	}
+	if p, _ := Lookup(v1alpha1.PhaseFailed); !p.Terminal() {
+		t.Error("Failed is terminal")
+	}
+}

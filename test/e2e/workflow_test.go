@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 const (
@@ -48,8 +49,10 @@ func waitPhase(name string, phase v1alpha1.ConfigPhase, timeout time.Duration) *
 
 func expectOnePhaseTrue(c *v1alpha1.VirtPlatformConfig) {
 	GinkgoHelper()
-	phases := map[string]bool{"Pending": true, "Drafting": true, "PrerequisiteFailed": true, "ReviewRequired": true, "InProgress": true,
-		"Completed": true, "CompletedWithErrors": true, "CompletedWithUpgrade": true, "Failed": true, "Drifted": true, "Ignored": true}
+	phases := map[string]bool{}
+	for _, p := range status.PhaseNames() {
+		phases[p] = true
+	}
 	var trues []string
 	for _, cond := range c.Status.Conditions {
 		if phases[cond.Type] && cond.Status == metav1.ConditionTrue {

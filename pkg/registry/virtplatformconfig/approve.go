@@ -15,6 +15,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
+	"github.com/kubevirt/virt-advisor/pkg/approval"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/status"
@@ -50,14 +51,14 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 		"approving a plan takes reviewing it", "ask for the virt-advisor-approver role, which grants both"); err != nil {
 		return nil, err
 	}
-	approval, ok := obj.(*advisor.Approval)
+	req, ok := obj.(*advisor.Approval)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an Approval, got %T", obj))
 	}
-	if approval.Name != "" && approval.Name != name {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the Approval must equal the VirtPlatformConfig name %q in the URL (or be left out)", approval.Name, name))
+	if req.Name != "" && req.Name != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the Approval must equal the VirtPlatformConfig name %q in the URL (or be left out)", req.Name, name))
 	}
-	if errs := validation.ValidateApproval(approval); len(errs) > 0 {
+	if errs := validation.ValidateApproval(req); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(advisor.Kind("Approval"), name, errs)
 	}
 	if createValidation != nil {
@@ -88,16 +89,16 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	if !res.Satisfied() {
 		return nil, apierrors.NewConflict(configsResource, name, fmt.Errorf("the plan cannot be approved: %s", res.MissingMessage()))
 	}
-	if res.Status.PlanHash != approval.Spec.PlanHash {
+	if res.Status.PlanHash != req.Spec.PlanHash {
 		return nil, apierrors.NewConflict(configsResource, name, fmt.Errorf(
 			"you approved plan %s but the live plan is now %s: the targets or the spec changed since you reviewed it. GET the plan again, review it, and approve its planHash",
-			approval.Spec.PlanHash, res.Status.PlanHash))
+			req.Spec.PlanHash, res.Status.PlanHash))
 	}
 
 	now := metav1.Now()
 	out := &advisor.Approval{
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: now},
-		Spec:       approval.Spec,
+		Spec:       req.Spec,
 		Status:     advisor.ApprovalStatus{ApprovedBy: user, ApprovedAt: &now, PlanHash: res.Status.PlanHash},
 	}
 	if isDryRun(options.DryRun) {
@@ -121,7 +122,7 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 			return nil, err
 		}
 		before = latest.Status.Phase
-		if err := status.Approve(&latest.Status, res, record); err != nil {
+		if err := approval.Record(&latest.Status, res, record); err != nil {
 			return nil, err
 		}
 		after = latest.Status.Phase
@@ -161,13 +162,11 @@ func (r *ApproveREST) distinctApprover(cfg *v1alpha1.VirtPlatformConfig, user st
 
 // approvable says why a config cannot take an approval now, if it cannot.
 func approvable(cfg *v1alpha1.VirtPlatformConfig) error {
-	switch {
-	case cfg.Spec.Action == v1alpha1.PlanActionIgnore:
+	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
 		return fmt.Errorf("spec.action is Ignore: nothing is applied while a config is ignored. Set spec.action to DryRun, review the plan, then approve it")
-	case cfg.Status.Phase == v1alpha1.PhasePrerequisiteFailed:
-		return fmt.Errorf("phase is PrerequisiteFailed: %s", status.PhaseMessage(&cfg.Status))
-	case cfg.Status.Phase == v1alpha1.PhaseInProgress:
-		return fmt.Errorf("a plan is being applied (phase InProgress); wait until it finishes, then review and approve the next plan")
+	}
+	if p, _ := status.Lookup(cfg.Status.Phase); !p.Approvable {
+		return fmt.Errorf("%s: %s", p.NotApprovable, status.PhaseMessage(&cfg.Status))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 var (
@@ -20,7 +21,7 @@ var (
 	failurePolicies  = []string{string(advisor.FailurePolicyAbort), string(advisor.FailurePolicyContinue)}
 	descheduleModes  = []string{"Automatic", "Predictive"}
 	deviationLevels  = []string{"Low", "Medium", "High", "AsymmetricLow", "AsymmetricMedium", "AsymmetricHigh"}
-	phases           = sets.New[string]("Pending", "Drafting", "PrerequisiteFailed", "ReviewRequired", "InProgress", "Completed", "CompletedWithErrors", "CompletedWithUpgrade", "Failed", "Drifted", "Ignored")
+	phases           = sets.New[string](status.PhaseNames()...)
 	impacts          = []string{string(advisor.ImpactLow), string(advisor.ImpactMedium), string(advisor.ImpactHigh)}
 	singletonMessage = "To ensure a singleton pattern, the VirtPlatformConfig name must exactly match the spec.profile."
 )

@@ -1,0 +1,51 @@
+package controller
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/status"
+)
+
+func TestStep(t *testing.T) {
+	pending := []v1alpha1.VirtPlatformConfigItem{{Name: "a", State: v1alpha1.ItemStatePending}}
+	rolling := []v1alpha1.VirtPlatformConfigItem{{Name: "a", State: v1alpha1.ItemStateInProgress, Message: "MachineConfigPool 'worker' is updating"}}
+	tests := []struct {
+		name        string
+		phase       v1alpha1.ConfigPhase
+		action      v1alpha1.PlanAction
+		specChanged bool
+		items       []v1alpha1.VirtPlatformConfigItem
+		want        status.Step
+	}{
+		{"new config", "", v1alpha1.PlanActionDryRun, true, nil, status.StepDraft},
+		{"Ignore wins in any phase", v1alpha1.PhaseInProgress, v1alpha1.PlanActionIgnore, false, pending, stepIgnore},
+		{"Ignored, action back to DryRun", v1alpha1.PhaseIgnored, v1alpha1.PlanActionDryRun, true, nil, status.StepDraft},
+		{"ReviewRequired re-plans", v1alpha1.PhaseReviewRequired, v1alpha1.PlanActionDryRun, false, pending, status.StepDraft},
+		{"PrerequisiteFailed re-plans", v1alpha1.PhasePrerequisiteFailed, v1alpha1.PlanActionDryRun, false, nil, status.StepDraft},
+		{"InProgress applies", v1alpha1.PhaseInProgress, v1alpha1.PlanActionDryRun, false, pending, status.StepProgress},
+		{"InProgress with writes pending after a spec change: progress fails it", v1alpha1.PhaseInProgress, v1alpha1.PlanActionDryRun, true, pending, status.StepProgress},
+		{"InProgress rolling out after a spec change re-plans", v1alpha1.PhaseInProgress, v1alpha1.PlanActionDryRun, true, rolling, status.StepDraft},
+		{"Completed is checked", v1alpha1.PhaseCompleted, v1alpha1.PlanActionDryRun, false, nil, status.StepCheck},
+		{"Drifted is checked", v1alpha1.PhaseDrifted, v1alpha1.PlanActionApply, false, nil, status.StepCheck},
+		{"Completed after a spec change re-plans", v1alpha1.PhaseCompleted, v1alpha1.PlanActionDryRun, true, nil, status.StepDraft},
+		{"Failed stays", v1alpha1.PhaseFailed, v1alpha1.PlanActionApply, false, pending, status.StepNone},
+		{"Failed after a spec change re-plans", v1alpha1.PhaseFailed, v1alpha1.PlanActionDryRun, true, nil, status.StepDraft},
+	}
+	c := &Controller{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+			cfg.Spec.Action = tc.action
+			cfg.Status.Phase, cfg.Status.Items, cfg.Status.ObservedGeneration = tc.phase, tc.items, 2
+			if tc.specChanged {
+				cfg.Status.ObservedGeneration = 1
+			}
+			if got := c.step(cfg); got != tc.want {
+				t.Fatalf("step = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
