@@ -5,7 +5,6 @@ package approval
 import (
 	"fmt"
 
-
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/status"
