@@ -67,7 +67,8 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	if err := approvable(cfg); err != nil {
 		return nil, apierrors.NewConflict(configsResource, name, err)
 	}
-	res, err := r.engine.Compute(ctx, cfg)
+	// An approval is checked against a computation of its own.
+	res, err := r.engine.ComputeBounded(ctx, cfg)
 	if err != nil {
 		return nil, planError(name, err)
 	}
