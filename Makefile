@@ -40,7 +40,7 @@ run: tools build
 test: unit e2e
 
 unit:
-	go test $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/...
+	go test $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./test/cmd/...
 
 e2e: tools build
 	go test $(GO_TEST_FLAGS) -timeout 40m ./test/e2e/... -args -ginkgo.v
