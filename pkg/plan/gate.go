@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 )
@@ -71,7 +74,16 @@ func (g *Gate) run(ctx context.Context, compute func(context.Context) (*Result, 
 // that started it staying: it runs until the deadline of that caller's
 // request, and each caller stops waiting when its own context ends.
 func (g *Gate) shared(ctx context.Context, key string, compute func(context.Context) (*Result, error)) (*Result, error) {
-	results := g.flights.DoChan(key, func() (interface{}, error) {
+	results := g.flights.DoChan(key, func() (_ interface{}, err error) {
+		// The computation runs outside the request's goroutine, where the
+		// server's panic recovery does not reach: a panic must fail the
+		// requests that wait for it, not the process.
+		defer func() {
+			if r := recover(); r != nil {
+				utilruntime.HandleError(fmt.Errorf("computing plan %s panicked: %v\n%s", key, r, debug.Stack()))
+				err = apierrors.NewInternalError(fmt.Errorf("computing the plan failed unexpectedly: %v", r))
+			}
+		}()
 		flightCtx := context.WithoutCancel(ctx)
 		if deadline, ok := ctx.Deadline(); ok {
 			var cancel context.CancelFunc

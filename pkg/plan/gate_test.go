@@ -3,10 +3,13 @@ package plan
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // blockingCompute counts computations and holds each until release is
@@ -167,5 +170,19 @@ func TestGateComputationOutlivesTheCallerThatStartedIt(t *testing.T) {
 	}
 	if n := b.calls.Load(); n != 1 {
 		t.Errorf("%d computations, want 1", n)
+	}
+}
+
+func TestGateTurnsAPanicIntoAnError(t *testing.T) {
+	g := NewGate(1, 50*time.Millisecond)
+	_, err := g.shared(context.Background(), "cfg/1/100", func(context.Context) (*Result, error) {
+		panic("boom")
+	})
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("got %v, want an internal error naming the panic", err)
+	}
+	// The slot was given back.
+	if _, err := g.shared(context.Background(), "cfg/1/100", func(context.Context) (*Result, error) { return &Result{}, nil }); err != nil {
+		t.Fatal(err)
 	}
 }

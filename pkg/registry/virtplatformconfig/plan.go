@@ -74,6 +74,9 @@ func planError(name string, err error) error {
 		return apierrors.NewTimeoutError(msg, 5)
 	}
 	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code == 500 {
+		return err // our bug, already said so
+	}
 	if errors.As(err, &status) && status.Status().Code == 403 {
 		return apierrors.NewForbidden(advisor.Resource("virtplatformconfigs/plan"), name,
 			fmt.Errorf("virt-advisor-apiserver may not read a target object: %v; grant it the ClusterRole in artifacts/deploy/03-server-rbac.yaml", err))

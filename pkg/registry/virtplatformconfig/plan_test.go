@@ -28,6 +28,8 @@ func TestPlanError(t *testing.T) {
 			code: 504, message: "check that the main cluster is reachable"},
 		{name: "not allowed to read a target", err: apierrors.NewForbidden(schema.GroupResource{Resource: "kubedeschedulers"}, "cluster", errors.New("no")),
 			code: 403, message: "03-server-rbac.yaml"},
+		{name: "a bug in the computation", err: apierrors.NewInternalError(errors.New("computing the plan failed unexpectedly: boom")),
+			code: 500, message: "boom"},
 		{name: "main cluster unreachable", err: errors.New("connection refused"),
 			code: 503, message: "check that the main cluster is reachable and retry"},
 	}
