@@ -14,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 )
@@ -149,6 +150,36 @@ var _ = Describe("load on the main API server", func() {
 		for _, h := range holders {
 			Expect(h).To(Equal(holder), "the Lease changed hands during the burst")
 		}
+	})
+
+	It("puts the Lease requests of virt-advisor in the leader-election priority level, apart from its plans", func() {
+		schema, err := kube.FlowcontrolV1().FlowSchemas().Get(suiteCtx, "virt-advisor-leader-election", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "artifacts/deploy installs the FlowSchema")
+		level, err := kube.FlowcontrolV1().PriorityLevelConfigurations().Get(suiteCtx, "leader-election", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		cfg, err := clientcmd.BuildConfigFromFlags("", testEnv.AdvisorKubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		client, err := rest.HTTPClientFor(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		// kube-apiserver names the FlowSchema and priority level it
+		// classified a request into in the response headers.
+		classify := func(path string) (string, string) {
+			GinkgoHelper()
+			resp, err := client.Get(cfg.Host + path)
+			Expect(err).NotTo(HaveOccurred())
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			Expect(resp.StatusCode).To(BeElementOf(http.StatusOK, http.StatusNotFound), path)
+			return resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"), resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID")
+		}
+		fs, pl := classify("/apis/coordination.k8s.io/v1/namespaces/" + leaseNamespace + "/leases/" + leaseName)
+		Expect(fs).To(Equal(string(schema.UID)))
+		Expect(pl).To(Equal(string(level.UID)))
+		// What a plan reads stays where it was.
+		fs, pl = classify("/apis/operator.openshift.io/v1/namespaces/" + kdNS + "/kubedeschedulers/cluster")
+		Expect(fs).NotTo(Equal(string(schema.UID)))
+		Expect(pl).NotTo(Equal(string(level.UID)))
 	})
 
 	It("answers 429 with Retry-After when every plan slot stays taken, never 5xx", func() {
