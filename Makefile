@@ -48,7 +48,7 @@ run: tools build
 test: unit test-alerts e2e
 
 unit:
-	go test $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./artifacts/...
+	go test $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./artifacts/... ./test/cmd/...
 
 # The alerting rules: valid, and every alert tested firing and not firing.
 test-alerts: $(BIN)/promtool

@@ -57,6 +57,9 @@ type ExtraConfig struct {
 	Kube     kubernetes.Interface
 	Dynamic  dynamic.Interface
 	Metadata metadata.Interface
+	// LeaderElectionKube renews the controller's Lease, apart from the
+	// traffic of plans.
+	LeaderElectionKube kubernetes.Interface
 	// Recorder emits Events about VirtPlatformConfigs.
 	Recorder record.EventRecorder
 	// LeaderElection configures the controller's Lease.
@@ -129,7 +132,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		go controller.New(controller.Config{
 			Client: client, Status: storage.StatusWriter, Kube: x.Kube, Dynamic: x.Dynamic, Metadata: x.Metadata,
 			Engine: x.Engine, Profiles: x.Profiles, Recorder: x.Recorder,
-			LeaderElection: x.LeaderElection, Version: version.Version,
+			LeaderElection: x.LeaderElection, LeaderElectionKube: x.LeaderElectionKube, Version: version.Version,
 			RequireDistinctApprover: x.RequireDistinctApprover,
 		}).Run(ctx)
 		return nil

@@ -52,6 +52,9 @@ type Config struct {
 	Recorder record.EventRecorder
 	// LeaderElection configures the Lease in the main cluster.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// LeaderElectionKube renews the Lease; a client of its own, so that
+	// other traffic cannot delay a renewal past the deadline (Kube if nil).
+	LeaderElectionKube kubernetes.Interface
 	// Version is reported in status.operatorVersion.
 	Version string
 	// RequireDistinctApprover keeps action Apply from approving by itself.
@@ -96,8 +99,12 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	host, _ := os.Hostname()
 	identity := host + "_" + string(uuid.NewUUID())
+	leaseClient := c.LeaderElectionKube
+	if leaseClient == nil {
+		leaseClient = c.Kube
+	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.ResourceNamespace, le.ResourceName,
-		c.Kube.CoreV1(), c.Kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: c.Recorder})
+		leaseClient.CoreV1(), leaseClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: c.Recorder})
 	if err != nil {
 		klog.ErrorS(err, "Cannot create the leader election lock; the controller does not run")
 		return

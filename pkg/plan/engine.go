@@ -34,6 +34,9 @@ const FieldManager = "virt-advisor-operator"
 type Engine struct {
 	Cluster  *Cluster
 	Profiles *registry.Registry
+	// Gate bounds and shares the computations of API requests
+	// (ComputeShared, ComputeBounded); nil leaves them unbounded.
+	Gate *Gate
 }
 
 // Result is a computed plan and what the controller needs to apply it.

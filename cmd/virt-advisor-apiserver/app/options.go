@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/record"
 	componentbaseconfig "k8s.io/component-base/config"
 	componentbaseoptions "k8s.io/component-base/config/options"
@@ -51,6 +52,11 @@ type Options struct {
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	// RequireDistinctApprover refuses approvals by the author of the spec.
 	RequireDistinctApprover bool
+	// MaxConcurrentPlans bounds the plan computations API requests run at
+	// once; PlanWaitTimeout is how long a request waits for one to start
+	// before it is answered 429.
+	MaxConcurrentPlans int
+	PlanWaitTimeout    time.Duration
 }
 
 // NewOptions returns the default options.
@@ -69,6 +75,8 @@ func NewOptions() *Options {
 			ResourceName:      "virt-advisor-controller",
 			ResourceNamespace: "virt-advisor",
 		},
+		MaxConcurrentPlans: 8,
+		PlanWaitTimeout:    5 * time.Second,
 	}
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
@@ -85,6 +93,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.BoolVar(&o.RequireDistinctApprover, "require-distinct-approver", o.RequireDistinctApprover,
 		"Four eyes: refuse an approval by the user who made the last spec change, and never let action Apply approve by itself (it stops at ReviewRequired).")
+	fs.IntVar(&o.MaxConcurrentPlans, "max-concurrent-plans", o.MaxConcurrentPlans,
+		"Plan computations (GET …/plan, approvals) run at once; each sends a GET and a dry-run per item to the main API server. "+
+			"Concurrent GETs of the same config revision share one computation. The controller's own plans are not counted.")
+	fs.DurationVar(&o.PlanWaitTimeout, "plan-wait-timeout", o.PlanWaitTimeout,
+		"How long a plan request waits for a computation slot (see --max-concurrent-plans) before it is answered 429 Too Many Requests with Retry-After. Must be shorter than --request-timeout.")
 }
 
 // UsesEmbeddedEtcd is true when no external etcd was given.
@@ -96,12 +109,63 @@ func (o *Options) UsesEmbeddedEtcd() bool {
 // filled in --etcd-servers.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.LeaderElection.LeaderElect && o.LeaderElection.ResourceLock != "leases" {
-		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock must be leases"))
-	}
+	errs = append(errs, validateLeaderElection(o.LeaderElection)...)
+	errs = append(errs, o.validatePlanLimits()...)
 	errs = append(errs, o.ServerRun.Validate()...)
 	errs = append(errs, o.Recommended.Validate()...)
 	return utilerrors.NewAggregate(errs)
+}
+
+// validateLeaderElection rejects what client-go's leader election would
+// panic on once the server runs.
+func validateLeaderElection(le componentbaseconfig.LeaderElectionConfiguration) []error {
+	if !le.LeaderElect {
+		return nil
+	}
+	var errs []error
+	if le.ResourceLock != "leases" {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock must be leases, not %q", le.ResourceLock))
+	}
+	if le.ResourceName == "" || le.ResourceNamespace == "" {
+		errs = append(errs, fmt.Errorf("--leader-elect-resource-name and --leader-elect-resource-namespace must not be empty"))
+	}
+	lease, renew, retry := le.LeaseDuration.Duration, le.RenewDeadline.Duration, le.RetryPeriod.Duration
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{"--leader-elect-lease-duration", lease}, {"--leader-elect-renew-deadline", renew}, {"--leader-elect-retry-period", retry}} {
+		if d.value <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be greater than zero, got %v", d.flag, d.value))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	if lease <= renew {
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%v) must be greater than --leader-elect-renew-deadline (%v)", lease, renew))
+	}
+	// The retry period is jittered up to this factor: a renewal must fit
+	// in the deadline even then.
+	if renew <= time.Duration(leaderelection.JitterFactor*float64(retry)) {
+		errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%v) must be greater than %.1f × --leader-elect-retry-period (%v), the retry period with jitter",
+			renew, leaderelection.JitterFactor, retry))
+	}
+	return errs
+}
+
+func (o *Options) validatePlanLimits() []error {
+	var errs []error
+	if o.MaxConcurrentPlans <= 0 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-plans must be greater than zero, got %d", o.MaxConcurrentPlans))
+	}
+	if o.PlanWaitTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--plan-wait-timeout must be greater than zero, got %v", o.PlanWaitTimeout))
+	} else if rt := o.ServerRun.RequestTimeout; rt > 0 && o.PlanWaitTimeout >= rt {
+		// A request that waits that long times out (504) before it can
+		// be told to come back later (429).
+		errs = append(errs, fmt.Errorf("--plan-wait-timeout (%v) must be shorter than --request-timeout (%v)", o.PlanWaitTimeout, rt))
+	}
+	return errs
 }
 
 // Config builds the server configuration.
@@ -173,6 +237,17 @@ func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserve
 	if err != nil {
 		return apiserver.ExtraConfig{}, err
 	}
+	// The Lease is renewed on a client of its own, with its own rate limit
+	// and each request bounded by the renew deadline, so that plan requests
+	// can never hold a renewal back.
+	leaderElectionConfig := rest.CopyConfig(cfg.ClientConfig)
+	leaderElectionConfig.UserAgent = clientConfig.UserAgent + "/leader-election"
+	leaderElectionConfig.QPS, leaderElectionConfig.Burst = 5, 10
+	leaderElectionConfig.Timeout = o.LeaderElection.RenewDeadline.Duration
+	leaderElectionKube, err := kubernetes.NewForConfig(leaderElectionConfig)
+	if err != nil {
+		return apiserver.ExtraConfig{}, err
+	}
 	// Events of cluster-scoped VirtPlatformConfigs land in "default".
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
@@ -183,13 +258,15 @@ func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserve
 		Engine: &plan.Engine{
 			Cluster:  &plan.Cluster{Dynamic: dyn, Mapper: mapper, Watches: plan.NewWatches(dyn, mapper)},
 			Profiles: profiles,
+			Gate:     plan.NewGate(o.MaxConcurrentPlans, o.PlanWaitTimeout),
 		},
-		Profiles:       profiles,
-		Kube:           kube,
-		Dynamic:        dyn,
-		Metadata:       meta,
-		Recorder:       recorder,
-		LeaderElection: o.LeaderElection,
+		Profiles:           profiles,
+		Kube:               kube,
+		LeaderElectionKube: leaderElectionKube,
+		Dynamic:            dyn,
+		Metadata:           meta,
+		Recorder:           recorder,
+		LeaderElection:     o.LeaderElection,
 
 		RequireDistinctApprover: o.RequireDistinctApprover,
 	}, nil

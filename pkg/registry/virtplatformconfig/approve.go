@@ -82,7 +82,8 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	if err := r.distinctApprover(cfg, user); err != nil {
 		return nil, err
 	}
-	res, err := r.engine.Compute(ctx, cfg)
+	// An approval is checked against a computation of its own.
+	res, err := r.engine.ComputeBounded(ctx, cfg)
 	if err != nil {
 		return nil, planError(name, err)
 	}

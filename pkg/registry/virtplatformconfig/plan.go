@@ -46,7 +46,8 @@ func (r *PlanREST) Get(ctx context.Context, name string, options *metav1.GetOpti
 		return nil, apierrors.NewInternalError(err)
 	}
 	start := time.Now()
-	res, err := r.engine.Compute(ctx, cfg)
+	// Concurrent GETs of the same revision share one computation.
+	res, err := r.engine.ComputeShared(ctx, cfg)
 	metrics.PlanDuration.WithLabelValues(cfg.Spec.Profile).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, planError(name, err)
@@ -62,14 +63,25 @@ func (r *PlanREST) Get(ctx context.Context, name string, options *metav1.GetOpti
 	return out, nil
 }
 
+// busyRetrySeconds is the Retry-After of a request refused because every
+// plan computation slot is taken: a plan takes tens of milliseconds, so a
+// slot is free again long before.
+const busyRetrySeconds = 1
+
 // planError turns a failure to reach or read the main cluster into an
 // error the caller can act on; it is never the caller's fault.
 func planError(name string, err error) error {
+	if plan.IsBusy(err) {
+		return apierrors.NewTooManyRequests(fmt.Sprintf("cannot compute the plan of %q now: %v; retry in %ds", name, err, busyRetrySeconds), busyRetrySeconds)
+	}
 	msg := fmt.Sprintf("cannot compute the plan of %q: %v; check that the main cluster is reachable and retry", name, err)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return apierrors.NewTimeoutError(msg, 5)
 	}
 	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code == 500 {
+		return err // our bug, already said so
+	}
 	if errors.As(err, &status) && status.Status().Code == 403 {
 		return apierrors.NewForbidden(advisor.Resource("virtplatformconfigs/plan"), name,
 			fmt.Errorf("virt-advisor-apiserver may not read a target object: %v; grant it the ClusterRole in artifacts/deploy/03-server-rbac.yaml", err))

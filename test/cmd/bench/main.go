@@ -1,31 +1,39 @@
 // Command bench measures virt-advisor on the real local control plane and
-// prints the figures: plan GET latency against the floor of the same
-// requests sent straight to kube-apiserver, approval-to-write and
-// approval-to-Completed times, drift detection latency, and the server's
-// memory with and without many unrelated objects in the cluster.
+// checks each figure against its target: plan GET latency against the
+// floor of the same requests sent straight to kube-apiserver, concurrent
+// plan GETs and the dry-runs they cost kube-apiserver, approval-to-write
+// and approval-to-Completed times, drift detection latency, and the
+// server's memory with and without many unrelated objects in the cluster.
+// It exits 1 when a figure misses its target, 2 when it cannot measure.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
@@ -33,66 +41,125 @@ import (
 )
 
 var (
-	planRuns  = flag.Int("plan-runs", 60, "plan GETs per profile")
-	applyRuns = flag.Int("apply-runs", 20, "approvals measured")
-	driftRuns = flag.Int("drift-runs", 60, "external edits measured")
-	objects   = flag.Int("objects", 10000, "unrelated MachineConfigs and ConfigMaps (each) for the memory figure; 0 skips it")
-	dir       = flag.String("dir", "", "environment directory (default: a temporary one)")
+	planRuns    = flag.Int("plan-runs", 60, "plan GETs per profile")
+	burstSize   = flag.Int("burst-requests", 50, "plan GETs sent at once in each burst")
+	burstRounds = flag.Int("burst-rounds", 5, "bursts measured")
+	applyRuns   = flag.Int("apply-runs", 20, "approvals measured")
+	driftRuns   = flag.Int("drift-runs", 60, "external edits measured")
+	objects     = flag.Int("objects", 10000, "unrelated MachineConfigs and ConfigMaps (each) for the memory figure; 0 skips it")
+	dir         = flag.String("dir", "", "environment directory (default: a temporary one)")
+	asJSON      = flag.Bool("json", false, "print the figures as JSON on stdout (progress goes to stderr)")
+
+	// Targets.
+	planP50Factor      = flag.Float64("plan-p50-factor", 2.5, "target: plan GET p50 at most this many times the floor p50, per profile")
+	burstP95           = flag.Duration("burst-p95", time.Second, "target: p95 of the answers to a burst of concurrent plan GETs")
+	burstDryRunShare   = flag.Float64("burst-dry-run-share", 0.2, "target: dry-runs kube-apiserver receives in a burst, at most this share of what one computation per GET would send")
+	approvalWrittenP50 = flag.Duration("approval-written-p50", 500*time.Millisecond, "target: approval (201) to target written, p50")
+	driftP95           = flag.Duration("drift-p95", time.Second, "target: external edit to Drifted seen by a watch, p95")
+	rssGrowthMiB       = flag.Float64("rss-growth-mib", 20, "target: server RSS growth with the unrelated objects, MiB")
+)
+
+const (
+	kdNS = "openshift-kube-descheduler-operator"
+	// budget bounds every wait for an event: a figure that does not come
+	// within it is an error, not a sample.
+	budget = 2 * time.Minute
 )
 
 var (
-	mcGVR  = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
-	kdGVR  = schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "kubedeschedulers"}
-	cmGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	kdNS   = "openshift-kube-descheduler-operator"
-	budget = 10 * time.Minute
+	mcGVK = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfig"}
+	kdGVK = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "KubeDescheduler"}
+	cmGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 )
 
 type bench struct {
-	ctx context.Context
-	e   *env.Env
-	adv versioned.Interface
-	dyn dynamic.Interface
+	ctx    context.Context
+	e      *env.Env
+	adv    versioned.Interface
+	dyn    dynamic.Interface
+	mapper meta.RESTMapper
+	out    io.Writer // progress and figures, for people
+	report report
 }
 
 func main() {
 	flag.Parse()
-	if err := run(); err != nil {
+	out := io.Writer(os.Stdout)
+	if *asJSON {
+		out = os.Stderr
+	}
+	b, err := run(out)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(2)
+	}
+	if *asJSON {
+		if err := b.report.writeJSON(os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(2)
+		}
+	}
+	if len(b.report.Missed) > 0 {
+		fmt.Fprintf(os.Stderr, "\nbench: %d of the figures missed their target:\n", len(b.report.Missed))
+		for _, m := range b.report.Missed {
+			fmt.Fprintf(os.Stderr, "  %s\n", m)
+		}
 		os.Exit(1)
 	}
+	fmt.Fprintln(out, "\nevery figure met its target")
 }
 
-func run() error {
+func run(out io.Writer) (*bench, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	d := *dir
 	if d == "" {
 		tmp, err := os.MkdirTemp("", "virt-advisor-bench-")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer os.RemoveAll(tmp)
 		d = tmp
 	}
-	fmt.Println("starting the local control plane…")
+	fmt.Fprintln(out, "starting the local control plane…")
 	e, err := env.Start(ctx, env.Options{Dir: d,
 		FakeMCO:     env.FakeMCOOptions{RenderDelay: 100 * time.Millisecond, StepTime: 100 * time.Millisecond},
 		AdvisorArgs: []string{"--leader-elect=false"}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer e.Stop()
 	cfg := rest.CopyConfig(e.AdminConfig)
 	cfg.QPS, cfg.Burst = 500, 1000
-	b := &bench{ctx: ctx, e: e, adv: versioned.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
-
-	for _, step := range []func() error{b.planLatency, b.applyLatency, b.driftLatency, b.memory} {
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{ctx: ctx, e: e, out: out,
+		adv: versioned.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg),
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
+	}
+	for _, step := range []func() error{b.planLatency, b.planBurst, b.applyLatency, b.driftLatency, b.memory} {
 		if err := step(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return b, nil
+}
+
+func (b *bench) printf(format string, args ...any) { fmt.Fprintf(b.out, format, args...) }
+
+// resource returns the client of a kind's resource, found through
+// discovery.
+func (b *bench) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
+	m, err := b.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", gvk.Kind, err)
+	}
+	if m.Scope.Name() == meta.RESTScopeNameRoot {
+		return b.dyn.Resource(m.Resource), nil
+	}
+	return b.dyn.Resource(m.Resource).Namespace(namespace), nil
 }
 
 // createConfig (re)creates a config with a spec.
@@ -102,7 +169,7 @@ func (b *bench) createConfig(profile, spec string) error {
 		_, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Get(ctx, profile, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
-		return err
+		return fmt.Errorf("waiting for %s to be deleted: %w", profile, err)
 	}
 	body := fmt.Sprintf(`{"apiVersion":"advisor.kubevirt.io/v1alpha1","kind":"VirtPlatformConfig","metadata":{"name":%q},"spec":%s}`, profile, spec)
 	return b.adv.AdvisorV1alpha1().RESTClient().Post().Resource("virtplatformconfigs").
@@ -110,17 +177,25 @@ func (b *bench) createConfig(profile, spec string) error {
 }
 
 func (b *bench) waitPhase(name string, phase v1alpha1.ConfigPhase) error {
-	return wait.PollUntilContextTimeout(b.ctx, 20*time.Millisecond, budget, true, func(ctx context.Context) (bool, error) {
+	var last v1alpha1.ConfigPhase
+	err := wait.PollUntilContextTimeout(b.ctx, 20*time.Millisecond, budget, true, func(ctx context.Context) (bool, error) {
 		c, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			last = c.Status.Phase
+		}
 		return err == nil && c.Status.Phase == phase, nil
 	})
+	if err != nil {
+		return fmt.Errorf("%s did not reach phase %s within %v (last seen %q): %w", name, phase, budget, last, err)
+	}
+	return nil
 }
 
 // planLatency: GET …/plan through the aggregator vs. the floor, the same
 // GET and SSA dry-run PATCH per item sent straight to kube-apiserver, items
 // in parallel.
 func (b *bench) planLatency() error {
-	fmt.Println("\n== plan GET latency (through the aggregator) vs. floor (same GETs + SSA dry-run PATCHes straight to kube-apiserver, in parallel)")
+	b.printf("\n== plan GET latency (through the aggregator) vs. floor (same GETs + SSA dry-run PATCHes straight to kube-apiserver, in parallel)\n")
 	for _, profile := range []string{"load-aware-rebalancing", "virt-higher-density", "example-profile"} {
 		if err := b.createConfig(profile, fmt.Sprintf(`{"profile":%q,"action":"Ignore"}`, profile)); err != nil {
 			return err
@@ -156,14 +231,22 @@ func (b *bench) planLatency() error {
 			getTimes = append(getTimes, time.Since(start))
 		}
 		g50, _ := percentiles(getTimes)
-		fmt.Printf("%-24s GET of the config itself through the aggregator: p50 %.1fms\n", profile, ms(g50))
+		b.printf("%-24s GET of the config itself through the aggregator: p50 %.1fms\n", profile, ms(g50))
+		mean, err := b.serverPlanMean(profile)
+		if err != nil {
+			return err
+		}
+		b.printf("%-24s plan computation inside the server (mean of virt_advisor_plan_duration_seconds): %.1fms\n", profile, mean)
 		p50, p95 := percentiles(planTimes)
 		f50, f95 := percentiles(floorTimes)
-		if mean, err := b.serverPlanMean(profile); err == nil {
-			fmt.Printf("%-24s plan computation inside the server (mean of virt_advisor_plan_duration_seconds): %.1fms\n", profile, mean)
-		}
-		fmt.Printf("%-24s items %d  plan p50 %6.1fms p95 %6.1fms   floor p50 %6.1fms p95 %6.1fms   p50/floor %.2f (target <= 1.5)\n",
-			profile, len(plan.Status.Items), ms(p50), ms(p95), ms(f50), ms(f95), float64(p50)/float64(f50))
+		b.report.add(profile+" plan GET p50", "ms", ms(p50))
+		b.report.add(profile+" plan GET p95", "ms", ms(p95))
+		b.report.add(profile+" floor p50", "ms", ms(f50))
+		b.report.add(profile+" floor p95", "ms", ms(f95))
+		factor := float64(p50) / float64(f50)
+		met := b.report.check(profile+" plan GET p50 / floor p50", "x", factor, *planP50Factor)
+		b.printf("%-24s items %d  plan p50 %6.1fms p95 %6.1fms   floor p50 %6.1fms p95 %6.1fms   p50/floor %.2f (target <= %.2f: %s)\n",
+			profile, len(plan.Status.Items), ms(p50), ms(p95), ms(f50), ms(f95), factor, *planP50Factor, verdict(met))
 	}
 	return nil
 }
@@ -178,24 +261,16 @@ func (b *bench) serverPlanMean(profile string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	raw, err := c.AdvisorV1alpha1().RESTClient().Get().AbsPath("/metrics").DoRaw(b.ctx)
+	m, err := env.ScrapeMetrics(b.ctx, c.AdvisorV1alpha1().RESTClient())
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("virt-advisor-apiserver: %w", err)
 	}
-	var sum, count float64
-	for _, line := range strings.Split(string(raw), "\n") {
-		label := `{profile="` + profile + `"}`
-		if v, ok := strings.CutPrefix(line, "virt_advisor_plan_duration_seconds_sum"+label+" "); ok {
-			fmt.Sscan(v, &sum)
-		}
-		if v, ok := strings.CutPrefix(line, "virt_advisor_plan_duration_seconds_count"+label+" "); ok {
-			fmt.Sscan(v, &count)
-		}
-	}
+	labels := map[string]string{"profile": profile}
+	count := m.Count("virt_advisor_plan_duration_seconds", labels)
 	if count == 0 {
-		return 0, fmt.Errorf("no plan metrics")
+		return 0, fmt.Errorf("virt-advisor-apiserver /metrics has no virt_advisor_plan_duration_seconds sample for %s after its plan GETs", profile)
 	}
-	return sum / count * 1000, nil
+	return m.Sum("virt_advisor_plan_duration_seconds", labels) / float64(count) * 1000, nil
 }
 
 func (b *bench) floor(p *v1alpha1.Plan) (time.Duration, error) {
@@ -206,16 +281,17 @@ func (b *bench) floor(p *v1alpha1.Plan) (time.Duration, error) {
 		if it.DesiredState == nil {
 			continue
 		}
-		wg.Add(1)
-		go func(it v1alpha1.PlanItem) {
-			defer wg.Done()
+		wg.Go(func() {
 			obj := &unstructured.Unstructured{}
 			if err := json.Unmarshal(it.DesiredState.Raw, &obj.Object); err != nil {
 				errs <- err
 				return
 			}
-			gv, _ := schema.ParseGroupVersion(it.TargetRef.APIVersion)
-			ri := b.dyn.Resource(gv.WithResource(resourceOf(it.TargetRef.Kind))).Namespace(it.TargetRef.Namespace)
+			ri, err := b.resource(obj.GroupVersionKind(), it.TargetRef.Namespace)
+			if err != nil {
+				errs <- err
+				return
+			}
 			if _, err := ri.Get(b.ctx, it.TargetRef.Name, metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				errs <- err
 				return
@@ -223,7 +299,7 @@ func (b *bench) floor(p *v1alpha1.Plan) (time.Duration, error) {
 			if _, err := ri.Apply(b.ctx, it.TargetRef.Name, obj, metav1.ApplyOptions{FieldManager: "bench-floor", Force: true, DryRun: []string{metav1.DryRunAll}}); err != nil {
 				errs <- err
 			}
-		}(it)
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -233,16 +309,115 @@ func (b *bench) floor(p *v1alpha1.Plan) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-func resourceOf(kind string) string {
-	return map[string]string{"MachineConfig": "machineconfigs", "KubeDescheduler": "kubedeschedulers",
-		"HyperConverged": "hyperconvergeds", "ConfigMap": "configmaps"}[kind]
+// planBurst: many GETs of one plan at once through the aggregator, as
+// clients without retries see them: every answer must be 200 or 429, and
+// kube-apiserver must receive far fewer dry-runs than one computation per
+// GET would send.
+func (b *bench) planBurst() error {
+	const name = "load-aware-rebalancing"
+	b.printf("\n== %d concurrent plan GETs of %s through the aggregator, %d rounds\n", *burstSize, name, *burstRounds)
+	if err := b.createConfig(name, fmt.Sprintf(`{"profile":%q,"action":"Ignore"}`, name)); err != nil {
+		return err
+	}
+	p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	dryRunsPerPlan := 0
+	for _, it := range p.Status.Items {
+		if it.DesiredState != nil {
+			dryRunsPerPlan++
+		}
+	}
+	client, err := rest.HTTPClientFor(b.e.AdminConfig)
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("%s/apis/advisor.kubevirt.io/v1alpha1/virtplatformconfigs/%s/plan", b.e.AdminConfig.Host, name)
+	var times []time.Duration
+	var worstDryRuns float64
+	codes := map[int]int{}
+	for round := 0; round < *burstRounds; round++ {
+		before, err := b.e.DryRunApplies(b.ctx)
+		if err != nil {
+			return err
+		}
+		answers, err := burst(b.ctx, client, url, *burstSize)
+		if err != nil {
+			return err
+		}
+		after, err := b.e.DryRunApplies(b.ctx)
+		if err != nil {
+			return err
+		}
+		for _, a := range answers {
+			codes[a.code]++
+			if a.code != http.StatusOK && a.code != http.StatusTooManyRequests {
+				return fmt.Errorf("a plan GET of the burst was answered %d, want 200 or 429: %s", a.code, a.body)
+			}
+			times = append(times, a.took)
+		}
+		worstDryRuns = max(worstDryRuns, after-before)
+	}
+	p50, p95 := percentiles(times)
+	separate := float64(*burstSize * dryRunsPerPlan)
+	b.report.add("burst plan GET p50", "ms", ms(p50))
+	p95Met := b.report.check("burst plan GET p95", "ms", ms(p95), ms(*burstP95))
+	b.report.add("burst answers 429", "requests", float64(codes[http.StatusTooManyRequests]))
+	b.report.add("burst dry-runs at kube-apiserver, worst round", "requests", worstDryRuns)
+	shareMet := b.report.check("burst dry-runs / one computation per GET", "share", worstDryRuns/separate, *burstDryRunShare)
+	b.printf("answers %v  p50 %6.1fms p95 %6.1fms (target p95 <= %v: %s)\n", codes, ms(p50), ms(p95), *burstP95, verdict(p95Met))
+	b.printf("dry-runs received by kube-apiserver per burst: at most %.0f; %d separate computations would send %.0f: share %.2f (target <= %.2f: %s)\n",
+		worstDryRuns, *burstSize, separate, worstDryRuns/separate, *burstDryRunShare, verdict(shareMet))
+	return nil
+}
+
+type answer struct {
+	code int
+	body string
+	took time.Duration
+}
+
+// burst sends n GETs of url at once, without retries.
+func burst(ctx context.Context, client *http.Client, url string, n int) ([]answer, error) {
+	answers := make([]answer, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			<-start
+			t0 := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			answers[i] = answer{code: resp.StatusCode, body: string(body), took: time.Since(t0)}
+			errs[i] = err
+		})
+	}
+	close(start)
+	wg.Wait()
+	return answers, errors.Join(errs...)
 }
 
 // applyLatency: from the approval's 201 to the first write of the target
 // (a KubeDescheduler, no MachineConfig) and to Completed.
 func (b *bench) applyLatency() error {
-	fmt.Println("\n== approval to apply (load-aware-rebalancing without PSI: one KubeDescheduler item)")
+	b.printf("\n== approval to apply (load-aware-rebalancing without PSI: one KubeDescheduler item)\n")
 	name := "load-aware-rebalancing"
+	kd, err := b.resource(kdGVK, kdNS)
+	if err != nil {
+		return err
+	}
 	var toWrite, toCompleted []time.Duration
 	for i := 0; i < *applyRuns; i++ {
 		interval := 120 + i
@@ -251,56 +426,77 @@ func (b *bench) applyLatency() error {
 			return err
 		}
 		if err := b.waitPhase(name, v1alpha1.PhaseReviewRequired); err != nil {
-			return fmt.Errorf("waiting for ReviewRequired: %w", err)
+			return err
 		}
 		p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		w, err := b.dyn.Resource(kdGVR).Namespace(kdNS).Watch(b.ctx, metav1.ListOptions{FieldSelector: "metadata.name=cluster"})
+		w, err := kd.Watch(b.ctx, metav1.ListOptions{FieldSelector: "metadata.name=cluster"})
 		if err != nil {
 			return err
 		}
 		cw, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Watch(b.ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 		if err != nil {
+			w.Stop()
 			return err
 		}
-		if _, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Approve(b.ctx, name,
-			&v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: p.Status.PlanHash}}, metav1.CreateOptions{}); err != nil {
-			return err
+		written, done, err := func() (time.Duration, time.Duration, error) {
+			defer w.Stop()
+			defer cw.Stop()
+			if _, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Approve(b.ctx, name,
+				&v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: p.Status.PlanHash}}, metav1.CreateOptions{}); err != nil {
+				return 0, 0, err
+			}
+			t0 := time.Now()
+			written, err := waitFor(w, budget, fmt.Sprintf("KubeDescheduler with deschedulingIntervalSeconds %d", interval), func(ev watch.Event) bool {
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok {
+					return false
+				}
+				v, _, _ := unstructured.NestedInt64(u.Object, "spec", "deschedulingIntervalSeconds")
+				return v == int64(interval)
+			})
+			if err != nil {
+				return 0, 0, err
+			}
+			done, err := waitFor(cw, budget, name+" Completed", func(ev watch.Event) bool {
+				c, ok := ev.Object.(*v1alpha1.VirtPlatformConfig)
+				return ok && c.Status.Phase == v1alpha1.PhaseCompleted
+			})
+			return written.Sub(t0), done.Sub(t0), err
+		}()
+		if err != nil {
+			return fmt.Errorf("approval %d: %w", i+1, err)
 		}
-		t0 := time.Now()
-		written := waitFor(w, func(ev watch.Event) bool {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			v, _, _ := unstructured.NestedInt64(u.Object, "spec", "deschedulingIntervalSeconds")
-			return ok && v == int64(interval)
-		})
-		toWrite = append(toWrite, written.Sub(t0))
-		done := waitFor(cw, func(ev watch.Event) bool {
-			c, ok := ev.Object.(*v1alpha1.VirtPlatformConfig)
-			return ok && c.Status.Phase == v1alpha1.PhaseCompleted
-		})
-		toCompleted = append(toCompleted, done.Sub(t0))
-		w.Stop()
-		cw.Stop()
+		toWrite = append(toWrite, written)
+		toCompleted = append(toCompleted, done)
 	}
 	p50, p95 := percentiles(toWrite)
 	c50, c95 := percentiles(toCompleted)
-	fmt.Printf("approval -> target written   p50 %6.1fms p95 %6.1fms (n=%d, target p50 < 500ms)\n", ms(p50), ms(p95), len(toWrite))
-	fmt.Printf("approval -> Completed        p50 %6.1fms p95 %6.1fms\n", ms(c50), ms(c95))
+	met := b.report.check("approval to target written p50", "ms", ms(p50), ms(*approvalWrittenP50))
+	b.report.add("approval to target written p95", "ms", ms(p95))
+	b.report.add("approval to Completed p50", "ms", ms(c50))
+	b.report.add("approval to Completed p95", "ms", ms(c95))
+	b.printf("approval -> target written   p50 %6.1fms p95 %6.1fms (n=%d, target p50 <= %v: %s)\n", ms(p50), ms(p95), len(toWrite), *approvalWrittenP50, verdict(met))
+	b.printf("approval -> Completed        p50 %6.1fms p95 %6.1fms\n", ms(c50), ms(c95))
 	return nil
 }
 
 // driftLatency: an external edit of a managed field until Drifted is seen
 // through a watch on our API; the edit is reverted between runs.
 func (b *bench) driftLatency() error {
-	fmt.Println("\n== drift detection (external edit of KubeDescheduler spec.mode -> Drifted seen by a watch)")
+	b.printf("\n== drift detection (external edit of KubeDescheduler spec.mode -> Drifted seen by a watch)\n")
 	name := "load-aware-rebalancing"
+	kd, err := b.resource(kdGVK, kdNS)
+	if err != nil {
+		return err
+	}
 	if err := b.createConfig(name, fmt.Sprintf(`{"profile":%q,"action":"Apply","options":{"loadAware":{"enablePSIMetrics":false}}}`, name)); err != nil {
 		return err
 	}
 	if err := b.waitPhase(name, v1alpha1.PhaseCompleted); err != nil {
-		return fmt.Errorf("waiting for Completed: %w", err)
+		return err
 	}
 	var times []time.Duration
 	for i := 0; i < *driftRuns; i++ {
@@ -308,18 +504,24 @@ func (b *bench) driftLatency() error {
 		if err != nil {
 			return err
 		}
-		if _, err := b.dyn.Resource(kdGVR).Namespace(kdNS).Patch(b.ctx, "cluster", types.MergePatchType,
-			[]byte(`{"spec":{"mode":"Predictive"}}`), metav1.PatchOptions{FieldManager: "bench-editor"}); err != nil {
-			return err
+		took, err := func() (time.Duration, error) {
+			defer cw.Stop()
+			if _, err := kd.Patch(b.ctx, "cluster", types.MergePatchType,
+				[]byte(`{"spec":{"mode":"Predictive"}}`), metav1.PatchOptions{FieldManager: "bench-editor"}); err != nil {
+				return 0, err
+			}
+			t0 := time.Now()
+			seen, err := waitFor(cw, budget, name+" Drifted", func(ev watch.Event) bool {
+				c, ok := ev.Object.(*v1alpha1.VirtPlatformConfig)
+				return ok && c.Status.Phase == v1alpha1.PhaseDrifted
+			})
+			return seen.Sub(t0), err
+		}()
+		if err != nil {
+			return fmt.Errorf("edit %d: %w", i+1, err)
 		}
-		t0 := time.Now()
-		seen := waitFor(cw, func(ev watch.Event) bool {
-			c, ok := ev.Object.(*v1alpha1.VirtPlatformConfig)
-			return ok && c.Status.Phase == v1alpha1.PhaseDrifted
-		})
-		times = append(times, seen.Sub(t0))
-		cw.Stop()
-		if _, err := b.dyn.Resource(kdGVR).Namespace(kdNS).Patch(b.ctx, "cluster", types.MergePatchType,
+		times = append(times, took)
+		if _, err := kd.Patch(b.ctx, "cluster", types.MergePatchType,
 			[]byte(`{"spec":{"mode":"Automatic"}}`), metav1.PatchOptions{FieldManager: "bench-editor"}); err != nil {
 			return err
 		}
@@ -328,7 +530,9 @@ func (b *bench) driftLatency() error {
 		}
 	}
 	p50, p95 := percentiles(times)
-	fmt.Printf("edit -> Drifted              p50 %6.1fms p95 %6.1fms (n=%d, target p95 < 1s)\n", ms(p50), ms(p95), len(times))
+	b.report.add("edit to Drifted p50", "ms", ms(p50))
+	met := b.report.check("edit to Drifted p95", "ms", ms(p95), ms(*driftP95))
+	b.printf("edit -> Drifted              p50 %6.1fms p95 %6.1fms (n=%d, target p95 <= %v: %s)\n", ms(p50), ms(p95), len(times), *driftP95, verdict(met))
 	return nil
 }
 
@@ -338,12 +542,12 @@ func (b *bench) memory() error {
 	if *objects == 0 {
 		return nil
 	}
-	fmt.Printf("\n== memory of virt-advisor-apiserver (RSS) with 0 vs %d unrelated MachineConfigs + %d ConfigMaps\n", *objects, *objects)
+	b.printf("\n== memory of virt-advisor-apiserver (RSS) with 0 vs %d unrelated MachineConfigs + %d ConfigMaps\n", *objects, *objects)
 	if err := b.createConfig("virt-higher-density", `{"profile":"virt-higher-density","action":"Apply"}`); err != nil {
 		return err
 	}
 	if err := b.waitPhase("virt-higher-density", v1alpha1.PhaseCompleted); err != nil {
-		return fmt.Errorf("waiting for virt-higher-density: %w", err)
+		return err
 	}
 	time.Sleep(5 * time.Second)
 	before, err := rss(b.e.Advisor().Pid())
@@ -354,11 +558,17 @@ func (b *bench) memory() error {
 	if err := b.createMany(); err != nil {
 		return err
 	}
-	fmt.Printf("created %d objects in %v\n", 2**objects, time.Since(start).Round(time.Second))
+	b.printf("created %d objects in %v\n", 2**objects, time.Since(start).Round(time.Second))
 	// Let watches and reconciles see the new world: edit a target.
-	for i := 0; i < 3; i++ {
-		_, _ = b.dyn.Resource(kdGVR).Namespace(kdNS).Patch(b.ctx, "cluster", types.MergePatchType,
-			[]byte(fmt.Sprintf(`{"spec":{"logLevel":"%s"}}`, []string{"Debug", "Normal", "Trace"}[i])), metav1.PatchOptions{FieldManager: "bench-editor"})
+	kd, err := b.resource(kdGVK, kdNS)
+	if err != nil {
+		return err
+	}
+	for i, level := range []string{"Debug", "Normal", "Trace"} {
+		if _, err := kd.Patch(b.ctx, "cluster", types.MergePatchType,
+			[]byte(fmt.Sprintf(`{"spec":{"logLevel":%q}}`, level)), metav1.PatchOptions{FieldManager: "bench-editor"}); err != nil {
+			return fmt.Errorf("edit %d of the KubeDescheduler: %w", i+1, err)
+		}
 		time.Sleep(time.Second)
 	}
 	time.Sleep(5 * time.Second)
@@ -366,19 +576,29 @@ func (b *bench) memory() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("RSS before %.1f MiB, after %.1f MiB, growth %.1f MiB (target < 20 MiB)\n",
-		float64(before)/1024, float64(after)/1024, float64(after-before)/1024)
+	growth := float64(after-before) / 1024
+	b.report.add("server RSS before", "MiB", float64(before)/1024)
+	b.report.add("server RSS after", "MiB", float64(after)/1024)
+	met := b.report.check("server RSS growth", "MiB", growth, *rssGrowthMiB)
+	b.printf("RSS before %.1f MiB, after %.1f MiB, growth %.1f MiB (target <= %.0f MiB: %s)\n",
+		float64(before)/1024, float64(after)/1024, growth, *rssGrowthMiB, verdict(met))
 	return nil
 }
 
 func (b *bench) createMany() error {
+	mcs, err := b.resource(mcGVK, "")
+	if err != nil {
+		return err
+	}
+	cms, err := b.resource(cmGVK, "default")
+	if err != nil {
+		return err
+	}
 	work := make(chan int)
 	errs := make(chan error, 16)
 	var wg sync.WaitGroup
 	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range work {
 				mc := &unstructured.Unstructured{Object: map[string]interface{}{
 					"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
@@ -390,16 +610,16 @@ func (b *bench) createMany() error {
 					"metadata": map[string]interface{}{"name": fmt.Sprintf("bench-unrelated-%05d", i), "namespace": "default"},
 					"data":     map[string]interface{}{"payload": strings.Repeat("x", 256)},
 				}}
-				if _, err := b.dyn.Resource(mcGVR).Create(b.ctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				if _, err := mcs.Create(b.ctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 					errs <- err
 					return
 				}
-				if _, err := b.dyn.Resource(cmGVR).Namespace("default").Create(b.ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				if _, err := cms.Create(b.ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 					errs <- err
 					return
 				}
 			}
-		}()
+		})
 	}
 	for i := 0; i < *objects; i++ {
 		select {
@@ -435,29 +655,26 @@ func rss(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }
 
-// waitFor returns when an event matches (or after the budget).
-func waitFor(w watch.Interface, match func(watch.Event) bool) time.Time {
-	timeout := time.After(budget)
+// waitFor returns when an event matches. A watch that closes, reports an
+// error or stays silent for too long is an error: a missed event must
+// fail the figure, not become a sample.
+func waitFor(w watch.Interface, within time.Duration, what string, match func(watch.Event) bool) (time.Time, error) {
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
 	for {
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return time.Now()
+				return time.Time{}, fmt.Errorf("the watch closed before %s was seen", what)
+			}
+			if ev.Type == watch.Error {
+				return time.Time{}, fmt.Errorf("the watch failed before %s was seen: %v", what, apierrors.FromObject(ev.Object))
 			}
 			if match(ev) {
-				return time.Now()
+				return time.Now(), nil
 			}
-		case <-timeout:
-			return time.Now()
+		case <-timeout.C:
+			return time.Time{}, fmt.Errorf("%s was not seen within %v", what, within)
 		}
 	}
 }
-
-func percentiles(d []time.Duration) (p50, p95 time.Duration) {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	at := func(q float64) time.Duration { return s[int(q*float64(len(s)-1)+0.5)] }
-	return at(0.50), at(0.95)
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

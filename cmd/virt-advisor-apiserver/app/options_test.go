@@ -1,0 +1,86 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestValidate(t *testing.T) {
+	d := func(s string) metav1.Duration {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return metav1.Duration{Duration: v}
+	}
+	tests := []struct {
+		name   string
+		modify func(*Options)
+		// want are substrings of the error; none: valid.
+		want []string
+	}{
+		{name: "defaults", modify: func(*Options) {}},
+		{name: "leader election off ignores its durations", modify: func(o *Options) {
+			o.LeaderElection.LeaderElect = false
+			o.LeaderElection.LeaseDuration = d("0s")
+		}},
+		{name: "the e2e suite's short lease", modify: func(o *Options) {
+			o.LeaderElection.LeaseDuration, o.LeaderElection.RenewDeadline, o.LeaderElection.RetryPeriod = d("4s"), d("3s"), d("500ms")
+		}},
+		{name: "lease equal to renew deadline", modify: func(o *Options) {
+			o.LeaderElection.LeaseDuration, o.LeaderElection.RenewDeadline = d("10s"), d("10s")
+		}, want: []string{"--leader-elect-lease-duration (10s) must be greater than --leader-elect-renew-deadline (10s)"}},
+		{name: "lease shorter than renew deadline", modify: func(o *Options) {
+			o.LeaderElection.LeaseDuration = d("5s")
+		}, want: []string{"--leader-elect-lease-duration (5s) must be greater than --leader-elect-renew-deadline (10s)"}},
+		{name: "renew deadline within the jittered retry period", modify: func(o *Options) {
+			o.LeaderElection.RenewDeadline, o.LeaderElection.RetryPeriod = d("2400ms"), d("2s")
+		}, want: []string{"--leader-elect-renew-deadline (2.4s) must be greater than 1.2 × --leader-elect-retry-period (2s)"}},
+		{name: "renew deadline just above the jittered retry period", modify: func(o *Options) {
+			o.LeaderElection.RenewDeadline, o.LeaderElection.RetryPeriod = d("2401ms"), d("2s")
+		}},
+		{name: "zero and negative durations", modify: func(o *Options) {
+			o.LeaderElection.LeaseDuration, o.LeaderElection.RenewDeadline, o.LeaderElection.RetryPeriod = d("0s"), d("-1s"), d("0s")
+		}, want: []string{
+			"--leader-elect-lease-duration must be greater than zero, got 0s",
+			"--leader-elect-renew-deadline must be greater than zero, got -1s",
+			"--leader-elect-retry-period must be greater than zero, got 0s",
+		}},
+		{name: "not a Lease", modify: func(o *Options) { o.LeaderElection.ResourceLock = "endpoints" },
+			want: []string{`--leader-elect-resource-lock must be leases, not "endpoints"`}},
+		{name: "no Lease name", modify: func(o *Options) { o.LeaderElection.ResourceName = "" },
+			want: []string{"--leader-elect-resource-name and --leader-elect-resource-namespace must not be empty"}},
+		{name: "no plan slots", modify: func(o *Options) { o.MaxConcurrentPlans = 0 },
+			want: []string{"--max-concurrent-plans must be greater than zero, got 0"}},
+		{name: "no plan wait", modify: func(o *Options) { o.PlanWaitTimeout = 0 },
+			want: []string{"--plan-wait-timeout must be greater than zero, got 0s"}},
+		{name: "plan wait as long as a request", modify: func(o *Options) {
+			o.PlanWaitTimeout, o.ServerRun.RequestTimeout = time.Minute, time.Minute
+		}, want: []string{"--plan-wait-timeout (1m0s) must be shorter than --request-timeout (1m0s)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			o.Recommended.Etcd.StorageConfig.Transport.ServerList = []string{"http://127.0.0.1:2379"}
+			tt.modify(o)
+			err := o.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want no error", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %v\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+)
+
+func TestWaitFor(t *testing.T) {
+	drifted := &v1alpha1.VirtPlatformConfig{Status: v1alpha1.VirtPlatformConfigStatus{Phase: v1alpha1.PhaseDrifted}}
+	completed := &v1alpha1.VirtPlatformConfig{Status: v1alpha1.VirtPlatformConfigStatus{Phase: v1alpha1.PhaseCompleted}}
+	isDrifted := func(ev watch.Event) bool {
+		c, ok := ev.Object.(*v1alpha1.VirtPlatformConfig)
+		return ok && c.Status.Phase == v1alpha1.PhaseDrifted
+	}
+	tests := []struct {
+		name    string
+		events  func(*watch.FakeWatcher)
+		wantErr string
+	}{
+		{name: "the matching event", events: func(w *watch.FakeWatcher) {
+			w.Modify(completed)
+			w.Modify(drifted)
+		}},
+		{name: "the watch closes first", events: func(w *watch.FakeWatcher) {
+			w.Modify(completed)
+			w.Stop()
+		}, wantErr: "the watch closed before x Drifted was seen"},
+		{name: "the watch fails", events: func(w *watch.FakeWatcher) {
+			w.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonGone, Message: "too old resource version"})
+		}, wantErr: "the watch failed before x Drifted was seen: too old resource version"},
+		{name: "nothing comes", events: func(w *watch.FakeWatcher) {
+			w.Modify(completed)
+		}, wantErr: "x Drifted was not seen within 50ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := watch.NewFakeWithChanSize(10, false)
+			tt.events(w)
+			start := time.Now()
+			at, err := waitFor(w, 50*time.Millisecond, "x Drifted", isDrifted)
+			if tt.wantErr == "" {
+				if err != nil || at.Before(start) {
+					t.Fatalf("waitFor() = %v, %v; want the time of the match", at, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("waitFor() error = %v, want %q", err, tt.wantErr)
+			}
+			if !at.IsZero() {
+				t.Errorf("waitFor() returned a time (%v) with its error: it would become a sample", at)
+			}
+		})
+	}
+}
+
+func TestReportCheck(t *testing.T) {
+	var r report
+	if !r.check("at the target", "ms", 500, 500) {
+		t.Error("a figure equal to its target must meet it")
+	}
+	if r.check("above the target", "x", 1.81, 1.5) {
+		t.Error("a figure above its target must miss it")
+	}
+	r.add("no target", "ms", 3)
+	if len(r.Figures) != 3 {
+		t.Fatalf("%d figures, want 3", len(r.Figures))
+	}
+	if want := []string{"above the target: 1.81 x, target <= 1.50 x"}; len(r.Missed) != 1 || r.Missed[0] != want[0] {
+		t.Errorf("Missed = %q, want %q", r.Missed, want)
+	}
+	if f := r.Figures[2]; f.Max != nil || f.Met != nil {
+		t.Errorf("a figure without target has Max %v, Met %v", f.Max, f.Met)
+	}
+}

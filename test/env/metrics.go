@@ -1,0 +1,109 @@
+package env
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Metrics is a parsed Prometheus text exposition, by family name.
+type Metrics map[string]*dto.MetricFamily
+
+// ScrapeMetrics reads and parses /metrics of the server behind c.
+func ScrapeMetrics(ctx context.Context, c rest.Interface) (Metrics, error) {
+	raw, err := c.Get().AbsPath("/metrics").SetHeader("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain))).DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading /metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parsing /metrics: %w", err)
+	}
+	return families, nil
+}
+
+// Sum adds up the counter, gauge or untyped samples of family whose labels
+// include every label of match; for a histogram or a summary it adds up
+// the sample sums. A family that is absent counts as 0: counters with no
+// sample yet are not exposed.
+func (m Metrics) Sum(family string, match map[string]string) float64 {
+	f, ok := m[family]
+	if !ok {
+		return 0
+	}
+	var sum float64
+	for _, s := range f.GetMetric() {
+		if !hasLabels(s, match) {
+			continue
+		}
+		switch {
+		case s.Counter != nil:
+			sum += s.Counter.GetValue()
+		case s.Gauge != nil:
+			sum += s.Gauge.GetValue()
+		case s.Untyped != nil:
+			sum += s.Untyped.GetValue()
+		case s.Histogram != nil:
+			sum += s.Histogram.GetSampleSum()
+		case s.Summary != nil:
+			sum += s.Summary.GetSampleSum()
+		}
+	}
+	return sum
+}
+
+// Count adds up the sample counts of a histogram or summary family whose
+// labels include every label of match.
+func (m Metrics) Count(family string, match map[string]string) uint64 {
+	f, ok := m[family]
+	if !ok {
+		return 0
+	}
+	var n uint64
+	for _, s := range f.GetMetric() {
+		if !hasLabels(s, match) {
+			continue
+		}
+		switch {
+		case s.Histogram != nil:
+			n += s.Histogram.GetSampleCount()
+		case s.Summary != nil:
+			n += s.Summary.GetSampleCount()
+		}
+	}
+	return n
+}
+
+func hasLabels(s *dto.Metric, match map[string]string) bool {
+	found := 0
+	for _, l := range s.GetLabel() {
+		if v, ok := match[l.GetName()]; ok {
+			if v != l.GetValue() {
+				return false
+			}
+			found++
+		}
+	}
+	return found == len(match)
+}
+
+// DryRunApplies is kube-apiserver's count of the server-side apply
+// dry-runs (PATCH application/apply-patch?dryRun=All) it has answered.
+func (e *Env) DryRunApplies(ctx context.Context) (float64, error) {
+	c, err := kubernetes.NewForConfig(e.AdminConfig)
+	if err != nil {
+		return 0, err
+	}
+	m, err := ScrapeMetrics(ctx, c.CoreV1().RESTClient())
+	if err != nil {
+		return 0, fmt.Errorf("kube-apiserver: %w", err)
+	}
+	return m.Sum("apiserver_request_total", map[string]string{"verb": "APPLY", "dry_run": "All"}), nil
+}
