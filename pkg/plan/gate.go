@@ -22,9 +22,10 @@ import (
 //
 // A result is shared only with requests that arrive while its computation
 // runs; nothing is kept once it ends, so a request arriving later starts a
-// new computation and the plan stays live. Since one computation per
-// revision runs at a time, a request that joins one never gets a plan read
-// before the end of a computation it has already been answered from.
+// new computation and the plan stays live. Since at most one computation
+// per revision runs at a time, the one a request joins started after every
+// earlier computation of that revision ended: a client never gets a plan
+// read before one it has already seen.
 type Gate struct {
 	slots   *semaphore.Weighted
 	size    int
