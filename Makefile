@@ -15,7 +15,7 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd
 GO_TEST_FLAGS ?=
 
-.PHONY: all build tools run test unit e2e test-alerts bench verify update-codegen clean
+.PHONY: all build build-race tools run test unit e2e test-alerts bench verify update-codegen clean
 
 all: build
 
@@ -47,15 +47,22 @@ run: tools build
 
 test: unit test-alerts e2e
 
+# -race: the controller, the plan engine and the watches run concurrently.
 unit:
-	go test $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./artifacts/... ./test/cmd/...
+	go test -race $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./artifacts/... ./test/cmd/...
 
 # The alerting rules: valid, and every alert tested firing and not firing.
 test-alerts: $(BIN)/promtool
 	$(BIN)/promtool check rules artifacts/monitoring/rules.yaml
 	$(BIN)/promtool test rules artifacts/monitoring/tests/*.yaml
 
-e2e: tools build
+# The server built with the race detector; one e2e spec file runs it and
+# checks its log for DATA RACE.
+build-race:
+	@mkdir -p $(BIN)
+	go build -race -o $(BIN)/virt-advisor-apiserver-race ./cmd/virt-advisor-apiserver
+
+e2e: tools build build-race
 	go test $(GO_TEST_FLAGS) -timeout 40m ./test/e2e/... -args -ginkgo.v
 
 # Figures on the real control plane: plan latency vs. floor, approval to

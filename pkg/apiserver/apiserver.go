@@ -3,15 +3,25 @@
 package apiserver
 
 import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
+	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
 	componentbaseconfig "k8s.io/component-base/config"
 
@@ -19,6 +29,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
 	"github.com/kubevirt/virt-advisor/pkg/controller"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
+	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
 	"github.com/kubevirt/virt-advisor/pkg/registry/virtplatformconfig"
@@ -47,23 +58,17 @@ func init() {
 	)
 }
 
-// ExtraConfig is what the server needs beyond the generic configuration.
+// ExtraConfig is what the server needs beyond the generic configuration:
+// options only; Complete builds the clients and the plan engine from them.
 type ExtraConfig struct {
-	// Engine computes plans against the main cluster.
-	Engine *plan.Engine
-	// Profiles are the profiles of this build.
-	Profiles *registry.Registry
-	// Kube, Dynamic and Metadata reach the main cluster.
-	Kube     kubernetes.Interface
-	Dynamic  dynamic.Interface
-	Metadata metadata.Interface
-	// LeaderElectionKube renews the controller's Lease, apart from the
-	// traffic of plans.
-	LeaderElectionKube kubernetes.Interface
-	// Recorder emits Events about VirtPlatformConfigs.
-	Recorder record.EventRecorder
+	// ClientConfig reaches the main cluster (--kubeconfig, or in-cluster).
+	ClientConfig *restclient.Config
 	// LeaderElection configures the controller's Lease.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// MaxConcurrentPlans and PlanWaitTimeout bound the plan computations
+	// of API requests (see plan.Gate).
+	MaxConcurrentPlans int
+	PlanWaitTimeout    time.Duration
 	// RequireDistinctApprover refuses approvals by the author of the spec
 	// and keeps action Apply from approving by itself (four eyes).
 	RequireDistinctApprover bool
@@ -75,10 +80,24 @@ type Config struct {
 	ExtraConfig   ExtraConfig
 }
 
-// CompletedConfig is a Config with defaults filled in.
+// CompletedConfig is a Config with defaults filled in and the clients and
+// plan engine built.
 type CompletedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
 	ExtraConfig   ExtraConfig
+	deps          *dependencies
+}
+
+// dependencies are what Complete builds from ExtraConfig.
+type dependencies struct {
+	profiles *registry.Registry
+	engine   *plan.Engine
+	kube     kubernetes.Interface
+	// leaderElectionKube renews the Lease on a client of its own.
+	leaderElectionKube kubernetes.Interface
+	dynamic            dynamic.Interface
+	metadata           metadata.Interface
+	recorder           record.EventRecorder
 }
 
 // Server is the running virt-advisor API server.
@@ -86,9 +105,80 @@ type Server struct {
 	GenericAPIServer *genericapiserver.GenericAPIServer
 }
 
-// Complete fills in the defaults of the generic configuration.
-func (c *Config) Complete() CompletedConfig {
-	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), ExtraConfig: c.ExtraConfig}
+// Complete fills in the defaults of the generic configuration and builds
+// the clients of the main cluster, the event recorder and the plan engine.
+func (c *Config) Complete() (CompletedConfig, error) {
+	deps, err := c.ExtraConfig.build()
+	if err != nil {
+		return CompletedConfig{}, err
+	}
+	return CompletedConfig{GenericConfig: c.GenericConfig.Complete(), ExtraConfig: c.ExtraConfig, deps: deps}, nil
+}
+
+func (x ExtraConfig) build() (*dependencies, error) {
+	if x.ClientConfig == nil {
+		return nil, fmt.Errorf("no client configuration for the main cluster")
+	}
+	clientConfig := restclient.CopyConfig(x.ClientConfig)
+	clientConfig.UserAgent = "virt-advisor-apiserver/" + version.Version
+	// Plans are computed on user requests: a client-side token bucket
+	// (client-go's default is 5 requests/s) would queue every plan behind
+	// the others. The plan gate bounds them, and the main cluster's API
+	// Priority and Fairness protects it, as it does from any other client.
+	clientConfig.QPS = -1
+	dyn, err := dynamic.NewForConfig(clientConfig)
+	if err != nil {
+		return nil, err
+	}
+	// Discovery has no context: bound it so a slow cluster cannot hang a plan.
+	discoveryConfig := restclient.CopyConfig(clientConfig)
+	discoveryConfig.Timeout = 10 * time.Second
+	disc, err := discovery.NewDiscoveryClientForConfig(discoveryConfig)
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	meta, err := metadata.NewForConfig(clientConfig)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(clientConfig)
+	if err != nil {
+		return nil, err
+	}
+	// The Lease is renewed on a client of its own, with its own rate limit
+	// and each request bounded by the renew deadline, so that plan requests
+	// can never hold a renewal back.
+	leaderElectionConfig := restclient.CopyConfig(x.ClientConfig)
+	leaderElectionConfig.UserAgent = clientConfig.UserAgent + "/leader-election"
+	leaderElectionConfig.QPS, leaderElectionConfig.Burst = 5, 10
+	leaderElectionConfig.Timeout = x.LeaderElection.RenewDeadline.Duration
+	leaderElectionKube, err := kubernetes.NewForConfig(leaderElectionConfig)
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := plan.NewCluster(dyn, mapper, meta)
+	if err != nil {
+		return nil, err
+	}
+	// Events of cluster-scoped VirtPlatformConfigs land in "default".
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	profiles := registry.Default()
+	metrics.Register(profiles.Names()...)
+	return &dependencies{
+		profiles: profiles,
+		engine: &plan.Engine{
+			Cluster:  cluster,
+			Profiles: profiles,
+			Gate:     plan.NewGate(x.MaxConcurrentPlans, x.PlanWaitTimeout),
+		},
+		kube:               kube,
+		leaderElectionKube: leaderElectionKube,
+		dynamic:            dyn,
+		metadata:           meta,
+		recorder:           broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "virt-advisor"}),
+	}, nil
 }
 
 // New builds the server and installs the advisor.kubevirt.io group.
@@ -98,10 +188,11 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	s := &Server{GenericAPIServer: generic}
+	d := c.deps
 
 	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, virtplatformconfig.Options{
-		Engine:                  c.ExtraConfig.Engine,
-		Recorder:                c.ExtraConfig.Recorder,
+		Engine:                  d.engine,
+		Recorder:                d.recorder,
 		Authorizer:              c.GenericConfig.Authorization.Authorizer,
 		RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
 	})
@@ -118,31 +209,30 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := s.GenericAPIServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, err
 	}
-	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-watch-crds", func(ctx genericapiserver.PostStartHookContext) error {
-		c.ExtraConfig.Engine.Cluster.Watches.Start(ctx)
-		return c.ExtraConfig.Engine.Cluster.WatchCRDs(ctx, c.ExtraConfig.Metadata)
-	})
-	// The controller runs beside the API; the hook returns at once.
-	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-controller", func(ctx genericapiserver.PostStartHookContext) error {
+
+	// One post-start hook, in order: the main cluster's watches (synced),
+	// the advertised profiles, then the controller. It returns at once and
+	// retries in the background; until it is done, /readyz says why.
+	startup := &startup{}
+	if err := s.GenericAPIServer.AddReadyzChecks(startup); err != nil {
+		return nil, err
+	}
+	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-start", func(ctx genericapiserver.PostStartHookContext) error {
 		client, err := versioned.NewForConfig(ctx.LoopbackClientConfig)
 		if err != nil {
 			return err
 		}
-		x := c.ExtraConfig
-		go controller.New(controller.Config{
-			Client: client, Status: storage.StatusWriter, Kube: x.Kube, Dynamic: x.Dynamic, Metadata: x.Metadata,
-			Engine: x.Engine, Profiles: x.Profiles, Recorder: x.Recorder,
-			LeaderElection: x.LeaderElection, LeaderElectionKube: x.LeaderElectionKube, Version: version.Version,
-			RequireDistinctApprover: x.RequireDistinctApprover,
-		}).Run(ctx)
+		ctrl := controller.New(controller.Config{
+			Client: client, Status: storage.StatusWriter, Kube: d.kube, LeaderElectionKube: d.leaderElectionKube,
+			Dynamic: d.dynamic, Metadata: d.metadata, Engine: d.engine, Profiles: d.profiles, Recorder: d.recorder,
+			LeaderElection: c.ExtraConfig.LeaderElection, Version: version.Version,
+			RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
+		})
+		go startup.run(ctx, []startStep{
+			{"watch the main cluster", d.engine.Cluster.Start},
+			{"advertise the profiles", func(ctx context.Context) error { return advertiseProfiles(ctx, client, d.profiles) }},
+		}, func(ctx context.Context) { ctrl.Run(ctx) })
 		return nil
-	})
-	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-advertise-profiles", func(ctx genericapiserver.PostStartHookContext) error {
-		client, err := versioned.NewForConfig(ctx.LoopbackClientConfig)
-		if err != nil {
-			return err
-		}
-		return advertiseProfiles(ctx, client, c.ExtraConfig.Profiles)
 	})
 	return s, nil
 }

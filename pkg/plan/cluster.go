@@ -31,7 +31,8 @@ type Cluster struct {
 	// CRDs are large and read on every plan (the descheduler schema): they
 	// are kept, parsed, for as long as their resourceVersion in the CRD
 	// metadata watch does not change.
-	crdMeta cache.Indexer
+	crdFactory metadatainformer.SharedInformerFactory
+	crdMeta    cache.Indexer
 	crds    sync.Map // name -> *unstructured.Unstructured
 }
 
@@ -141,13 +142,16 @@ var (
 	crdGVK = crdGVR.GroupVersion().WithKind("CustomResourceDefinition")
 )
 
-// WatchCRDs forgets the cached discovery whenever a CRD is created,
-// changed or deleted, so prerequisites and mappings follow the cluster
-// without a restart, and tells which cached CRDs are current. It watches
-// metadata only, to stay small. Call it before the engine's first use.
-func (c *Cluster) WatchCRDs(ctx context.Context, client metadata.Interface) error {
-	factory := metadatainformer.NewSharedInformerFactory(client, 0)
-	informer := factory.ForResource(crdGVR).Informer()
+// NewCluster returns a Cluster on the main cluster's clients. Nothing runs
+// until Start.
+func NewCluster(dyn dynamic.Interface, mapper meta.ResettableRESTMapper, meta metadata.Interface) (*Cluster, error) {
+	c := &Cluster{Dynamic: dyn, Mapper: mapper, Watches: NewWatches(dyn, mapper)}
+	// The CRD metadata watch forgets the cached discovery whenever a CRD is
+	// created, changed or deleted, so prerequisites and mappings follow the
+	// cluster without a restart, and tells which cached CRDs are current.
+	// Metadata only, to stay small.
+	c.crdFactory = metadatainformer.NewSharedInformerFactory(meta, 0)
+	informer := c.crdFactory.ForResource(crdGVR).Informer()
 	c.crdMeta = informer.GetIndexer()
 	reset := func(interface{}) { c.Mapper.Reset() }
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -155,9 +159,21 @@ func (c *Cluster) WatchCRDs(ctx context.Context, client metadata.Interface) erro
 		UpdateFunc: func(_, obj interface{}) { reset(obj) },
 		DeleteFunc: reset,
 	}); err != nil {
-		return err
+		return nil, err
 	}
-	factory.Start(ctx.Done())
+	return c, nil
+}
+
+// Start runs the CRD watch and lets the object watches run until ctx
+// ends, and waits until the CRD watch has synced.
+func (c *Cluster) Start(ctx context.Context) error {
+	c.Watches.Start(ctx)
+	c.crdFactory.Start(ctx.Done())
+	for gvr, synced := range c.crdFactory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return fmt.Errorf("the watch of %s did not sync", gvr.Resource)
+		}
+	}
 	return nil
 }
 

@@ -52,11 +52,22 @@ func NewWatches(dyn dynamic.Interface, mapper meta.RESTMapper) *Watches {
 	return &Watches{dynamic: dyn, mapper: mapper, watchers: map[ObjectKey]*watcher{}, byConfig: map[string]sets.Set[ObjectKey]{}}
 }
 
-// Start lets watches run until ctx ends.
+// Start lets watches run until ctx ends, starting those declared before.
 func (w *Watches) Start(ctx context.Context) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.ctx = ctx
+	for config, keys := range w.byConfig {
+		for key := range keys {
+			if err := w.acquire(config, key); err != nil {
+				klog.V(2).InfoS("Not watching yet", "config", config, "kind", key.GVK.Kind, "name", key.Name, "reason", err)
+				keys.Delete(key)
+			}
+		}
+		if keys.Len() == 0 {
+			delete(w.byConfig, config)
+		}
+	}
 }
 
 // OnEvent sets the function told about events; nil stops telling.
@@ -91,12 +102,18 @@ func (w *Watches) Cached(key ObjectKey) (obj *unstructured.Unstructured, ok bool
 func (w *Watches) Set(config string, keys []ObjectKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.ctx == nil {
-		return
-	}
 	want := sets.New[ObjectKey]()
 	for _, k := range keys {
 		want.Insert(w.resolve(k))
+	}
+	if w.ctx == nil {
+		// Not started: remembered, and started by Start.
+		if want.Len() == 0 {
+			delete(w.byConfig, config)
+		} else {
+			w.byConfig[config] = want
+		}
+		return
 	}
 	old := w.byConfig[config]
 	for key := range old.Difference(want) {

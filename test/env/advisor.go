@@ -30,6 +30,7 @@ type Advisor struct {
 	LogPath string   // Dir/logs/<Name>.log, appended to across restarts
 	EtcdDir string   // embedded etcd data, "" with --etcd-servers
 	Args    []string // the full command line after the binary
+	Binary  string   // the file in BinDir it runs
 
 	extra []string // caller's flags, kept for restarts
 	proc  *process
@@ -90,6 +91,19 @@ func (e *Env) RegisterAdvisor(ctx context.Context, adv *Advisor) error {
 // restarts it on the same port and data dir; if that name is the one
 // behind the APIService, the new process serves it.
 func (e *Env) StartAdvisor(ctx context.Context, name string, args ...string) (*Advisor, error) {
+	return e.StartAdvisorBinary(ctx, name, advisorBinary, args...)
+}
+
+// RaceAdvisorBinary is virt-advisor-apiserver built with the race
+// detector (make build-race), for StartAdvisorBinary.
+const RaceAdvisorBinary = "virt-advisor-apiserver-race"
+
+// StartAdvisorBinary is StartAdvisor with another build of the server,
+// a file in BinDir such as RaceAdvisorBinary.
+func (e *Env) StartAdvisorBinary(ctx context.Context, name, binary string, args ...string) (*Advisor, error) {
+	if _, err := os.Stat(e.bin(binary)); err != nil {
+		return nil, fmt.Errorf("%s is missing: run make build-race (or make build)", e.bin(binary))
+	}
 	if !validAdvisorName.MatchString(name) {
 		return nil, fmt.Errorf("advisor name %q: use lower-case letters, digits and '-'", name)
 	}
@@ -103,7 +117,7 @@ func (e *Env) StartAdvisor(ctx context.Context, name string, args ...string) (*A
 		}
 		port = prev.Port
 	}
-	return e.startAdvisor(ctx, name, port, args)
+	return e.startAdvisor(ctx, name, binary, port, args)
 }
 
 // RestartAdvisor stops the registered instance gracefully and starts it
@@ -117,7 +131,7 @@ func (e *Env) RestartAdvisor(ctx context.Context) error {
 	if err := cur.Stop(syscall.SIGTERM); err != nil {
 		return fmt.Errorf("restarting %s: %w", cur.Name, err)
 	}
-	adv, err := e.startAdvisor(ctx, cur.Name, cur.Port, cur.extra)
+	adv, err := e.startAdvisor(ctx, cur.Name, cur.Binary, cur.Port, cur.extra)
 	if err != nil {
 		return fmt.Errorf("restarting %s: %w", cur.Name, err)
 	}
@@ -129,7 +143,7 @@ func (e *Env) RestartAdvisor(ctx context.Context) error {
 
 // startAdvisor starts an instance on port (0: a free one, retried if
 // another environment races for it) and waits until it is ready.
-func (e *Env) startAdvisor(ctx context.Context, name string, port int, extra []string) (*Advisor, error) {
+func (e *Env) startAdvisor(ctx context.Context, name, binary string, port int, extra []string) (*Advisor, error) {
 	for attempt := 1; ; attempt++ {
 		p := port
 		if p == 0 {
@@ -140,13 +154,14 @@ func (e *Env) startAdvisor(ctx context.Context, name string, port int, extra []s
 			p = ports[0]
 		}
 		adv := e.newAdvisor(name, p, extra)
+		adv.Binary = binary
 		if adv.EtcdDir != "" {
 			if err := os.MkdirAll(adv.EtcdDir, 0o700); err != nil {
 				return nil, fmt.Errorf("creating %s: %w", adv.EtcdDir, err)
 			}
 		}
 		e.logf("starting %s on %s (log %s)", name, adv.URL, adv.LogPath)
-		proc, err := startProcess(name, e.bin(advisorBinary), e.Dir, adv.LogPath, adv.Args)
+		proc, err := startProcess(name, e.bin(binary), e.Dir, adv.LogPath, adv.Args)
 		if err != nil {
 			return nil, err
 		}

@@ -159,7 +159,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 		}
 	}
 
-	adv, err := e.startAdvisor(ctx, MainAdvisorName, 0, nil)
+	adv, err := e.startAdvisor(ctx, MainAdvisorName, advisorBinary, 0, nil)
 	if err != nil {
 		return nil, err
 	}

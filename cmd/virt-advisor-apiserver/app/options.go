@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,16 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/record"
 	componentbaseconfig "k8s.io/component-base/config"
 	componentbaseoptions "k8s.io/component-base/config/options"
 	netutils "k8s.io/utils/net"
@@ -32,9 +22,6 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apiserver"
 	generatedopenapi "github.com/kubevirt/virt-advisor/pkg/generated/openapi"
-	"github.com/kubevirt/virt-advisor/pkg/metrics"
-	"github.com/kubevirt/virt-advisor/pkg/plan"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
 	"github.com/kubevirt/virt-advisor/pkg/version"
 )
 
@@ -197,77 +184,14 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	// leaves them to authorization (a SubjectAccessReview each); anonymous
 	// requests reach only the probes here, and nothing else is even asked.
 	cfg.Authentication.Authenticator = probesOnlyForAnonymous(cfg.Authentication.Authenticator)
-	extra, err := o.extraConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: extra}, nil
-}
-
-// extraConfig builds the plan engine on the main cluster's client (the
-// --kubeconfig of the core API, in-cluster config when unset).
-func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserver.ExtraConfig, error) {
 	if cfg.ClientConfig == nil {
-		return apiserver.ExtraConfig{}, fmt.Errorf("no client configuration for the main cluster: set --kubeconfig or run in a cluster")
+		return nil, fmt.Errorf("no client configuration for the main cluster: set --kubeconfig or run in a cluster")
 	}
-	clientConfig := rest.CopyConfig(cfg.ClientConfig)
-	clientConfig.UserAgent = "virt-advisor-apiserver/" + version.Version
-	// Plans are computed on user requests: a client-side token bucket
-	// (client-go's default is 5 requests/s) would queue every plan behind
-	// the others. The main cluster's API Priority and Fairness protects it
-	// instead, as it does from any other client.
-	clientConfig.QPS = -1
-	dyn, err := dynamic.NewForConfig(clientConfig)
-	if err != nil {
-		return apiserver.ExtraConfig{}, err
-	}
-	// Discovery has no context: bound it so a slow cluster cannot hang a plan.
-	discoveryConfig := rest.CopyConfig(clientConfig)
-	discoveryConfig.Timeout = 10 * time.Second
-	disc, err := discovery.NewDiscoveryClientForConfig(discoveryConfig)
-	if err != nil {
-		return apiserver.ExtraConfig{}, err
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	meta, err := metadata.NewForConfig(clientConfig)
-	if err != nil {
-		return apiserver.ExtraConfig{}, err
-	}
-	kube, err := kubernetes.NewForConfig(clientConfig)
-	if err != nil {
-		return apiserver.ExtraConfig{}, err
-	}
-	// The Lease is renewed on a client of its own, with its own rate limit
-	// and each request bounded by the renew deadline, so that plan requests
-	// can never hold a renewal back.
-	leaderElectionConfig := rest.CopyConfig(cfg.ClientConfig)
-	leaderElectionConfig.UserAgent = clientConfig.UserAgent + "/leader-election"
-	leaderElectionConfig.QPS, leaderElectionConfig.Burst = 5, 10
-	leaderElectionConfig.Timeout = o.LeaderElection.RenewDeadline.Duration
-	leaderElectionKube, err := kubernetes.NewForConfig(leaderElectionConfig)
-	if err != nil {
-		return apiserver.ExtraConfig{}, err
-	}
-	// Events of cluster-scoped VirtPlatformConfigs land in "default".
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(apiserver.Scheme, corev1.EventSource{Component: "virt-advisor"})
-	profiles := registry.Default()
-	metrics.Register(profiles.Names()...)
-	return apiserver.ExtraConfig{
-		Engine: &plan.Engine{
-			Cluster:  &plan.Cluster{Dynamic: dyn, Mapper: mapper, Watches: plan.NewWatches(dyn, mapper)},
-			Profiles: profiles,
-			Gate:     plan.NewGate(o.MaxConcurrentPlans, o.PlanWaitTimeout),
-		},
-		Profiles:           profiles,
-		Kube:               kube,
-		LeaderElectionKube: leaderElectionKube,
-		Dynamic:            dyn,
-		Metadata:           meta,
-		Recorder:           recorder,
-		LeaderElection:     o.LeaderElection,
-
+	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: apiserver.ExtraConfig{
+		ClientConfig:            cfg.ClientConfig,
+		LeaderElection:          o.LeaderElection,
+		MaxConcurrentPlans:      o.MaxConcurrentPlans,
+		PlanWaitTimeout:         o.PlanWaitTimeout,
 		RequireDistinctApprover: o.RequireDistinctApprover,
-	}, nil
+	}}, nil
 }

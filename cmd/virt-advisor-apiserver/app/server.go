@@ -50,7 +50,11 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	server, err := config.Complete().New()
+	completed, err := config.Complete()
+	if err != nil {
+		return err
+	}
+	server, err := completed.New()
 	if err != nil {
 		return err
 	}
