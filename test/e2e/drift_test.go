@@ -133,6 +133,11 @@ var _ = Describe("drift", Ordered, func() {
 					c.Status.Items[i].DesiredState.Raw = raw
 				}
 			}
+			for i := range c.Status.AppliedItems {
+				if c.Status.AppliedItems[i].Name == "enable-load-aware-descheduling" {
+					c.Status.AppliedItems[i].DesiredState.Raw = raw
+				}
+			}
 		})
 		c = waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompletedWithUpgrade, 10*time.Second)
 		up := condition(c, "UpgradeAvailable")
