@@ -6,7 +6,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -57,5 +59,35 @@ func TestWatchKeysResolveThePreferredVersion(t *testing.T) {
 	unserved := ObjectKey{GVK: profiles.SchedulerGVK.GroupKind().WithVersion(""), Name: "cluster"}
 	if got := w.resolve(unserved); got != unserved {
 		t.Errorf("an unserved kind keeps its key: got %v", got)
+	}
+}
+
+func TestAddReplacesAnObjectWatchedThroughAnotherVersion(t *testing.T) {
+	hcoV1 := schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1", Kind: "HyperConverged"}
+	hcoV1beta1 := hcoV1.GroupKind().WithVersion("v1beta1")
+	listKinds := map[schema.GroupVersionResource]string{
+		{Group: "hco.kubevirt.io", Version: "v1", Resource: "hyperconvergeds"}:      "HyperConvergedList",
+		{Group: "hco.kubevirt.io", Version: "v1beta1", Resource: "hyperconvergeds"}: "HyperConvergedList",
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{hcoV1beta1.GroupVersion()})
+	mapper.Add(hcoV1beta1, meta.RESTScopeNamespace)
+	w := NewWatches(dyn, mapper)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.Start(ctx)
+
+	key := ObjectKey{GVK: profiles.HyperConvergedGVK, Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"}
+	w.Add("owner", []ObjectKey{key})
+	// The operator upgrade: v1 is now the only version served.
+	mapper = meta.NewDefaultRESTMapper([]schema.GroupVersion{hcoV1.GroupVersion()})
+	mapper.Add(hcoV1, meta.RESTScopeNamespace)
+	w.mapper = mapper
+	w.Add("owner", []ObjectKey{key})
+
+	got := w.byConfig["owner"].UnsortedList()
+	want := ObjectKey{GVK: hcoV1, Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"}
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("owner watches %v, want only %v", got, want)
 	}
 }
