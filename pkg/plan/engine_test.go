@@ -5,10 +5,12 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -89,5 +91,30 @@ func TestAddReplacesAnObjectWatchedThroughAnotherVersion(t *testing.T) {
 	want := ObjectKey{GVK: hcoV1, Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"}
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("owner watches %v, want only %v", got, want)
+	}
+}
+
+func TestServedIsFalseOnceASeenCRDIsGone(t *testing.T) {
+	kd := profiles.KubeDeschedulerGVK
+	c := &Cluster{Mapper: mapperWith(kd), crdMeta: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
+	crd := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "kubedeschedulers.operator.openshift.io"}}
+	if err := c.crdMeta.Add(crd); err != nil {
+		t.Fatal(err)
+	}
+	c.seenCRDs.Store(crd.Name, struct{}{})
+	if served, err := c.Served(kd); !served || err != nil {
+		t.Fatalf("Served = %v, %v with the CRD present", served, err)
+	}
+	// The CRD is deleted; a discovery cache refreshed too early still maps the kind.
+	if err := c.crdMeta.Delete(crd); err != nil {
+		t.Fatal(err)
+	}
+	if served, err := c.Served(kd); served || err != nil {
+		t.Errorf("Served = %v, %v after the CRD was deleted, want false", served, err)
+	}
+	// Kinds not known to come from a CRD are left to discovery.
+	c.seenCRDs.Delete(crd.Name)
+	if served, _ := c.Served(kd); !served {
+		t.Errorf("Served = false for a kind with no CRD seen")
 	}
 }
