@@ -218,8 +218,14 @@ func (c *Controller) enqueueAll() {
 	}
 	for _, cfg := range configs {
 		c.queue.Add(cfg.Name)
+		// The engine's own CRD watch (discovery, CRD cache) may see the
+		// event after this one: look again once it has.
+		c.queue.AddAfter(cfg.Name, crdSettle)
 	}
 }
+
+// crdSettle is how long after a CRD event configs are looked at again.
+const crdSettle = time.Second
 
 func (c *Controller) worker(ctx context.Context) {
 	for c.processNext(ctx) {

@@ -34,6 +34,10 @@ type Cluster struct {
 	crdFactory metadatainformer.SharedInformerFactory
 	crdMeta    cache.Indexer
 	crds    sync.Map // name -> *unstructured.Unstructured
+	// seenCRDs are the names of the CRDs the watch has seen: a kind whose
+	// CRD was seen and is gone is not served, whatever a discovery cache
+	// refreshed a moment too early still says.
+	seenCRDs sync.Map // name -> struct{}
 }
 
 // resource returns the client of the object's resource.
@@ -119,7 +123,11 @@ func (c *Cluster) List(ctx context.Context, gvk schema.GroupVersionKind) ([]unst
 // Served reports whether the cluster serves the kind; a miss refreshes
 // discovery once, so CRDs installed after start are seen.
 func (c *Cluster) Served(gvk schema.GroupVersionKind) (bool, error) {
-	_, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	mapping, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err == nil && c.crdDeleted(mapping.Resource) {
+		c.Mapper.Reset()
+		return false, nil
+	}
 	if meta.IsNoMatchError(err) {
 		c.Mapper.Reset()
 		_, err = c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -128,6 +136,21 @@ func (c *Cluster) Served(gvk schema.GroupVersionKind) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// crdDeleted reports whether the resource comes from a CRD the watch saw
+// and no longer holds. Discovery drops a deleted CRD's API shortly after
+// the delete event: a mapper reset on that event can read it again.
+func (c *Cluster) crdDeleted(gvr schema.GroupVersionResource) bool {
+	if c.crdMeta == nil {
+		return false
+	}
+	name := gvr.Resource + "." + gvr.Group
+	if _, seen := c.seenCRDs.Load(name); !seen {
+		return false
+	}
+	_, exists, err := c.crdMeta.GetByKey(name)
+	return err == nil && !exists
 }
 
 func objectName(namespace, name string) string {
@@ -155,7 +178,12 @@ func NewCluster(dyn dynamic.Interface, mapper meta.ResettableRESTMapper, meta me
 	c.crdMeta = informer.GetIndexer()
 	reset := func(interface{}) { c.Mapper.Reset() }
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    reset,
+		AddFunc: func(obj interface{}) {
+			if m, ok := obj.(metav1.Object); ok {
+				c.seenCRDs.Store(m.GetName(), struct{}{})
+			}
+			reset(obj)
+		},
 		UpdateFunc: func(_, obj interface{}) { reset(obj) },
 		DeleteFunc: reset,
 	}); err != nil {

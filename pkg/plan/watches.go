@@ -145,11 +145,27 @@ func (w *Watches) Add(owner string, keys []ObjectKey) {
 			break
 		}
 	}
-	all := append(w.byConfig[owner].UnsortedList(), keys...)
+	// The same object through another version (the preferred one changed)
+	// is replaced, not watched twice.
+	replaced := sets.New[ObjectKey]()
+	for _, k := range keys {
+		replaced.Insert(k.unversioned())
+	}
+	all := keys
+	for k := range w.byConfig[owner] {
+		if !replaced.Has(k.unversioned()) {
+			all = append(all, k)
+		}
+	}
 	w.mu.Unlock()
 	if missing {
 		w.Set(owner, all)
 	}
+}
+
+func (k ObjectKey) unversioned() ObjectKey {
+	k.GVK.Version = ""
+	return k
 }
 
 // resolve gives a key without a version the version discovery prefers, so

@@ -1,7 +1,6 @@
 package profiles
 
 import (
-	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,12 +45,7 @@ func HCOMigrationDefaults(version string) (int64, int64) {
 	return 5, 2
 }
 
-// hcoVersionError says which versions this build knows.
+// HCOVersionError says which versions this build knows.
 func HCOVersionError(version string) error {
 	return fmt.Errorf("HyperConverged %s is not supported: this build reads and writes hco.kubevirt.io/%s and %s", version, HCOVersionV1beta1, HCOVersionV1)
-}
-
-// GetHCO reads the HyperConverged CR through the preferred version.
-func GetHCO(ctx context.Context, cluster Cluster) (*unstructured.Unstructured, error) {
-	return cluster.Get(ctx, HyperConvergedGVK, HCONamespace, HCOName)
 }

@@ -328,6 +328,18 @@ var _ = Describe("real clusters: pools and nodes", Ordered, func() {
 		}
 	})
 
+	It("reports a paused pool among those selecting the MachineConfig, and waitTimeout covers every pool", func() {
+		addPool("worker-cnv", roleSelector("worker", "worker-cnv"), nodeRole("worker-cnv"), 2, 300*time.Millisecond, "")
+		patchObject(mcpGVR, "", "worker-cnv", `{"spec":{"paused":true}}`)
+		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing","action":"Apply","waitTimeout":"4s"}`)
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseFailed, 30*time.Second)
+		psi := item(c, "enable-psi-metrics")
+		Expect(psi.State).To(Equal(v1alpha1.ItemStateFailed))
+		Expect(psi.Message).To(HavePrefix("Timeout waiting for resource to become healthy"))
+		Expect(psi.Message).To(HaveSuffix("MachineConfigPool 'worker-cnv' is paused: it will not roll out until it is unpaused (Updated: 0/2, Ready: 0/2)"))
+		Expect(conditionStatusOf(getObject(mcpGVR, "", "worker"), "Updated")).To(Equal("True"), "worker alone rolled out")
+	})
+
 	It("with mastersSchedulable: true plans, applies and tracks PSI on the master pool; flipping it back prunes it", func() {
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
 		Expect(getPlan("load-aware-rebalancing").Status.Items).NotTo(ContainElement(HaveField("Name", "enable-psi-metrics-master")), "no Scheduler CRD")

@@ -143,8 +143,9 @@ type VirtHigherDensityConfig struct {
 	EnableSwap *bool
 	// ksmConfiguration configures kernel samepage merging.
 	KSMConfiguration *KSMConfiguration
-	// memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300
-	// (default 150). Values above 120 require enableSwap=true.
+	// memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage,
+	// 100..300. Values above 120 require enableSwap=true. Default: 150 with
+	// swap, 100 without.
 	MemoryToRequestRatio *int32
 }
 

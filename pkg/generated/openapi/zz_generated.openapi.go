@@ -837,7 +837,7 @@ func schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref common.Referen
 					},
 					"memoryToRequestRatio": {
 						SchemaProps: spec.SchemaProps{
-							Description: "memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300 (default 150 with swap, 100 without). Values above 120 require enableSwap=true.",
+							Description: "memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300. Values above 120 require enableSwap=true. Default: 150 with swap, 100 without.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

@@ -3,6 +3,7 @@ package higherdensity
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -30,6 +31,7 @@ const configName = "virt-higher-density"
 type cluster struct {
 	hcoVersion string
 	lists      map[string][]unstructured.Unstructured // by kind
+	listErr    error
 }
 
 func (c cluster) Get(context.Context, schema.GroupVersionKind, string, string) (*unstructured.Unstructured, error) {
@@ -44,6 +46,9 @@ func (c cluster) PreferredVersion(gk schema.GroupKind) (string, error) {
 }
 
 func (c cluster) List(_ context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	if c.listErr != nil {
+		return nil, c.listErr
+	}
 	return c.lists[gvk.Kind], nil
 }
 
@@ -524,6 +529,14 @@ func TestSwapCoverage(t *testing.T) {
 				t.Errorf("impact = %s: a warning must not change it", hco.Impact)
 			}
 		})
+	}
+}
+
+func TestSwapCoverageNeverBlocks(t *testing.T) {
+	cl := cluster{hcoVersion: "v1beta1", listErr: errors.New(`nodes is forbidden`)}
+	hco := itemsIn(t, cl, nil)[1]
+	if !strings.HasSuffix(hco.Message, "Swap coverage: cannot verify: nodes is forbidden") || hco.Err != nil {
+		t.Errorf("message %q err %v", hco.Message, hco.Err)
 	}
 }
 

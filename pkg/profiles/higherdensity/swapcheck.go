@@ -75,6 +75,10 @@ func swapCoverage(ctx context.Context, cluster profiles.Cluster, mcLabels map[st
 	return c, nil
 }
 
+func swapCheckFailed(err error) coverage {
+	return coverage{message: fmt.Sprintf("Swap coverage: cannot verify: %v", err)}
+}
+
 // poolCoverage describes one pool; warning is true when some node reports
 // less swap than the ratio needs.
 func poolCoverage(pool *unstructured.Unstructured, nodes []unstructured.Unstructured, ratio int32) (string, bool, error) {

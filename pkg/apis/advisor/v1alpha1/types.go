@@ -177,8 +177,9 @@ type VirtHigherDensityConfig struct {
 	// ksmConfiguration configures kernel samepage merging.
 	// +optional
 	KSMConfiguration *KSMConfiguration `json:"ksmConfiguration,omitempty"`
-	// memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300
-	// (default 150 with swap, 100 without). Values above 120 require enableSwap=true.
+	// memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage,
+	// 100..300. Values above 120 require enableSwap=true. Default: 150 with
+	// swap, 100 without.
 	// +optional
 	MemoryToRequestRatio *int32 `json:"memoryToRequestRatio,omitempty"`
 }

@@ -28,8 +28,9 @@ type VirtHigherDensityConfigApplyConfiguration struct {
 	EnableSwap *bool `json:"enableSwap,omitempty"`
 	// ksmConfiguration configures kernel samepage merging.
 	KSMConfiguration *KSMConfigurationApplyConfiguration `json:"ksmConfiguration,omitempty"`
-	// memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300
-	// (default 150 with swap, 100 without). Values above 120 require enableSwap=true.
+	// memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage,
+	// 100..300. Values above 120 require enableSwap=true. Default: 150 with
+	// swap, 100 without.
 	MemoryToRequestRatio *int32 `json:"memoryToRequestRatio,omitempty"`
 }
 
