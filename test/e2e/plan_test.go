@@ -18,18 +18,19 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/test/names"
 )
 
 var (
-	mcGVR        = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
-	mcpGVR       = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigpools"}
-	kdGVR        = schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "kubedeschedulers"}
-	hcoGVR       = schema.GroupVersionResource{Group: "hco.kubevirt.io", Version: "v1beta1", Resource: "hyperconvergeds"}
-	crdGVR       = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	kdNS         = "openshift-kube-descheduler-operator"
-	hcoNS        = "openshift-cnv"
-	hcoName      = "kubevirt-hyperconverged"
+	mcGVR        = names.MachineConfigs
+	mcpGVR       = names.MachineConfigPools
+	kdGVR        = names.KubeDeschedulers
+	hcoGVR       = names.HyperConvergedsV1beta1
+	crdGVR       = names.CRDs
+	configMapGVR = names.ConfigMaps
+	kdNS         = names.DeschedulerNamespace
+	hcoNS        = names.HCONamespace
+	hcoName      = names.HCOName
 )
 
 func dyn() dynamic.Interface { return dynamic.NewForConfigOrDie(testEnv.AdminConfig) }
@@ -271,6 +272,8 @@ var _ = Describe("the live plan", func() {
 		_, err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(suiteCtx, "nope", metav1.GetOptions{})
 		Expect(statusCode(err)).To(Equal(int32(404)))
 
+		// A spec before may have left the example ConfigMap behind.
+		_ = dyn().Resource(configMapGVR).Namespace(hcoNS).Delete(suiteCtx, "example-config", metav1.DeleteOptions{})
 		configWith("example-profile", `{"profile":"example-profile","action":"Ignore"}`)
 		for _, role := range []string{"virt-advisor-approver", "virt-advisor-editor"} {
 			c, _, _ := userClient(role)
