@@ -20,6 +20,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/test/env"
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
 )
 
 var keepDir = flag.Bool("keep-dir", false, "keep the environment's directory (logs, data) after the suite")
@@ -49,7 +50,7 @@ var _ = BeforeSuite(func() {
 	testEnv, err = env.Start(ctx, env.Options{
 		Dir: dir, Log: GinkgoWriter,
 		// Fast rollouts and a short Lease keep the suite quick.
-		FakeMCO:     env.FakeMCOOptions{RenderDelay: 200 * time.Millisecond, StepTime: 300 * time.Millisecond},
+		FakeMCO:     fakemco.Options{RenderDelay: 200 * time.Millisecond, StepTime: 300 * time.Millisecond},
 		AdvisorArgs: []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"},
 	})
 	Expect(err).NotTo(HaveOccurred())

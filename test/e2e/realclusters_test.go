@@ -20,10 +20,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/test/env"
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
+	"github.com/kubevirt/virt-advisor/test/names"
 )
 
-var schedulerGVR = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "schedulers"}
+var schedulerGVR = names.Schedulers
 
 const (
 	hcoCRDName       = "hyperconvergeds.hco.kubevirt.io"
@@ -261,7 +262,7 @@ func addPool(name string, mcSelector, nodeSelector map[string]interface{}, machi
 	pool := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
 		"metadata": map[string]interface{}{"name": name, "annotations": map[string]interface{}{
-			env.FakeMCOMachinesAnnotation: fmt.Sprint(machines), env.FakeMCOStepTimeAnnotation: step.String()}},
+			fakemco.MachinesAnnotation: fmt.Sprint(machines), fakemco.StepTimeAnnotation: step.String()}},
 		"spec": map[string]interface{}{"machineConfigSelector": mcSelector, "nodeSelector": nodeSelector},
 	}}
 	_, err := dyn().Resource(mcpGVR).Create(suiteCtx, pool, metav1.CreateOptions{})

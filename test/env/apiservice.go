@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
+	"github.com/kubevirt/virt-advisor/test/names"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 const (
@@ -31,7 +32,7 @@ const (
 	apiServiceAvailableTimeout = 60 * time.Second
 )
 
-var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+var apiServiceGVR = names.APIServices
 
 // Kinds of artifacts/deploy the environment does not apply: workloads need
 // images (the advisor runs as a local process instead), and the Service and
@@ -100,7 +101,7 @@ func waitAPIServiceAvailable(ctx context.Context, a *applier, adv *Advisor) erro
 			return false, err
 		}
 		last = obj
-		if conditionStatus(obj, "Available") != "True" {
+		if fakemco.ConditionStatus(obj, "Available") != "True" {
 			return false, errors.New("not Available yet") // conditions are added below
 		}
 		// The condition may be stale (a reused etcd, a restarted advisor):

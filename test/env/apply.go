@@ -11,11 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
+	"github.com/kubevirt/virt-advisor/test/names"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -30,14 +31,14 @@ const (
 	// mcoFieldManager is the MachineConfig operator's manager; the seeded
 	// pool status is written as it so the fake MCO (same manager) can take
 	// over the fields without conflicts.
-	mcoFieldManager = "machine-config-controller"
+	mcoFieldManager = names.MCOFieldManager
 
 	crdEstablishTimeout = 30 * time.Second
 )
 
 var (
-	crdGVR  = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	poolGVR = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigpools"}
+	crdGVR  = names.CRDs
+	poolGVR = names.MachineConfigPools
 )
 
 // applier applies unstructured manifests with server-side apply, mapping
@@ -186,7 +187,7 @@ func (a *applier) waitEstablished(ctx context.Context, objs []*unstructured.Unst
 			if err != nil {
 				return false, err
 			}
-			if conditionStatus(crd, "Established") == "True" {
+			if fakemco.ConditionStatus(crd, "Established") == "True" {
 				return true, nil
 			}
 			return false, fmt.Errorf("conditions: %s", conditionsSummary(crd))
@@ -251,18 +252,6 @@ func (a *applier) poolHasStatus(ctx context.Context, name string) (bool, error) 
 	}
 	_, ok, _ := unstructured.NestedFieldNoCopy(pool.Object, "status", "machineCount")
 	return ok, nil
-}
-
-// conditionStatus returns status.conditions[type=typ].status, or "".
-func conditionStatus(obj *unstructured.Unstructured, typ string) string {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == typ {
-			s, _ := m["status"].(string)
-			return s
-		}
-	}
-	return ""
 }
 
 // conditionsSummary renders status.conditions for error messages.

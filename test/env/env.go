@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
+	"github.com/kubevirt/virt-advisor/test/names"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -33,8 +35,6 @@ import (
 const (
 	advisorBinary = "virt-advisor-apiserver"
 	modulePath    = "github.com/kubevirt/virt-advisor"
-	// poolMachines is the size of the baseline worker pool.
-	poolMachines = 3
 )
 
 // Options configures Start.
@@ -63,7 +63,7 @@ type Options struct {
 	// MachineConfigPools and walks their status through rollouts (see
 	// fakemco.go); zero durations select the `make run` timings (5 s render
 	// delay, 2 s per node). It logs to Dir/logs/fake-mco.log.
-	FakeMCO FakeMCOOptions
+	FakeMCO fakemco.Options
 	// DisableFakeMCO leaves MachineConfigPools alone: nothing is rendered
 	// or rolled out, the seeded status stays as it is.
 	DisableFakeMCO bool
@@ -323,7 +323,7 @@ func (e *Env) install(ctx context.Context) (deploy []*unstructured.Unstructured,
 			return nil, err
 		}
 		if !has {
-			if err := e.applier.seedPoolStatus(ctx, obj.GetName(), poolMachines); err != nil {
+			if err := e.applier.seedPoolStatus(ctx, obj.GetName(), names.BaselinePoolMachines); err != nil {
 				return nil, err
 			}
 		}

@@ -38,6 +38,8 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/test/env"
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
+	"github.com/kubevirt/virt-advisor/test/names"
 )
 
 var (
@@ -60,7 +62,7 @@ var (
 )
 
 const (
-	kdNS = "openshift-kube-descheduler-operator"
+	kdNS = names.DeschedulerNamespace
 	// budget bounds every wait for an event: a figure that does not come
 	// within it is an error, not a sample.
 	budget = 2 * time.Minute
@@ -123,7 +125,7 @@ func run(out io.Writer) (*bench, error) {
 	}
 	fmt.Fprintln(out, "starting the local control plane…")
 	e, err := env.Start(ctx, env.Options{Dir: d,
-		FakeMCO:     env.FakeMCOOptions{RenderDelay: 100 * time.Millisecond, StepTime: 100 * time.Millisecond},
+		FakeMCO:     fakemco.Options{RenderDelay: 100 * time.Millisecond, StepTime: 100 * time.Millisecond},
 		AdvisorArgs: []string{"--leader-elect=false"}})
 	if err != nil {
 		return nil, err

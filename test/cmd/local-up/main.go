@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/kubevirt/virt-advisor/test/env"
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
 )
 
 func main() {
@@ -29,8 +30,8 @@ func main() {
 func run() error {
 	dir := flag.String("dir", "_output/local", "data directory: PKI, etcd data, kubeconfigs, logs (kept across runs)")
 	binDir := flag.String("bin-dir", "_output/bin", "directory with kube-apiserver, kubectl, etcd and virt-advisor-apiserver")
-	mcoRenderDelay := flag.Duration("mco-render-delay", env.DefaultMCORenderDelay, "fake MachineConfig operator: delay before a MachineConfig change is rendered into the pool's spec.configuration")
-	mcoStep := flag.Duration("mco-step", env.DefaultMCOStepTime, "fake MachineConfig operator: time each pool node takes to update")
+	mcoRenderDelay := flag.Duration("mco-render-delay", fakemco.DefaultRenderDelay, "fake MachineConfig operator: delay before a MachineConfig change is rendered into the pool's spec.configuration")
+	mcoStep := flag.Duration("mco-step", fakemco.DefaultStepTime, "fake MachineConfig operator: time each pool node takes to update")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [-- virt-advisor-apiserver flags]\n", os.Args[0])
 		flag.PrintDefaults()
@@ -46,7 +47,7 @@ func run() error {
 		BinDir:      *binDir,
 		Log:         os.Stdout,
 		AdvisorArgs: flag.Args(),
-		FakeMCO:     env.FakeMCOOptions{RenderDelay: *mcoRenderDelay, StepTime: *mcoStep},
+		FakeMCO:     fakemco.Options{RenderDelay: *mcoRenderDelay, StepTime: *mcoStep},
 	})
 	if err != nil {
 		return err

@@ -1,6 +1,4 @@
-package env
-
-// A fake MachineConfig operator: the test double behind MachineConfigPool
+// Package fakemco is a fake MachineConfig operator: the test double behind MachineConfigPool
 // rollouts in `make run` and the e2e suite. It does what the MCO's render
 // and node controllers report through the API (artifacts/crds, the
 // "How the MachineConfig operator reports a rollout" notes):
@@ -14,11 +12,13 @@ package env
 //     updatedMachineCount 0..n, and only at n copies spec.configuration
 //     into status.configuration with Updated=True;
 //  3. spec.paused stops the walk ("Pool is paused; will not update to …"),
-//     and the annotation FakeMCODegradedAnnotation="true" reports a
+//     and the annotation DegradedAnnotation="true" reports a
 //     degraded node and stops it too.
 //
 // Everything is driven by informer events and per-pool timers (the next
 // render or node step); nothing polls the API.
+
+package fakemco
 
 import (
 	"context"
@@ -28,8 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -42,36 +40,37 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubevirt/virt-advisor/test/names"
 )
 
 const (
-	// FakeMCODegradedAnnotation set to "true" on a MachineConfigPool makes
+	// DegradedAnnotation set to "true" on a MachineConfigPool makes
 	// the fake MCO report one degraded node (degradedMachineCount 1,
 	// Degraded=True, NodeDegraded=True) and stop the pool's rollout where
 	// it is. Removing it (or any other value) resumes the rollout.
-	FakeMCODegradedAnnotation = "fake-mco.virt-advisor.io/degraded"
-	// FakeMCOMachinesAnnotation on a MachineConfigPool sets how many
+	DegradedAnnotation = "fake-mco.virt-advisor.io/degraded"
+	// MachinesAnnotation on a MachineConfigPool sets how many
 	// machines the fake MCO reports for it (default: status.machineCount,
 	// else 3), so that tests can add pools of any size.
-	FakeMCOMachinesAnnotation = "fake-mco.virt-advisor.io/machines"
-	// FakeMCOStepTimeAnnotation on a MachineConfigPool sets how long each
+	MachinesAnnotation = "fake-mco.virt-advisor.io/machines"
+	// StepTimeAnnotation on a MachineConfigPool sets how long each
 	// of its nodes takes to update (a Go duration; default StepTime), so
 	// that one pool can roll out slower than another.
-	FakeMCOStepTimeAnnotation = "fake-mco.virt-advisor.io/step-time"
-	// FakeMCODegradedMessage is what the degraded node reports.
-	FakeMCODegradedMessage = "injected failure"
+	StepTimeAnnotation = "fake-mco.virt-advisor.io/step-time"
+	// DegradedMessage is what the degraded node reports.
+	DegradedMessage = "injected failure"
 
-	// DefaultMCORenderDelay and DefaultMCOStepTime are the timings of
-	// `make run`; FakeMCOOptions' zero values select them.
-	DefaultMCORenderDelay = 5 * time.Second
-	DefaultMCOStepTime    = 2 * time.Second
+	// DefaultRenderDelay and DefaultStepTime are the timings of
+	// `make run`; Options' zero values select them.
+	DefaultRenderDelay = 5 * time.Second
+	DefaultStepTime    = 2 * time.Second
 
 	// fakeMCOInputsAnnotation on a rendered MachineConfig records the hash
 	// of the MachineConfigs it was rendered from.
@@ -85,32 +84,37 @@ const (
 	mcCRDName      = "machineconfigs.machineconfiguration.openshift.io"
 	mcpCRDName     = "machineconfigpools.machineconfiguration.openshift.io"
 
-	// fakeMCOSyncTimeout bounds how long startFakeMCO waits for its caches.
-	fakeMCOSyncTimeout = 30 * time.Second
-	fakeMCOLogName     = "fake-mco.log"
+	// syncTimeout bounds how long Start waits for its caches.
+	syncTimeout = 30 * time.Second
 )
 
-var mcGVR = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
+var (
+	mcGVR   = names.MachineConfigs
+	poolGVR = names.MachineConfigPools
+	crdGVR  = names.CRDs
+)
 
-// FakeMCOOptions tunes the fake MachineConfig operator.
-type FakeMCOOptions struct {
+const mcoFieldManager = names.MCOFieldManager
+
+// Options tunes the fake MachineConfig operator.
+type Options struct {
 	// RenderDelay is how long after a change of its MachineConfigs a pool's
-	// spec.configuration is rewritten (default DefaultMCORenderDelay, 5 s).
+	// spec.configuration is rewritten (default DefaultRenderDelay, 5 s).
 	RenderDelay time.Duration
 	// StepTime is how long each node takes to update (default
-	// DefaultMCOStepTime, 2 s): a pool of 3 rolls out in 3 steps.
+	// DefaultStepTime, 2 s): a pool of 3 rolls out in 3 steps.
 	StepTime time.Duration
 	// Log receives a line per render and per status step; nil discards
 	// them. The environment always writes Dir/logs/fake-mco.log as well.
 	Log io.Writer
 }
 
-func (o FakeMCOOptions) withDefaults() FakeMCOOptions {
+func (o Options) withDefaults() Options {
 	if o.RenderDelay <= 0 {
-		o.RenderDelay = DefaultMCORenderDelay
+		o.RenderDelay = DefaultRenderDelay
 	}
 	if o.StepTime <= 0 {
-		o.StepTime = DefaultMCOStepTime
+		o.StepTime = DefaultStepTime
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -118,43 +122,11 @@ func (o FakeMCOOptions) withDefaults() FakeMCOOptions {
 	return o
 }
 
-// runFakeMCO starts the fake MCO of the environment, logging to
-// Dir/logs/fake-mco.log (and Options.FakeMCO.Log). It lives until Stop,
-// like the processes: ctx only bounds the start.
-func (e *Env) runFakeMCO(ctx context.Context) error {
-	path := filepath.Join(e.Dir, "logs", fakeMCOLogName)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening the fake MCO log: %w", err)
-	}
-	o := e.opts.FakeMCO.withDefaults()
-	if e.opts.FakeMCO.Log != nil {
-		o.Log = io.MultiWriter(f, e.opts.FakeMCO.Log)
-	} else {
-		o.Log = f
-	}
-	e.logf("starting fake MachineConfig operator (render delay %s, %s per node; log %s)", o.RenderDelay, o.StepTime, path)
-	if err := ctx.Err(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	stop, err := startFakeMCO(context.WithoutCancel(ctx), e.AdminConfig, o)
-	if err != nil {
-		_ = f.Close()
-		return err
-	}
-	e.stopFakeMCO = func() {
-		stop()
-		_ = f.Close()
-	}
-	return nil
-}
-
-// startFakeMCO runs the fake MachineConfig operator against cfg until ctx
+// Start runs the fake MachineConfig operator against cfg until ctx
 // ends or stop is called; stop waits for every goroutine and timer. It
 // returns once its caches are synced (or once it knows the MachineConfig
 // CRDs are missing: it then idles until they appear).
-func startFakeMCO(ctx context.Context, cfg *rest.Config, o FakeMCOOptions) (stop func(), err error) {
+func Start(ctx context.Context, cfg *rest.Config, o Options) (stop func(), err error) {
 	o = o.withDefaults()
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -191,11 +163,11 @@ func startFakeMCO(ctx context.Context, cfg *rest.Config, o FakeMCOOptions) (stop
 		crdFactory.Shutdown()
 	})
 
-	syncCtx, syncCancel := context.WithTimeout(ctx, fakeMCOSyncTimeout)
+	syncCtx, syncCancel := context.WithTimeout(ctx, syncTimeout)
 	defer syncCancel()
 	if !cache.WaitForCacheSync(syncCtx.Done(), crdInf.HasSynced) {
 		stop()
-		return nil, fmt.Errorf("fake MCO: CustomResourceDefinitions not synced within %s", fakeMCOSyncTimeout)
+		return nil, fmt.Errorf("fake MCO: CustomResourceDefinitions not synced within %s", syncTimeout)
 	}
 	ready := make(chan struct{})
 	wg.Go(func() { m.manage(ctx, crdInf.GetStore(), kick, sync.OnceFunc(func() { close(ready) })) })
@@ -204,7 +176,7 @@ func startFakeMCO(ctx context.Context, cfg *rest.Config, o FakeMCOOptions) (stop
 		return stop, nil
 	case <-syncCtx.Done():
 		stop()
-		return nil, fmt.Errorf("fake MCO: MachineConfig caches not synced within %s", fakeMCOSyncTimeout)
+		return nil, fmt.Errorf("fake MCO: MachineConfig caches not synced within %s", syncTimeout)
 	}
 }
 
@@ -212,7 +184,7 @@ func startFakeMCO(ctx context.Context, cfg *rest.Config, o FakeMCOOptions) (stop
 // Established.
 type fakeMCO struct {
 	dyn   dynamic.Interface
-	o     FakeMCOOptions
+	o     Options
 	logMu sync.Mutex
 }
 
@@ -282,7 +254,7 @@ func missingCRDs(crds cache.Store) []string {
 	for _, name := range []string{mcCRDName, mcpCRDName} {
 		obj, ok, _ := crds.GetByKey(name)
 		u, _ := obj.(*unstructured.Unstructured)
-		if !ok || u == nil || conditionStatus(u, "Established") != "True" {
+		if !ok || u == nil || ConditionStatus(u, "Established") != "True" {
 			missing = append(missing, name)
 		}
 	}
@@ -837,26 +809,26 @@ type poolView struct {
 	SpecConfig   map[string]any // spec.configuration
 	StatusConfig map[string]any // status.configuration
 	Paused       bool           // spec.paused
-	Degraded     bool           // FakeMCODegradedAnnotation == "true"
-	Machines     int64          // FakeMCOMachinesAnnotation, else status.machineCount, else poolMachines
-	StepTime     time.Duration  // FakeMCOStepTimeAnnotation; zero: the operator's StepTime
+	Degraded     bool           // DegradedAnnotation == "true"
+	Machines     int64          // MachinesAnnotation, else status.machineCount, else names.BaselinePoolMachines
+	StepTime     time.Duration  // StepTimeAnnotation; zero: the operator's StepTime
 	Updated      int64          // status.updatedMachineCount
 	Conditions   []any          // status.conditions (for lastTransitionTime)
 }
 
 func newPoolView(pool *unstructured.Unstructured) poolView {
-	p := poolView{Name: pool.GetName(), Generation: pool.GetGeneration(), Machines: poolMachines}
+	p := poolView{Name: pool.GetName(), Generation: pool.GetGeneration(), Machines: names.BaselinePoolMachines}
 	p.SpecConfig, _, _ = unstructured.NestedMap(pool.Object, "spec", "configuration")
 	p.StatusConfig, _, _ = unstructured.NestedMap(pool.Object, "status", "configuration")
 	p.Paused, _, _ = unstructured.NestedBool(pool.Object, "spec", "paused")
-	p.Degraded = pool.GetAnnotations()[FakeMCODegradedAnnotation] == "true"
+	p.Degraded = pool.GetAnnotations()[DegradedAnnotation] == "true"
 	if n, ok, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount"); ok {
 		p.Machines = max(n, 0)
 	}
-	if n, err := strconv.ParseInt(pool.GetAnnotations()[FakeMCOMachinesAnnotation], 10, 64); err == nil {
+	if n, err := strconv.ParseInt(pool.GetAnnotations()[MachinesAnnotation], 10, 64); err == nil {
 		p.Machines = max(n, 0)
 	}
-	if d, err := time.ParseDuration(pool.GetAnnotations()[FakeMCOStepTimeAnnotation]); err == nil && d > 0 {
+	if d, err := time.ParseDuration(pool.GetAnnotations()[StepTimeAnnotation]); err == nil && d > 0 {
 		p.StepTime = d
 	}
 	p.Updated, _, _ = unstructured.NestedInt64(pool.Object, "status", "updatedMachineCount")
@@ -944,7 +916,7 @@ func computeStatus(p poolView, updated int64, now time.Time) map[string]any {
 		if !done {
 			node = int(updated)
 		}
-		msg := fmt.Sprintf("Node %s-%d is reporting: %q", p.Name, node, FakeMCODegradedMessage)
+		msg := fmt.Sprintf("Node %s-%d is reporting: %q", p.Name, node, DegradedMessage)
 		degradedC = cond("Degraded", "True", "", msg)
 		nodeDegradedC = cond("NodeDegraded", "True", "1 nodes are reporting degraded status on sync", msg)
 	}
@@ -1022,7 +994,7 @@ func rolloutLine(p poolView, w walk) string {
 		notes = append(notes, "paused")
 	}
 	if p.Degraded {
-		notes = append(notes, "degraded: "+FakeMCODegradedMessage)
+		notes = append(notes, "degraded: "+DegradedMessage)
 	}
 	if len(notes) == 0 && done {
 		notes = append(notes, fmt.Sprintf("observedGeneration %d", p.Generation))
@@ -1032,4 +1004,16 @@ func rolloutLine(p poolView, w walk) string {
 		s += " (" + strings.Join(notes, "; ") + ")"
 	}
 	return s
+}
+
+// ConditionStatus returns status.conditions[type=typ].status, or "".
+func ConditionStatus(obj *unstructured.Unstructured, typ string) string {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
 }

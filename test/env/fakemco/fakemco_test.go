@@ -1,4 +1,4 @@
-package env
+package fakemco
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubevirt/virt-advisor/test/names"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -45,7 +46,7 @@ func workerPool(selector map[string]any) *unstructured.Unstructured {
 	return u
 }
 
-func names(mcs []*unstructured.Unstructured) []string {
+func mcNames(mcs []*unstructured.Unstructured) []string {
 	out := []string{}
 	for _, mc := range mcs {
 		out = append(out, mc.GetName())
@@ -81,7 +82,7 @@ func TestSelectConfigs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := names(selectConfigs(sel, all)); !reflect.DeepEqual(got, tc.want) {
+			if got := mcNames(selectConfigs(sel, all)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("selected %v, want %v", got, tc.want)
 			}
 		})
@@ -201,7 +202,7 @@ func TestPlanRender(t *testing.T) {
 				if plan.Configuration["name"] != plan.Name || !strings.HasPrefix(plan.Name, "rendered-worker-") {
 					t.Errorf("configuration %v for %s", plan.Configuration, plan.Name)
 				}
-				if got, want := sourceNames(plan.Configuration), names(tc.selected); !reflect.DeepEqual(got, want) {
+				if got, want := sourceNames(plan.Configuration), mcNames(tc.selected); !reflect.DeepEqual(got, want) {
 					t.Errorf("source %v, want %v", got, want)
 				}
 			}
@@ -413,7 +414,7 @@ func TestRolloutSequence(t *testing.T) {
 }
 
 func TestTimersStop(t *testing.T) {
-	c := newPoolController(&fakeMCO{o: FakeMCOOptions{}.withDefaults()})
+	c := newPoolController(&fakeMCO{o: Options{}.withDefaults()})
 	defer c.queue.ShutDown()
 	c.schedule("a", time.Now().Add(time.Hour))
 	c.schedule("a", time.Now().Add(10*time.Millisecond)) // re-armed
@@ -445,11 +446,11 @@ func TestPoolViewAnnotations(t *testing.T) {
 		wantMachines int64
 		wantStep     time.Duration
 	}{
-		{"defaults", nil, nil, poolMachines, 0},
+		{"defaults", nil, nil, names.BaselinePoolMachines, 0},
 		{"status machineCount", nil, map[string]interface{}{"machineCount": int64(5)}, 5, 0},
-		{"annotations win", map[string]interface{}{FakeMCOMachinesAnnotation: "2", FakeMCOStepTimeAnnotation: "1500ms"},
+		{"annotations win", map[string]interface{}{MachinesAnnotation: "2", StepTimeAnnotation: "1500ms"},
 			map[string]interface{}{"machineCount": int64(5)}, 2, 1500 * time.Millisecond},
-		{"bad values are ignored", map[string]interface{}{FakeMCOMachinesAnnotation: "two", FakeMCOStepTimeAnnotation: "-1s"}, nil, poolMachines, 0},
+		{"bad values are ignored", map[string]interface{}{MachinesAnnotation: "two", StepTimeAnnotation: "-1s"}, nil, names.BaselinePoolMachines, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
