@@ -58,15 +58,7 @@ func (w *Watches) Start(ctx context.Context) {
 	defer w.mu.Unlock()
 	w.ctx = ctx
 	for config, keys := range w.byConfig {
-		for key := range keys {
-			if err := w.acquire(config, key); err != nil {
-				klog.V(2).InfoS("Not watching yet", "config", config, "kind", key.GVK.Kind, "name", key.Name, "reason", err)
-				keys.Delete(key)
-			}
-		}
-		if keys.Len() == 0 {
-			delete(w.byConfig, config)
-		}
+		w.acquireAll(config, keys)
 	}
 }
 
@@ -119,17 +111,23 @@ func (w *Watches) Set(config string, keys []ObjectKey) {
 	for key := range old.Difference(want) {
 		w.release(config, key)
 	}
-	for key := range want {
+	w.acquireAll(config, want)
+}
+
+// acquireAll watches keys for config and records those it watches; kinds
+// not served yet are left out. Called with w.mu held, after Start.
+func (w *Watches) acquireAll(config string, keys sets.Set[ObjectKey]) {
+	for key := range keys {
 		if err := w.acquire(config, key); err != nil {
 			klog.V(2).InfoS("Not watching yet", "config", config, "kind", key.GVK.Kind, "name", key.Name, "reason", err)
-			want.Delete(key)
+			keys.Delete(key)
 		}
 	}
-	if want.Len() == 0 {
+	if keys.Len() == 0 {
 		delete(w.byConfig, config)
 		return
 	}
-	w.byConfig[config] = want
+	w.byConfig[config] = keys
 }
 
 // Add makes owner depend on keys as well as on what it already had.

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -134,4 +136,25 @@ func statusCode(err error) int32 {
 		return s.Status().Code
 	}
 	return -1
+}
+
+// serveThrough starts another instance of the server (binary in BinDir)
+// with its own storage prefix and Lease on the shared etcd, puts it behind
+// the APIService for the rest of the container, and puts the main
+// instance back (and the cluster's targets) when the container ends.
+func serveThrough(name, binary string, args ...string) *env.Advisor {
+	GinkgoHelper()
+	resetCluster()
+	args = append([]string{"--etcd-servers=" + testEnv.EtcdURL, "--etcd-prefix=/" + name + "-" + strings.ToLower(randomSuffix()),
+		"--leader-elect-resource-name=virt-advisor-" + name}, args...)
+	adv, err := testEnv.StartAdvisorBinary(suiteCtx, name, binary, args...)
+	Expect(err).NotTo(HaveOccurred())
+	main := testEnv.Advisor()
+	Expect(testEnv.RegisterAdvisor(suiteCtx, adv)).To(Succeed())
+	DeferCleanup(func() {
+		Expect(testEnv.RegisterAdvisor(suiteCtx, main)).To(Succeed())
+		_ = adv.Stop(syscall.SIGTERM)
+		resetCluster()
+	})
+	return adv
 }

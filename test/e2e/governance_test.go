@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -238,21 +237,8 @@ var _ = Describe("governance: approving needs reading", func() {
 })
 
 var _ = Describe("governance: four eyes (--require-distinct-approver)", Ordered, func() {
-	var fourEyes *env.Advisor
 	BeforeAll(func() {
-		resetCluster()
-		var err error
-		fourEyes, err = testEnv.StartAdvisor(suiteCtx, "four-eyes", "--require-distinct-approver",
-			"--etcd-servers="+testEnv.EtcdURL, "--etcd-prefix=/four-eyes-"+strings.ToLower(randomSuffix()),
-			"--leader-elect-resource-name=virt-advisor-four-eyes")
-		Expect(err).NotTo(HaveOccurred())
-		main := testEnv.Advisor()
-		Expect(testEnv.RegisterAdvisor(suiteCtx, fourEyes)).To(Succeed())
-		DeferCleanup(func() {
-			Expect(testEnv.RegisterAdvisor(suiteCtx, main)).To(Succeed())
-			_ = fourEyes.Stop(syscall.SIGTERM)
-			resetCluster()
-		})
+		serveThrough("four-eyes", env.AdvisorBinary, "--require-distinct-approver")
 	})
 
 	It("refuses the author's own approval and applies a second approver's", func() {

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -20,19 +18,7 @@ import (
 var _ = Describe("the server under the race detector", Ordered, func() {
 	var racy *env.Advisor
 	BeforeAll(func() {
-		resetCluster()
-		var err error
-		racy, err = testEnv.StartAdvisorBinary(suiteCtx, "race", env.RaceAdvisorBinary,
-			"--etcd-servers="+testEnv.EtcdURL, "--etcd-prefix=/race-"+strings.ToLower(randomSuffix()),
-			"--leader-elect-resource-name=virt-advisor-race")
-		Expect(err).NotTo(HaveOccurred())
-		main := testEnv.Advisor()
-		Expect(testEnv.RegisterAdvisor(suiteCtx, racy)).To(Succeed())
-		DeferCleanup(func() {
-			Expect(testEnv.RegisterAdvisor(suiteCtx, main)).To(Succeed())
-			_ = racy.Stop(syscall.SIGTERM)
-			resetCluster()
-		})
+		racy = serveThrough("race", env.RaceAdvisorBinary)
 	})
 
 	It("runs plan, approve, apply, rollout and drift without a data race", func() {

@@ -91,7 +91,7 @@ func (e *Env) RegisterAdvisor(ctx context.Context, adv *Advisor) error {
 // restarts it on the same port and data dir; if that name is the one
 // behind the APIService, the new process serves it.
 func (e *Env) StartAdvisor(ctx context.Context, name string, args ...string) (*Advisor, error) {
-	return e.StartAdvisorBinary(ctx, name, advisorBinary, args...)
+	return e.StartAdvisorBinary(ctx, name, AdvisorBinary, args...)
 }
 
 // RaceAdvisorBinary is virt-advisor-apiserver built with the race

@@ -33,7 +33,7 @@ import (
 )
 
 const (
-	advisorBinary = "virt-advisor-apiserver"
+	AdvisorBinary = "virt-advisor-apiserver"
 	modulePath    = "github.com/kubevirt/virt-advisor"
 )
 
@@ -159,7 +159,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 		}
 	}
 
-	adv, err := e.startAdvisor(ctx, MainAdvisorName, advisorBinary, 0, nil)
+	adv, err := e.startAdvisor(ctx, MainAdvisorName, AdvisorBinary, 0, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (e *Env) checkBinaries() error {
 		{"etcd", "make tools"},
 		{"kube-apiserver", "make tools"},
 		{"kubectl", "make tools"},
-		{advisorBinary, "make build"},
+		{AdvisorBinary, "make build"},
 	} {
 		fi, err := os.Stat(e.bin(b.name))
 		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
