@@ -33,6 +33,7 @@ import (
 )
 
 const (
+	// AdvisorBinary is the server's file in BinDir (make build).
 	AdvisorBinary = "virt-advisor-apiserver"
 	modulePath    = "github.com/kubevirt/virt-advisor"
 )
