@@ -3,6 +3,8 @@
 package apiserver
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,6 +66,8 @@ type ExtraConfig struct {
 	// RequireDistinctApprover refuses approvals by the author of the spec
 	// and keeps action Apply from approving by itself (four eyes).
 	RequireDistinctApprover bool
+	// RolloutCoalesceWindow is the controller's pool pause (0: none).
+	RolloutCoalesceWindow time.Duration
 }
 
 // Config is the configuration of the server.
@@ -131,6 +135,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			Engine: x.Engine, Profiles: x.Profiles, Recorder: x.Recorder,
 			LeaderElection: x.LeaderElection, Version: version.Version,
 			RequireDistinctApprover: x.RequireDistinctApprover,
+			CoalesceWindow:          x.RolloutCoalesceWindow,
 		}).Run(ctx)
 		return nil
 	})

@@ -97,6 +97,7 @@ type Env struct {
 	apiserver *process
 
 	stopFakeMCO func() // nil unless the fake MCO runs
+	mcoCounts   *rolloutCounts
 
 	deploy []*unstructured.Unstructured // artifacts/deploy, for register
 

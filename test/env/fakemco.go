@@ -103,6 +103,83 @@ type FakeMCOOptions struct {
 	// Log receives a line per render and per status step; nil discards
 	// them. The environment always writes Dir/logs/fake-mco.log as well.
 	Log io.Writer
+
+	counts *rolloutCounts
+}
+
+// FakeMCORollouts is what the fake MCO did to one pool since it started,
+// so that tests can count reboots.
+type FakeMCORollouts struct {
+	// Renders counts the writes of a new spec.configuration.
+	Renders int
+	// Rollouts counts the rollouts started: nodes set moving to a rendered
+	// config they do not run.
+	Rollouts int
+	// NodeUpdates is, per node, how many times it was updated (rebooted).
+	NodeUpdates []int
+}
+
+// rolloutCounts keeps FakeMCORollouts per pool.
+type rolloutCounts struct {
+	mu    sync.Mutex
+	pools map[string]*FakeMCORollouts
+}
+
+func (r *rolloutCounts) update(pool string, f func(*FakeMCORollouts)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pools == nil {
+		r.pools = map[string]*FakeMCORollouts{}
+	}
+	if r.pools[pool] == nil {
+		r.pools[pool] = &FakeMCORollouts{}
+	}
+	f(r.pools[pool])
+}
+
+func (r *rolloutCounts) get(pool string) FakeMCORollouts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.pools[pool]; p != nil {
+		return FakeMCORollouts{Renders: p.Renders, Rollouts: p.Rollouts, NodeUpdates: slices.Clone(p.NodeUpdates)}
+	}
+	return FakeMCORollouts{}
+}
+
+// countWalk records a step of a pool's node walk from prev to next: a
+// rollout is counted when its first node is updated (targets replaced
+// while the pool is paused update no node).
+func (r *rolloutCounts) countWalk(pool string, prev, next walk, machines int64) {
+	from := prev.Updated
+	if next.Target != prev.Target {
+		if prev.Target == "" && next.Updated >= machines {
+			return // adopted as it is: nothing rolled out
+		}
+		from = 0
+	}
+	if next.Target == "" || next.Updated <= from {
+		return
+	}
+	r.update(pool, func(c *FakeMCORollouts) {
+		if from == 0 {
+			c.Rollouts++
+		}
+		for node := from; node < next.Updated; node++ {
+			for int64(len(c.NodeUpdates)) <= node {
+				c.NodeUpdates = append(c.NodeUpdates, 0)
+			}
+			c.NodeUpdates[node]++
+		}
+	})
+}
+
+// FakeMCORollouts reports what the fake MCO did to a pool since the
+// environment started.
+func (e *Env) FakeMCORollouts(pool string) FakeMCORollouts {
+	if e.mcoCounts == nil {
+		return FakeMCORollouts{}
+	}
+	return e.mcoCounts.get(pool)
 }
 
 func (o FakeMCOOptions) withDefaults() FakeMCOOptions {
@@ -114,6 +191,9 @@ func (o FakeMCOOptions) withDefaults() FakeMCOOptions {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.counts == nil {
+		o.counts = &rolloutCounts{}
 	}
 	return o
 }
@@ -138,6 +218,7 @@ func (e *Env) runFakeMCO(ctx context.Context) error {
 		_ = f.Close()
 		return err
 	}
+	e.mcoCounts = o.counts
 	stop, err := startFakeMCO(context.WithoutCancel(ctx), e.AdminConfig, o)
 	if err != nil {
 		_ = f.Close()
@@ -551,6 +632,7 @@ func (c *poolController) syncRender(ctx context.Context, pool *unstructured.Unst
 	}
 	delete(c.renders, name)
 	c.written[name] = writtenSpec{name: plan.Name, generation: applied.GetGeneration()}
+	c.m.o.counts.update(name, func(r *FakeMCORollouts) { r.Renders++ })
 	c.m.logf("%s: spec.configuration = %s (source %s)", name, plan.Name, strings.Join(sourceNames(plan.Configuration), ", "))
 	return time.Time{}, nil
 }
@@ -586,11 +668,12 @@ func (c *poolController) syncNodes(ctx context.Context, pool *unstructured.Unstr
 	name := pool.GetName()
 	prev := c.walks[name]
 	var (
-		next    walk
-		wake    time.Time
-		written bool
-		line    string
-		retried bool
+		next     walk
+		wake     time.Time
+		written  bool
+		line     string
+		retried  bool
+		machines int64
 	)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if retried { // after a conflict: redo the step on the current object
@@ -603,6 +686,7 @@ func (c *poolController) syncNodes(ctx context.Context, pool *unstructured.Unstr
 		}
 		retried = true
 		p := newPoolView(pool)
+		machines = p.Machines
 		if p.specName() == "" { // not rendered yet
 			next, wake, written = prev, time.Time{}, false
 			return nil
@@ -632,6 +716,7 @@ func (c *poolController) syncNodes(ctx context.Context, pool *unstructured.Unstr
 	if err != nil {
 		return time.Time{}, fmt.Errorf("writing status: %w", err)
 	}
+	c.m.o.counts.countWalk(name, prev, next, machines)
 	c.walks[name] = next
 	if written {
 		c.m.logf("%s", line)

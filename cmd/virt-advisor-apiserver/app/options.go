@@ -51,6 +51,10 @@ type Options struct {
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	// RequireDistinctApprover refuses approvals by the author of the spec.
 	RequireDistinctApprover bool
+	// RolloutCoalesceWindow is how long MachineConfigPools stay paused
+	// after a MachineConfig write so that changes approved meanwhile roll
+	// out with it (one reboot per node); 0 disables the pause.
+	RolloutCoalesceWindow time.Duration
 }
 
 // NewOptions returns the default options.
@@ -59,7 +63,8 @@ func NewOptions() *Options {
 		ServerRun: genericoptions.NewServerRunOptions(),
 		Recommended: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		EmbeddedEtcdDir: "/var/lib/virt-advisor/etcd",
+		EmbeddedEtcdDir:       "/var/lib/virt-advisor/etcd",
+		RolloutCoalesceWindow: 30 * time.Second,
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -85,6 +90,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.BoolVar(&o.RequireDistinctApprover, "require-distinct-approver", o.RequireDistinctApprover,
 		"Four eyes: refuse an approval by the user who made the last spec change, and never let action Apply approve by itself (it stops at ReviewRequired).")
+	fs.DurationVar(&o.RolloutCoalesceWindow, "rollout-coalesce-window", o.RolloutCoalesceWindow,
+		"How long a MachineConfigPool stays paused after virt-advisor writes a MachineConfig it renders, so that MachineConfig changes approved meanwhile roll out together and every node reboots once. 0 disables the pause: each change rolls out on its own.")
 }
 
 // UsesEmbeddedEtcd is true when no external etcd was given.
@@ -98,6 +105,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.LeaderElection.LeaderElect && o.LeaderElection.ResourceLock != "leases" {
 		errs = append(errs, fmt.Errorf("--leader-elect-resource-lock must be leases"))
+	}
+	if o.RolloutCoalesceWindow < 0 {
+		errs = append(errs, fmt.Errorf("--rollout-coalesce-window must be 0 (no pause) or more, got %s", o.RolloutCoalesceWindow))
 	}
 	errs = append(errs, o.ServerRun.Validate()...)
 	errs = append(errs, o.Recommended.Validate()...)
@@ -192,5 +202,6 @@ func (o *Options) extraConfig(cfg *genericapiserver.RecommendedConfig) (apiserve
 		LeaderElection: o.LeaderElection,
 
 		RequireDistinctApprover: o.RequireDistinctApprover,
+		RolloutCoalesceWindow:   o.RolloutCoalesceWindow,
 	}, nil
 }
