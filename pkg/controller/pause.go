@@ -133,6 +133,10 @@ func decideWrite(p poolPause, mc string, window time.Duration) (writeAction, str
 		return writeNow, "" // our window: the change joins it
 	case p.specConfig != p.statusConfig && !p.hasChange:
 		return waitToWrite, fmt.Sprintf("MachineConfigPool '%s' is updating to %s, which does not include MachineConfig '%s'; the change is written when it is done", p.name, p.specConfig, mc)
+	case p.specConfig != p.statusConfig:
+		// Rolling out this change already (written before a crash): a
+		// pause would only hold the nodes in the middle of it.
+		return writeNow, ""
 	case window <= 0:
 		return writeNow, ""
 	default:

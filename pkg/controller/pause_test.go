@@ -73,8 +73,10 @@ func TestDecideWrite(t *testing.T) {
 		{"a pool updating to another config gets no second rollout",
 			with(func(p *poolPause) { p.specConfig = "rendered-worker-x" }), 0, waitToWrite,
 			"MachineConfigPool 'worker' is updating to rendered-worker-x, which does not include MachineConfig '99-worker-psi-karg'; the change is written when it is done"},
-		{"a pool updating to a config with this change is written (a retry after a crash)",
-			with(func(p *poolPause) { p.specConfig, p.hasChange = "rendered-worker-x", true }), 30 * time.Second, pauseThenWrite, ""},
+		{"a pool rolling out this change is written without a pause (a retry after a crash)",
+			with(func(p *poolPause) { p.specConfig, p.hasChange = "rendered-worker-x", true }), 30 * time.Second, writeNow, ""},
+		{"an idle pool that renders the MachineConfig already (an update) is paused",
+			with(func(p *poolPause) { p.hasChange = true }), 30 * time.Second, pauseThenWrite, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, reason := decideWrite(tc.pool, mc, tc.window)

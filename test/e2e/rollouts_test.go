@@ -90,7 +90,6 @@ var _ = Describe("rollouts: one reboot per node", Ordered, func() {
 	BeforeEach(resetCluster)
 	AfterEach(func() {
 		_ = dyn().Resource(mcGVR).Delete(suiteCtx, otherMC, metav1.DeleteOptions{})
-		patchObject(mcpGVR, "", "worker", `{"metadata":{"annotations":{"`+env.FakeMCOStepTimeAnnotation+`":null}}}`)
 		resetCluster()
 	})
 
