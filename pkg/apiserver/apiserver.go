@@ -72,6 +72,8 @@ type ExtraConfig struct {
 	// RequireDistinctApprover refuses approvals by the author of the spec
 	// and keeps action Apply from approving by itself (four eyes).
 	RequireDistinctApprover bool
+	// RolloutCoalesceWindow is the controller's pool pause (0: none).
+	RolloutCoalesceWindow time.Duration
 }
 
 // Config is the configuration of the server.
@@ -227,6 +229,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			Dynamic: d.dynamic, Metadata: d.metadata, Engine: d.engine, Profiles: d.profiles, Recorder: d.recorder,
 			LeaderElection: c.ExtraConfig.LeaderElection, Version: version.Version,
 			RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
+			CoalesceWindow:          c.ExtraConfig.RolloutCoalesceWindow,
 		})
 		go startup.run(ctx, []startStep{
 			{"watch the main cluster", d.engine.Cluster.Start},

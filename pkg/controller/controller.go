@@ -59,6 +59,9 @@ type Config struct {
 	Version string
 	// RequireDistinctApprover keeps action Apply from approving by itself.
 	RequireDistinctApprover bool
+	// CoalesceWindow is how long pools stay paused after a MachineConfig
+	// write so that further approved changes roll out with it; 0 disables.
+	CoalesceWindow time.Duration
 }
 
 // StatusWriter writes the status of a config, failing with a conflict when
@@ -184,6 +187,8 @@ func (c *Controller) runLeader(ctx context.Context) {
 	metrics.SetConfigLister(c.lister)
 	defer metrics.SetConfigLister(nil)
 	klog.InfoS("Controller started")
+	// Pool pauses a previous leader left behind are ended here.
+	c.queue.Add(windowsKey)
 	for i := 0; i < 2; i++ {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}
@@ -239,7 +244,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(name)
 	start := c.clock.Now()
-	requeueAfter, err := c.reconcile(ctx, name)
+	var requeueAfter time.Duration
+	var err error
+	if name == windowsKey {
+		requeueAfter, err = c.finishWindows(ctx)
+	} else {
+		requeueAfter, err = c.reconcile(ctx, name)
+	}
 	if took := c.clock.Since(start); took > 200*time.Millisecond {
 		klog.InfoS("Slow reconcile", "config", name, "duration", took, "err", err)
 	}

@@ -149,6 +149,19 @@ func (p *rolloutPools) set(config string, pools sets.Set[string]) {
 	p.names[config] = pools
 }
 
+// add remembers more pools of a config.
+func (p *rolloutPools) add(config string, pools ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.names == nil {
+		p.names = map[string]sets.Set[string]{}
+	}
+	if p.names[config] == nil {
+		p.names[config] = sets.New[string]()
+	}
+	p.names[config].Insert(pools...)
+}
+
 func (p *rolloutPools) get(config string) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -255,8 +255,21 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 			if !c.approvalHolds(cfg, it.Name) {
 				return 0, nil
 			}
-			if err := c.applyItem(ctx, cfg, i); err != nil {
+			gate, left, err := c.gateItem(ctx, cfg, it, timeout)
+			if err != nil {
 				return 0, err
+			}
+			if gate == gateWaiting {
+				// Items are written in order: the later ones wait too.
+				if requeue == 0 || (left > 0 && left < requeue) {
+					requeue = left
+				}
+				return requeue, nil
+			}
+			if gate == gateOpen {
+				if err := c.applyItem(ctx, cfg, i); err != nil {
+					return 0, err
+				}
 			}
 			it = &cfg.Status.Items[i]
 		}
@@ -404,6 +417,10 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 			pool = nil // noted at apply time, gone since
 		}
 		results[i] = evaluateRollout(pool, names[i], it.TargetRef.Name, it.Operation, configBefore(it, names[i]))
+		if until, ours := pausedByUs(pool); ours && !results[i].done {
+			results[i].message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor until %s so that the changes approved meanwhile roll out with this one (one reboot per node)",
+				names[i], until.UTC().Format(time.RFC3339))
+		}
 	}
 	seen := sets.New(c.pools.get(config)...)
 	if !seen.HasAll(names...) {

@@ -187,6 +187,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 		})
 		res.Status.ImpactSeverity = MaxImpact(res.Status.ImpactSeverity, p.item.ImpactSeverity)
 	}
+	e.addRebootNotes(ctx, res.Status.Items)
 	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
 		return nil, err
 	}

@@ -52,8 +52,11 @@ var _ = BeforeSuite(func() {
 	testEnv, err = env.Start(ctx, env.Options{
 		Dir: dir, Log: GinkgoWriter,
 		// Fast rollouts and a short Lease keep the suite quick.
-		FakeMCO:     fakemco.Options{RenderDelay: 200 * time.Millisecond, StepTime: 300 * time.Millisecond},
-		AdvisorArgs: []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"},
+		FakeMCO: fakemco.Options{RenderDelay: 200 * time.Millisecond, StepTime: 300 * time.Millisecond},
+		// A short coalescing window keeps every MachineConfig spec quick;
+		// rollouts_test.go starts advisors with other windows.
+		AdvisorArgs: []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms",
+			"--rollout-coalesce-window=3s"},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	kube = kubernetes.NewForConfigOrDie(testEnv.AdminConfig)

@@ -374,6 +374,9 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 			{"patch", "machineconfigs.machineconfiguration.openshift.io/00-worker"},
 			{"delete", "machineconfigs.machineconfiguration.openshift.io/00-worker"},
 			{"update", "virtplatformconfigs.advisor.kubevirt.io/example-profile", "--subresource=status"},
+			{"update", "machineconfigpools.machineconfiguration.openshift.io/worker"},
+			{"delete", "machineconfigpools.machineconfiguration.openshift.io/worker"},
+			{"patch", "machineconfigpools.machineconfiguration.openshift.io/worker", "--subresource=status"},
 		} {
 			Expect(canI(q...)).To(HavePrefix("no"), "can-i %v", q)
 		}
@@ -382,6 +385,9 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 			{"delete", "machineconfigs.machineconfiguration.openshift.io/90-worker-kubelet-swap"},
 			{"patch", "kubedeschedulers.operator.openshift.io/cluster", "-n", kdNS},
 			{"patch", "hyperconvergeds.hco.kubevirt.io/kubevirt-hyperconverged", "-n", hcoNS},
+			// Pausing pools: any pool, custom pools such as worker-cnv included.
+			{"patch", "machineconfigpools.machineconfiguration.openshift.io/worker"},
+			{"patch", "machineconfigpools.machineconfiguration.openshift.io/worker-cnv"},
 		} {
 			Expect(canI(q...)).To(HavePrefix("yes"), "can-i %v", q)
 		}

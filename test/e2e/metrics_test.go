@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
 )
 
 // scrape reads and parses virt-advisor-apiserver's /metrics.
@@ -64,11 +65,13 @@ var _ = Describe("per-config metrics", Ordered, func() {
 
 	It("reports a config's phase, rollout and waitTimeout, and no series once it is deleted", func() {
 		const name = "load-aware-rebalancing"
-		setPool(`{"spec":{"paused":true}}`) // the rollout waits; resetCluster unpauses
+		// A slow pool: the rollout goes on while the metrics are read;
+		// resetCluster makes it fast again.
+		setPool(`{"metadata":{"annotations":{"` + fakemco.StepTimeAnnotation + `":"20s"}}}`)
 		start := float64(time.Now().Add(-time.Second).Unix())
 		configWith(name, `{"profile":"load-aware-rebalancing","action":"Apply","waitTimeout":"30m"}`)
 		Eventually(func() string { return itemMessage(name, "enable-psi-metrics") }).
-			WithTimeout(20 * time.Second).Should(ContainSubstring("is paused"))
+			WithTimeout(20 * time.Second).Should(MatchRegexp(`^MachineConfigPool 'worker' is (paused by virt-advisor|processing|updating)`))
 		Expect(getConfig(name).Status.Phase).To(Equal(v1alpha1.PhaseInProgress))
 
 		config := map[string]string{"name": name, "profile": name}

@@ -148,7 +148,7 @@ var _ = Describe("the live plan", func() {
 		psi := planItem(&p, "enable-psi-metrics")
 		Expect(psi.Error).To(BeEmpty())
 		Expect(psi.Diff).To(Equal(psiDiff))
-		Expect(psi.Message).To(Equal("MachineConfig '99-worker-psi-karg' will be configured to enable PSI metrics"))
+		Expect(psi.Message).To(Equal("MachineConfig '99-worker-psi-karg' will be configured to enable PSI metrics; reboots: pool worker, 3 nodes, once"))
 		Expect(psi.ManagedFields).To(Equal([]string{"spec.kernelArguments"}))
 
 		kd := planItem(&p, "enable-load-aware-descheduling")

@@ -98,6 +98,7 @@ type Env struct {
 	apiserver *process
 
 	stopFakeMCO func() // nil unless the fake MCO runs
+	fakeMCO     *fakemco.Operator
 
 	deploy []*unstructured.Unstructured // artifacts/deploy, for register
 

@@ -31,15 +31,25 @@ func (e *Env) runFakeMCO(ctx context.Context) error {
 		_ = f.Close()
 		return err
 	}
-	stop, err := fakemco.Start(context.WithoutCancel(ctx), e.AdminConfig, o)
+	op, err := fakemco.Start(context.WithoutCancel(ctx), e.AdminConfig, o)
 	if err != nil {
 		_ = f.Close()
 		return err
 	}
 	e.logf("fake MachineConfig operator running (log %s)", path)
+	e.fakeMCO = op
 	e.stopFakeMCO = func() {
-		stop()
+		op.Stop()
 		_ = f.Close()
 	}
 	return nil
+}
+
+// FakeMCORollouts reports what the fake MCO did to a pool since the
+// environment started (zero without the fake MCO).
+func (e *Env) FakeMCORollouts(pool string) fakemco.Rollouts {
+	if e.fakeMCO == nil {
+		return fakemco.Rollouts{}
+	}
+	return e.fakeMCO.Rollouts(pool)
 }

@@ -44,6 +44,10 @@ type Options struct {
 	// before it is answered 429.
 	MaxConcurrentPlans int
 	PlanWaitTimeout    time.Duration
+	// RolloutCoalesceWindow is how long MachineConfigPools stay paused
+	// after a MachineConfig write so that changes approved meanwhile roll
+	// out with it (one reboot per node); 0 disables the pause.
+	RolloutCoalesceWindow time.Duration
 }
 
 // NewOptions returns the default options.
@@ -52,7 +56,8 @@ func NewOptions() *Options {
 		ServerRun: genericoptions.NewServerRunOptions(),
 		Recommended: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		EmbeddedEtcdDir: "/var/lib/virt-advisor/etcd",
+		EmbeddedEtcdDir:       "/var/lib/virt-advisor/etcd",
+		RolloutCoalesceWindow: 30 * time.Second,
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -85,6 +90,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"Concurrent GETs of the same config revision share one computation. The controller's own plans are not counted.")
 	fs.DurationVar(&o.PlanWaitTimeout, "plan-wait-timeout", o.PlanWaitTimeout,
 		"How long a plan request waits for a computation slot (see --max-concurrent-plans) before it is answered 429 Too Many Requests with Retry-After. Must be shorter than --request-timeout.")
+	fs.DurationVar(&o.RolloutCoalesceWindow, "rollout-coalesce-window", o.RolloutCoalesceWindow,
+		"How long a MachineConfigPool stays paused after virt-advisor writes a MachineConfig it renders, so that MachineConfig changes approved meanwhile roll out together and every node reboots once. 0 disables the pause: each change rolls out on its own.")
 }
 
 // UsesEmbeddedEtcd is true when no external etcd was given.
@@ -98,6 +105,9 @@ func (o *Options) Validate() error {
 	var errs []error
 	errs = append(errs, validateLeaderElection(o.LeaderElection)...)
 	errs = append(errs, o.validatePlanLimits()...)
+	if o.RolloutCoalesceWindow < 0 {
+		errs = append(errs, fmt.Errorf("--rollout-coalesce-window must be 0 (no pause) or more, got %s", o.RolloutCoalesceWindow))
+	}
 	errs = append(errs, o.ServerRun.Validate()...)
 	errs = append(errs, o.Recommended.Validate()...)
 	return utilerrors.NewAggregate(errs)
@@ -193,5 +203,6 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		MaxConcurrentPlans:      o.MaxConcurrentPlans,
 		PlanWaitTimeout:         o.PlanWaitTimeout,
 		RequireDistinctApprover: o.RequireDistinctApprover,
+		RolloutCoalesceWindow:   o.RolloutCoalesceWindow,
 	}}, nil
 }

@@ -60,6 +60,9 @@ func TestValidate(t *testing.T) {
 		{name: "plan wait as long as a request", modify: func(o *Options) {
 			o.PlanWaitTimeout, o.ServerRun.RequestTimeout = time.Minute, time.Minute
 		}, want: []string{"--plan-wait-timeout (1m0s) must be shorter than --request-timeout (1m0s)"}},
+		{name: "no coalescing window", modify: func(o *Options) { o.RolloutCoalesceWindow = 0 }},
+		{name: "negative coalescing window", modify: func(o *Options) { o.RolloutCoalesceWindow = -time.Second },
+			want: []string{"--rollout-coalesce-window must be 0 (no pause) or more, got -1s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,5 +85,11 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestDefaultRolloutCoalesceWindow(t *testing.T) {
+	if got := NewOptions().RolloutCoalesceWindow; got != 30*time.Second {
+		t.Errorf("default --rollout-coalesce-window %s, want 30s", got)
 	}
 }

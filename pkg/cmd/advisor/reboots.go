@@ -105,8 +105,9 @@ func rebootsOf(pools []unstructured.Unstructured, changes []machineConfigChange)
 }
 
 // formatReboots says in one line which nodes reboot, e.g.
-// "pool worker, 3 nodes, once". Each changed MachineConfig may roll out on
-// its own, so several of them may reboot a node several times.
+// "pool worker, 3 nodes, once". The server writes the MachineConfigs of an
+// approved plan into a paused pool (--rollout-coalesce-window), so several
+// of them roll out together and reboot each node once.
 func formatReboots(changes []machineConfigChange, reboots []poolReboot) string {
 	if len(changes) == 0 {
 		return "none"
@@ -126,7 +127,7 @@ func formatReboots(changes []machineConfigChange, reboots []poolReboot) string {
 		}
 		times := "once"
 		if n := len(r.configs); n > 1 {
-			times = fmt.Sprintf("up to %d times (%s)", n, strings.Join(r.configs, ", "))
+			times = fmt.Sprintf("once (%d MachineConfigs rolled out together: %s)", n, strings.Join(r.configs, ", "))
 		}
 		parts[i] = fmt.Sprintf("pool %s, %s, %s", r.pool, nodes, times)
 		if r.paused {

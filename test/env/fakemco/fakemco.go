@@ -107,7 +107,87 @@ type Options struct {
 	// Log receives a line per render and per status step; nil discards
 	// them. The environment always writes Dir/logs/fake-mco.log as well.
 	Log io.Writer
+
+	counts *rolloutCounts
 }
+
+// Rollouts is what the fake MCO did to one pool since it started, so that
+// tests can count reboots.
+type Rollouts struct {
+	// Renders counts the writes of a new spec.configuration.
+	Renders int
+	// Rollouts counts the rollouts started: nodes set moving to a rendered
+	// config they do not run.
+	Rollouts int
+	// NodeUpdates is, per node, how many times it was updated (rebooted).
+	NodeUpdates []int
+}
+
+// rolloutCounts keeps Rollouts per pool.
+type rolloutCounts struct {
+	mu    sync.Mutex
+	pools map[string]*Rollouts
+}
+
+func (r *rolloutCounts) update(pool string, f func(*Rollouts)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pools == nil {
+		r.pools = map[string]*Rollouts{}
+	}
+	if r.pools[pool] == nil {
+		r.pools[pool] = &Rollouts{}
+	}
+	f(r.pools[pool])
+}
+
+func (r *rolloutCounts) get(pool string) Rollouts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.pools[pool]; p != nil {
+		return Rollouts{Renders: p.Renders, Rollouts: p.Rollouts, NodeUpdates: slices.Clone(p.NodeUpdates)}
+	}
+	return Rollouts{}
+}
+
+// countWalk records a step of a pool's node walk from prev to next: a
+// rollout is counted when its first node is updated (targets replaced
+// while the pool is paused update no node).
+func (r *rolloutCounts) countWalk(pool string, prev, next walk, machines int64) {
+	from := prev.Updated
+	if next.Target != prev.Target {
+		if prev.Target == "" && next.Updated >= machines {
+			return // adopted as it is: nothing rolled out
+		}
+		from = 0
+	}
+	if next.Target == "" || next.Updated <= from {
+		return
+	}
+	r.update(pool, func(c *Rollouts) {
+		if from == 0 {
+			c.Rollouts++
+		}
+		for node := from; node < next.Updated; node++ {
+			for int64(len(c.NodeUpdates)) <= node {
+				c.NodeUpdates = append(c.NodeUpdates, 0)
+			}
+			c.NodeUpdates[node]++
+		}
+	})
+}
+
+// Operator is a running fake MachineConfig operator.
+type Operator struct {
+	stop   func()
+	counts *rolloutCounts
+}
+
+// Stop stops it and waits for every goroutine and timer.
+func (o *Operator) Stop() { o.stop() }
+
+// Rollouts reports what it did to a pool since it started.
+func (o *Operator) Rollouts(pool string) Rollouts { return o.counts.get(pool) }
 
 func (o Options) withDefaults() Options {
 	if o.RenderDelay <= 0 {
@@ -119,14 +199,17 @@ func (o Options) withDefaults() Options {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.counts == nil {
+		o.counts = &rolloutCounts{}
+	}
 	return o
 }
 
-// Start runs the fake MachineConfig operator against cfg until ctx
-// ends or stop is called; stop waits for every goroutine and timer. It
+// Start runs the fake MachineConfig operator against cfg until ctx ends
+// or Stop is called. It
 // returns once its caches are synced (or once it knows the MachineConfig
 // CRDs are missing: it then idles until they appear).
-func Start(ctx context.Context, cfg *rest.Config, o Options) (stop func(), err error) {
+func Start(ctx context.Context, cfg *rest.Config, o Options) (*Operator, error) {
 	o = o.withDefaults()
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -157,7 +240,7 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (stop func(), err e
 	crdFactory.Start(ctx.Done())
 
 	var wg sync.WaitGroup
-	stop = sync.OnceFunc(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		wg.Wait()
 		crdFactory.Shutdown()
@@ -173,7 +256,7 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (stop func(), err e
 	wg.Go(func() { m.manage(ctx, crdInf.GetStore(), kick, sync.OnceFunc(func() { close(ready) })) })
 	select {
 	case <-ready:
-		return stop, nil
+		return &Operator{stop: stop, counts: o.counts}, nil
 	case <-syncCtx.Done():
 		stop()
 		return nil, fmt.Errorf("fake MCO: MachineConfig caches not synced within %s", syncTimeout)
@@ -523,6 +606,7 @@ func (c *poolController) syncRender(ctx context.Context, pool *unstructured.Unst
 	}
 	delete(c.renders, name)
 	c.written[name] = writtenSpec{name: plan.Name, generation: applied.GetGeneration()}
+	c.m.o.counts.update(name, func(r *Rollouts) { r.Renders++ })
 	c.m.logf("%s: spec.configuration = %s (source %s)", name, plan.Name, strings.Join(sourceNames(plan.Configuration), ", "))
 	return time.Time{}, nil
 }
@@ -558,11 +642,12 @@ func (c *poolController) syncNodes(ctx context.Context, pool *unstructured.Unstr
 	name := pool.GetName()
 	prev := c.walks[name]
 	var (
-		next    walk
-		wake    time.Time
-		written bool
-		line    string
-		retried bool
+		next     walk
+		wake     time.Time
+		written  bool
+		line     string
+		retried  bool
+		machines int64
 	)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if retried { // after a conflict: redo the step on the current object
@@ -575,6 +660,7 @@ func (c *poolController) syncNodes(ctx context.Context, pool *unstructured.Unstr
 		}
 		retried = true
 		p := newPoolView(pool)
+		machines = p.Machines
 		if p.specName() == "" { // not rendered yet
 			next, wake, written = prev, time.Time{}, false
 			return nil
@@ -604,6 +690,7 @@ func (c *poolController) syncNodes(ctx context.Context, pool *unstructured.Unstr
 	if err != nil {
 		return time.Time{}, fmt.Errorf("writing status: %w", err)
 	}
+	c.m.o.counts.countWalk(name, prev, next, machines)
 	c.walks[name] = next
 	if written {
 		c.m.logf("%s", line)

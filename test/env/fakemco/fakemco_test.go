@@ -468,3 +468,41 @@ func TestPoolViewAnnotations(t *testing.T) {
 		})
 	}
 }
+
+func TestCountWalk(t *testing.T) {
+	type step struct{ prev, next walk }
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		want  Rollouts
+	}{
+		{"adopted on first sight", []step{{walk{}, walk{Target: "r0", Updated: 3}}}, Rollouts{}},
+		{"one rollout, each node once", []step{
+			{walk{Target: "r0", Updated: 3}, walk{Target: "r1"}},
+			{walk{Target: "r1"}, walk{Target: "r1", Updated: 1}},
+			{walk{Target: "r1", Updated: 1}, walk{Target: "r1", Updated: 2}},
+			{walk{Target: "r1", Updated: 2}, walk{Target: "r1", Updated: 3}},
+		}, Rollouts{Rollouts: 1, NodeUpdates: []int{1, 1, 1}}},
+		{"targets replaced while paused update no node", []step{
+			{walk{Target: "r0", Updated: 3}, walk{Target: "r1"}},
+			{walk{Target: "r1"}, walk{Target: "r2"}},
+			{walk{Target: "r2"}, walk{Target: "r2", Updated: 1}},
+		}, Rollouts{Rollouts: 1, NodeUpdates: []int{1}}},
+		{"a second rollout mid-walk", []step{
+			{walk{Target: "r1"}, walk{Target: "r1", Updated: 1}},
+			{walk{Target: "r1", Updated: 1}, walk{Target: "r2"}},
+			{walk{Target: "r2"}, walk{Target: "r2", Updated: 1}},
+		}, Rollouts{Rollouts: 2, NodeUpdates: []int{2}}},
+		{"no step", []step{{walk{Target: "r1", Updated: 1}, walk{Target: "r1", Updated: 1}}}, Rollouts{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r rolloutCounts
+			for _, s := range tc.steps {
+				r.countWalk("worker", s.prev, s.next, 3)
+			}
+			if got := r.get("worker"); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
