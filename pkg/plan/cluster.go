@@ -33,7 +33,7 @@ type Cluster struct {
 	// metadata watch does not change.
 	crdFactory metadatainformer.SharedInformerFactory
 	crdMeta    cache.Indexer
-	crds    sync.Map // name -> *unstructured.Unstructured
+	crds       sync.Map // name -> *unstructured.Unstructured
 	// seenCRDs are the names of the CRDs the watch has seen: a kind whose
 	// CRD was seen and is gone is not served, whatever a discovery cache
 	// refreshed a moment too early still says.
