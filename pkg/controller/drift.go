@@ -114,7 +114,7 @@ func (c *Controller) compare(cfg *v1alpha1.VirtPlatformConfig, profile profiles.
 // dependency drift, newer profile logic, or nothing.
 func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, eventAt time.Time) (time.Duration, error) {
 	st := &cfg.Status
-	res, err := c.Engine.Compute(ctx, cfg)
+	res, err := c.Planner.Compute(ctx, cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -200,7 +200,7 @@ func (c *Controller) reviewInputDrift(ctx context.Context, cfg *v1alpha1.VirtPla
 		status.ClearInputDrift(&cfg.Status, cfg.Generation, "Acknowledged", "The spec changed after the input dependency changed: the new plan is used")
 		return false, 0, nil
 	}
-	res, err := c.Engine.Compute(ctx, cfg)
+	res, err := c.Planner.Compute(ctx, cfg)
 	if err != nil {
 		return true, 0, err
 	}
