@@ -6,7 +6,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -27,9 +30,9 @@ func (s clientStatus) UpdateStatus(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 	return s.client.AdvisorV1alpha1().VirtPlatformConfigs().UpdateStatus(ctx, cfg, metav1.UpdateOptions{})
 }
 
-// TestRunWhileLeading runs the controller over a started informer: the
-// configs in the cache and the watch events are reconciled by the workers,
-// and when the term ends the controller lets go of its watches.
+// TestRunWhileLeading runs the controller over started informers: the
+// configs in the cache, watch events and CRD events are reconciled by the
+// workers, and when the term ends the controller lets go of its watches.
 func TestRunWhileLeading(t *testing.T) {
 	// The simple clientset: its tracker needs no OpenAPI schema of our types.
 	client := fake.NewSimpleClientset(&v1alpha1.VirtPlatformConfig{
@@ -45,10 +48,20 @@ func TestRunWhileLeading(t *testing.T) {
 		t.Fatal("the informer did not sync")
 	}
 
+	// The CRDs' metadata, as the API server watches them.
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crdClient := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+	crds := metadatainformer.NewSharedInformerFactory(crdClient, 0)
+	crdInformer := crds.ForResource(crdGVR).Informer()
+	crds.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), crdInformer.HasSynced) {
+		t.Fatal("the CRD informer did not sync")
+	}
+
 	planner := &fakePlanner{result: deschedulerPlan()}
 	watches := &fakeWatches{keys: map[string][]plan.ObjectKey{}}
 	c := New(Config{
-		Informer: informer, Status: clientStatus{client}, Planner: planner, Watches: watches,
+		Informer: informer, CRDs: crdInformer, Status: clientStatus{client}, Planner: planner, Watches: watches,
 		Cluster: &fakeCluster{objects: nil}, Profiles: registry.Default(), Recorder: record.NewFakeRecorder(100), Version: thisVersion,
 	})
 	leading, stop := context.WithCancel(ctx)
@@ -79,6 +92,14 @@ func TestRunWhileLeading(t *testing.T) {
 		t.Fatal("the controller set no watch event hook while leading")
 	}
 	phaseIs(v1alpha1.PhasePrerequisiteFailed)
+	// A CRD installed: every config is looked at again.
+	planner.set(deschedulerPlan())
+	crd := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: "kubedeschedulers.operator.openshift.io"}}
+	if _, err := crdClient.Resource(crdGVR).(metadatafake.MetadataClient).CreateFake(crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	phaseIs(v1alpha1.PhaseReviewRequired)
 
 	stop()
 	select {
