@@ -20,8 +20,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	componentbaseconfig "k8s.io/component-base/config"
 
@@ -29,6 +31,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
 	"github.com/kubevirt/virt-advisor/pkg/controller"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
+	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
@@ -101,6 +104,12 @@ type dependencies struct {
 	metadata           metadata.Interface
 	recorder           record.EventRecorder
 }
+
+// controllerWorkers reconcile configs in parallel.
+const controllerWorkers = 2
+
+// crdGVR: the controller looks at every config again when a CRD changes.
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // Server is the running virt-advisor API server.
 type Server struct {
@@ -224,17 +233,30 @@ func (c CompletedConfig) New() (*Server, error) {
 		if err != nil {
 			return err
 		}
+		// The informers run on every replica, leader or not: a standby's
+		// cache is warm when it takes over.
+		configs := externalversions.NewSharedInformerFactory(client, 10*time.Minute)
+		crds := metadatainformer.NewSharedInformerFactory(d.metadata, 0)
 		ctrl := controller.New(controller.Config{
-			Client: client, Status: storage.StatusWriter, Kube: d.kube, LeaderElectionKube: d.leaderElectionKube,
-			Dynamic: d.dynamic, Metadata: d.metadata, Engine: d.engine, Profiles: d.profiles, Recorder: d.recorder,
-			LeaderElection: c.ExtraConfig.LeaderElection, Version: version.Version,
+			Informer: configs.Advisor().V1alpha1().VirtPlatformConfigs().Informer(),
+			CRDs:     crds.ForResource(crdGVR).Informer(),
+			Status:   storage.StatusWriter, Planner: d.engine, Cluster: d.engine.Cluster, Pools: d.engine.Cluster, Watches: d.engine.Cluster.Watches,
+			Profiles: d.profiles, Recorder: d.recorder,
+			LeaderElection: c.ExtraConfig.LeaderElection, LeaseClient: d.leaderElectionKube, Version: version.Version,
 			RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
 			CoalesceWindow:          c.ExtraConfig.RolloutCoalesceWindow,
 		})
 		go startup.run(ctx, []startStep{
 			{"watch the main cluster", d.engine.Cluster.Start},
 			{"advertise the profiles", func(ctx context.Context) error { return advertiseProfiles(ctx, client, d.profiles) }},
-		}, func(ctx context.Context) { ctrl.Run(ctx) })
+		}, func(ctx context.Context) {
+			configs.Start(ctx.Done())
+			crds.Start(ctx.Done())
+			if !cache.WaitForCacheSync(ctx.Done(), ctrl.Informer.HasSynced) {
+				return
+			}
+			ctrl.Run(ctx, controllerWorkers)
+		})
 		return nil
 	})
 	return s, nil

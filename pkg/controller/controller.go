@@ -11,13 +11,11 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -28,33 +26,45 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
-	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
 )
 
-// Config is what the controller needs.
+// Config is what the controller needs. The caller builds and starts the
+// informers; the controller only adds its handlers while it leads.
 type Config struct {
-	// Client reads our own API (the loopback client).
-	Client versioned.Interface
+	// Informer is the shared informer of VirtPlatformConfigs, started by
+	// the caller on every replica: a standby keeps its cache warm, so a
+	// replica that becomes leader works at once.
+	Informer cache.SharedIndexInformer
+	// CRDs, if set, is a started informer on the metadata of
+	// CustomResourceDefinitions: a CRD that appears or goes away changes
+	// what can be planned and watched, so every config is looked at again.
+	CRDs cache.SharedInformer
 	// Status writes status; the server's status subresource refuses every
 	// request, so this is the storage's in-process writer.
 	Status StatusWriter
-	// Kube, Dynamic and Metadata reach the main cluster.
-	Kube     kubernetes.Interface
-	Dynamic  dynamic.Interface
-	Metadata metadata.Interface
-	Engine   *plan.Engine
+	// Planner computes, snapshots and applies plans (the plan engine).
+	Planner Planner
+	// Cluster reads the main cluster: MachineConfigPools, MachineConfigs.
+	Cluster profiles.Cluster
+	// Pools pauses and unpauses MachineConfigPools (one reboot per node).
+	Pools PoolPauser
+	// Watches tells the controller when an object a config depends on
+	// changes.
+	Watches  Watcher
 	Profiles *registry.Registry
 	Recorder record.EventRecorder
+	// Clock is the real clock if nil.
+	Clock clock.Clock
 	// LeaderElection configures the Lease in the main cluster.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
-	// LeaderElectionKube renews the Lease; a client of its own, so that
-	// other traffic cannot delay a renewal past the deadline (Kube if nil).
-	LeaderElectionKube kubernetes.Interface
+	// LeaseClient renews the Lease; a client of its own, so that other
+	// traffic cannot delay a renewal past the deadline.
+	LeaseClient kubernetes.Interface
 	// Version is reported in status.operatorVersion.
 	Version string
 	// RequireDistinctApprover keeps action Apply from approving by itself.
@@ -70,14 +80,41 @@ type StatusWriter interface {
 	UpdateStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*v1alpha1.VirtPlatformConfig, error)
 }
 
+// PoolPauser server-side applies our fields of a MachineConfigPool, with
+// our field manager: its pause and the pause's end, nothing else.
+type PoolPauser interface {
+	ApplyPool(ctx context.Context, pool *unstructured.Unstructured) error
+}
+
+// Planner is what the controller uses of the plan engine (*plan.Engine):
+// the plan it reviews is computed and applied by the same code.
+type Planner interface {
+	// Compute returns the live plan of a config.
+	Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error)
+	// Snapshot hashes the live managed fields of the items as Compute does.
+	Snapshot(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, error)
+	// Apply writes one item to the main cluster.
+	Apply(ctx context.Context, configName string, it v1alpha1.VirtPlatformConfigItem) error
+}
+
+// Watcher is what the controller uses of the watches on the main cluster
+// (*plan.Watches).
+type Watcher interface {
+	// Set declares the objects a config depends on.
+	Set(config string, keys []plan.ObjectKey)
+	// Forget drops every watch of a config.
+	Forget(config string)
+	// OnEvent calls fn with the config whose object changed; nil stops.
+	OnEvent(fn func(config string, key plan.ObjectKey))
+}
+
 // Controller reconciles VirtPlatformConfigs.
 type Controller struct {
 	Config
 	// queue lives for one term of leadership.
-	queue   workqueue.TypedRateLimitingInterface[string]
-	lister  listers.VirtPlatformConfigLister
-	watches *plan.Watches
-	clock   clock.Clock
+	queue  workqueue.TypedRateLimitingInterface[string]
+	lister listers.VirtPlatformConfigLister
+	clock  clock.Clock
 	// events records when a watch event was seen per config, for the
 	// drift detection latency metric.
 	events *eventTimes
@@ -85,29 +122,39 @@ type Controller struct {
 	pools *rolloutPools
 }
 
-// New returns a controller.
+// New returns a controller reading configs from cfg.Informer's cache.
 func New(cfg Config) *Controller {
-	return &Controller{Config: cfg, clock: clock.RealClock{}, events: newEventTimes(), pools: &rolloutPools{}}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Controller{
+		Config: cfg,
+		lister: listers.NewVirtPlatformConfigLister(cfg.Informer.GetIndexer()),
+		clock:  clk,
+		events: newEventTimes(),
+		pools:  &rolloutPools{},
+	}
 }
 
-// Run runs the controller until ctx ends: under leader election when
-// enabled, re-entering the election after losing it, so a replica that lost
-// its Lease keeps serving the API and stands by.
-func (c *Controller) Run(ctx context.Context) {
+// Run runs the controller with that many workers until ctx ends: under
+// leader election when enabled, re-entering the election after losing it,
+// so a replica that lost its Lease keeps serving the API and stands by.
+func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
 	le := c.LeaderElection
 	if !le.LeaderElect {
-		c.runLeader(ctx)
+		c.runLeader(ctx, workers)
+		return
+	}
+	if c.LeaseClient == nil {
+		klog.ErrorS(nil, "Leader election is enabled but there is no client for the Lease; the controller does not run")
 		return
 	}
 	host, _ := os.Hostname()
 	identity := host + "_" + string(uuid.NewUUID())
-	leaseClient := c.LeaderElectionKube
-	if leaseClient == nil {
-		leaseClient = c.Kube
-	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.ResourceNamespace, le.ResourceName,
-		leaseClient.CoreV1(), leaseClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: c.Recorder})
+		c.LeaseClient.CoreV1(), c.LeaseClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: c.Recorder})
 	if err != nil {
 		klog.ErrorS(err, "Cannot create the leader election lock; the controller does not run")
 		return
@@ -123,7 +170,7 @@ func (c *Controller) Run(ctx context.Context) {
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(ctx context.Context) {
 					klog.InfoS("Became leader, starting the controller", "identity", identity)
-					c.runLeader(ctx)
+					c.runLeader(ctx, workers)
 				},
 				OnStoppedLeading: func() { klog.InfoS("Lost leadership, the controller stops", "identity", identity) },
 				OnNewLeader: func(current string) {
@@ -141,68 +188,75 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-// runLeader starts the informers and workers and blocks until ctx ends.
-func (c *Controller) runLeader(ctx context.Context) {
+// runLeader runs one term of leadership: a new queue, the controller's
+// handlers on the shared informers and its watch hook, and the workers,
+// until ctx ends; then the handlers and the hook are removed again.
+func (c *Controller) runLeader(ctx context.Context, workers int) {
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "virtplatformconfigs"})
 	defer c.queue.ShutDown()
 
-	factory := externalversions.NewSharedInformerFactory(c.Client, 10*time.Minute)
-	informer := factory.Advisor().V1alpha1().VirtPlatformConfigs()
-	c.lister = informer.Lister()
-	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	// The caller waited already; this only guards a caller that did not.
+	if !cache.WaitForCacheSync(ctx.Done(), c.Informer.HasSynced) {
+		return
+	}
+	// A handler added to a synced informer is told of every config.
+	configs, err := c.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
 		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
 		DeleteFunc: c.enqueue,
-	}); err != nil {
+	})
+	if err != nil {
 		klog.ErrorS(err, "Cannot watch VirtPlatformConfigs")
 		return
 	}
-	c.watches = c.Engine.Cluster.Watches
-	c.watches.OnEvent(func(config string, _ plan.ObjectKey) {
+	defer removeHandler(c.Informer, configs)
+	c.Watches.OnEvent(func(config string, _ plan.ObjectKey) {
 		c.events.seen(config, c.clock.Now())
 		c.queue.Add(config)
 	})
 	defer c.stopWatching()
 
-	// A CRD that appears or goes away changes what can be planned and
-	// watched: look at every config again.
-	crds := metadatainformer.NewSharedInformerFactory(c.Metadata, 0)
-	if _, err := crds.ForResource(crdGVR).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(interface{}) { c.enqueueAll() },
-		UpdateFunc: func(interface{}, interface{}) { c.enqueueAll() },
-		DeleteFunc: func(interface{}) { c.enqueueAll() },
-	}); err != nil {
-		klog.ErrorS(err, "Cannot watch CustomResourceDefinitions")
-		return
+	if c.CRDs != nil {
+		crds, err := c.CRDs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(interface{}) { c.enqueueAll() },
+			UpdateFunc: func(interface{}, interface{}) { c.enqueueAll() },
+			DeleteFunc: func(interface{}) { c.enqueueAll() },
+		})
+		if err != nil {
+			klog.ErrorS(err, "Cannot watch CustomResourceDefinitions")
+			return
+		}
+		defer removeHandler(c.CRDs, crds)
 	}
 
-	factory.Start(ctx.Done())
-	crds.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
-		return
-	}
 	// /metrics reports the configs from this cache while we lead.
 	metrics.SetConfigLister(c.lister)
 	defer metrics.SetConfigLister(nil)
 	klog.InfoS("Controller started")
 	// Pool pauses a previous leader left behind are ended here.
 	c.queue.Add(windowsKey)
-	for i := 0; i < 2; i++ {
+	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}
 	<-ctx.Done()
 	klog.InfoS("Controller stopped")
 }
 
+func removeHandler(informer cache.SharedInformer, reg cache.ResourceEventHandlerRegistration) {
+	if err := informer.RemoveEventHandler(reg); err != nil {
+		klog.ErrorS(err, "Cannot remove an event handler")
+	}
+}
+
 // stopWatching drops the controller's watches when it stops leading; the
 // plan engine's input watches stay.
 func (c *Controller) stopWatching() {
-	c.watches.OnEvent(nil)
+	c.Watches.OnEvent(nil)
 	if configs, err := c.lister.List(everything); err == nil {
 		for _, cfg := range configs {
-			c.watches.Forget(cfg.Name)
+			c.Watches.Forget(cfg.Name)
 		}
 	}
 }

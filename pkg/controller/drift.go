@@ -11,7 +11,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -75,7 +74,7 @@ func inSyncItems(res *plan.Result, now metav1.Time) []v1alpha1.VirtPlatformConfi
 }
 
 // compare sets a fresh plan against the applied items.
-func (c *Controller) compare(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, res *plan.Result) changes {
+func (c *Controller) compare(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, res *plan.Result) changes {
 	applied := map[string]v1alpha1.VirtPlatformConfigItem{}
 	for _, it := range appliedItems(&cfg.Status) {
 		applied[it.Name] = it
@@ -105,7 +104,7 @@ func (c *Controller) compare(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 			continue
 		}
 		if p.Operation != v1alpha1.OperationNone {
-			ch.drifted[p.Name] = c.driftedFields(ctx, a)
+			ch.drifted[p.Name] = driftedFields(p, res)
 		}
 	}
 	return ch
@@ -115,7 +114,7 @@ func (c *Controller) compare(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 // dependency drift, newer profile logic, or nothing.
 func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, eventAt time.Time) (time.Duration, error) {
 	st := &cfg.Status
-	res, err := c.Engine.Compute(ctx, cfg)
+	res, err := c.Planner.Compute(ctx, cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -124,7 +123,7 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		status.FailPrerequisites(st, res.MissingMessage())
 		return prerequisiteRetry, nil
 	}
-	ch := c.compare(ctx, cfg, profile, res)
+	ch := c.compare(cfg, profile, res)
 
 	switch {
 	case len(ch.logic) > 0:
@@ -201,14 +200,14 @@ func (c *Controller) reviewInputDrift(ctx context.Context, cfg *v1alpha1.VirtPla
 		status.ClearInputDrift(&cfg.Status, cfg.Generation, "Acknowledged", "The spec changed after the input dependency changed: the new plan is used")
 		return false, 0, nil
 	}
-	res, err := c.Engine.Compute(ctx, cfg)
+	res, err := c.Planner.Compute(ctx, cfg)
 	if err != nil {
 		return true, 0, err
 	}
 	if !res.Satisfied() {
 		return false, 0, nil
 	}
-	ch := c.compare(ctx, cfg, profile, res)
+	ch := c.compare(cfg, profile, res)
 	now := metav1.NewTime(c.clock.Now())
 	if len(ch.inputs) == 0 {
 		status.ClearInputDrift(&cfg.Status, cfg.Generation, "DriftResolved", "The input dependency is back to what was applied")
@@ -237,61 +236,21 @@ func (c *Controller) recordDrift(cfg *v1alpha1.VirtPlatformConfig, eventAt time.
 	}
 }
 
-// driftedFields lists the managed fields whose live value differs from the
-// applied desired state; fields set only by others are not drift.
-func (c *Controller) driftedFields(ctx context.Context, it v1alpha1.VirtPlatformConfigItem) []string {
-	if it.Operation == v1alpha1.OperationDelete || it.DesiredState == nil {
+// driftedFields names what drifted in an item of a fresh plan whose desired
+// state is the applied one, from the comparison the plan made with the
+// live object it read; fields set only by others are not drift.
+func driftedFields(p v1alpha1.PlanItem, res *plan.Result) []string {
+	if p.Operation == v1alpha1.OperationDelete || p.DesiredState == nil {
 		return []string{"the object"}
 	}
-	live, err := c.Engine.Cluster.Get(ctx, plan.TargetGVK(it.TargetRef), it.TargetRef.Namespace, it.TargetRef.Name)
-	if err != nil || live == nil {
+	fields, found := res.Differs[p.Name]
+	switch {
+	case !found:
 		return []string{"the object (deleted)"}
+	case len(fields) == 0:
+		return []string{"labels or fields outside the managed ones"}
 	}
-	desired := rawMap(it.DesiredState)
-	var out []string
-	for _, path := range it.ManagedFields {
-		fields := strings.Split(path, ".")
-		want, _, _ := unstructured.NestedFieldNoCopy(desired, fields...)
-		got, _, _ := unstructured.NestedFieldNoCopy(live.Object, fields...)
-		if !contains(got, want) {
-			out = append(out, path)
-		}
-	}
-	if len(out) == 0 {
-		out = []string{"labels or fields outside the managed ones"}
-	}
-	return out
-}
-
-// contains reports whether live holds everything desired sets (live may
-// carry more, e.g. defaults of the API).
-func contains(live, desired interface{}) bool {
-	switch d := desired.(type) {
-	case map[string]interface{}:
-		l, ok := live.(map[string]interface{})
-		if !ok {
-			return false
-		}
-		for k, v := range d {
-			if !contains(l[k], v) {
-				return false
-			}
-		}
-		return true
-	case []interface{}:
-		l, ok := live.([]interface{})
-		if !ok || len(l) != len(d) {
-			return false
-		}
-		for i := range d {
-			if !contains(l[i], d[i]) {
-				return false
-			}
-		}
-		return true
-	default:
-		return fmt.Sprint(live) == fmt.Sprint(desired)
-	}
+	return fields
 }
 
 func driftSummary(drifted map[string][]string) string {

@@ -1,33 +1,44 @@
 package controller
 
-import "testing"
+import (
+	"reflect"
+	"testing"
 
-func TestContains(t *testing.T) {
-	tests := []struct {
-		name          string
-		live, desired interface{}
-		want          bool
-	}{
-		{"equal scalars", int64(60), float64(60), true},
-		{"different scalars", int64(61), float64(60), false},
-		{"live has more fields", map[string]interface{}{"a": "x", "logLevel": "Normal"}, map[string]interface{}{"a": "x"}, true},
-		{"desired field missing", map[string]interface{}{"logLevel": "Normal"}, map[string]interface{}{"a": "x"}, false},
-		{"lists in order", []interface{}{"A", "B"}, []interface{}{"A", "B"}, true},
-		{"list order matters", []interface{}{"B", "A"}, []interface{}{"A", "B"}, false},
-		{"list length matters", []interface{}{"A", "B", "C"}, []interface{}{"A", "B"}, false},
-		{"nested", map[string]interface{}{"p": map[string]interface{}{"t": true, "x": 1}}, map[string]interface{}{"p": map[string]interface{}{"t": true}}, true},
-		{"deleted", nil, map[string]interface{}{"a": "x"}, false},
-	}
-	for _, tt := range tests {
-		if got := contains(tt.live, tt.desired); got != tt.want {
-			t.Errorf("%s: contains = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+)
 
 func TestDriftSummaryIsSorted(t *testing.T) {
 	got := driftSummary(map[string][]string{"b": {"spec.x"}, "a": {"spec.y", "spec.z"}})
 	if want := "item 'a' (spec.y, spec.z); item 'b' (spec.x)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestDriftedFields(t *testing.T) {
+	desired := &runtime.RawExtension{Raw: []byte(`{"spec":{"mode":"Automatic"}}`)}
+	tests := []struct {
+		name    string
+		item    v1alpha1.PlanItem
+		differs map[string][]string
+		want    []string
+	}{
+		{"managed fields the plan found different", v1alpha1.PlanItem{Name: "a", Operation: v1alpha1.OperationUpdate, DesiredState: desired},
+			map[string][]string{"a": {"spec.mode"}}, []string{"spec.mode"}},
+		{"target gone", v1alpha1.PlanItem{Name: "a", Operation: v1alpha1.OperationCreate, DesiredState: desired},
+			map[string][]string{}, []string{"the object (deleted)"}},
+		{"managed fields as desired", v1alpha1.PlanItem{Name: "a", Operation: v1alpha1.OperationUpdate, DesiredState: desired},
+			map[string][]string{"a": {}}, []string{"labels or fields outside the managed ones"}},
+		{"an object to delete is back", v1alpha1.PlanItem{Name: "a", Operation: v1alpha1.OperationDelete},
+			map[string][]string{}, []string{"the object"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := driftedFields(tt.item, &plan.Result{Differs: tt.differs}); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("driftedFields = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -42,8 +42,6 @@ const (
 	holdRetry = time.Second
 )
 
-var poolGVR = profiles.MachineConfigPoolGVK.GroupVersion().WithResource("machineconfigpools")
-
 // poolPause is what the coalescing decisions read of a MachineConfigPool.
 type poolPause struct {
 	name   string
@@ -203,7 +201,7 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 func (c *Controller) writePools(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
 	mcLabels := machineConfigLabels(it)
 	if it.Operation == v1alpha1.OperationDelete {
-		live, err := c.Engine.Cluster.Get(ctx, profiles.MachineConfigGVK, "", it.TargetRef.Name)
+		live, err := c.Cluster.Get(ctx, profiles.MachineConfigGVK, "", it.TargetRef.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -227,8 +225,7 @@ func (c *Controller) applyPause(ctx context.Context, pool string, until *time.Ti
 	}
 	// Force: a paused: false of someone else is taken over (it is checked
 	// above that nobody else holds paused: true).
-	_, err := c.Dynamic.Resource(poolGVR).Apply(ctx, pool, obj, metav1.ApplyOptions{FieldManager: plan.FieldManager, Force: true})
-	return err
+	return c.Pools.ApplyPool(ctx, obj)
 }
 
 // finishWindows ends every window we hold whose end passed, once the
@@ -236,7 +233,7 @@ func (c *Controller) applyPause(ctx context.Context, pool string, until *time.Ti
 // start (a window of a replica that crashed or lost its Lease) and when a
 // window ends.
 func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
-	pools, err := c.Engine.Cluster.List(ctx, profiles.MachineConfigPoolGVK)
+	pools, err := c.Cluster.List(ctx, profiles.MachineConfigPoolGVK)
 	if err != nil {
 		return 0, err
 	}

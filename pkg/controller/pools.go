@@ -25,7 +25,7 @@ func (c *Controller) itemPools(ctx context.Context, it *v1alpha1.VirtPlatformCon
 	if len(it.PoolConfigsBefore) > 0 {
 		var out []*unstructured.Unstructured
 		for _, pc := range it.PoolConfigsBefore {
-			pool, err := c.Engine.Cluster.Get(ctx, profiles.MachineConfigPoolGVK, "", pc.Pool)
+			pool, err := c.Cluster.Get(ctx, profiles.MachineConfigPoolGVK, "", pc.Pool)
 			if err != nil {
 				return nil, err
 			}
@@ -42,7 +42,7 @@ func (c *Controller) itemPools(ctx context.Context, it *v1alpha1.VirtPlatformCon
 
 // selectingPools lists the pools and keeps those selecting the labels.
 func (c *Controller) selectingPools(ctx context.Context, mcLabels map[string]string) ([]*unstructured.Unstructured, error) {
-	pools, err := profiles.PoolsFor(ctx, c.Engine.Cluster, mcLabels)
+	pools, err := profiles.PoolsFor(ctx, c.Cluster, mcLabels)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (c *Controller) selectingPools(ctx context.Context, mcLabels map[string]str
 func (c *Controller) notePoolConfigs(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) error {
 	mcLabels := machineConfigLabels(it)
 	if it.Operation == v1alpha1.OperationDelete {
-		live, err := c.Engine.Cluster.Get(ctx, profiles.MachineConfigGVK, "", it.TargetRef.Name)
+		live, err := c.Cluster.Get(ctx, profiles.MachineConfigGVK, "", it.TargetRef.Name)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -23,10 +22,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
-var (
-	everything = labels.Everything()
-	crdGVR     = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-)
+var everything = labels.Everything()
 
 const (
 	// applyingMessage marks an item whose write was started but not yet
@@ -47,7 +43,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	eventAt, _ := c.events.take(name)
 	cached, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
-		c.watches.Forget(name)
+		c.Watches.Forget(name)
 		return 0, nil
 	}
 	if err != nil {
@@ -151,7 +147,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	st.ObservedGeneration = cfg.Generation
 	st.OperatorVersion = c.Version
 	start := c.clock.Now()
-	res, err := c.Engine.Compute(ctx, cfg)
+	res, err := c.Planner.Compute(ctx, cfg)
 	metrics.PlanDuration.WithLabelValues(cfg.Spec.Profile).Observe(c.clock.Since(start).Seconds())
 	if err != nil {
 		status.SetPhase(st, v1alpha1.PhaseDrafting, "PlanGenerationFailed", fmt.Sprintf("Plan generation failed, will retry: %v", err))
@@ -237,7 +233,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	if notStarted(st.Items) {
 		// The last look before the first write: the targets must still be
 		// as they were when the plan was approved.
-		snap, err := c.Engine.Snapshot(ctx, st.Items)
+		snap, err := c.Planner.Snapshot(ctx, st.Items)
 		if err != nil {
 			return 0, err
 		}
@@ -375,7 +371,7 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 		}
 		it = &cfg.Status.Items[i]
 	}
-	if err := c.Engine.Apply(ctx, cfg.Name, *it); err != nil {
+	if err := c.Planner.Apply(ctx, cfg.Name, *it); err != nil {
 		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Failed to apply: %v", err))
 		return nil
 	}
@@ -433,7 +429,7 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 // its MachineConfigs and the profile's input objects.
 func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile) {
 	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
-		c.watches.Forget(cfg.Name)
+		c.Watches.Forget(cfg.Name)
 		return
 	}
 	var keys []plan.ObjectKey
@@ -453,7 +449,7 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 	for _, in := range profile.InputObjects(plan.ResolveOptions(cfg.Spec)) {
 		keys = append(keys, plan.ObjectKey{GVK: in.GVK, Namespace: in.Namespace, Name: in.Name})
 	}
-	c.watches.Set(cfg.Name, keys)
+	c.Watches.Set(cfg.Name, keys)
 }
 
 func isMachineConfig(it *v1alpha1.VirtPlatformConfigItem) bool {

@@ -104,6 +104,18 @@ func (c *Cluster) PreferredVersion(gk schema.GroupKind) (string, error) {
 	return mapping.GroupVersionKind.Version, nil
 }
 
+// ApplyPool server-side applies the fields of a MachineConfigPool that
+// pool sets (the controller's pause), as FieldManager, taking over a
+// field someone else set to the same or another value.
+func (c *Cluster) ApplyPool(ctx context.Context, pool *unstructured.Unstructured) error {
+	ri, err := c.resource(pool.GroupVersionKind(), "")
+	if err != nil {
+		return err
+	}
+	_, err = ri.Apply(ctx, pool.GetName(), pool, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	return err
+}
+
 // List returns every object of a kind; none when the kind is not served.
 func (c *Cluster) List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
 	ri, err := c.resource(gvk, metav1.NamespaceAll)

@@ -46,6 +46,11 @@ type Result struct {
 	SnapshotHash string
 	// Desired are the objects to apply (nil for Delete items), by item name.
 	Desired map[string]*unstructured.Unstructured
+	// Differs lists, by item name, the managed fields whose live value
+	// differs from the desired one, read from the live object the plan was
+	// computed from; only items with a desired state whose target exists
+	// are listed (an empty list: the managed fields are as desired).
+	Differs map[string][]string
 }
 
 // Satisfied is true when no prerequisite is missing.
@@ -123,6 +128,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 	res := &Result{
 		Status:  v1alpha1.PlanStatus{Profile: cfg.Spec.Profile, Generation: cfg.Generation},
 		Desired: map[string]*unstructured.Unstructured{},
+		Differs: map[string][]string{},
 	}
 	for _, p := range profile.Prerequisites(opts) {
 		served, err := e.Cluster.Served(p.GVK)
@@ -182,6 +188,9 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 		if p.item.Operation != v1alpha1.OperationDelete {
 			res.Desired[p.item.Name] = items[i].Desired
 		}
+		if p.differs != nil && p.item.Error == "" {
+			res.Differs[p.item.Name] = p.differs
+		}
 		hashed = append(hashed, map[string]interface{}{
 			"name": p.item.Name, "targetRef": p.item.TargetRef, "operation": p.item.Operation, "desiredState": p.desired, "error": p.item.Error,
 		})
@@ -208,6 +217,9 @@ type plannedItem struct {
 	snapshot map[string]interface{}
 	key      string
 	skip     bool // an Absent item whose object is already gone
+	// differs: the managed fields the live target does not hold as
+	// desired; nil when there is no target or no desired state.
+	differs []string
 }
 
 func (e *Engine) planItem(ctx context.Context, configName string, it profiles.Item, inputs *inputReader) plannedItem {
@@ -309,6 +321,9 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 		}
 	}
 	p.snapshot = snapshotValue(live, it.ManagedFields)
+	if live != nil && !it.Absent {
+		p.differs = differingFields(live.Object, desired.Object, it.ManagedFields)
+	}
 	p.item.ImpactSeverity = it.Impact
 	if p.item.ImpactSeverity == "" {
 		p.item.ImpactSeverity = v1alpha1.ImpactLow

@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -272,8 +273,10 @@ var _ = Describe("the live plan", func() {
 		_, err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(suiteCtx, "nope", metav1.GetOptions{})
 		Expect(statusCode(err)).To(Equal(int32(404)))
 
-		// A spec before may have left the example ConfigMap behind.
-		_ = dyn().Resource(configMapGVR).Namespace(hcoNS).Delete(suiteCtx, "example-config", metav1.DeleteOptions{})
+		// Specs that apply example-profile leave its ConfigMap behind: the
+		// plan previews creating it only where it does not exist.
+		err = dyn().Resource(configMapGVR).Namespace(hcoNS).Delete(suiteCtx, "example-config", metav1.DeleteOptions{})
+		Expect(err == nil || apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
 		configWith("example-profile", `{"profile":"example-profile","action":"Ignore"}`)
 		for _, role := range []string{"virt-advisor-approver", "virt-advisor-editor"} {
 			c, _, _ := userClient(role)

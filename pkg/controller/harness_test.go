@@ -1,0 +1,467 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/approval"
+	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/fake"
+	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+	"github.com/kubevirt/virt-advisor/pkg/status"
+)
+
+// The fakes below stand in for everything around the controller, so that
+// its state machine runs without a control plane: the informer's cache is
+// filled by hand, the status writer stores into it, the planner returns
+// canned plans and the cluster holds the MachineConfigPools.
+
+const (
+	configName   = advisor.ProfileLoadAwareRebalancing
+	descheduler  = "enable-load-aware-descheduling"
+	psi          = "enable-psi-metrics"
+	hcoItem      = "hco-migration-limits"
+	psiMC        = "99-worker-psi-karg"
+	thisVersion  = "v0.2.0"
+	olderVersion = "v0.1.0"
+)
+
+// fakeStatus is the storage's status writer over the informer's cache:
+// it refuses a stale resourceVersion with a conflict, as storage does.
+type fakeStatus struct {
+	indexer cache.Indexer
+	writes  int
+	// conflict: another writer stores the config before the next write.
+	conflict bool
+}
+
+func (s *fakeStatus) UpdateStatus(_ context.Context, cfg *v1alpha1.VirtPlatformConfig) (*v1alpha1.VirtPlatformConfig, error) {
+	gr := schema.GroupResource{Group: advisor.GroupName, Resource: "virtplatformconfigs"}
+	obj, ok, _ := s.indexer.GetByKey(cfg.Name)
+	if !ok {
+		return nil, apierrors.NewNotFound(gr, cfg.Name)
+	}
+	stored := obj.(*v1alpha1.VirtPlatformConfig)
+	if s.conflict {
+		// Someone else writes first.
+		s.conflict = false
+		stored = stored.DeepCopy()
+		bump(stored)
+		if err := s.indexer.Update(stored); err != nil {
+			return nil, err
+		}
+	}
+	if stored.ResourceVersion != cfg.ResourceVersion {
+		return nil, apierrors.NewConflict(gr, cfg.Name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	updated := stored.DeepCopy()
+	updated.Status = *cfg.Status.DeepCopy()
+	bump(updated)
+	s.writes++
+	return updated.DeepCopy(), s.indexer.Update(updated)
+}
+
+func bump(cfg *v1alpha1.VirtPlatformConfig) {
+	rv, _ := strconv.Atoi(cfg.ResourceVersion)
+	cfg.ResourceVersion = strconv.Itoa(rv + 1)
+}
+
+// fakePlanner returns the plan it was given and records what it applied.
+// The edge tests call reconcile on their own goroutine; mu is for Run.
+type fakePlanner struct {
+	mu       sync.Mutex
+	result   *plan.Result
+	err      error
+	snapshot string // "" answers the result's snapshot hash
+	applyErr map[string]error
+	applied  []string
+}
+
+func (p *fakePlanner) set(res *plan.Result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.result = res
+}
+
+func (p *fakePlanner) Compute(_ context.Context, _ *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.result, nil
+}
+
+func (p *fakePlanner) Snapshot(context.Context, []v1alpha1.VirtPlatformConfigItem) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.snapshot != "" {
+		return p.snapshot, nil
+	}
+	return p.result.SnapshotHash, nil
+}
+
+func (p *fakePlanner) Apply(_ context.Context, _ string, it v1alpha1.VirtPlatformConfigItem) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.applyErr[it.Name]; err != nil {
+		return err
+	}
+	p.applied = append(p.applied, it.Name)
+	return nil
+}
+
+// fakeCluster holds objects of the main cluster by kind, namespace, name.
+type fakeCluster struct {
+	objects map[string]*unstructured.Unstructured
+}
+
+func clusterKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+func (c *fakeCluster) put(obj *unstructured.Unstructured) {
+	c.objects[clusterKey(obj.GetKind(), obj.GetNamespace(), obj.GetName())] = obj
+}
+
+func (c *fakeCluster) Get(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	return c.objects[clusterKey(gvk.Kind, namespace, name)], nil
+}
+
+func (c *fakeCluster) List(_ context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	for _, obj := range c.objects {
+		if obj.GetKind() == gvk.Kind {
+			out = append(out, *obj)
+		}
+	}
+	return out, nil
+}
+
+func (c *fakeCluster) PreferredVersion(gk schema.GroupKind) (string, error) { return "v1", nil }
+
+// fakeWatches records what each config watches.
+type fakeWatches struct {
+	mu      sync.Mutex
+	keys    map[string][]plan.ObjectKey
+	onEvent func(string, plan.ObjectKey)
+}
+
+func (w *fakeWatches) Set(config string, keys []plan.ObjectKey) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(keys) == 0 {
+		delete(w.keys, config)
+		return
+	}
+	w.keys[config] = keys
+}
+func (w *fakeWatches) Forget(config string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.keys, config)
+}
+
+func (w *fakeWatches) OnEvent(fn func(config string, key plan.ObjectKey)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.onEvent = fn
+}
+
+// event calls the controller's hook, as a watch event would; false when
+// none is set.
+func (w *fakeWatches) event(config string, key plan.ObjectKey) bool {
+	w.mu.Lock()
+	fn := w.onEvent
+	w.mu.Unlock()
+	if fn == nil {
+		return false
+	}
+	fn(config, key)
+	return true
+}
+
+func (w *fakeWatches) watching(config string) []plan.ObjectKey {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.keys[config]
+}
+
+// harness is one controller over the fakes.
+type harness struct {
+	t        *testing.T
+	c        *Controller
+	planner  *fakePlanner
+	cluster  *fakeCluster
+	watches  *fakeWatches
+	status   *fakeStatus
+	recorder *record.FakeRecorder
+	clock    *clocktesting.FakeClock
+	indexer  cache.Indexer
+	requeue  time.Duration
+	err      error
+}
+
+func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
+	informer := externalversions.NewSharedInformerFactory(fake.NewClientset(), 0).Advisor().V1alpha1().VirtPlatformConfigs().Informer()
+	h := &harness{
+		t:        t,
+		planner:  &fakePlanner{applyErr: map[string]error{}},
+		cluster:  &fakeCluster{objects: map[string]*unstructured.Unstructured{}},
+		watches:  &fakeWatches{keys: map[string][]plan.ObjectKey{}},
+		status:   &fakeStatus{indexer: informer.GetIndexer()},
+		recorder: record.NewFakeRecorder(100),
+		clock:    clocktesting.NewFakeClock(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)),
+		indexer:  informer.GetIndexer(),
+	}
+	h.c = New(Config{
+		Informer: informer, Status: h.status, Planner: h.planner, Cluster: h.cluster, Watches: h.watches,
+		Profiles: registry.Default(), Recorder: h.recorder, Clock: h.clock, Version: version,
+		RequireDistinctApprover: distinctApprover,
+	})
+	return h
+}
+
+// create stores a new config, as the API would.
+func (h *harness) create(spec v1alpha1.VirtPlatformConfigSpec, author string) {
+	spec.Profile = configName
+	cfg := &v1alpha1.VirtPlatformConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: configName, Generation: 1, ResourceVersion: "1"},
+		Spec:       spec,
+		Status:     v1alpha1.VirtPlatformConfigStatus{SpecChangedBy: author},
+	}
+	if err := h.indexer.Add(cfg); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) get() *v1alpha1.VirtPlatformConfig {
+	obj, ok, _ := h.indexer.GetByKey(configName)
+	if !ok {
+		h.t.Fatalf("config %s is not stored", configName)
+	}
+	return obj.(*v1alpha1.VirtPlatformConfig).DeepCopy()
+}
+
+// edit changes the stored config as a client would; a spec change bumps
+// the generation and records its author, as the registry does.
+func (h *harness) edit(specChange bool, author string, fn func(*v1alpha1.VirtPlatformConfig)) {
+	cfg := h.get()
+	fn(cfg)
+	if specChange {
+		cfg.Generation++
+		cfg.Status.SpecChangedBy = author
+	}
+	bump(cfg)
+	if err := h.indexer.Update(cfg); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// approve does what POST .../approve does with the live plan.
+func (h *harness) approve(user string) {
+	h.edit(false, "", func(cfg *v1alpha1.VirtPlatformConfig) {
+		rec := v1alpha1.ApprovalRecord{PlanHash: h.planner.result.Status.PlanHash, ApprovedBy: user,
+			ApprovedAt: metav1.NewTime(h.clock.Now()), Generation: cfg.Generation}
+		if err := approval.Record(&cfg.Status, h.planner.result, rec); err != nil {
+			h.t.Fatal(err)
+		}
+	})
+}
+
+func (h *harness) reconcile() {
+	h.requeue, h.err = h.c.reconcile(context.Background(), configName)
+}
+
+// mustReconcile reconciles and expects the config in phase.
+func (h *harness) mustReconcile(phase v1alpha1.ConfigPhase) {
+	h.t.Helper()
+	h.reconcile()
+	if h.err != nil {
+		h.t.Fatalf("setting up: reconcile: %v", h.err)
+	}
+	if got := h.get().Status.Phase; got != phase {
+		h.t.Fatalf("setting up: phase %s, want %s (%s)", got, phase, status.PhaseMessage(&h.get().Status))
+	}
+}
+
+// forget drops what the setup left behind: events, applied items, writes.
+func (h *harness) forget() {
+	for {
+		select {
+		case <-h.recorder.Events:
+			continue
+		default:
+		}
+		break
+	}
+	h.planner.applied, h.status.writes = nil, 0
+}
+
+func (h *harness) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// Plans.
+
+func raw(v interface{}) *runtime.RawExtension {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return &runtime.RawExtension{Raw: b}
+}
+
+// deschedulerItem is the KubeDescheduler item with an eviction limit the
+// HCO's migration limits scale.
+func deschedulerItem(op v1alpha1.Operation, mode string, total int) v1alpha1.PlanItem {
+	return v1alpha1.PlanItem{
+		Name:      descheduler,
+		TargetRef: v1alpha1.ObjectReference{APIVersion: "operator.openshift.io/v1", Kind: "KubeDescheduler", Namespace: "openshift-kube-descheduler-operator", Name: "cluster"},
+		Operation: op, ImpactSeverity: v1alpha1.ImpactLow,
+		DesiredState: raw(map[string]interface{}{
+			"apiVersion": "operator.openshift.io/v1", "kind": "KubeDescheduler",
+			"metadata": map[string]interface{}{"name": "cluster", "namespace": "openshift-kube-descheduler-operator"},
+			"spec":     map[string]interface{}{"mode": mode, "evictionLimits": map[string]interface{}{"total": total, "node": 2}},
+		}),
+		ManagedFields: []string{"spec.mode", "spec.evictionLimits"},
+		Message:       "KubeDescheduler 'cluster' will be configured with profile 'KubeVirtRelieveAndMigrate'",
+	}
+}
+
+func hcoPlanItem(op v1alpha1.Operation) v1alpha1.PlanItem {
+	return v1alpha1.PlanItem{
+		Name:      hcoItem,
+		TargetRef: v1alpha1.ObjectReference{APIVersion: "hco.kubevirt.io/v1", Kind: "HyperConverged", Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"},
+		Operation: op, ImpactSeverity: v1alpha1.ImpactLow,
+		DesiredState: raw(map[string]interface{}{
+			"apiVersion": "hco.kubevirt.io/v1", "kind": "HyperConverged",
+			"metadata": map[string]interface{}{"name": "kubevirt-hyperconverged", "namespace": "openshift-cnv"},
+			"spec":     map[string]interface{}{"liveMigrationConfig": map[string]interface{}{"parallelMigrationsPerCluster": 5}},
+		}),
+		ManagedFields: []string{"spec.liveMigrationConfig"},
+	}
+}
+
+// psiItem is the MachineConfig of the worker pool.
+func psiItem(op v1alpha1.Operation) v1alpha1.PlanItem {
+	return v1alpha1.PlanItem{
+		Name:      psi,
+		TargetRef: v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: psiMC},
+		Operation: op, ImpactSeverity: v1alpha1.ImpactHigh,
+		DesiredState: raw(map[string]interface{}{
+			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+			"metadata": map[string]interface{}{"name": psiMC, "labels": map[string]interface{}{profiles.MachineConfigRoleLabel: profiles.WorkerPool}},
+			"spec":     map[string]interface{}{"kernelArguments": []interface{}{"psi=1"}},
+		}),
+		ManagedFields: []string{"spec.kernelArguments"},
+	}
+}
+
+// planOf is a computed plan of these items; every different plan hashes
+// differently.
+func planOf(snapshot string, items ...v1alpha1.PlanItem) *plan.Result {
+	res := &plan.Result{
+		Status:       v1alpha1.PlanStatus{Profile: configName, Items: items},
+		SnapshotHash: snapshot,
+		Differs:      map[string][]string{},
+	}
+	var parts []string
+	for _, it := range items {
+		parts = append(parts, it.Name+"="+string(it.Operation)+string(it.DesiredState.Raw))
+		res.Status.ImpactSeverity = plan.MaxImpact(res.Status.ImpactSeverity, it.ImpactSeverity)
+		if it.Operation != v1alpha1.OperationCreate {
+			res.Differs[it.Name] = []string{}
+		}
+	}
+	res.Status.PlanHash = fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Join(parts, ";")+snapshot)))
+	res.Status.Prerequisites = []v1alpha1.Prerequisite{{Kind: "KubeDescheduler", APIVersion: "operator.openshift.io/v1", Satisfied: true}}
+	return res
+}
+
+// differing marks managed fields of an item as no longer as desired.
+func differing(res *plan.Result, item string, fields ...string) *plan.Result {
+	res.Differs[item] = fields
+	return res
+}
+
+// missingPrerequisite is the plan of a cluster without the descheduler.
+func missingPrerequisite() *plan.Result {
+	return &plan.Result{Status: v1alpha1.PlanStatus{Profile: configName, Prerequisites: []v1alpha1.Prerequisite{
+		{Kind: "KubeDescheduler", APIVersion: "operator.openshift.io/v1", Description: "Please install the Descheduler Operator via OLM", Satisfied: false},
+	}}}
+}
+
+// Pools.
+
+// workerPool is the worker MachineConfigPool of three nodes: on rendered-a
+// without the PSI MachineConfig (rolled is false), or rolled out to
+// rendered-b with it; updating and degraded are how far between.
+type workerPool struct {
+	rolled, updating, paused bool
+	updated, degraded        int64
+}
+
+func (p workerPool) obj() *unstructured.Unstructured {
+	sources := []interface{}{map[string]interface{}{"kind": "MachineConfig", "name": "00-worker"}}
+	specName, statusName, statusSources := "rendered-a", "rendered-a", sources
+	updatedCond, updatingCond := "True", "False"
+	if p.rolled || p.updating {
+		specName = "rendered-b"
+		sources = append(sources, map[string]interface{}{"kind": "MachineConfig", "name": psiMC})
+	}
+	if p.rolled {
+		statusName, statusSources = specName, sources
+	}
+	if p.updating {
+		updatedCond, updatingCond = "False", "True"
+	}
+	updated := p.updated
+	if !p.updating {
+		updated = 3
+	}
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+		"metadata": map[string]interface{}{"name": profiles.WorkerPool, "generation": int64(2)},
+		"spec": map[string]interface{}{
+			"paused":                p.paused,
+			"machineConfigSelector": map[string]interface{}{"matchLabels": map[string]interface{}{profiles.MachineConfigRoleLabel: profiles.WorkerPool}},
+			"configuration":         map[string]interface{}{"name": specName, "source": sources},
+		},
+		"status": map[string]interface{}{
+			"observedGeneration": int64(2),
+			"configuration":      map[string]interface{}{"name": statusName, "source": statusSources},
+			"machineCount":       int64(3), "updatedMachineCount": updated, "readyMachineCount": updated, "degradedMachineCount": p.degraded,
+			"conditions": []interface{}{
+				map[string]interface{}{"type": "Updated", "status": updatedCond},
+				map[string]interface{}{"type": "Updating", "status": updatingCond},
+			},
+		},
+	}}
+}
