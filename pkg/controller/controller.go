@@ -8,6 +8,7 @@ package controller
 import (
 	"context"
 	"os"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -120,6 +121,10 @@ type Controller struct {
 	events *eventTimes
 	// pools are the MachineConfigPools each config's items roll out on.
 	pools *rolloutPools
+	// ownWrites is, per config, the resourceVersion of the controller's
+	// last status write that needs no further reconcile: its watch event
+	// is dropped instead of planning again for nothing.
+	ownWrites sync.Map
 }
 
 // New returns a controller reading configs from cfg.Informer's cache.
@@ -203,8 +208,12 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	}
 	// A handler added to a synced informer is told of every config.
 	configs, err := c.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj interface{}) { c.enqueue(obj) },
+		AddFunc: c.enqueue,
+		UpdateFunc: func(_, obj interface{}) {
+			if !c.ownWrite(obj) {
+				c.enqueue(obj)
+			}
+		},
 		DeleteFunc: c.enqueue,
 	})
 	if err != nil {
@@ -259,6 +268,17 @@ func (c *Controller) stopWatching() {
 			c.Watches.Forget(cfg.Name)
 		}
 	}
+}
+
+// ownWrite is true for the event of a status write of ours after which
+// there was nothing left to do (see writeStatus).
+func (c *Controller) ownWrite(obj interface{}) bool {
+	cfg, ok := obj.(*v1alpha1.VirtPlatformConfig)
+	if !ok {
+		return false
+	}
+	rv, ok := c.ownWrites.Load(cfg.Name)
+	return ok && rv == cfg.ResourceVersion
 }
 
 func (c *Controller) enqueue(obj interface{}) {

@@ -44,6 +44,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	cached, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
 		c.Watches.Forget(name)
+		c.ownWrites.Delete(name)
 		return 0, nil
 	}
 	if err != nil {
@@ -113,6 +114,14 @@ func (c *Controller) writeStatus(ctx context.Context, cfg *v1alpha1.VirtPlatform
 	}
 	if updated.Status.Phase != before.Phase {
 		c.phaseEvent(updated)
+	}
+	// The watch event of this write needs no reconcile (the controller
+	// does not plan again after its own writes), except when the phase
+	// it wrote has work to do at once: an approval to apply.
+	if p, _ := status.Lookup(updated.Status.Phase); p.Step == status.StepProgress {
+		c.ownWrites.Delete(updated.Name)
+	} else {
+		c.ownWrites.Store(updated.Name, updated.ResourceVersion)
 	}
 	*cfg = *updated
 	return nil

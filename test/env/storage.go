@@ -3,6 +3,7 @@ package env
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -66,6 +67,19 @@ func (a *Advisor) EditStoredConfig(ctx context.Context, name string, edit func(o
 	if key == "" {
 		return fmt.Errorf("no stored VirtPlatformConfig %q under %s", name, prefix)
 	}
+	// The server writes too (its controller): a lost race is tried again
+	// on what it wrote.
+	for attempt := 1; ; attempt++ {
+		err := editKey(ctx, client, key, edit)
+		if !errors.Is(err, errChanged) || attempt == 5 {
+			return err
+		}
+	}
+}
+
+var errChanged = errors.New("changed while it was being edited")
+
+func editKey(ctx context.Context, client *clientv3.Client, key string, edit func(obj map[string]any) error) error {
 	got, err := client.Get(ctx, key)
 	if err != nil {
 		return err
@@ -91,7 +105,7 @@ func (a *Advisor) EditStoredConfig(ctx context.Context, name string, edit func(o
 		return err
 	}
 	if !txn.Succeeded {
-		return fmt.Errorf("%s changed while it was being edited; try again", key)
+		return fmt.Errorf("%s %w", key, errChanged)
 	}
 	return nil
 }
