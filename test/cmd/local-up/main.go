@@ -71,8 +71,15 @@ kubectl create --raw /apis/advisor.kubevirt.io/v1alpha1/virtplatformconfigs/load
 kubectl get vpc -w
 kubectl auth can-i create virtplatformconfigs --subresource=approve
 
+Or with the kubectl plugin (kubectl-advisor, built next to kubectl):
+
+export PATH=%s:$PATH
+kubectl advisor plan load-aware-rebalancing
+kubectl advisor approve load-aware-rebalancing
+kubectl advisor status load-aware-rebalancing -w
+
 Press Ctrl-C to stop (data stays in %s).
-`, filepath.Join(e.Dir, "logs"), e.Kubeconfig, kubectl, e.Dir)
+`, filepath.Join(e.Dir, "logs"), e.Kubeconfig, kubectl, e.BinDir, e.Dir)
 
 	<-ctx.Done()
 	fmt.Println("\nstopping…")
