@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -120,15 +119,8 @@ func combineRollouts(mcName string, results []rollout) rollout {
 // machineConfigLabels are the labels of an item's desired MachineConfig;
 // without a desired state, the role of its pool.
 func machineConfigLabels(it *v1alpha1.VirtPlatformConfigItem) map[string]string {
-	if it.DesiredState != nil {
-		var obj struct {
-			Metadata struct {
-				Labels map[string]string `json:"labels"`
-			} `json:"metadata"`
-		}
-		if json.Unmarshal(it.DesiredState.Raw, &obj) == nil && len(obj.Metadata.Labels) > 0 {
-			return obj.Metadata.Labels
-		}
+	if l := profiles.DesiredLabels(it.DesiredState); len(l) > 0 {
+		return l
 	}
 	return map[string]string{profiles.MachineConfigRoleLabel: poolOf(it)}
 }

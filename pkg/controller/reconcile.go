@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -462,20 +461,13 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 }
 
 func isMachineConfig(it *v1alpha1.VirtPlatformConfigItem) bool {
-	return it.TargetRef.Kind == profiles.MachineConfigGVK.Kind && strings.HasPrefix(it.TargetRef.APIVersion, profiles.MachineConfigGVK.Group+"/")
+	return profiles.IsMachineConfig(it.TargetRef)
 }
 
 // poolOf is the pool of a MachineConfig: its role label, worker by default.
 func poolOf(it *v1alpha1.VirtPlatformConfigItem) string {
-	if it.DesiredState != nil {
-		var obj struct {
-			Metadata struct {
-				Labels map[string]string `json:"labels"`
-			} `json:"metadata"`
-		}
-		if json.Unmarshal(it.DesiredState.Raw, &obj) == nil && obj.Metadata.Labels[profiles.MachineConfigRoleLabel] != "" {
-			return obj.Metadata.Labels[profiles.MachineConfigRoleLabel]
-		}
+	if role := profiles.DesiredLabels(it.DesiredState)[profiles.MachineConfigRoleLabel]; role != "" {
+		return role
 	}
 	return profiles.WorkerPool
 }

@@ -2,12 +2,10 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -17,7 +15,9 @@ import (
 // with what it does to nodes, e.g. "reboots: pool worker, 3 nodes, once":
 // the pools that render it (by selector) reboot each of their nodes once,
 // the MachineConfig changes approved together rolling out together. The
-// note never fails the plan.
+// pools are listed only for a plan that writes a MachineConfig (most plans,
+// the controller's drift checks among them, write none). The note never
+// fails the plan.
 func (e *Engine) addRebootNotes(ctx context.Context, items []v1alpha1.PlanItem) {
 	var (
 		pools  []unstructured.Unstructured
@@ -26,7 +26,7 @@ func (e *Engine) addRebootNotes(ctx context.Context, items []v1alpha1.PlanItem) 
 	)
 	for i := range items {
 		it := &items[i]
-		if !isMachineConfigRef(it.TargetRef) || it.Operation == v1alpha1.OperationNone || it.Error != "" {
+		if !profiles.IsMachineConfig(it.TargetRef) || it.Operation == v1alpha1.OperationNone || it.Error != "" {
 			continue
 		}
 		if !listed {
@@ -35,7 +35,7 @@ func (e *Engine) addRebootNotes(ctx context.Context, items []v1alpha1.PlanItem) 
 		}
 		note := "reboots: unknown (" + fmt.Sprint(err) + ")"
 		if err == nil {
-			note = rebootNote(pools, desiredLabels(it.DesiredState))
+			note = rebootNote(pools, profiles.DesiredLabels(it.DesiredState))
 		}
 		it.Message += "; " + note
 	}
@@ -70,22 +70,4 @@ func rebootNote(pools []unstructured.Unstructured, mcLabels map[string]string) s
 		}
 	}
 	return "reboots: " + strings.Join(parts, "; ")
-}
-
-func isMachineConfigRef(ref v1alpha1.ObjectReference) bool {
-	return ref.Kind == profiles.MachineConfigGVK.Kind && strings.HasPrefix(ref.APIVersion, profiles.MachineConfigGVK.Group+"/")
-}
-
-// desiredLabels are metadata.labels of a desired state.
-func desiredLabels(raw *runtime.RawExtension) map[string]string {
-	if raw == nil {
-		return nil
-	}
-	var obj struct {
-		Metadata struct {
-			Labels map[string]string `json:"labels"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(raw.Raw, &obj)
-	return obj.Metadata.Labels
 }

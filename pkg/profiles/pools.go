@@ -2,9 +2,12 @@ package profiles
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -68,4 +71,24 @@ func PoolsFor(ctx context.Context, cluster Cluster, mcLabels map[string]string) 
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out, nil
+}
+
+// IsMachineConfig is true for a target that is a MachineConfig.
+func IsMachineConfig(ref v1alpha1.ObjectReference) bool {
+	return ref.Kind == MachineConfigGVK.Kind && strings.HasPrefix(ref.APIVersion, MachineConfigGVK.Group+"/")
+}
+
+// DesiredLabels are metadata.labels of a desired state (none when it is
+// unset or not an object).
+func DesiredLabels(raw *runtime.RawExtension) map[string]string {
+	if raw == nil {
+		return nil
+	}
+	var obj struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(raw.Raw, &obj)
+	return obj.Metadata.Labels
 }

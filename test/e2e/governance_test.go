@@ -41,6 +41,18 @@ func exampleConfigMap() *unstructured.Unstructured {
 	return getObject(configMapGVR, hcoNS, "example-config")
 }
 
+// expectNothingWritten: neither the forged target nor the example's own
+// was written, and the server is still running.
+func expectNothingWritten() {
+	GinkgoHelper()
+	Consistently(func() error {
+		_, err := get(configMapGVR, "default", "acc-forged")
+		return err
+	}).WithTimeout(2 * time.Second).Should(Satisfy(apierrors.IsNotFound))
+	Expect(exampleConfigMap()).To(BeNil())
+	Expect(testEnv.Advisor().Exited()).To(BeFalse())
+}
+
 // customRoleUser binds a fresh user to a ClusterRole made of rules.
 func customRoleUser(rules ...rbacv1.PolicyRule) (versioned.Interface, string) {
 	GinkgoHelper()
@@ -125,12 +137,7 @@ var _ = Describe("governance: status is the controller's", func() {
 			Expect(statusCode(err)).To(Equal(int32(403)), "%s: %v", who, err)
 			Expect(getConfig("example-profile").ResourceVersion).To(Equal(before.ResourceVersion), "%s: status unchanged", who)
 		}
-		Consistently(func() error {
-			_, err := get(configMapGVR, "default", "acc-forged")
-			return err
-		}).WithTimeout(2 * time.Second).Should(Satisfy(apierrors.IsNotFound))
-		Expect(exampleConfigMap()).To(BeNil())
-		Expect(testEnv.Advisor().Exited()).To(BeFalse())
+		expectNothingWritten()
 		expectHealthy()
 	})
 })
@@ -194,12 +201,7 @@ var _ = Describe("governance: the approval binds the spec and the items", Ordere
 		c := waitPhase("example-profile", v1alpha1.PhaseFailed, 20*time.Second)
 		Expect(meta.FindStatusCondition(c.Status.Conditions, "Failed").Message).To(
 			ContainSubstring("are not the items of plan"))
-		Consistently(func() error {
-			_, err := get(configMapGVR, "default", "acc-forged")
-			return err
-		}).WithTimeout(2 * time.Second).Should(Satisfy(apierrors.IsNotFound))
-		Expect(exampleConfigMap()).To(BeNil())
-		Expect(testEnv.Advisor().Exited()).To(BeFalse())
+		expectNothingWritten()
 	})
 
 	It("writes an approved plan left untouched in storage (the control for the two specs above)", func() {

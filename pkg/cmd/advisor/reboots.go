@@ -2,7 +2,6 @@ package advisor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,11 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
 var (
@@ -38,41 +37,6 @@ type poolReboot struct {
 	configs  []string // the changed MachineConfigs the pool selects
 }
 
-// isMachineConfig says whether a target is a MachineConfig of the MCO's group.
-func isMachineConfig(ref v1alpha1.ObjectReference) bool {
-	return ref.Kind == "MachineConfig" && strings.HasPrefix(ref.APIVersion, machineConfigGVR.Group+"/")
-}
-
-// labelsOf reads metadata.labels of an item's desired state.
-func labelsOf(raw *runtime.RawExtension) (map[string]string, bool) {
-	if raw == nil || len(raw.Raw) == 0 {
-		return nil, false
-	}
-	var obj struct {
-		Metadata struct {
-			Labels map[string]string `json:"labels"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(raw.Raw, &obj); err != nil {
-		return nil, false
-	}
-	return obj.Metadata.Labels, true
-}
-
-// poolSelector is a pool's spec.machineConfigSelector (matchLabels and
-// matchExpressions); a pool without one selects nothing.
-func poolSelector(pool *unstructured.Unstructured) (labels.Selector, error) {
-	m, found, err := unstructured.NestedMap(pool.Object, "spec", "machineConfigSelector")
-	if err != nil || !found {
-		return labels.Nothing(), err
-	}
-	var ls metav1.LabelSelector
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &ls); err != nil {
-		return nil, err
-	}
-	return metav1.LabelSelectorAsSelector(&ls)
-}
-
 // poolCount reads an integer of a pool's status, 0 when unset.
 func poolCount(pool *unstructured.Unstructured, field string) int64 {
 	v, _, _ := unstructured.NestedInt64(pool.Object, "status", field)
@@ -85,7 +49,7 @@ func rebootsOf(pools []unstructured.Unstructured, changes []machineConfigChange)
 	var out []poolReboot
 	for i := range pools {
 		pool := &pools[i]
-		sel, err := poolSelector(pool)
+		sel, err := profiles.PoolSelector(pool, "machineConfigSelector")
 		if err != nil {
 			return nil, fmt.Errorf("MachineConfigPool %s has an invalid machineConfigSelector: %w", pool.GetName(), err)
 		}
@@ -145,11 +109,11 @@ func machineConfigChanges(ctx context.Context, dyn dynamic.Interface, items []v1
 	var out []machineConfigChange
 	for _, it := range items {
 		changes := it.Operation != v1alpha1.OperationNone && it.Operation != "" && it.Error == ""
-		if !isMachineConfig(it.TargetRef) || !(changes || all) {
+		if !profiles.IsMachineConfig(it.TargetRef) || !(changes || all) {
 			continue
 		}
-		l, ok := labelsOf(it.DesiredState)
-		if !ok {
+		l := profiles.DesiredLabels(it.DesiredState)
+		if it.DesiredState == nil || len(it.DesiredState.Raw) == 0 {
 			live, err := dyn.Resource(machineConfigGVR).Get(ctx, it.TargetRef.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) && all {
 				continue
