@@ -298,13 +298,11 @@ func (c *Controller) enqueueAll() {
 	for _, cfg := range configs {
 		c.queue.Add(cfg.Name)
 		// The engine's own CRD watch (discovery, CRD cache) may see the
-		// event after this one: look again once it has.
-		c.queue.AddAfter(cfg.Name, crdSettle)
+		// event after this one, and the server's discovery lag behind it:
+		// look again once both have.
+		c.queue.AddAfter(cfg.Name, plan.DiscoverySettle)
 	}
 }
-
-// crdSettle is how long after a CRD event configs are looked at again.
-const crdSettle = time.Second
 
 func (c *Controller) worker(ctx context.Context) {
 	for c.processNext(ctx) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -180,15 +181,17 @@ var (
 // NewCluster returns a Cluster on the main cluster's clients. Nothing runs
 // until Start.
 func NewCluster(dyn dynamic.Interface, mapper meta.ResettableRESTMapper, meta metadata.Interface) (*Cluster, error) {
-	c := &Cluster{Dynamic: dyn, Mapper: mapper, Watches: NewWatches(dyn, mapper)}
+	settling := newSettlingMapper(mapper, time.Now)
+	c := &Cluster{Dynamic: dyn, Mapper: settling, Watches: NewWatches(dyn, settling)}
 	// The CRD metadata watch forgets the cached discovery whenever a CRD is
-	// created, changed or deleted, so prerequisites and mappings follow the
-	// cluster without a restart, and tells which cached CRDs are current.
+	// created, changed or deleted (and until discovery has settled), so
+	// prerequisites and mappings follow the cluster without a restart, and
+	// tells which cached CRDs are current.
 	// Metadata only, to stay small.
 	c.crdFactory = metadatainformer.NewSharedInformerFactory(meta, 0)
 	informer := c.crdFactory.ForResource(crdGVR).Informer()
 	c.crdMeta = informer.GetIndexer()
-	reset := func(interface{}) { c.Mapper.Reset() }
+	reset := func(interface{}) { settling.Changed() }
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			if m, ok := obj.(metav1.Object); ok {

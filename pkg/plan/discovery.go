@@ -1,0 +1,98 @@
+package plan
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// DiscoverySettle is how long after a CRD event the main API server's
+// discovery may still describe the CRDs as they were before it: the
+// informer event and the server's discovery update race.
+const DiscoverySettle = 2 * time.Second
+
+// settlingMapper is a RESTMapper whose cached discovery follows CRD
+// changes. A reset on the CRD event alone can read discovery a moment
+// before the server updated it, and would then keep that answer (a
+// HyperConverged still mapped to a version just removed) until the next
+// CRD event. So until DiscoverySettle after the last change every lookup
+// reads discovery again, and the first lookup after that once more.
+type settlingMapper struct {
+	meta.ResettableRESTMapper
+	now func() time.Time
+
+	mu sync.Mutex
+	// settledAt is when discovery is current again after the last change;
+	// resetAt is when the cache was last dropped.
+	settledAt, resetAt time.Time
+}
+
+var _ meta.ResettableRESTMapper = &settlingMapper{}
+
+func newSettlingMapper(m meta.ResettableRESTMapper, now func() time.Time) *settlingMapper {
+	return &settlingMapper{ResettableRESTMapper: m, now: now}
+}
+
+// Changed records a CRD event.
+func (m *settlingMapper) Changed() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	m.settledAt = now.Add(DiscoverySettle)
+	m.ResettableRESTMapper.Reset()
+	m.resetAt = now
+}
+
+// fresh drops the cache if it may have been filled before discovery settled.
+func (m *settlingMapper) fresh() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.resetAt.Before(m.settledAt) {
+		m.ResettableRESTMapper.Reset()
+		m.resetAt = m.now()
+	}
+}
+
+func (m *settlingMapper) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ResettableRESTMapper.Reset()
+	m.resetAt = m.now()
+}
+
+func (m *settlingMapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	m.fresh()
+	return m.ResettableRESTMapper.KindFor(r)
+}
+
+func (m *settlingMapper) KindsFor(r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	m.fresh()
+	return m.ResettableRESTMapper.KindsFor(r)
+}
+
+func (m *settlingMapper) ResourceFor(r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	m.fresh()
+	return m.ResettableRESTMapper.ResourceFor(r)
+}
+
+func (m *settlingMapper) ResourcesFor(r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	m.fresh()
+	return m.ResettableRESTMapper.ResourcesFor(r)
+}
+
+func (m *settlingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m.fresh()
+	return m.ResettableRESTMapper.RESTMapping(gk, versions...)
+}
+
+func (m *settlingMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	m.fresh()
+	return m.ResettableRESTMapper.RESTMappings(gk, versions...)
+}
+
+func (m *settlingMapper) ResourceSingularizer(resource string) (string, error) {
+	m.fresh()
+	return m.ResettableRESTMapper.ResourceSingularizer(resource)
+}

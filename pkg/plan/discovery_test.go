@@ -1,0 +1,108 @@
+package plan
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// cachingDiscovery is a deferred discovery mapper of one kind: a lookup
+// reads the server's preferred version once and keeps it until Reset.
+type cachingDiscovery struct {
+	meta.ResettableRESTMapper
+	server string // the version the server's discovery prefers now
+	cached string
+	reads  int
+}
+
+func (d *cachingDiscovery) Reset() { d.cached = "" }
+
+func (d *cachingDiscovery) RESTMapping(gk schema.GroupKind, _ ...string) (*meta.RESTMapping, error) {
+	if d.cached == "" {
+		d.cached = d.server
+		d.reads++
+	}
+	return &meta.RESTMapping{GroupVersionKind: gk.WithVersion(d.cached)}, nil
+}
+
+var hyperConverged = schema.GroupKind{Group: "hco.kubevirt.io", Kind: "HyperConverged"}
+
+func TestSettlingMapperFollowsDiscoveryThatLagsTheCRDEvent(t *testing.T) {
+	type step struct {
+		at          time.Duration // since the start
+		crdEvent    bool          // a CRD event arrives
+		server      string        // the server's discovery now prefers this version
+		wantVersion string        // a lookup answers this version
+		wantReads   int           // discovery reads so far
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{{
+		name: "no CRD change: discovery is read once",
+		steps: []step{
+			{at: 0, wantVersion: "v1beta1", wantReads: 1},
+			{at: time.Minute, wantVersion: "v1beta1", wantReads: 1},
+		},
+	}, {
+		name: "the event arrives before the server's discovery changes: the stale answer is not kept",
+		steps: []step{
+			{at: 0, wantVersion: "v1beta1", wantReads: 1},
+			{at: time.Second, crdEvent: true},
+			{at: time.Second + time.Millisecond, wantVersion: "v1beta1", wantReads: 2},
+			{at: time.Second + 10*time.Millisecond, server: "v1"},
+			{at: time.Second + 20*time.Millisecond, wantVersion: "v1", wantReads: 3},
+			{at: time.Minute, wantVersion: "v1", wantReads: 4},
+			{at: 2 * time.Minute, wantVersion: "v1", wantReads: 4},
+		},
+	}, {
+		name: "no lookup while discovery settles: the first one after reads it",
+		steps: []step{
+			{at: 0, wantVersion: "v1beta1", wantReads: 1},
+			{at: time.Second, crdEvent: true, server: "v1"},
+			{at: time.Minute, wantVersion: "v1", wantReads: 2},
+			{at: 2 * time.Minute, wantVersion: "v1", wantReads: 2},
+		},
+	}, {
+		name: "a lookup exactly when discovery has settled reads it once more",
+		steps: []step{
+			{at: 0, crdEvent: true},
+			{at: time.Millisecond, wantVersion: "v1beta1", wantReads: 1},
+			{at: 5 * time.Millisecond, server: "v1"},
+			{at: DiscoverySettle, wantVersion: "v1", wantReads: 2},
+			{at: DiscoverySettle + time.Millisecond, wantVersion: "v1", wantReads: 2},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+			now := start
+			d := &cachingDiscovery{server: "v1beta1"}
+			m := newSettlingMapper(d, func() time.Time { return now })
+			for i, s := range tt.steps {
+				now = start.Add(s.at)
+				if s.server != "" {
+					d.server = s.server
+				}
+				if s.crdEvent {
+					m.Changed()
+				}
+				if s.wantVersion == "" {
+					continue
+				}
+				mapping, err := m.RESTMapping(hyperConverged)
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				if got := mapping.GroupVersionKind.Version; got != s.wantVersion {
+					t.Errorf("step %d (%v): version %q, want %q", i, s.at, got, s.wantVersion)
+				}
+				if d.reads != s.wantReads {
+					t.Errorf("step %d (%v): %d discovery reads, want %d", i, s.at, d.reads, s.wantReads)
+				}
+			}
+		})
+	}
+}
