@@ -224,10 +224,12 @@ func (c *Cluster) Start(ctx context.Context) error {
 const inputsOwner = "\x00plan-inputs"
 
 // inputReader serves a profile's declared input objects from their watch
-// caches once synced, and everything else live.
+// caches once synced (watchedInputs), and everything else live. The
+// inputs are watched either way, so that the controller sees them change.
 type inputReader struct {
 	c      *Cluster
 	inputs sets.Set[ObjectKey]
+	from   inputSource
 
 	// read remembers the objects read live, so that an item whose target
 	// the profile already read needs no second GET.
@@ -235,8 +237,8 @@ type inputReader struct {
 	read map[ObjectKey]*unstructured.Unstructured
 }
 
-func (c *Cluster) inputReader(refs []profiles.ObjectRef) *inputReader {
-	r := &inputReader{c: c, inputs: sets.New[ObjectKey](), read: map[ObjectKey]*unstructured.Unstructured{}}
+func (c *Cluster) inputReader(refs []profiles.ObjectRef, from inputSource) *inputReader {
+	r := &inputReader{c: c, inputs: sets.New[ObjectKey](), from: from, read: map[ObjectKey]*unstructured.Unstructured{}}
 	for _, ref := range refs {
 		r.inputs.Insert(ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
 	}
@@ -248,7 +250,7 @@ func (c *Cluster) inputReader(refs []profiles.ObjectRef) *inputReader {
 
 func (r *inputReader) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
 	key := ObjectKey{GVK: gvk, Namespace: namespace, Name: name}
-	if r.c.Watches != nil && r.inputs.Has(key) {
+	if r.from == watchedInputs && r.c.Watches != nil && r.inputs.Has(key) {
 		if obj, ok := r.c.Watches.Cached(key); ok {
 			return obj, nil
 		}

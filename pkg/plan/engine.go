@@ -109,8 +109,27 @@ func ResolveOptions(spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.ProfileOption
 // Compute returns the live plan of a config. Per-item failures (a rejected
 // dry-run, say) are reported in the item; an error is returned only when no
 // plan can be made at all.
+// Input objects come from their watch caches: the controller re-plans on
+// their events, so its cache is at least as new as what made it look.
 func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*Result, error) {
-	res, err := e.compute(ctx, cfg)
+	return e.computeFrom(ctx, cfg, watchedInputs)
+}
+
+// inputSource says where a computation reads the profile's input objects.
+type inputSource int
+
+const (
+	// watchedInputs reads them from their watch caches once synced.
+	watchedInputs inputSource = iota
+	// liveInputs reads them from kube-apiserver: a user who has just
+	// changed an input (the HCO migration limits) and asks for the plan
+	// must see the plan of that change, not of a watch event still on its
+	// way.
+	liveInputs
+)
+
+func (e *Engine) computeFrom(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, from inputSource) (*Result, error) {
+	res, err := e.compute(ctx, cfg, from)
 	// A caller that went away (a cancelled request, a lost leadership) is
 	// no failure of the plan.
 	if !errors.Is(err, context.Canceled) {
@@ -119,7 +138,7 @@ func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 	return res, err
 }
 
-func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*Result, error) {
+func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, from inputSource) (*Result, error) {
 	profile, ok := e.Profiles.Get(cfg.Spec.Profile)
 	if !ok {
 		return nil, fmt.Errorf("unknown profile %q", cfg.Spec.Profile)
@@ -151,7 +170,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) 
 		return res, nil
 	}
 
-	inputs := e.Cluster.inputReader(profile.InputObjects(opts))
+	inputs := e.Cluster.inputReader(profile.InputObjects(opts), from)
 	items, err := profile.Items(ctx, profiles.Inputs{ConfigName: cfg.Name, Options: opts, Cluster: inputs})
 	if err != nil {
 		return nil, err

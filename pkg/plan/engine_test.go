@@ -3,13 +3,17 @@ package plan
 import (
 	"context"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -39,13 +43,13 @@ func TestAbsentItemOfUnservedKindIsSkipped(t *testing.T) {
 	mc.SetName("99-worker-psi-karg")
 	it := profiles.Item{Name: "enable-psi-metrics", Desired: mc, Owned: true, Absent: true}
 
-	p := e.planItem(context.Background(), "load-aware-rebalancing", it, e.Cluster.inputReader(nil))
+	p := e.planItem(context.Background(), "load-aware-rebalancing", it, e.Cluster.inputReader(nil, watchedInputs))
 	if !p.skip || p.item.Error != "" {
 		t.Errorf("skip = %v, error = %q: an Absent item of a kind the cluster does not serve has nothing to delete", p.skip, p.item.Error)
 	}
 
 	it.Absent = false
-	p = e.planItem(context.Background(), "load-aware-rebalancing", it, e.Cluster.inputReader(nil))
+	p = e.planItem(context.Background(), "load-aware-rebalancing", it, e.Cluster.inputReader(nil, watchedInputs))
 	if p.skip || p.item.Error == "" {
 		t.Errorf("skip = %v, error = %q: a wanted object of an unserved kind is an item error", p.skip, p.item.Error)
 	}
@@ -116,5 +120,54 @@ func TestServedIsFalseOnceASeenCRDIsGone(t *testing.T) {
 	c.seenCRDs.Delete(crd.Name)
 	if served, _ := c.Served(kd); !served {
 		t.Errorf("Served = false for a kind with no CRD seen")
+	}
+}
+
+// A watch whose events are still on their way: the cache keeps the value
+// listed first. A plan an API request computes reads the input live.
+func TestInputSourceOfAComputation(t *testing.T) {
+	hco := profiles.HyperConvergedGVK.GroupKind().WithVersion("v1beta1")
+	gvr := schema.GroupVersionResource{Group: hco.Group, Version: hco.Version, Resource: "hyperconvergeds"}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(hco)
+	obj.SetNamespace(profiles.HCONamespace)
+	obj.SetName(profiles.HCOName)
+	_ = unstructured.SetNestedField(obj.Object, int64(5), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "HyperConvergedList"}, obj)
+	dyn.PrependWatchReactor("hyperconvergeds", func(clienttesting.Action) (bool, watch.Interface, error) {
+		return true, watch.NewFake(), nil
+	})
+	mapper := mapperWith(hco)
+	c := &Cluster{Dynamic: dyn, Mapper: mapper, Watches: NewWatches(dyn, mapper)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Watches.Start(ctx)
+	refs := []profiles.ObjectRef{{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}}
+	key := ObjectKey{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}
+	c.inputReader(refs, watchedInputs) // starts the watch
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, ok := c.Watches.Cached(key)
+		return ok, nil
+	}); err != nil {
+		t.Fatalf("the watch did not sync: %v", err)
+	}
+	_ = unstructured.SetNestedField(obj.Object, int64(20), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
+	if _, err := dyn.Resource(gvr).Namespace(profiles.HCONamespace).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tt := range []struct {
+		name string
+		from inputSource
+		want int64
+	}{{"the controller's, from the watch cache", watchedInputs, 5}, {"an API request's, live", liveInputs, 20}} {
+		got, err := c.inputReader(refs, tt.from).Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		limit, _, _ := unstructured.NestedInt64(got.Object, "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
+		if limit != tt.want {
+			t.Errorf("%s: parallelMigrationsPerCluster %d, want %d", tt.name, limit, tt.want)
+		}
 	}
 }

@@ -111,24 +111,26 @@ func revisionKey(cfg *v1alpha1.VirtPlatformConfig) string {
 }
 
 // ComputeShared is Compute for a request that reviews a plan (GET …/plan):
-// bounded by the engine's Gate and shared with concurrent requests for the
-// same config revision. The result may be shared: do not modify it.
+// inputs read live, bounded by the engine's Gate and shared with
+// concurrent requests for the same config revision. The result may be
+// shared: do not modify it.
 func (e *Engine) ComputeShared(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*Result, error) {
 	if e.Gate == nil {
-		return e.Compute(ctx, cfg)
+		return e.computeFrom(ctx, cfg, liveInputs)
 	}
 	return e.Gate.shared(ctx, revisionKey(cfg), func(ctx context.Context) (*Result, error) {
-		return e.Compute(ctx, cfg)
+		return e.computeFrom(ctx, cfg, liveInputs)
 	})
 }
 
 // ComputeBounded is Compute for a request that must see its own
-// computation (an approval): bounded by the engine's Gate, never shared.
+// computation (an approval): inputs read live, bounded by the engine's
+// Gate, never shared.
 func (e *Engine) ComputeBounded(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*Result, error) {
 	if e.Gate == nil {
-		return e.Compute(ctx, cfg)
+		return e.computeFrom(ctx, cfg, liveInputs)
 	}
 	return e.Gate.run(ctx, func(ctx context.Context) (*Result, error) {
-		return e.Compute(ctx, cfg)
+		return e.computeFrom(ctx, cfg, liveInputs)
 	})
 }
