@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -169,14 +170,15 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 	if err != nil {
 		return "", fmt.Errorf("reading the MachineConfigPools of MachineConfig '%s': %w", it.TargetRef.Name, err)
 	}
-	var waits, pause, names []string
+	var waits, names []string
+	var pause []*unstructured.Unstructured
 	for _, pool := range pools {
 		names = append(names, pool.GetName())
 		switch action, reason := decideWrite(readPool(pool, it.TargetRef.Name, it.Operation), it.TargetRef.Name, c.CoalesceWindow); action {
 		case waitToWrite:
 			waits = append(waits, reason)
 		case pauseThenWrite:
-			pause = append(pause, pool.GetName())
+			pause = append(pause, pool)
 		}
 	}
 	c.pools.add(config, names...)
@@ -184,11 +186,16 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 		return "Waiting: " + strings.Join(waits, "; "), nil
 	}
 	until := c.clock.Now().Add(c.CoalesceWindow).Truncate(time.Second).Add(time.Second)
-	for _, name := range pause {
+	for _, pool := range pause {
+		name := pool.GetName()
 		if err := c.applyPause(ctx, name, &until); err != nil {
 			return "", fmt.Errorf("pausing MachineConfigPool '%s' before writing MachineConfig '%s' (the server needs patch on machineconfigpools): %w", name, it.TargetRef.Name, err)
 		}
 		klog.InfoS("Paused MachineConfigPool to roll out MachineConfig changes together", "pool", name, "until", until, "config", config, "item", it.Name)
+		// The pool is the administrator's: say on it who paused it and why.
+		c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
+			"Paused until %s by virt-advisor (VirtPlatformConfig '%s', item '%s') so that the MachineConfig changes approved meanwhile roll out together, one reboot per node",
+			until.UTC().Format(time.RFC3339), config, it.Name)
 	}
 	if len(pause) > 0 {
 		c.queue.AddAfter(windowsKey, until.Sub(c.clock.Now()))
@@ -252,6 +259,7 @@ func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
 				return 0, fmt.Errorf("unpausing MachineConfigPool '%s': %w", p.name, err)
 			}
 			klog.InfoS("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", p.name, "othersHoldingPause", p.others)
+			c.Recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", unpauseMessage(p))
 			continue
 		}
 		for _, config := range due {
@@ -339,4 +347,12 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		return gateWaiting, timeout - waited, nil
 	}
 	return gateWaiting, 0, nil
+}
+
+// unpauseMessage says what ending our pause of a pool does.
+func unpauseMessage(p poolPause) string {
+	if len(p.others) > 0 {
+		return fmt.Sprintf("virt-advisor ended its pause; spec.paused stays as field manager %s set it", strings.Join(p.others, ", "))
+	}
+	return "virt-advisor ended its pause: the MachineConfig changes written meanwhile roll out together"
 }

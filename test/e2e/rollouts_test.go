@@ -102,6 +102,7 @@ var _ = Describe("rollouts: one reboot per node", Ordered, func() {
 			waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)
 			Expect(planItem(getPlan("load-aware-rebalancing"), "enable-psi-metrics").Message).To(HaveSuffix("; reboots: pool worker, 3 nodes, once"))
 			before := testEnv.FakeMCORollouts("worker")
+			since := time.Now().Add(-time.Second).Truncate(time.Second)
 
 			approvePlan("load-aware-rebalancing")
 			time.Sleep(5 * time.Second)
@@ -114,6 +115,14 @@ var _ = Describe("rollouts: one reboot per node", Ordered, func() {
 			Expect(n).To(Equal(rollouts), "rollouts of the worker pool")
 			Expect(nodes).To(Equal([]int{rollouts, rollouts, rollouts}), "updates of each worker node")
 			expectUnpausedByUs()
+			// The pool is the administrator's: its events say who paused it.
+			if rollouts == 1 {
+				Eventually(func() []string { return eventReasonsSince("worker", since) }).WithTimeout(10*time.Second).
+					Should(ContainElements("PausedByVirtAdvisor", "UnpausedByVirtAdvisor"))
+			} else {
+				Consistently(func() []string { return eventReasonsSince("worker", since) }).WithTimeout(2*time.Second).
+					ShouldNot(ContainElement(HavePrefix("PausedBy")), "without a window the pool is never paused")
+			}
 		},
 		Entry("with a 10 s window: one rollout, each node updated once", "10s", 1),
 		Entry("with --rollout-coalesce-window=0: two rollouts", "0s", 2),

@@ -226,10 +226,20 @@ func planHashOf(name string) string {
 
 func eventReasons(name string) []string {
 	GinkgoHelper()
+	return eventReasonsSince(name, time.Time{})
+}
+
+// eventReasonsSince lists the reasons of the events about the object
+// (cluster-scoped objects' events are in default) last seen at or after since.
+func eventReasonsSince(name string, since time.Time) []string {
+	GinkgoHelper()
 	list, err := kube.CoreV1().Events("default").List(suiteCtx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	Expect(err).NotTo(HaveOccurred())
 	var reasons []string
 	for _, e := range list.Items {
+		if e.LastTimestamp.Time.Before(since) {
+			continue
+		}
 		reasons = append(reasons, e.Reason)
 	}
 	return reasons
