@@ -224,12 +224,16 @@ func (c *Cluster) Start(ctx context.Context) error {
 const inputsOwner = "\x00plan-inputs"
 
 // inputReader serves a profile's declared input objects from their watch
-// caches once synced (watchedInputs), and everything else live. The
-// inputs are watched either way, so that the controller sees them change.
+// caches once synced (watchedInputs), or live, each read once and all
+// started together as the computation starts (liveInputs): however the
+// profile orders its reads (the Scheduler, then the master pool), its
+// inputs cost one round trip to kube-apiserver, taken while it reads its
+// targets. Everything else is read live. The inputs are watched either
+// way, so that the controller sees them change.
 type inputReader struct {
 	c      *Cluster
 	inputs sets.Set[ObjectKey]
-	from   inputSource
+	live   map[ObjectKey]func() (*unstructured.Unstructured, error)
 
 	// read remembers the objects read live, so that an item whose target
 	// the profile already read needs no second GET.
@@ -237,31 +241,66 @@ type inputReader struct {
 	read map[ObjectKey]*unstructured.Unstructured
 }
 
-func (c *Cluster) inputReader(refs []profiles.ObjectRef, from inputSource) *inputReader {
-	r := &inputReader{c: c, inputs: sets.New[ObjectKey](), from: from, read: map[ObjectKey]*unstructured.Unstructured{}}
+func (c *Cluster) inputReader(ctx context.Context, refs []profiles.ObjectRef, from inputSource, listPools func() ([]unstructured.Unstructured, error)) *inputReader {
+	r := &inputReader{c: c, inputs: sets.New[ObjectKey](), read: map[ObjectKey]*unstructured.Unstructured{}}
 	for _, ref := range refs {
 		r.inputs.Insert(ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
 	}
 	if c.Watches != nil && r.inputs.Len() > 0 {
 		c.Watches.Add(inputsOwner, r.inputs.UnsortedList())
 	}
+	if from == liveInputs {
+		r.live = map[ObjectKey]func() (*unstructured.Unstructured, error){}
+		for key := range r.inputs {
+			read := sync.OnceValues(func() (*unstructured.Unstructured, error) {
+				if key.GVK.GroupKind() == profiles.MachineConfigPoolGVK.GroupKind() {
+					// The plan lists the pools anyway (reboot notes).
+					return poolNamed(listPools, key.Name)
+				}
+				return c.Get(ctx, key.GVK, key.Namespace, key.Name)
+			})
+			r.live[key] = read
+			go func() { _, _ = read() }()
+		}
+	}
 	return r
 }
 
 func (r *inputReader) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
 	key := ObjectKey{GVK: gvk, Namespace: namespace, Name: name}
-	if r.from == watchedInputs && r.c.Watches != nil && r.inputs.Has(key) {
-		if obj, ok := r.c.Watches.Cached(key); ok {
-			return obj, nil
+	var obj *unstructured.Unstructured
+	var err error
+	switch read, live := r.live[key]; {
+	case live:
+		obj, err = read()
+	case r.inputs.Has(key) && r.c.Watches != nil:
+		if cached, ok := r.c.Watches.Cached(key); ok {
+			return cached, nil
 		}
+		fallthrough
+	default:
+		obj, err = r.c.Get(ctx, gvk, namespace, name)
 	}
-	obj, err := r.c.Get(ctx, gvk, namespace, name)
 	if err == nil {
 		r.mu.Lock()
 		r.read[key] = obj
 		r.mu.Unlock()
 	}
 	return obj, err
+}
+
+// poolNamed is the pool of that name among the listed ones, nil if none.
+func poolNamed(listPools func() ([]unstructured.Unstructured, error), name string) (*unstructured.Unstructured, error) {
+	pools, err := listPools()
+	if err != nil {
+		return nil, err
+	}
+	for i := range pools {
+		if pools[i].GetName() == name {
+			return &pools[i], nil
+		}
+	}
+	return nil, nil
 }
 
 func (r *inputReader) PreferredVersion(gk schema.GroupKind) (string, error) {

@@ -170,7 +170,9 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 		return res, nil
 	}
 
-	inputs := e.Cluster.inputReader(profile.InputObjects(opts), from)
+	refs := profile.InputObjects(opts)
+	listPools := e.poolLister(ctx, profile, refs, from)
+	inputs := e.Cluster.inputReader(ctx, refs, from, listPools)
 	items, err := profile.Items(ctx, profiles.Inputs{ConfigName: cfg.Name, Options: opts, Cluster: inputs})
 	if err != nil {
 		return nil, err
@@ -215,7 +217,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 		})
 		res.Status.ImpactSeverity = MaxImpact(res.Status.ImpactSeverity, p.item.ImpactSeverity)
 	}
-	e.addRebootNotes(ctx, res.Status.Items)
+	addRebootNotes(res.Status.Items, listPools)
 	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
 		return nil, err
 	}

@@ -43,13 +43,13 @@ func TestAbsentItemOfUnservedKindIsSkipped(t *testing.T) {
 	mc.SetName("99-worker-psi-karg")
 	it := profiles.Item{Name: "enable-psi-metrics", Desired: mc, Owned: true, Absent: true}
 
-	p := e.planItem(context.Background(), "load-aware-rebalancing", it, e.Cluster.inputReader(nil, watchedInputs))
+	p := e.planItem(context.Background(), "load-aware-rebalancing", it, e.Cluster.inputReader(context.Background(), nil, watchedInputs, nil))
 	if !p.skip || p.item.Error != "" {
 		t.Errorf("skip = %v, error = %q: an Absent item of a kind the cluster does not serve has nothing to delete", p.skip, p.item.Error)
 	}
 
 	it.Absent = false
-	p = e.planItem(context.Background(), "load-aware-rebalancing", it, e.Cluster.inputReader(nil, watchedInputs))
+	p = e.planItem(context.Background(), "load-aware-rebalancing", it, e.Cluster.inputReader(context.Background(), nil, watchedInputs, nil))
 	if p.skip || p.item.Error == "" {
 		t.Errorf("skip = %v, error = %q: a wanted object of an unserved kind is an item error", p.skip, p.item.Error)
 	}
@@ -144,7 +144,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	c.Watches.Start(ctx)
 	refs := []profiles.ObjectRef{{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}}
 	key := ObjectKey{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}
-	c.inputReader(refs, watchedInputs) // starts the watch
+	c.inputReader(ctx, refs, watchedInputs, nil) // starts the watch
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		_, ok := c.Watches.Cached(key)
 		return ok, nil
@@ -161,7 +161,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 		from inputSource
 		want int64
 	}{{"the controller's, from the watch cache", watchedInputs, 5}, {"an API request's, live", liveInputs, 20}} {
-		got, err := c.inputReader(refs, tt.from).Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+		got, err := c.inputReader(ctx, refs, tt.from, nil).Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,5 +169,25 @@ func TestInputSourceOfAComputation(t *testing.T) {
 		if limit != tt.want {
 			t.Errorf("%s: parallelMigrationsPerCluster %d, want %d", tt.name, limit, tt.want)
 		}
+	}
+
+	// A live computation reads each input once, all started at once.
+	gets := func() (n int) {
+		for _, a := range dyn.Actions() {
+			if a.GetVerb() == "get" && a.GetResource() == gvr {
+				n++
+			}
+		}
+		return n
+	}
+	before := gets()
+	r := c.inputReader(ctx, refs, liveInputs, nil)
+	for i := 0; i < 3; i++ {
+		if _, err := r.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := gets() - before; n != 1 {
+		t.Errorf("a live computation that reads its input 3 times sent %d GETs, want 1", n)
 	}
 }
