@@ -117,7 +117,7 @@ var _ = Describe("rollouts: one reboot per node", Ordered, func() {
 			expectUnpausedByUs()
 			// The pool is the administrator's: its events say who paused it.
 			if rollouts == 1 {
-				Eventually(func() []string { return eventReasonsSince("worker", since) }).WithTimeout(10*time.Second).
+				Eventually(func() []string { return eventReasonsSince("worker", since) }).WithTimeout(10 * time.Second).
 					Should(ContainElements("PausedByVirtAdvisor", "UnpausedByVirtAdvisor"))
 			} else {
 				Consistently(func() []string { return eventReasonsSince("worker", since) }).WithTimeout(2*time.Second).
