@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -99,7 +98,7 @@ func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
 			continue // items left InProgress by a failed apply are not rolling out
 		}
 		for _, it := range cfg.Status.Items {
-			if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it.TargetRef) && it.LastTransitionTime != nil {
+			if it.State == v1alpha1.ItemStateInProgress && profiles.IsMachineConfig(it.TargetRef) && it.LastTransitionTime != nil {
 				ch <- metrics.NewLazyConstMetric(rolloutStartedDesc, metrics.GaugeValue, unixSeconds(it.LastTransitionTime.Time), cfg.Name, profile, it.Name)
 			}
 		}
@@ -107,11 +106,6 @@ func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	for k, n := range counts {
 		ch <- metrics.NewLazyConstMetric(configsDesc, metrics.GaugeValue, float64(n), k.profile, k.phase)
 	}
-}
-
-// isMachineConfig: only MachineConfig items roll out node by node.
-func isMachineConfig(ref v1alpha1.ObjectReference) bool {
-	return ref.Kind == profiles.MachineConfigGVK.Kind && strings.HasPrefix(ref.APIVersion, profiles.MachineConfigGVK.Group+"/")
 }
 
 func unixSeconds(t time.Time) float64 {
