@@ -29,6 +29,9 @@ var (
 	rolloutStartedDesc = metrics.NewDesc(namespace+"_config_rollout_started_timestamp_seconds",
 		"When a MachineConfig item of a VirtPlatformConfig in phase InProgress started rolling out, in Unix seconds.",
 		[]string{"name", "profile", "item"}, nil, metrics.ALPHA, "")
+	writeWaitingDesc = metrics.NewDesc(namespace+"_config_write_waiting_since_timestamp_seconds",
+		"When an approved item of a VirtPlatformConfig in phase InProgress became due without being written yet (it waits for its MachineConfigPools: updating, degraded or paused by someone else), in Unix seconds.",
+		[]string{"name", "profile", "item"}, nil, metrics.ALPHA, "")
 	waitTimeoutDesc = metrics.NewDesc(namespace+"_config_wait_timeout_seconds",
 		"spec.waitTimeout of a VirtPlatformConfig, in seconds; no series when unset (wait forever).",
 		[]string{"name", "profile"}, nil, metrics.ALPHA, "")
@@ -65,6 +68,7 @@ func (c *configCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- configPhaseDesc
 	ch <- configPhaseSinceDesc
 	ch <- rolloutStartedDesc
+	ch <- writeWaitingDesc
 	ch <- waitTimeoutDesc
 }
 
@@ -98,14 +102,32 @@ func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
 			continue // items left InProgress by a failed apply are not rolling out
 		}
 		for _, it := range cfg.Status.Items {
-			if it.State == v1alpha1.ItemStateInProgress && profiles.IsMachineConfig(it.TargetRef) && it.LastTransitionTime != nil {
+			switch {
+			case it.State == v1alpha1.ItemStateInProgress && profiles.IsMachineConfig(it.TargetRef) && it.LastTransitionTime != nil:
 				ch <- metrics.NewLazyConstMetric(rolloutStartedDesc, metrics.GaugeValue, unixSeconds(it.LastTransitionTime.Time), cfg.Name, profile, it.Name)
+			case it.State == v1alpha1.ItemStatePending:
+				if due, ok := dueSince(cfg, it); ok {
+					ch <- metrics.NewLazyConstMetric(writeWaitingDesc, metrics.GaugeValue, unixSeconds(due), cfg.Name, profile, it.Name)
+				}
 			}
 		}
 	}
 	for k, n := range counts {
 		ch <- metrics.NewLazyConstMetric(configsDesc, metrics.GaugeValue, float64(n), k.profile, k.phase)
 	}
+}
+
+// dueSince is when an approved item became due: its approval, or its own
+// last transition if later (as the controller's waitTimeout counts).
+func dueSince(cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (time.Time, bool) {
+	var due time.Time
+	if a := cfg.Status.Approval; a != nil {
+		due = a.ApprovedAt.Time
+	}
+	if it.LastTransitionTime != nil && it.LastTransitionTime.After(due) {
+		due = it.LastTransitionTime.Time
+	}
+	return due, !due.IsZero()
 }
 
 func unixSeconds(t time.Time) float64 {

@@ -63,12 +63,14 @@ const (
 	helpPhase          = "# HELP virt_advisor_config_phase [ALPHA] The current phase of a VirtPlatformConfig: 1 for the phase it is in; other phases have no series.\n# TYPE virt_advisor_config_phase gauge\n"
 	helpPhaseSince     = "# HELP virt_advisor_config_phase_since_timestamp_seconds [ALPHA] When a VirtPlatformConfig entered its current phase (the lastTransitionTime of its phase condition), in Unix seconds.\n# TYPE virt_advisor_config_phase_since_timestamp_seconds gauge\n"
 	helpRolloutStarted = "# HELP virt_advisor_config_rollout_started_timestamp_seconds [ALPHA] When a MachineConfig item of a VirtPlatformConfig in phase InProgress started rolling out, in Unix seconds.\n# TYPE virt_advisor_config_rollout_started_timestamp_seconds gauge\n"
+	helpWriteWaiting   = "# HELP virt_advisor_config_write_waiting_since_timestamp_seconds [ALPHA] When an approved item of a VirtPlatformConfig in phase InProgress became due without being written yet (it waits for its MachineConfigPools: updating, degraded or paused by someone else), in Unix seconds.\n# TYPE virt_advisor_config_write_waiting_since_timestamp_seconds gauge\n"
 	helpWaitTimeout    = "# HELP virt_advisor_config_wait_timeout_seconds [ALPHA] spec.waitTimeout of a VirtPlatformConfig, in seconds; no series when unset (wait forever).\n# TYPE virt_advisor_config_wait_timeout_seconds gauge\n"
 )
 
 var configMetricNames = []string{
 	"virt_advisor_configs", "virt_advisor_config_phase", "virt_advisor_config_phase_since_timestamp_seconds",
 	"virt_advisor_config_rollout_started_timestamp_seconds", "virt_advisor_config_wait_timeout_seconds",
+	"virt_advisor_config_write_waiting_since_timestamp_seconds",
 }
 
 func TestConfigCollector(t *testing.T) {
@@ -118,6 +120,34 @@ func TestConfigCollector(t *testing.T) {
 ` + helpPhaseSince + `virt_advisor_config_phase_since_timestamp_seconds{name="load-aware-rebalancing",phase="InProgress",profile="load-aware-rebalancing"} 1.795428e+09
 ` + helpRolloutStarted + `virt_advisor_config_rollout_started_timestamp_seconds{item="enable-psi-metrics",name="load-aware-rebalancing",profile="load-aware-rebalancing"} 1.79542809e+09
 ` + helpWaitTimeout + `virt_advisor_config_wait_timeout_seconds{name="load-aware-rebalancing",profile="load-aware-rebalancing"} 5400
+`,
+	}, {
+		name: "approved items not written yet wait since their approval, or their own later transition",
+		lister: func(t *testing.T) listers.VirtPlatformConfigLister {
+			return listerOf(t, config("virt-higher-density", v1alpha1.PhaseInProgress, func(c *v1alpha1.VirtPlatformConfig) {
+				c.Status.Approval = &v1alpha1.ApprovalRecord{ApprovedAt: metav1.NewTime(t1.Add(-time.Minute))}
+				c.Status.Items = []v1alpha1.VirtPlatformConfigItem{
+					item("enable-kubelet-swap", "MachineConfig", v1alpha1.ItemStatePending, t1),
+					item("configure-higher-density", "HyperConverged", v1alpha1.ItemStatePending, t1.Add(-time.Hour)),
+				}
+			}))
+		},
+		want: helpConfigs + `virt_advisor_configs{phase="InProgress",profile="virt-higher-density"} 1
+` + helpPhase + `virt_advisor_config_phase{name="virt-higher-density",phase="InProgress",profile="virt-higher-density"} 1
+` + helpPhaseSince + `virt_advisor_config_phase_since_timestamp_seconds{name="virt-higher-density",phase="InProgress",profile="virt-higher-density"} 1.795428e+09
+` + helpWriteWaiting + `virt_advisor_config_write_waiting_since_timestamp_seconds{item="configure-higher-density",name="virt-higher-density",profile="virt-higher-density"} 1.79542803e+09
+virt_advisor_config_write_waiting_since_timestamp_seconds{item="enable-kubelet-swap",name="virt-higher-density",profile="virt-higher-density"} 1.79542809e+09
+`,
+	}, {
+		name: "a review is not a wait: pending items outside InProgress have no series",
+		lister: func(t *testing.T) listers.VirtPlatformConfigLister {
+			return listerOf(t, config("virt-higher-density", v1alpha1.PhaseReviewRequired, func(c *v1alpha1.VirtPlatformConfig) {
+				c.Status.Items = []v1alpha1.VirtPlatformConfigItem{item("enable-kubelet-swap", "MachineConfig", v1alpha1.ItemStatePending, t1)}
+			}))
+		},
+		want: helpConfigs + `virt_advisor_configs{phase="ReviewRequired",profile="virt-higher-density"} 1
+` + helpPhase + `virt_advisor_config_phase{name="virt-higher-density",phase="ReviewRequired",profile="virt-higher-density"} 1
+` + helpPhaseSince + `virt_advisor_config_phase_since_timestamp_seconds{name="virt-higher-density",phase="ReviewRequired",profile="virt-higher-density"} 1.795428e+09
 `,
 	}, {
 		name: "a failed apply leaves items in progress: not a rollout",

@@ -57,6 +57,7 @@ func samples(families map[string]*dto.MetricFamily, name string, want map[string
 var perConfigFamilies = []string{
 	"virt_advisor_config_phase", "virt_advisor_config_phase_since_timestamp_seconds",
 	"virt_advisor_config_rollout_started_timestamp_seconds", "virt_advisor_config_wait_timeout_seconds",
+	"virt_advisor_config_write_waiting_since_timestamp_seconds",
 }
 
 var _ = Describe("per-config metrics", Ordered, func() {

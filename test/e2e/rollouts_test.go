@@ -130,6 +130,7 @@ var _ = Describe("rollouts: one reboot per node", Ordered, func() {
 
 	It("waits for a pool an administrator paused, never unpauses it, and finishes once it is unpaused by hand", func() {
 		patchObject(mcpGVR, "", "worker", `{"spec":{"paused":true}}`)
+		start := float64(time.Now().Add(-time.Second).Unix())
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing","action":"Apply"}`)
 		Eventually(func() string { return itemMessage("load-aware-rebalancing", "enable-psi-metrics") }).WithTimeout(20 * time.Second).
 			Should(Equal("Waiting: MachineConfigPool 'worker' is paused by someone else (field manager e2e-admin); virt-advisor never unpauses it: the change is written when the pool is unpaused"))
@@ -141,11 +142,21 @@ var _ = Describe("rollouts: one reboot per node", Ordered, func() {
 			g.Expect(getObject(mcGVR, "", "99-worker-psi-karg")).To(BeNil())
 		}).WithTimeout(6 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 		Expect(getConfig("load-aware-rebalancing").Status.Phase).To(Equal(v1alpha1.PhaseInProgress))
+		// VirtAdvisorApprovedChangeWaiting counts from this series.
+		psi := map[string]string{"name": "load-aware-rebalancing", "item": "enable-psi-metrics"}
+		Eventually(func(g Gomega) {
+			waiting := samples(scrape(g), "virt_advisor_config_write_waiting_since_timestamp_seconds", psi)
+			g.Expect(waiting).To(HaveLen(1))
+			g.Expect(waiting[0]).To(And(BeNumerically(">=", start), BeNumerically("<=", float64(time.Now().Unix()+1))))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
 
 		patchObject(mcpGVR, "", "worker", `{"spec":{"paused":false}}`)
 		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 60*time.Second)
 		Expect(item(c, "enable-psi-metrics").State).To(Equal(v1alpha1.ItemStateCompleted))
 		expectUnpausedByUs()
+		Eventually(func(g Gomega) {
+			g.Expect(samples(scrape(g), "virt_advisor_config_write_waiting_since_timestamp_seconds", psi)).To(BeEmpty())
+		}).WithTimeout(10*time.Second).Should(Succeed(), "written: no longer waiting")
 	})
 
 	It("ends a pause of a killed server after its restart, and the items complete", func() {
