@@ -191,16 +191,19 @@ func NewCluster(dyn dynamic.Interface, mapper meta.ResettableRESTMapper, meta me
 	c.crdFactory = metadatainformer.NewSharedInformerFactory(meta, 0)
 	informer := c.crdFactory.ForResource(crdGVR).Informer()
 	c.crdMeta = informer.GetIndexer()
-	reset := func(interface{}) { settling.Changed() }
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) {
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj interface{}, isInInitialList bool) {
 			if m, ok := obj.(metav1.Object); ok {
 				c.seenCRDs.Store(m.GetName(), struct{}{})
 			}
-			reset(obj)
+			// The CRDs there at start are no change: Start reads
+			// discovery afresh once they are listed.
+			if !isInInitialList {
+				settling.Changed()
+			}
 		},
-		UpdateFunc: func(_, obj interface{}) { reset(obj) },
-		DeleteFunc: reset,
+		UpdateFunc: func(_, _ interface{}) { settling.Changed() },
+		DeleteFunc: func(interface{}) { settling.Changed() },
 	}); err != nil {
 		return nil, err
 	}
@@ -217,6 +220,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 			return fmt.Errorf("the watch of %s did not sync", gvr.Resource)
 		}
 	}
+	c.Mapper.Reset()
 	return nil
 }
 

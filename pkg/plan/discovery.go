@@ -13,20 +13,26 @@ import (
 // informer event and the server's discovery update race.
 const DiscoverySettle = 2 * time.Second
 
+// discoveryRecheck is how often discovery is read again while it settles.
+const discoveryRecheck = 250 * time.Millisecond
+
 // settlingMapper is a RESTMapper whose cached discovery follows CRD
 // changes. A reset on the CRD event alone can read discovery a moment
 // before the server updated it, and would then keep that answer (a
 // HyperConverged still mapped to a version just removed) until the next
-// CRD event. So until DiscoverySettle after the last change every lookup
-// reads discovery again, and the first lookup after that once more.
+// CRD event. So until DiscoverySettle after the last change, a lookup
+// reads discovery again if discoveryRecheck has passed since it was last
+// read, and the first lookup after that once more: a stale answer lasts
+// at most discoveryRecheck, and a CRD change costs a handful of discovery
+// reads, not one per lookup.
 type settlingMapper struct {
 	meta.ResettableRESTMapper
 	now func() time.Time
 
 	mu sync.Mutex
 	// settledAt is when discovery is current again after the last change;
-	// resetAt is when the cache was last dropped.
-	settledAt, resetAt time.Time
+	// due, if set, is when the cache is dropped next.
+	settledAt, due time.Time
 }
 
 var _ meta.ResettableRESTMapper = &settlingMapper{}
@@ -41,25 +47,36 @@ func (m *settlingMapper) Changed() {
 	defer m.mu.Unlock()
 	now := m.now()
 	m.settledAt = now.Add(DiscoverySettle)
-	m.ResettableRESTMapper.Reset()
-	m.resetAt = now
+	m.resetLocked(now)
 }
 
-// fresh drops the cache if it may have been filled before discovery settled.
+// fresh drops the cache when it is due.
 func (m *settlingMapper) fresh() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.resetAt.Before(m.settledAt) {
-		m.ResettableRESTMapper.Reset()
-		m.resetAt = m.now()
+	if now := m.now(); !m.due.IsZero() && !now.Before(m.due) {
+		m.resetLocked(now)
+	}
+}
+
+// resetLocked drops the cache and says when to drop it next: while
+// discovery settles, after discoveryRecheck, and once when it has settled.
+func (m *settlingMapper) resetLocked(now time.Time) {
+	m.ResettableRESTMapper.Reset()
+	switch next := now.Add(discoveryRecheck); {
+	case !now.Before(m.settledAt):
+		m.due = time.Time{}
+	case next.Before(m.settledAt):
+		m.due = next
+	default:
+		m.due = m.settledAt
 	}
 }
 
 func (m *settlingMapper) Reset() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.ResettableRESTMapper.Reset()
-	m.resetAt = m.now()
+	m.resetLocked(m.now())
 }
 
 func (m *settlingMapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {

@@ -47,13 +47,14 @@ func TestSettlingMapperFollowsDiscoveryThatLagsTheCRDEvent(t *testing.T) {
 			{at: time.Minute, wantVersion: "v1beta1", wantReads: 1},
 		},
 	}, {
-		name: "the event arrives before the server's discovery changes: the stale answer is not kept",
+		name: "the event arrives before the server's discovery changes: the stale answer lasts one recheck",
 		steps: []step{
 			{at: 0, wantVersion: "v1beta1", wantReads: 1},
 			{at: time.Second, crdEvent: true},
 			{at: time.Second + time.Millisecond, wantVersion: "v1beta1", wantReads: 2},
 			{at: time.Second + 10*time.Millisecond, server: "v1"},
-			{at: time.Second + 20*time.Millisecond, wantVersion: "v1", wantReads: 3},
+			{at: time.Second + 20*time.Millisecond, wantVersion: "v1beta1", wantReads: 2},
+			{at: time.Second + discoveryRecheck, wantVersion: "v1", wantReads: 3},
 			{at: time.Minute, wantVersion: "v1", wantReads: 4},
 			{at: 2 * time.Minute, wantVersion: "v1", wantReads: 4},
 		},
@@ -104,5 +105,25 @@ func TestSettlingMapperFollowsDiscoveryThatLagsTheCRDEvent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSettlingMapperReadsDiscoveryAFewTimesPerCRDChange(t *testing.T) {
+	start := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	now := start
+	d := &cachingDiscovery{server: "v1beta1"}
+	m := newSettlingMapper(d, func() time.Time { return now })
+	m.Changed()
+	// A plan every 10 ms while discovery settles, and after.
+	for at := time.Duration(0); at < 2*DiscoverySettle; at += 10 * time.Millisecond {
+		now = start.Add(at)
+		for i := 0; i < 5; i++ { // a plan looks up several kinds
+			if _, err := m.RESTMapping(hyperConverged); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if max := int(DiscoverySettle/discoveryRecheck) + 1; d.reads > max {
+		t.Errorf("%d discovery reads for one CRD change, want at most %d", d.reads, max)
 	}
 }
