@@ -43,7 +43,7 @@ import (
 )
 
 var (
-	planRuns    = flag.Int("plan-runs", 60, "plan GETs per profile")
+	planRuns    = flag.Int("plan-runs", 100, "plan GETs per profile")
 	burstSize   = flag.Int("burst-requests", 50, "plan GETs sent at once in each burst")
 	burstRounds = flag.Int("burst-rounds", 5, "bursts measured")
 	applyRuns   = flag.Int("apply-runs", 20, "approvals measured")
