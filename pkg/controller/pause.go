@@ -30,6 +30,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 const (
@@ -332,11 +333,7 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	if reason == "" {
 		return gateOpen, 0, nil
 	}
-	due := it.LastTransitionTime
-	if a := cfg.Status.Approval; a != nil && (due == nil || a.ApprovedAt.After(due.Time)) {
-		due = &a.ApprovedAt
-	}
-	waited := c.since(due)
+	waited := c.since(status.ItemDue(&cfg.Status, it))
 	if timeout > 0 && waited >= timeout {
 		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s; nothing was written",
 			waited.Round(time.Second), timeout, strings.TrimPrefix(reason, "Waiting: ")))

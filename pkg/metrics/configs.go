@@ -12,6 +12,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 // The series below are computed from the controller's cache at every
@@ -106,8 +107,8 @@ func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
 			case it.State == v1alpha1.ItemStateInProgress && profiles.IsMachineConfig(it.TargetRef) && it.LastTransitionTime != nil:
 				ch <- metrics.NewLazyConstMetric(rolloutStartedDesc, metrics.GaugeValue, unixSeconds(it.LastTransitionTime.Time), cfg.Name, profile, it.Name)
 			case it.State == v1alpha1.ItemStatePending:
-				if due, ok := dueSince(cfg, it); ok {
-					ch <- metrics.NewLazyConstMetric(writeWaitingDesc, metrics.GaugeValue, unixSeconds(due), cfg.Name, profile, it.Name)
+				if due := status.ItemDue(&cfg.Status, &it); due != nil && !due.IsZero() {
+					ch <- metrics.NewLazyConstMetric(writeWaitingDesc, metrics.GaugeValue, unixSeconds(due.Time), cfg.Name, profile, it.Name)
 				}
 			}
 		}
@@ -115,19 +116,6 @@ func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	for k, n := range counts {
 		ch <- metrics.NewLazyConstMetric(configsDesc, metrics.GaugeValue, float64(n), k.profile, k.phase)
 	}
-}
-
-// dueSince is when an approved item became due: its approval, or its own
-// last transition if later (as the controller's waitTimeout counts).
-func dueSince(cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (time.Time, bool) {
-	var due time.Time
-	if a := cfg.Status.Approval; a != nil {
-		due = a.ApprovedAt.Time
-	}
-	if it.LastTransitionTime != nil && it.LastTransitionTime.After(due) {
-		due = it.LastTransitionTime.Time
-	}
-	return due, !due.IsZero()
 }
 
 func unixSeconds(t time.Time) float64 {

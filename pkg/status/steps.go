@@ -45,3 +45,14 @@ func clear(st *v1alpha1.VirtPlatformConfigStatus, condition string, generation i
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: condition, Status: metav1.ConditionFalse,
 		Reason: reason, Message: message, ObservedGeneration: generation})
 }
+
+// ItemDue is when an approved item became due for writing: the approval,
+// or the item's own last transition if later; nil when neither is known.
+// The controller's waitTimeout and the metrics' waiting time count from it.
+func ItemDue(st *v1alpha1.VirtPlatformConfigStatus, it *v1alpha1.VirtPlatformConfigItem) *metav1.Time {
+	due := it.LastTransitionTime
+	if a := st.Approval; a != nil && (due == nil || a.ApprovedAt.After(due.Time)) {
+		due = &a.ApprovedAt
+	}
+	return due
+}
