@@ -43,6 +43,10 @@ func Check(cfg *v1alpha1.VirtPlatformConfig) error {
 	if a == nil || a.ItemsHash == "" {
 		return fmt.Errorf("no approval of these items is recorded")
 	}
+	if a.UID != "" && a.UID != cfg.UID {
+		return fmt.Errorf("plan %s was approved by %s for another object of this name (UID %s; this one is %s): it was deleted and created again since",
+			ShortHash(a.PlanHash), a.ApprovedBy, a.UID, cfg.UID)
+	}
 	if a.Generation != cfg.Generation {
 		return fmt.Errorf("the spec changed after plan %s was approved by %s (generation %d was approved, it is now %d)",
 			ShortHash(a.PlanHash), a.ApprovedBy, a.Generation, cfg.Generation)

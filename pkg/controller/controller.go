@@ -79,6 +79,9 @@ type Config struct {
 // cfg's resourceVersion is no longer the stored one.
 type StatusWriter interface {
 	UpdateStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*v1alpha1.VirtPlatformConfig, error)
+	// GetStored reads a config from storage (a quorum read, not the
+	// informer's cache): what an approval is checked against before a write.
+	GetStored(ctx context.Context, name string) (*v1alpha1.VirtPlatformConfig, error)
 }
 
 // PoolPauser server-side applies our fields of a MachineConfigPool, with
@@ -94,8 +97,11 @@ type Planner interface {
 	Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error)
 	// Snapshot hashes the live managed fields of the items as Compute does.
 	Snapshot(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, error)
-	// Apply writes one item to the main cluster.
-	Apply(ctx context.Context, configName string, it v1alpha1.VirtPlatformConfigItem) error
+	// CheckTarget returns a *plan.StaleTargetError when an approved item's
+	// live target is no longer the one its plan was computed against.
+	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) error
+	// Apply writes one item to the main cluster and returns what it wrote.
+	Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, error)
 }
 
 // Watcher is what the controller uses of the watches on the main cluster

@@ -82,11 +82,14 @@ func (c *Controller) compare(cfg *v1alpha1.VirtPlatformConfig, profile profiles.
 	ch := changes{drifted: map[string][]string{}}
 	for _, p := range res.Status.Items {
 		a, ok := applied[p.Name]
-		if ok && a.State == v1alpha1.ItemStateFailed {
-			continue // a known failure (CompletedWithErrors), not a change
-		}
+		// An item that failed is a known failure (CompletedWithErrors),
+		// not drift; but a change of its desired state is an input
+		// change like any other: it is never written without a review.
+		failedBefore := ok && a.State == v1alpha1.ItemStateFailed
 		if p.Error != "" {
-			ch.drifted[p.Name] = []string{p.Error}
+			if !failedBefore {
+				ch.drifted[p.Name] = []string{p.Error}
+			}
 			continue
 		}
 		if !ok || !sameJSON(a.DesiredState, p.DesiredState) {
@@ -103,7 +106,7 @@ func (c *Controller) compare(cfg *v1alpha1.VirtPlatformConfig, profile profiles.
 			}
 			continue
 		}
-		if p.Operation != v1alpha1.OperationNone {
+		if p.Operation != v1alpha1.OperationNone && !failedBefore {
 			ch.drifted[p.Name] = driftedFields(p, res)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -53,6 +54,20 @@ type fakeStatus struct {
 	writes  int
 	// conflict: another writer stores the config before the next write.
 	conflict bool
+	// ahead, when set, is what storage holds while the cache is behind.
+	ahead *v1alpha1.VirtPlatformConfig
+}
+
+// GetStored answers what storage holds: ahead when set, else the cache.
+func (s *fakeStatus) GetStored(_ context.Context, name string) (*v1alpha1.VirtPlatformConfig, error) {
+	if s.ahead != nil {
+		return s.ahead.DeepCopy(), nil
+	}
+	obj, ok, _ := s.indexer.GetByKey(name)
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: advisor.GroupName, Resource: "virtplatformconfigs"}, name)
+	}
+	return obj.(*v1alpha1.VirtPlatformConfig).DeepCopy(), nil
 }
 
 func (s *fakeStatus) UpdateStatus(_ context.Context, cfg *v1alpha1.VirtPlatformConfig) (*v1alpha1.VirtPlatformConfig, error) {
@@ -95,6 +110,23 @@ type fakePlanner struct {
 	snapshot string // "" answers the result's snapshot hash
 	applyErr map[string]error
 	applied  []string
+	// stale, by item name, is the target change CheckTarget reports.
+	stale map[string]string
+	// checks counts CheckTarget calls, by item name.
+	checks map[string]int
+}
+
+func (p *fakePlanner) CheckTarget(_ context.Context, _ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _, _ bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.checks == nil {
+		p.checks = map[string]int{}
+	}
+	p.checks[it.Name]++
+	if what, ok := p.stale[it.Name]; ok {
+		return &plan.StaleTargetError{Item: it.Name, Target: it.TargetRef.Kind + " '" + it.TargetRef.Name + "'", What: what}
+	}
+	return nil
 }
 
 func (p *fakePlanner) set(res *plan.Result) {
@@ -121,14 +153,19 @@ func (p *fakePlanner) Snapshot(context.Context, []v1alpha1.VirtPlatformConfigIte
 	return p.result.SnapshotHash, nil
 }
 
-func (p *fakePlanner) Apply(_ context.Context, _ string, it v1alpha1.VirtPlatformConfigItem) error {
+func (p *fakePlanner) Apply(_ context.Context, _ *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.applyErr[it.Name]; err != nil {
-		return err
+		return nil, err
 	}
 	p.applied = append(p.applied, it.Name)
-	return nil
+	written := &unstructured.Unstructured{}
+	if it.DesiredState != nil {
+		_ = written.UnmarshalJSON(it.DesiredState.Raw)
+	}
+	written.SetUID(types.UID("uid-" + it.TargetRef.Name))
+	return written, nil
 }
 
 // fakeCluster holds objects of the main cluster by kind, namespace, name.
@@ -244,7 +281,7 @@ func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
 func (h *harness) create(spec v1alpha1.VirtPlatformConfigSpec, author string) {
 	spec.Profile = configName
 	cfg := &v1alpha1.VirtPlatformConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: configName, Generation: 1, ResourceVersion: "1"},
+		ObjectMeta: metav1.ObjectMeta{Name: configName, Generation: 1, ResourceVersion: "1", UID: "uid-1"},
 		Spec:       spec,
 		Status:     v1alpha1.VirtPlatformConfigStatus{SpecChangedBy: author},
 	}
@@ -280,7 +317,7 @@ func (h *harness) edit(specChange bool, author string, fn func(*v1alpha1.VirtPla
 func (h *harness) approve(user string) {
 	h.edit(false, "", func(cfg *v1alpha1.VirtPlatformConfig) {
 		rec := v1alpha1.ApprovalRecord{PlanHash: h.planner.result.Status.PlanHash, ApprovedBy: user,
-			ApprovedAt: metav1.NewTime(h.clock.Now()), Generation: cfg.Generation}
+			ApprovedAt: metav1.NewTime(h.clock.Now()), Generation: cfg.Generation, UID: cfg.UID}
 		if err := approval.Record(&cfg.Status, h.planner.result, rec); err != nil {
 			h.t.Fatal(err)
 		}

@@ -37,6 +37,15 @@ const (
 	// PausedUntilAnnotation on a MachineConfigPool is the end of the
 	// coalescing window of a pause we hold (RFC 3339).
 	PausedUntilAnnotation = "advisor.kubevirt.io/paused-until"
+	// HoldAnnotation on a MachineConfigPool is an administrator's hold:
+	// while it is there virt-advisor writes no MachineConfig the pool
+	// renders and never ends a pause of the pool, its own included. A
+	// `kubectl patch … paused: true` on a pool we already paused changes
+	// nothing, so no field ownership records it and ending our pause would
+	// unpause the pool; the annotation is the hold that cannot be lost.
+	HoldAnnotation = "advisor.kubevirt.io/hold"
+	// heldRetry is how often a held pool we paused is looked at again.
+	heldRetry = 10 * time.Second
 	// windowsKey is the queue key of finishWindows; no config has this name.
 	windowsKey = "\x00pool-windows"
 	// holdRetry is how often a window that ended is looked at again while
@@ -53,7 +62,11 @@ type poolPause struct {
 	ours   bool
 	others []string
 	// until is the end of our window, zero when not recorded.
-	until                    time.Time
+	until time.Time
+	// held: an administrator's HoldAnnotation is set (its value, the
+	// reason, in hold).
+	held                     bool
+	hold                     string
 	specConfig, statusConfig string
 	// hasChange: spec.configuration already renders the item's change (its
 	// MachineConfig is in the source, or gone from it for a delete).
@@ -67,6 +80,7 @@ func readPool(pool *unstructured.Unstructured, mc string, op v1alpha1.Operation)
 	p := poolPause{name: pool.GetName()}
 	p.paused, _, _ = unstructured.NestedBool(pool.Object, "spec", "paused")
 	p.ours, p.others = pausedOwners(pool)
+	p.hold, p.held = pool.GetAnnotations()[HoldAnnotation]
 	if t, err := time.Parse(time.RFC3339, pool.GetAnnotations()[PausedUntilAnnotation]); err == nil {
 		p.until = t
 	}
@@ -121,6 +135,8 @@ const (
 // second rollout piled onto the first.
 func decideWrite(p poolPause, mc string, window time.Duration) (writeAction, string) {
 	switch {
+	case p.held:
+		return waitToWrite, fmt.Sprintf("MachineConfigPool '%s' is held by an administrator (annotation %s: %q); the change is written when the annotation is removed", p.name, HoldAnnotation, p.hold)
 	case p.paused && (!p.ours || len(p.others) > 0):
 		by := "no field manager recorded"
 		if len(p.others) > 0 {
@@ -153,6 +169,8 @@ func decideUnpause(p poolPause, now time.Time, due bool, window time.Duration) (
 	switch {
 	case !p.ours:
 		return false, 0
+	case p.held:
+		return false, heldRetry // an administrator's hold outlasts our window
 	case p.until.IsZero():
 		return true, 0 // a pause of ours without its end: end it
 	case now.Before(p.until):

@@ -75,6 +75,12 @@ func TestDecideWrite(t *testing.T) {
 			"MachineConfigPool 'worker' is updating to rendered-worker-x, which does not include MachineConfig '99-worker-psi-karg'; the change is written when it is done"},
 		{"a pool rolling out this change is written without a pause (a retry after a crash)",
 			with(func(p *poolPause) { p.specConfig, p.hasChange = "rendered-worker-x", true }), 30 * time.Second, writeNow, ""},
+		{"a pool an administrator holds (annotation) gets nothing",
+			with(func(p *poolPause) { p.held, p.hold = true, "firmware upgrade" }), 30 * time.Second, waitToWrite,
+			`MachineConfigPool 'worker' is held by an administrator (annotation advisor.kubevirt.io/hold: "firmware upgrade")`},
+		{"nor while our own window holds it",
+			with(func(p *poolPause) { p.paused, p.ours, p.held = true, true, true }), 30 * time.Second, waitToWrite,
+			"MachineConfigPool 'worker' is held by an administrator"},
 		{"an idle pool that renders the MachineConfig already (an update) is paused",
 			with(func(p *poolPause) { p.hasChange = true }), 30 * time.Second, pauseThenWrite, ""},
 	} {
@@ -104,6 +110,7 @@ func TestDecideUnpause(t *testing.T) {
 		{"ended, items still being written: held", with(func(p *poolPause) { p.until = now.Add(-time.Second) }), true, false, holdRetry},
 		{"held at most one more window", with(func(p *poolPause) { p.until = now.Add(-30 * time.Second) }), true, true, 0},
 		{"a degraded pool is not held", with(func(p *poolPause) { p.until, p.degraded = now.Add(-time.Second), true }), true, true, 0},
+		{"an administrator's hold outlasts our window", with(func(p *poolPause) { p.until, p.held = now.Add(-time.Minute), true }), false, false, heldRetry},
 		{"a pause of ours without its end is ended", with(func(p *poolPause) { p.until = time.Time{} }), false, true, 0},
 		{"ended although someone else holds it too: our part is withdrawn", with(func(p *poolPause) { p.until, p.others = now, []string{"admin"} }), false, true, 0},
 	} {

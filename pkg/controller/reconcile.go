@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -201,6 +202,13 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	}
 
 	if cfg.Spec.Action == v1alpha1.PlanActionApply {
+		if changed, err := approvedPlanChanged(cfg, res, now); changed || err != nil {
+			st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
+			status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", fmt.Sprintf(
+				"action Apply approved plan %s of this spec (generation %d); the plan is now different (its prerequisites went away and came back, or an input changed meanwhile), so it is not applied without a review. %s",
+				approval.ShortHash(st.Approval.PlanHash), cfg.Generation, status.MessageReview))
+			return 0, err
+		}
 		approved, err := c.standingApproval(cfg, res)
 		if approved || err != nil {
 			return 0, err
@@ -214,6 +222,19 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	return 0, nil
 }
 
+// approvedPlanChanged is true when this spec's plan was approved before
+// and res is another plan: action Apply approves the plan of a spec, not
+// whatever the plan of that spec later becomes (after PrerequisiteFailed
+// cleared, say).
+func approvedPlanChanged(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time) (bool, error) {
+	a := cfg.Status.Approval
+	if a == nil || a.Generation != cfg.Generation || (a.UID != "" && a.UID != cfg.UID) {
+		return false, nil
+	}
+	h, err := plan.ItemsHash(res.StatusItems(now))
+	return h != a.ItemsHash, err
+}
+
 // standingApproval approves res as action Apply does: by whoever last
 // changed the spec, who needed the approve permission to set Apply. With
 // four eyes required it approves nothing and returns false.
@@ -222,7 +243,7 @@ func (c *Controller) standingApproval(cfg *v1alpha1.VirtPlatformConfig, res *pla
 		return false, nil
 	}
 	st := &cfg.Status
-	record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: st.SpecChangedBy, ApprovedAt: metav1.NewTime(c.clock.Now()), Generation: cfg.Generation}
+	record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: st.SpecChangedBy, ApprovedAt: metav1.NewTime(c.clock.Now()), Generation: cfg.Generation, UID: cfg.UID}
 	return true, approval.Record(st, res, record)
 }
 
@@ -259,6 +280,11 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 			if !c.approvalHolds(cfg, it.Name) {
 				return 0, nil
 			}
+			// Before the pool pause, which is a write too.
+			if holds, err := c.reviewHolds(ctx, cfg, i); !holds || err != nil {
+				return 0, err
+			}
+			it = &cfg.Status.Items[i]
 			gate, left, err := c.gateItem(ctx, cfg, it, timeout)
 			if err != nil {
 				return 0, err
@@ -348,6 +374,41 @@ func (c *Controller) approvalHolds(cfg *v1alpha1.VirtPlatformConfig, item string
 	return false
 }
 
+// reviewHolds is asked just before item i is written, and before a pool
+// is paused for it: the approval is read from storage, not the cache (a
+// spec change or a new approval this replica has not seen yet stops the
+// write), and the item's live target must still be the one reviewed.
+// A stale target fails the config with StalePlan naming the item and
+// what changed; nothing is written.
+func (c *Controller) reviewHolds(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int) (bool, error) {
+	stored, err := c.Status.GetStored(ctx, cfg.Name)
+	if err != nil {
+		return false, fmt.Errorf("reading the approval of %s from storage before writing: %w", cfg.Name, err)
+	}
+	if stored.UID != cfg.UID || stored.ResourceVersion != cfg.ResourceVersion {
+		// This replica's cache is behind storage: look again with what
+		// is stored (the watch brings it) rather than write on old news.
+		return false, apierrors.NewConflict(v1alpha1.Resource("virtplatformconfigs"), cfg.Name,
+			fmt.Errorf("the stored config (resourceVersion %s) is newer than the cached one (%s); nothing written", stored.ResourceVersion, cfg.ResourceVersion))
+	}
+	it := &cfg.Status.Items[i]
+	retry := it.State == v1alpha1.ItemStateInProgress
+	err = c.Planner.CheckTarget(ctx, cfg, it, retry, cfg.Spec.BypassOptimisticLock)
+	var stale *plan.StaleTargetError
+	if errors.As(err, &stale) {
+		c.staleItem(cfg, i, stale)
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// staleItem fails a config whose item i is no longer what was reviewed.
+func (c *Controller) staleItem(cfg *v1alpha1.VirtPlatformConfig, i int, stale *plan.StaleTargetError) {
+	it := &cfg.Status.Items[i]
+	c.setItem(it, v1alpha1.ItemStateFailed, "Not written: "+stale.Error())
+	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "StalePlan", fmt.Sprintf("%s Nothing was written for %s.", status.MessageStale, stale.Error()))
+}
+
 // applyItem writes one item. The intent is recorded first, so that a crash
 // between the write and the status update leads to writing the same
 // desired state again, never to a false "stale plan".
@@ -365,6 +426,8 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 		}
 		return nil
 	}
+	// A write already started before a crash or failover may have been made.
+	retry := it.State == v1alpha1.ItemStateInProgress
 	if it.State == v1alpha1.ItemStatePending {
 		// The intent is stored with the resourceVersion this reconcile
 		// read, so the approval just checked is the stored one.
@@ -379,9 +442,28 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 		}
 		it = &cfg.Status.Items[i]
 	}
-	if err := c.Planner.Apply(ctx, cfg.Name, *it); err != nil {
+	// The target once more, right before the write: the pool pause and
+	// the intent took time.
+	err := c.Planner.CheckTarget(ctx, cfg, it, retry, cfg.Spec.BypassOptimisticLock)
+	var stale *plan.StaleTargetError
+	if errors.As(err, &stale) {
+		c.staleItem(cfg, i, stale)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	written, err := c.Planner.Apply(ctx, cfg, *it)
+	if err != nil {
 		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Failed to apply: %v", err))
 		return nil
+	}
+	if it.Operation == v1alpha1.OperationDelete {
+		if it.ReviewedTarget != nil {
+			plan.ForgetWrite(&cfg.Status, it.ReviewedTarget.UID)
+		}
+	} else {
+		plan.RecordWrite(&cfg.Status, it, written, cfg.Name)
 	}
 	if isMachineConfig(it) {
 		it.Message = "Applied; waiting for the MachineConfigPool rollout"

@@ -270,6 +270,117 @@ func TestReconcileEdges(t *testing.T) {
 			},
 			phase: v1alpha1.PhaseCompleted, applied: []string{descheduler}, events: []string{"Normal Completed"}},
 
+		{name: "InProgress --a later item's target changed after the review--> Failed (StalePlan naming it; the earlier item written, it not)", spec: dryRun,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				h.create(s, "alice")
+				h.planner.result = planOf("snap-1", deschedulerItem(v1alpha1.OperationUpdate, "Automatic", 5), hcoPlanItem(v1alpha1.OperationUpdate))
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("admin")
+			},
+			event: func(h *harness) {
+				h.planner.stale = map[string]string{hcoItem: "changed after the plan was reviewed (spec.liveMigrationConfig)"}
+			},
+			phase: v1alpha1.PhaseFailed, reason: "StalePlan", message: "Nothing was written for item 'hco-migration-limits': HyperConverged 'kubevirt-hyperconverged' changed after the plan was reviewed",
+			items: map[string]itemWant{descheduler: {v1alpha1.ItemStateCompleted, appliedMessage},
+				hcoItem: {v1alpha1.ItemStateFailed, "Not written: item 'hco-migration-limits'"}},
+			applied: []string{descheduler}, events: []string{"Warning Failed"}},
+		{name: "InProgress --cache behind storage (a spec change not yet seen)--> nothing written, looked at again", spec: dryRun, given: givenApproved,
+			event: func(h *harness) {
+				ahead := h.get()
+				ahead.Generation++
+				bump(ahead)
+				h.status.ahead = ahead
+			},
+			phase: v1alpha1.PhaseInProgress, err: true, check: func(t *testing.T, h *harness) {
+				noWrite(t, h)
+				if n := h.planner.checks[descheduler]; n != 0 {
+					t.Errorf("the target was read %d times, want 0: the stored approval is checked first", n)
+				}
+			}},
+		{name: "InProgress --config deleted and created again (other UID, same generation)--> Failed (ApprovalMismatch, nothing written)", spec: dryRun, given: givenApproved,
+			event: func(h *harness) {
+				h.edit(false, "", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.UID = "uid-2" })
+			},
+			phase: v1alpha1.PhaseFailed, reason: "ApprovalMismatch", message: "for another object of this name (UID uid-1; this one is uid-2)", noItems: true,
+			events: []string{"Warning Failed"}},
+		{name: "InProgress --MachineConfig created--> its UID recorded as ours", spec: dryRun,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				h.cluster.put(workerPool{}.obj())
+				h.create(s, "alice")
+				item := psiItem(v1alpha1.OperationCreate)
+				item.DesiredState = raw(map[string]interface{}{
+					"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+					"metadata": map[string]interface{}{"name": psiMC, "labels": map[string]interface{}{profiles.MachineConfigRoleLabel: profiles.WorkerPool, profiles.ManagedByLabel: configName}},
+					"spec":     map[string]interface{}{"kernelArguments": []interface{}{"psi=1"}},
+				})
+				h.planner.result = planOf("snap-1", item, hcoPlanItem(v1alpha1.OperationUpdate))
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("admin")
+			},
+			event: nothing, phase: v1alpha1.PhaseInProgress, applied: []string{psi, hcoItem},
+			check: func(t *testing.T, h *harness) {
+				got := plan.OwnershipOf(&h.get().Status)
+				if created, ok := got["uid-"+psiMC]; !ok || !created {
+					t.Errorf("ownership = %v, want the MachineConfig recorded as created", got)
+				}
+			}},
+		{name: "InProgress --object of someone else updated--> its UID recorded as not ours", spec: dryRun, given: givenApproved,
+			event: nothing, phase: v1alpha1.PhaseCompleted, applied: []string{descheduler}, events: []string{"Normal Completed"},
+			check: func(t *testing.T, h *harness) {
+				got := plan.OwnershipOf(&h.get().Status)
+				if created, ok := got["uid-cluster"]; !ok || created {
+					t.Errorf("ownership = %v, want the KubeDescheduler recorded as written over", got)
+				}
+			}},
+		{name: "CompletedWithErrors --desired state of the failed item changed (input)--> ReviewRequired (InputDependencyDrift), even with Apply and bypassOptimisticLock",
+			spec: v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionApply, BypassOptimisticLock: true, FailurePolicy: v1alpha1.FailurePolicyContinue},
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				h.create(s, "alice")
+				h.planner.result = planOf("snap-1", deschedulerItem(v1alpha1.OperationUpdate, "Automatic", 5), hcoPlanItem(v1alpha1.OperationUpdate))
+				h.planner.applyErr[descheduler] = errors.New("denied")
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+				h.mustReconcile(v1alpha1.PhaseCompletedWithErrors)
+				delete(h.planner.applyErr, descheduler)
+				h.planner.applied = nil
+			},
+			event: newPlan(func() *plan.Result {
+				return planOf("snap-2", deschedulerItem(v1alpha1.OperationUpdate, "Automatic", 4), hcoPlanItem(v1alpha1.OperationNone))
+			}),
+			phase: v1alpha1.PhaseReviewRequired, reason: "InputDependencyDrift", message: "Input dependency changed", applied: nil,
+			events: []string{"Normal ReviewRequired Input dependency changed"},
+			check: func(t *testing.T, h *harness) {
+				if a := h.get().Status.Approval; a == nil || a.PlanHash == h.planner.result.Status.PlanHash {
+					t.Errorf("approval = %+v, want the old one kept, not the new plan approved", a)
+				}
+			}},
+		{name: "PrerequisiteFailed --CRD back, plan changed meanwhile, action Apply--> ReviewRequired (not re-approved)", spec: apply,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				givenCompleted(h, s)
+				h.planner.result = missingPrerequisite()
+				h.mustReconcile(v1alpha1.PhasePrerequisiteFailed)
+				h.planner.applied = nil
+			},
+			event: newPlan(func() *plan.Result {
+				return planOf("snap-4", deschedulerItem(v1alpha1.OperationUpdate, "Automatic", 4))
+			}),
+			phase: v1alpha1.PhaseReviewRequired, reason: "InputDependencyDrift", message: "the plan is now different", applied: nil,
+			events: []string{"Normal ReviewRequired action Apply approved plan"},
+			check: func(t *testing.T, h *harness) {
+				if a := h.get().Status.Approval; a == nil || a.PlanHash == h.planner.result.Status.PlanHash {
+					t.Errorf("approval = %+v, want the old one kept", a)
+				}
+			}},
+		{name: "PrerequisiteFailed --CRD back, the plan approved before, action Apply--> InProgress (re-approved)", spec: apply,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				h.create(s, "alice")
+				h.planner.result = deschedulerPlan()
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+				h.edit(false, "", func(cfg *v1alpha1.VirtPlatformConfig) {
+					status.FailPrerequisites(&cfg.Status, "Missing required dependencies")
+				})
+			},
+			event: newPlan(deschedulerPlan), phase: v1alpha1.PhaseInProgress, reason: "Approved", events: []string{"Normal InProgress"}},
+
 		// Item failures.
 		{name: "InProgress --item apply fails, failurePolicy Abort--> Failed (ItemFailed)", spec: dryRun, given: givenApproved,
 			event: func(h *harness) { h.planner.applyErr[descheduler] = errors.New("admission webhook denied the request") },

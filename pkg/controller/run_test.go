@@ -26,6 +26,10 @@ import (
 // sees it as it would see the storage's writes.
 type clientStatus struct{ client versioned.Interface }
 
+func (s clientStatus) GetStored(ctx context.Context, name string) (*v1alpha1.VirtPlatformConfig, error) {
+	return s.client.AdvisorV1alpha1().VirtPlatformConfigs().Get(ctx, name, metav1.GetOptions{})
+}
+
 func (s clientStatus) UpdateStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*v1alpha1.VirtPlatformConfig, error) {
 	return s.client.AdvisorV1alpha1().VirtPlatformConfigs().UpdateStatus(ctx, cfg, metav1.UpdateOptions{})
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
 // StatusItems turns a computed plan into status items waiting to be applied;
@@ -33,6 +32,8 @@ func (r *Result) StatusItems(now metav1.Time) []v1alpha1.VirtPlatformConfigItem 
 		}
 		if it.Error != "" {
 			si.State, si.Message = v1alpha1.ItemStateFailed, it.Error
+		} else if t, ok := r.Targets[it.Name]; ok {
+			si.ReviewedTarget = &t
 		}
 		items = append(items, si)
 	}
@@ -80,47 +81,49 @@ func (e *Engine) Snapshot(ctx context.Context, items []v1alpha1.VirtPlatformConf
 	return hashJSON(snapshot)
 }
 
-// Apply writes one item to the main cluster: server-side apply of its
-// desired state with our field manager (forced, as the earlier operator
-// did), or deletion of an object we created.
-func (e *Engine) Apply(ctx context.Context, configName string, it v1alpha1.VirtPlatformConfigItem) error {
+// Apply writes one item of a config to the main cluster: server-side
+// apply of its desired state with our field manager (forced, as the
+// earlier operator did), or deletion of an object the config's status
+// records as ours. It returns the object written (nil for a Delete or
+// nothing written).
+func (e *Engine) Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, error) {
 	gvk := TargetGVK(it.TargetRef)
 	ri, err := e.Cluster.resource(gvk, it.TargetRef.Namespace)
 	if err != nil {
-		return fmt.Errorf("resolving %s: %w", gvk.Kind, err)
+		return nil, fmt.Errorf("resolving %s: %w", gvk.Kind, err)
 	}
 	name := it.TargetRef.Name
 	if it.Operation == v1alpha1.OperationDelete {
 		live, err := ri.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil
+			return nil, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if !madeByUs(live, configName) {
-			return fmt.Errorf("%s %s is no longer labelled %s=%s and has other field managers: it was not created by virt-advisor and is not deleted", gvk.Kind, name, profiles.ManagedByLabel, configName)
+		if !OwnershipOf(&cfg.Status).MadeByUs(live) {
+			return nil, fmt.Errorf("%s %s was not created by virt-advisor for %s (its UID is not recorded as ours and it has other field managers): it is not deleted", gvk.Kind, name, cfg.Name)
 		}
 		uid := live.GetUID()
 		err = ri.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if apierrors.IsNotFound(err) {
-			return nil
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
 	if LeftInPlace(&it) {
-		return nil
+		return nil, nil
 	}
 	if it.DesiredState == nil || len(it.DesiredState.Raw) == 0 {
-		return fmt.Errorf("item %s has no desired state", it.Name)
+		return nil, fmt.Errorf("item %s has no desired state", it.Name)
 	}
 	obj := &unstructured.Unstructured{}
 	if err := json.Unmarshal(it.DesiredState.Raw, &obj.Object); err != nil {
-		return fmt.Errorf("decoding the desired state of %s: %w", it.Name, err)
+		return nil, fmt.Errorf("decoding the desired state of %s: %w", it.Name, err)
 	}
-	_, err = ri.Apply(ctx, name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	written, err := ri.Apply(ctx, name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {
-		return dryRunCause(err)
+		return nil, dryRunCause(err)
 	}
-	return nil
+	return written, nil
 }

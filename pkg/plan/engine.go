@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -51,6 +52,9 @@ type Result struct {
 	// computed from; only items with a desired state whose target exists
 	// are listed (an empty list: the managed fields are as desired).
 	Differs map[string][]string
+	// Targets are, by item name, the targets as this plan saw them; an
+	// approved item is written only while its live target still matches.
+	Targets map[string]v1alpha1.ReviewedTarget
 }
 
 // Satisfied is true when no prerequisite is missing.
@@ -148,7 +152,9 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 		Status:  v1alpha1.PlanStatus{Profile: cfg.Spec.Profile, Generation: cfg.Generation},
 		Desired: map[string]*unstructured.Unstructured{},
 		Differs: map[string][]string{},
+		Targets: map[string]v1alpha1.ReviewedTarget{},
 	}
+	res.Status.Settings = settingsOf(cfg.Spec)
 	for _, p := range profile.Prerequisites(opts) {
 		served, err := e.Cluster.Served(p.GVK)
 		if err != nil {
@@ -178,12 +184,13 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 		return nil, err
 	}
 	planned := make([]plannedItem, len(items))
+	owned := OwnershipOf(&cfg.Status)
 	var wg sync.WaitGroup
 	for i := range items {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			planned[i] = e.planItem(ctx, cfg.Name, items[i], inputs)
+			planned[i] = e.planItemSafely(ctx, cfg.Name, owned, items[i], inputs)
 		}(i)
 	}
 	wg.Wait()
@@ -212,24 +219,40 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 		if p.differs != nil && p.item.Error == "" {
 			res.Differs[p.item.Name] = p.differs
 		}
+		if p.item.Error == "" {
+			res.Targets[p.item.Name] = p.target
+		}
 		hashed = append(hashed, map[string]interface{}{
 			"name": p.item.Name, "targetRef": p.item.TargetRef, "operation": p.item.Operation, "desiredState": p.desired, "error": p.item.Error,
 		})
 		res.Status.ImpactSeverity = MaxImpact(res.Status.ImpactSeverity, p.item.ImpactSeverity)
 	}
-	addRebootNotes(res.Status.Items, listPools)
+	addRebootNotes(res.Status.Items, rollLabels(planned), listPools)
 	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
 		return nil, err
 	}
 	// The generation binds the spec too: failurePolicy, waitTimeout or
 	// bypassOptimisticLock changed after a review change what applying
-	// does, so the reviewed hash no longer approves it.
+	// does, so the reviewed hash no longer approves it; they are also
+	// hashed and shown by name. The UID binds the object: a config deleted
+	// and created again under the same name has plans of its own.
 	if res.Status.PlanHash, err = hashJSON(map[string]interface{}{
-		"profile": cfg.Spec.Profile, "generation": cfg.Generation, "items": hashed, "snapshot": snapshot,
+		"profile": cfg.Spec.Profile, "generation": cfg.Generation, "uid": cfg.UID, "settings": res.Status.Settings,
+		"items": hashed, "snapshot": snapshot,
 	}); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// settingsOf are the spec settings a plan's hash binds, defaults resolved.
+func settingsOf(spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.PlanSettings {
+	s := v1alpha1.PlanSettings{Action: spec.Action, FailurePolicy: spec.FailurePolicy,
+		BypassOptimisticLock: spec.BypassOptimisticLock, WaitTimeout: spec.WaitTimeout}
+	if s.FailurePolicy == "" {
+		s.FailurePolicy = v1alpha1.FailurePolicyAbort
+	}
+	return s
 }
 
 type plannedItem struct {
@@ -241,9 +264,45 @@ type plannedItem struct {
 	// differs: the managed fields the live target does not hold as
 	// desired; nil when there is no target or no desired state.
 	differs []string
+	// target is the live target as planned against.
+	target v1alpha1.ReviewedTarget
+	// labels of what the item writes or deletes: those of the desired
+	// state, or of the live object for a Delete (the pools that select
+	// it are the pools that roll its removal).
+	labels map[string]string
 }
 
-func (e *Engine) planItem(ctx context.Context, configName string, it profiles.Item, inputs *inputReader) plannedItem {
+// planItemSafely plans an item; a panic in a profile or in the engine
+// fails that item, never the server.
+func (e *Engine) planItemSafely(ctx context.Context, configName string, owned Ownership, it profiles.Item, inputs *inputReader) (p plannedItem) {
+	defer func() {
+		if r := recover(); r != nil {
+			utilruntime.HandleError(fmt.Errorf("planning item %q of %s panicked: %v", it.Name, configName, r))
+			p = plannedItem{item: v1alpha1.PlanItem{Name: it.Name, ImpactSeverity: v1alpha1.ImpactMedium,
+				Error: fmt.Sprintf("internal error while planning this item (%v); the server log has the details", r)},
+				snapshot: map[string]interface{}{"__state": "ERROR"}}
+			if it.Desired != nil {
+				gvk := it.Desired.GroupVersionKind()
+				p.item.TargetRef = v1alpha1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: it.Desired.GetName(), Namespace: it.Desired.GetNamespace()}
+				p.key = snapshotKey(gvk, it.Desired.GetNamespace(), it.Desired.GetName())
+			}
+		}
+	}()
+	return e.planItem(ctx, configName, owned, it, inputs)
+}
+
+// rollLabels are the labels of each planned item that is kept, in order.
+func rollLabels(planned []plannedItem) []map[string]string {
+	out := make([]map[string]string, 0, len(planned))
+	for _, p := range planned {
+		if !p.skip {
+			out = append(out, p.labels)
+		}
+	}
+	return out
+}
+
+func (e *Engine) planItem(ctx context.Context, configName string, owned Ownership, it profiles.Item, inputs *inputReader) plannedItem {
 	desired := it.Desired.DeepCopy()
 	if it.Owned {
 		labels := desired.GetLabels()
@@ -328,7 +387,7 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 			break
 		}
 	}
-	ours := madeByUs(live, configName)
+	ours := owned.MadeByUs(live)
 	if it.Owned && live != nil && !ours && !it.Absent && dryErr == nil {
 		// Someone else made this object: it is changed as the profile
 		// needs, but never labelled ours, so never pruned.
@@ -342,6 +401,16 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 		}
 	}
 	p.snapshot = snapshotValue(live, it.ManagedFields)
+	if p.target.SnapshotHash, err = hashJSON(p.snapshot); err != nil {
+		return fail(err)
+	}
+	p.labels = desired.GetLabels()
+	if live != nil {
+		p.target.UID = live.GetUID()
+		if it.Absent {
+			p.labels = live.GetLabels()
+		}
+	}
 	if live != nil && !it.Absent {
 		p.differs = differingFields(live.Object, desired.Object, it.ManagedFields)
 	}
@@ -402,28 +471,6 @@ func (e *Engine) planItem(ctx context.Context, configName string, it profiles.It
 		return fail(err)
 	}
 	return p
-}
-
-// madeByUs is true for an object this config created (it carries our
-// label) or that the earlier operator created: every managedFields entry
-// is ours, so nobody else ever wrote it. Only such objects are pruned.
-func madeByUs(live *unstructured.Unstructured, configName string) bool {
-	if live == nil {
-		return false
-	}
-	if live.GetLabels()[profiles.ManagedByLabel] == configName {
-		return true
-	}
-	managers := live.GetManagedFields()
-	if len(managers) == 0 {
-		return false
-	}
-	for _, m := range managers {
-		if m.Manager != FieldManager {
-			return false
-		}
-	}
-	return true
 }
 
 // dryRunCause keeps the API server's own words for a rejected dry-run.

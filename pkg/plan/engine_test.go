@@ -43,13 +43,13 @@ func TestAbsentItemOfUnservedKindIsSkipped(t *testing.T) {
 	mc.SetName("99-worker-psi-karg")
 	it := profiles.Item{Name: "enable-psi-metrics", Desired: mc, Owned: true, Absent: true}
 
-	p := e.planItem(context.Background(), "load-aware-rebalancing", it, e.Cluster.inputReader(context.Background(), nil, watchedInputs, nil))
+	p := e.planItem(context.Background(), "load-aware-rebalancing", Ownership{}, it, e.Cluster.inputReader(context.Background(), nil, watchedInputs, nil))
 	if !p.skip || p.item.Error != "" {
 		t.Errorf("skip = %v, error = %q: an Absent item of a kind the cluster does not serve has nothing to delete", p.skip, p.item.Error)
 	}
 
 	it.Absent = false
-	p = e.planItem(context.Background(), "load-aware-rebalancing", it, e.Cluster.inputReader(context.Background(), nil, watchedInputs, nil))
+	p = e.planItem(context.Background(), "load-aware-rebalancing", Ownership{}, it, e.Cluster.inputReader(context.Background(), nil, watchedInputs, nil))
 	if p.skip || p.item.Error == "" {
 		t.Errorf("skip = %v, error = %q: a wanted object of an unserved kind is an item error", p.skip, p.item.Error)
 	}

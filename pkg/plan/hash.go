@@ -52,7 +52,8 @@ func hashJSON(v interface{}) (string, error) {
 }
 
 // ItemsHash is the hash of what applying the items writes: for each item,
-// in order, its name, target, operation and desired state. An approval
+// in order, its name, target, operation, desired state and the target as
+// reviewed. An approval
 // records it, and the controller writes an item only while the items
 // still hash to the recorded value; states and messages, which change as
 // the plan is applied, are left out.
@@ -67,9 +68,15 @@ func ItemsHash(items []v1alpha1.VirtPlatformConfigItem) (string, error) {
 				return "", fmt.Errorf("decoding the desired state of item %s: %w", it.Name, err)
 			}
 		}
-		hashed = append(hashed, map[string]interface{}{
+		h := map[string]interface{}{
 			"name": it.Name, "targetRef": it.TargetRef, "operation": it.Operation, "desiredState": desired,
-		})
+		}
+		// The target as reviewed is part of what was approved; items
+		// recorded before it existed hash as they did.
+		if it.ReviewedTarget != nil {
+			h["reviewedTarget"] = it.ReviewedTarget
+		}
+		hashed = append(hashed, h)
 	}
 	return hashJSON(hashed)
 }

@@ -3,6 +3,7 @@ package advisor
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // PlanAction says what the controller may do with a plan.
@@ -182,6 +183,40 @@ type VirtPlatformConfigStatus struct {
 	Approval *ApprovalRecord
 	// specChangedBy is the user who made the last spec change; it is the approver when action is Apply.
 	SpecChangedBy string
+	// writtenObjects are the objects virt-advisor wrote for this config, by
+	// UID, and whether it created them. Only the server writes status, so
+	// this, not a label anyone may set, says what is ours to delete.
+	WrittenObjects []WrittenObject
+}
+
+// WrittenObject is an object virt-advisor wrote.
+type WrittenObject struct {
+	// targetRef is the object.
+	TargetRef ObjectReference
+	// uid is the object's UID when it was written.
+	UID types.UID
+	// created is true when virt-advisor created the object (or adopted it
+	// from the earlier operator): only such objects are ever deleted.
+	Created bool
+}
+
+// ReviewedTarget is an item's target as the approved plan saw it; it is
+// compared with the live target just before the item is written.
+type ReviewedTarget struct {
+	// uid of the target; empty when it did not exist.
+	UID types.UID
+	// snapshotHash is the SHA-256 (lowercase hex) of its managed fields.
+	SnapshotHash string
+}
+
+// PoolReboot is what writing a MachineConfig item does to one pool.
+type PoolReboot struct {
+	// pool is the MachineConfigPool name.
+	Pool string
+	// nodes is the pool's machine count.
+	Nodes int64
+	// paused is true when the pool is paused: it rolls out when unpaused.
+	Paused bool
 }
 
 // ObjectReference points at a target object in the main cluster.
@@ -221,6 +256,8 @@ type VirtPlatformConfigItem struct {
 	// poolConfigsBefore are, for every MachineConfigPool that selects this
 	// MachineConfig, its spec.configuration.name when the item was applied.
 	PoolConfigsBefore []PoolConfiguration
+	// reviewedTarget is the target as the approved plan saw it.
+	ReviewedTarget *ReviewedTarget
 }
 
 // PoolConfiguration is the rendered config a MachineConfigPool was on.
@@ -261,6 +298,8 @@ type ApprovalRecord struct {
 	// names, targets, operations and desired states. The controller writes
 	// an item only while status.items still hash to it.
 	ItemsHash string
+	// uid is the VirtPlatformConfig the approved plan was computed for.
+	UID types.UID
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -302,6 +341,16 @@ type PlanStatus struct {
 	// warnings are findings that do not block the plan but deserve a look
 	// before approving it (for example swap too small for the overcommit).
 	Warnings []string
+	// settings are the spec settings planHash binds besides the items.
+	Settings PlanSettings
+}
+
+// PlanSettings are the spec settings an approval of the plan approves.
+type PlanSettings struct {
+	Action               PlanAction
+	FailurePolicy        FailurePolicy
+	BypassOptimisticLock bool
+	WaitTimeout          string
 }
 
 // Prerequisite is an API a profile needs.
@@ -334,6 +383,9 @@ type PlanItem struct {
 	Diff string
 	// error says why the item could not be planned (for example the dry-run was rejected).
 	Error string
+	// reboots are the MachineConfigPools writing this MachineConfig item
+	// rolls out, each node of each once.
+	Reboots []PoolReboot
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -127,6 +127,7 @@ func printPlan(w io.Writer, p *v1alpha1.Plan, reboots string, color bool) {
 	s := p.Status
 	c := painter(color)
 	fmt.Fprintln(w, c.bold(fmt.Sprintf("Plan %s for %s (generation %d), impact %s", shortHash(s.PlanHash), p.Name, s.Generation, orDash(string(s.ImpactSeverity)))))
+	fmt.Fprintln(w, "Approving it also approves "+s.Settings.Summary())
 
 	var missing []v1alpha1.Prerequisite
 	for _, pr := range s.Prerequisites {

@@ -46,6 +46,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.PoolConfigurationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProfileOptions"):
 		return &advisorv1alpha1.ProfileOptionsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedTarget"):
+		return &advisorv1alpha1.ReviewedTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VirtHigherDensityConfig"):
 		return &advisorv1alpha1.VirtHigherDensityConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VirtPlatformConfig"):
@@ -56,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.VirtPlatformConfigSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VirtPlatformConfigStatus"):
 		return &advisorv1alpha1.VirtPlatformConfigStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WrittenObject"):
+		return &advisorv1alpha1.WrittenObjectApplyConfiguration{}
 
 	}
 	return nil

@@ -43,16 +43,20 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ObjectReference{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_ObjectReference(ref),
 		v1alpha1.Plan{}.OpenAPIModelName():                     schema_pkg_apis_advisor_v1alpha1_Plan(ref),
 		v1alpha1.PlanItem{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_PlanItem(ref),
+		v1alpha1.PlanSettings{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref),
 		v1alpha1.PlanStatus{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref),
 		v1alpha1.PoolConfiguration{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_PoolConfiguration(ref),
+		v1alpha1.PoolReboot{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref),
 		v1alpha1.Prerequisite{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_Prerequisite(ref),
 		v1alpha1.ProfileOptions{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref),
+		v1alpha1.ReviewedTarget{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref),
 		v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName():  schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref),
 		v1alpha1.VirtPlatformConfig{}.OpenAPIModelName():       schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfig(ref),
 		v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref),
 		v1alpha1.VirtPlatformConfigList{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigList(ref),
 		v1alpha1.VirtPlatformConfigSpec{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigSpec(ref),
 		v1alpha1.VirtPlatformConfigStatus{}.OpenAPIModelName(): schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref),
+		v1alpha1.WrittenObject{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_WrittenObject(ref),
 		resource.Quantity{}.OpenAPIModelName():                 schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_APIGroupList(ref),
@@ -275,6 +279,13 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref common.ReferenceCallbac
 					"itemsHash": {
 						SchemaProps: spec.SchemaProps{
 							Description: "itemsHash is the SHA-256 (lowercase hex) of the approved items: their names, targets, operations and desired states. The controller writes an item only while status.items still hash to it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "uid is the VirtPlatformConfig the approved plan was computed for.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -598,12 +609,74 @@ func schema_pkg_apis_advisor_v1alpha1_PlanItem(ref common.ReferenceCallback) com
 							Format:      "",
 						},
 					},
+					"reboots": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "reboots are the MachineConfigPools writing this MachineConfig item rolls out, each node of each once.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.PoolReboot{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"name", "targetRef"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ObjectReference{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.PoolReboot{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlanSettings are the spec settings an approval of the plan approves.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "action is spec.action.\n\nPossible enum values:\n - `\"Apply\"` is a standing approval: the plan is applied as soon as it is drafted.\n - `\"DryRun\"` drafts the plan and waits for an approval.\n - `\"Ignore\"` leaves the managed resources alone.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Apply", "DryRun", "Ignore"},
+						},
+					},
+					"failurePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "failurePolicy is spec.failurePolicy, defaults resolved.\n\nPossible enum values:\n - `\"Abort\"` stops at the first failed item.\n - `\"Continue\"` applies the remaining items and ends in CompletedWithErrors.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Abort", "Continue"},
+						},
+					},
+					"bypassOptimisticLock": {
+						SchemaProps: spec.SchemaProps{
+							Description: "bypassOptimisticLock is spec.bypassOptimisticLock.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"waitTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "waitTimeout is spec.waitTimeout; empty waits without limit.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -706,12 +779,19 @@ func schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref common.ReferenceCallback) c
 							},
 						},
 					},
+					"settings": {
+						SchemaProps: spec.SchemaProps{
+							Description: "settings are the spec settings planHash binds besides the items.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.PlanSettings{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"profile", "generation"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PlanItem{}.OpenAPIModelName(), v1alpha1.Prerequisite{}.OpenAPIModelName()},
+			v1alpha1.PlanItem{}.OpenAPIModelName(), v1alpha1.PlanSettings{}.OpenAPIModelName(), v1alpha1.Prerequisite{}.OpenAPIModelName()},
 	}
 }
 
@@ -739,6 +819,43 @@ func schema_pkg_apis_advisor_v1alpha1_PoolConfiguration(ref common.ReferenceCall
 					},
 				},
 				Required: []string{"pool"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PoolReboot is what writing a MachineConfig item does to one pool.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pool": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pool is the MachineConfigPool name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"nodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nodes is the pool's machine count.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"paused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "paused is true when the pool is paused: it rolls out when unpaused.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"pool", "nodes"},
 			},
 		},
 	}
@@ -811,6 +928,33 @@ func schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref common.ReferenceCallbac
 		},
 		Dependencies: []string{
 			v1alpha1.LoadAwareConfig{}.OpenAPIModelName(), v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReviewedTarget is an item's target as the approved plan saw it; it is compared with the live target just before the item is written.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "uid of the target; empty when it did not exist.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"snapshotHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "snapshotHash is the SHA-256 (lowercase hex) of its managed fields.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -1021,12 +1165,18 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref common.Referenc
 							},
 						},
 					},
+					"reviewedTarget": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reviewedTarget is the target as the approved plan saw it.",
+							Ref:         ref(v1alpha1.ReviewedTarget{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"name", "targetRef"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.PoolConfiguration{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.PoolConfiguration{}.OpenAPIModelName(), v1alpha1.ReviewedTarget{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -1270,11 +1420,71 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref common.Refere
 							Format:      "",
 						},
 					},
+					"writtenObjects": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"uid",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "writtenObjects are the objects virt-advisor wrote for this config, by UID, and whether it created them. Only the server writes status, so this, not a label anyone may set, says what is ours to delete.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.WrittenObject{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AppliedItem{}.OpenAPIModelName(), v1alpha1.ApprovalRecord{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+			v1alpha1.AppliedItem{}.OpenAPIModelName(), v1alpha1.ApprovalRecord{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName(), v1alpha1.WrittenObject{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_WrittenObject(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WrittenObject is an object virt-advisor wrote.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"targetRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "targetRef is the object.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "uid is the object's UID when it was written.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"created": {
+						SchemaProps: spec.SchemaProps{
+							Description: "created is true when virt-advisor created the object (or adopted it from the earlier operator): only such objects are ever deleted.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"targetRef", "uid"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ObjectReference{}.OpenAPIModelName()},
 	}
 }
 

@@ -106,12 +106,18 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 		return out, nil
 	}
 
-	record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: user, ApprovedAt: now, Generation: cfg.Generation}
+	record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: user, ApprovedAt: now, Generation: cfg.Generation, UID: cfg.UID}
 	var before, after v1alpha1.ConfigPhase
 	update := rest.DefaultUpdatedObjectInfo(nil, func(ctx context.Context, _, oldObj runtime.Object) (runtime.Object, error) {
 		latest := &v1alpha1.VirtPlatformConfig{}
 		if err := r.scheme.Convert(oldObj, latest, nil); err != nil {
 			return nil, err
+		}
+		// The plan's hash binds the UID it was computed for; the stored
+		// object must still be that one (deleted and created again under
+		// the same name, with its generation brought back, it is not).
+		if latest.UID != cfg.UID {
+			return nil, apierrors.NewConflict(configsResource, name, fmt.Errorf("the VirtPlatformConfig was deleted and created again while the plan was being approved; GET the plan of the new object, review it, and approve it"))
 		}
 		if latest.Generation != cfg.Generation {
 			return nil, apierrors.NewConflict(configsResource, name, fmt.Errorf("the spec changed while the plan was being approved; GET the plan again and approve it"))

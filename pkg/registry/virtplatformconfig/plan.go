@@ -98,7 +98,8 @@ var planColumns = []metav1.TableColumnDefinition{
 	{Name: "Changes", Type: "string", Description: "Lines added and removed by the diff, or what to do"},
 }
 
-// ConvertToTable prints ITEM KIND TARGET OPERATION IMPACT CHANGES.
+// ConvertToTable prints ITEM KIND TARGET OPERATION IMPACT CHANGES, and a
+// last row with the spec settings that approving the plan approves too.
 func (r *PlanREST) ConvertToTable(ctx context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
 	p, ok := obj.(*advisor.Plan)
 	if !ok {
@@ -128,5 +129,12 @@ func (r *PlanREST) ConvertToTable(ctx context.Context, obj runtime.Object, table
 			Object: runtime.RawExtension{Object: p},
 		})
 	}
+	set := p.Status.Settings
+	table.Rows = append(table.Rows, metav1.TableRow{
+		Cells: []interface{}{"settings", "-", "-", "-", "-", "approving also approves " + v1alpha1.PlanSettings{Action: v1alpha1.PlanAction(set.Action), FailurePolicy: v1alpha1.FailurePolicy(set.FailurePolicy),
+			BypassOptimisticLock: set.BypassOptimisticLock, WaitTimeout: set.WaitTimeout}.Summary() +
+			fmt.Sprintf(" (generation %d)", p.Status.Generation)},
+		Object: runtime.RawExtension{Object: p},
+	})
 	return table, nil
 }

@@ -203,6 +203,21 @@ func isControllerWrite(ctx context.Context) bool {
 	return v
 }
 
+// GetStored reads a config from etcd: with no resourceVersion the store
+// answers with a quorum read, not from its watch cache.
+func (w *StatusWriter) GetStored(ctx context.Context, name string) (*v1alpha1.VirtPlatformConfig, error) {
+	ctx = request.WithNamespace(ctx, metav1.NamespaceNone)
+	obj, err := w.store.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := &v1alpha1.VirtPlatformConfig{}
+	if err := w.scheme.Convert(obj, out, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // UpdateStatus writes cfg's status if cfg's resourceVersion is still the
 // stored one (a conflict otherwise) and returns the stored object.
 func (w *StatusWriter) UpdateStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*v1alpha1.VirtPlatformConfig, error) {

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // PlanAction says what the controller may do with a plan.
@@ -237,6 +238,47 @@ type VirtPlatformConfigStatus struct {
 	// specChangedBy is the user who made the last spec change; it is the approver when action is Apply.
 	// +optional
 	SpecChangedBy string `json:"specChangedBy,omitempty"`
+	// writtenObjects are the objects virt-advisor wrote for this config, by
+	// UID, and whether it created them. Only the server writes status, so
+	// this, not a label anyone may set, says what is ours to delete.
+	// +optional
+	// +listType=map
+	// +listMapKey=uid
+	WrittenObjects []WrittenObject `json:"writtenObjects,omitempty"`
+}
+
+// WrittenObject is an object virt-advisor wrote.
+type WrittenObject struct {
+	// targetRef is the object.
+	TargetRef ObjectReference `json:"targetRef"`
+	// uid is the object's UID when it was written.
+	UID types.UID `json:"uid"`
+	// created is true when virt-advisor created the object (or adopted it
+	// from the earlier operator): only such objects are ever deleted.
+	// +optional
+	Created bool `json:"created,omitempty"`
+}
+
+// ReviewedTarget is an item's target as the approved plan saw it; it is
+// compared with the live target just before the item is written.
+type ReviewedTarget struct {
+	// uid of the target; empty when it did not exist.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+	// snapshotHash is the SHA-256 (lowercase hex) of its managed fields.
+	// +optional
+	SnapshotHash string `json:"snapshotHash,omitempty"`
+}
+
+// PoolReboot is what writing a MachineConfig item does to one pool.
+type PoolReboot struct {
+	// pool is the MachineConfigPool name.
+	Pool string `json:"pool"`
+	// nodes is the pool's machine count.
+	Nodes int64 `json:"nodes"`
+	// paused is true when the pool is paused: it rolls out when unpaused.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
 }
 
 // ObjectReference points at a target object in the main cluster.
@@ -291,6 +333,9 @@ type VirtPlatformConfigItem struct {
 	// +listType=map
 	// +listMapKey=pool
 	PoolConfigsBefore []PoolConfiguration `json:"poolConfigsBefore,omitempty"`
+	// reviewedTarget is the target as the approved plan saw it.
+	// +optional
+	ReviewedTarget *ReviewedTarget `json:"reviewedTarget,omitempty"`
 }
 
 // PoolConfiguration is the rendered config a MachineConfigPool was on.
@@ -339,6 +384,9 @@ type ApprovalRecord struct {
 	// an item only while status.items still hash to it.
 	// +optional
 	ItemsHash string `json:"itemsHash,omitempty"`
+	// uid is the VirtPlatformConfig the approved plan was computed for.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -392,6 +440,25 @@ type PlanStatus struct {
 	// +optional
 	// +listType=atomic
 	Warnings []string `json:"warnings,omitempty"`
+	// settings are the spec settings planHash binds besides the items.
+	// +optional
+	Settings PlanSettings `json:"settings,omitempty"`
+}
+
+// PlanSettings are the spec settings an approval of the plan approves.
+type PlanSettings struct {
+	// action is spec.action.
+	// +optional
+	Action PlanAction `json:"action,omitempty"`
+	// failurePolicy is spec.failurePolicy, defaults resolved.
+	// +optional
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+	// bypassOptimisticLock is spec.bypassOptimisticLock.
+	// +optional
+	BypassOptimisticLock bool `json:"bypassOptimisticLock,omitempty"`
+	// waitTimeout is spec.waitTimeout; empty waits without limit.
+	// +optional
+	WaitTimeout string `json:"waitTimeout,omitempty"`
 }
 
 // Prerequisite is an API a profile needs.
@@ -433,6 +500,11 @@ type PlanItem struct {
 	// error says why the item could not be planned (for example the dry-run was rejected).
 	// +optional
 	Error string `json:"error,omitempty"`
+	// reboots are the MachineConfigPools writing this MachineConfig item
+	// rolls out, each node of each once.
+	// +optional
+	// +listType=atomic
+	Reboots []PoolReboot `json:"reboots,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -28,6 +28,7 @@ import (
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	conversion "k8s.io/apimachinery/pkg/conversion"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	types "k8s.io/apimachinery/pkg/types"
 )
 
 func init() {
@@ -137,6 +138,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*PlanSettings)(nil), (*advisor.PlanSettings)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PlanSettings_To_advisor_PlanSettings(a.(*PlanSettings), b.(*advisor.PlanSettings), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.PlanSettings)(nil), (*PlanSettings)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_PlanSettings_To_v1alpha1_PlanSettings(a.(*advisor.PlanSettings), b.(*PlanSettings), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*PlanStatus)(nil), (*advisor.PlanStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_PlanStatus_To_advisor_PlanStatus(a.(*PlanStatus), b.(*advisor.PlanStatus), scope)
 	}); err != nil {
@@ -157,6 +168,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*PoolReboot)(nil), (*advisor.PoolReboot)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PoolReboot_To_advisor_PoolReboot(a.(*PoolReboot), b.(*advisor.PoolReboot), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.PoolReboot)(nil), (*PoolReboot)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_PoolReboot_To_v1alpha1_PoolReboot(a.(*advisor.PoolReboot), b.(*PoolReboot), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*Prerequisite)(nil), (*advisor.Prerequisite)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_Prerequisite_To_advisor_Prerequisite(a.(*Prerequisite), b.(*advisor.Prerequisite), scope)
 	}); err != nil {
@@ -174,6 +195,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*advisor.ProfileOptions)(nil), (*ProfileOptions)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_advisor_ProfileOptions_To_v1alpha1_ProfileOptions(a.(*advisor.ProfileOptions), b.(*ProfileOptions), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ReviewedTarget)(nil), (*advisor.ReviewedTarget)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ReviewedTarget_To_advisor_ReviewedTarget(a.(*ReviewedTarget), b.(*advisor.ReviewedTarget), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.ReviewedTarget)(nil), (*ReviewedTarget)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_ReviewedTarget_To_v1alpha1_ReviewedTarget(a.(*advisor.ReviewedTarget), b.(*ReviewedTarget), scope)
 	}); err != nil {
 		return err
 	}
@@ -234,6 +265,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*advisor.VirtPlatformConfigStatus)(nil), (*VirtPlatformConfigStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_advisor_VirtPlatformConfigStatus_To_v1alpha1_VirtPlatformConfigStatus(a.(*advisor.VirtPlatformConfigStatus), b.(*VirtPlatformConfigStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*WrittenObject)(nil), (*advisor.WrittenObject)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_WrittenObject_To_advisor_WrittenObject(a.(*WrittenObject), b.(*advisor.WrittenObject), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.WrittenObject)(nil), (*WrittenObject)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_WrittenObject_To_v1alpha1_WrittenObject(a.(*advisor.WrittenObject), b.(*WrittenObject), scope)
 	}); err != nil {
 		return err
 	}
@@ -312,6 +353,7 @@ func autoConvert_v1alpha1_ApprovalRecord_To_advisor_ApprovalRecord(in *ApprovalR
 	out.ApprovedAt = in.ApprovedAt
 	out.Generation = in.Generation
 	out.ItemsHash = in.ItemsHash
+	out.UID = types.UID(in.UID)
 	return nil
 }
 
@@ -326,6 +368,7 @@ func autoConvert_advisor_ApprovalRecord_To_v1alpha1_ApprovalRecord(in *advisor.A
 	out.ApprovedAt = in.ApprovedAt
 	out.Generation = in.Generation
 	out.ItemsHash = in.ItemsHash
+	out.UID = types.UID(in.UID)
 	return nil
 }
 
@@ -494,6 +537,7 @@ func autoConvert_v1alpha1_PlanItem_To_advisor_PlanItem(in *PlanItem, out *adviso
 	out.DesiredState = (*runtime.RawExtension)(unsafe.Pointer(in.DesiredState))
 	out.Diff = in.Diff
 	out.Error = in.Error
+	out.Reboots = *(*[]advisor.PoolReboot)(unsafe.Pointer(&in.Reboots))
 	return nil
 }
 
@@ -514,12 +558,39 @@ func autoConvert_advisor_PlanItem_To_v1alpha1_PlanItem(in *advisor.PlanItem, out
 	out.DesiredState = (*runtime.RawExtension)(unsafe.Pointer(in.DesiredState))
 	out.Diff = in.Diff
 	out.Error = in.Error
+	out.Reboots = *(*[]PoolReboot)(unsafe.Pointer(&in.Reboots))
 	return nil
 }
 
 // Convert_advisor_PlanItem_To_v1alpha1_PlanItem is an autogenerated conversion function.
 func Convert_advisor_PlanItem_To_v1alpha1_PlanItem(in *advisor.PlanItem, out *PlanItem, s conversion.Scope) error {
 	return autoConvert_advisor_PlanItem_To_v1alpha1_PlanItem(in, out, s)
+}
+
+func autoConvert_v1alpha1_PlanSettings_To_advisor_PlanSettings(in *PlanSettings, out *advisor.PlanSettings, s conversion.Scope) error {
+	out.Action = advisor.PlanAction(in.Action)
+	out.FailurePolicy = advisor.FailurePolicy(in.FailurePolicy)
+	out.BypassOptimisticLock = in.BypassOptimisticLock
+	out.WaitTimeout = in.WaitTimeout
+	return nil
+}
+
+// Convert_v1alpha1_PlanSettings_To_advisor_PlanSettings is an autogenerated conversion function.
+func Convert_v1alpha1_PlanSettings_To_advisor_PlanSettings(in *PlanSettings, out *advisor.PlanSettings, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PlanSettings_To_advisor_PlanSettings(in, out, s)
+}
+
+func autoConvert_advisor_PlanSettings_To_v1alpha1_PlanSettings(in *advisor.PlanSettings, out *PlanSettings, s conversion.Scope) error {
+	out.Action = PlanAction(in.Action)
+	out.FailurePolicy = FailurePolicy(in.FailurePolicy)
+	out.BypassOptimisticLock = in.BypassOptimisticLock
+	out.WaitTimeout = in.WaitTimeout
+	return nil
+}
+
+// Convert_advisor_PlanSettings_To_v1alpha1_PlanSettings is an autogenerated conversion function.
+func Convert_advisor_PlanSettings_To_v1alpha1_PlanSettings(in *advisor.PlanSettings, out *PlanSettings, s conversion.Scope) error {
+	return autoConvert_advisor_PlanSettings_To_v1alpha1_PlanSettings(in, out, s)
 }
 
 func autoConvert_v1alpha1_PlanStatus_To_advisor_PlanStatus(in *PlanStatus, out *advisor.PlanStatus, s conversion.Scope) error {
@@ -530,6 +601,9 @@ func autoConvert_v1alpha1_PlanStatus_To_advisor_PlanStatus(in *PlanStatus, out *
 	out.Prerequisites = *(*[]advisor.Prerequisite)(unsafe.Pointer(&in.Prerequisites))
 	out.Items = *(*[]advisor.PlanItem)(unsafe.Pointer(&in.Items))
 	out.Warnings = *(*[]string)(unsafe.Pointer(&in.Warnings))
+	if err := Convert_v1alpha1_PlanSettings_To_advisor_PlanSettings(&in.Settings, &out.Settings, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -546,6 +620,9 @@ func autoConvert_advisor_PlanStatus_To_v1alpha1_PlanStatus(in *advisor.PlanStatu
 	out.Prerequisites = *(*[]Prerequisite)(unsafe.Pointer(&in.Prerequisites))
 	out.Items = *(*[]PlanItem)(unsafe.Pointer(&in.Items))
 	out.Warnings = *(*[]string)(unsafe.Pointer(&in.Warnings))
+	if err := Convert_advisor_PlanSettings_To_v1alpha1_PlanSettings(&in.Settings, &out.Settings, s); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -574,6 +651,30 @@ func autoConvert_advisor_PoolConfiguration_To_v1alpha1_PoolConfiguration(in *adv
 // Convert_advisor_PoolConfiguration_To_v1alpha1_PoolConfiguration is an autogenerated conversion function.
 func Convert_advisor_PoolConfiguration_To_v1alpha1_PoolConfiguration(in *advisor.PoolConfiguration, out *PoolConfiguration, s conversion.Scope) error {
 	return autoConvert_advisor_PoolConfiguration_To_v1alpha1_PoolConfiguration(in, out, s)
+}
+
+func autoConvert_v1alpha1_PoolReboot_To_advisor_PoolReboot(in *PoolReboot, out *advisor.PoolReboot, s conversion.Scope) error {
+	out.Pool = in.Pool
+	out.Nodes = in.Nodes
+	out.Paused = in.Paused
+	return nil
+}
+
+// Convert_v1alpha1_PoolReboot_To_advisor_PoolReboot is an autogenerated conversion function.
+func Convert_v1alpha1_PoolReboot_To_advisor_PoolReboot(in *PoolReboot, out *advisor.PoolReboot, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PoolReboot_To_advisor_PoolReboot(in, out, s)
+}
+
+func autoConvert_advisor_PoolReboot_To_v1alpha1_PoolReboot(in *advisor.PoolReboot, out *PoolReboot, s conversion.Scope) error {
+	out.Pool = in.Pool
+	out.Nodes = in.Nodes
+	out.Paused = in.Paused
+	return nil
+}
+
+// Convert_advisor_PoolReboot_To_v1alpha1_PoolReboot is an autogenerated conversion function.
+func Convert_advisor_PoolReboot_To_v1alpha1_PoolReboot(in *advisor.PoolReboot, out *PoolReboot, s conversion.Scope) error {
+	return autoConvert_advisor_PoolReboot_To_v1alpha1_PoolReboot(in, out, s)
 }
 
 func autoConvert_v1alpha1_Prerequisite_To_advisor_Prerequisite(in *Prerequisite, out *advisor.Prerequisite, s conversion.Scope) error {
@@ -622,6 +723,28 @@ func autoConvert_advisor_ProfileOptions_To_v1alpha1_ProfileOptions(in *advisor.P
 // Convert_advisor_ProfileOptions_To_v1alpha1_ProfileOptions is an autogenerated conversion function.
 func Convert_advisor_ProfileOptions_To_v1alpha1_ProfileOptions(in *advisor.ProfileOptions, out *ProfileOptions, s conversion.Scope) error {
 	return autoConvert_advisor_ProfileOptions_To_v1alpha1_ProfileOptions(in, out, s)
+}
+
+func autoConvert_v1alpha1_ReviewedTarget_To_advisor_ReviewedTarget(in *ReviewedTarget, out *advisor.ReviewedTarget, s conversion.Scope) error {
+	out.UID = types.UID(in.UID)
+	out.SnapshotHash = in.SnapshotHash
+	return nil
+}
+
+// Convert_v1alpha1_ReviewedTarget_To_advisor_ReviewedTarget is an autogenerated conversion function.
+func Convert_v1alpha1_ReviewedTarget_To_advisor_ReviewedTarget(in *ReviewedTarget, out *advisor.ReviewedTarget, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ReviewedTarget_To_advisor_ReviewedTarget(in, out, s)
+}
+
+func autoConvert_advisor_ReviewedTarget_To_v1alpha1_ReviewedTarget(in *advisor.ReviewedTarget, out *ReviewedTarget, s conversion.Scope) error {
+	out.UID = types.UID(in.UID)
+	out.SnapshotHash = in.SnapshotHash
+	return nil
+}
+
+// Convert_advisor_ReviewedTarget_To_v1alpha1_ReviewedTarget is an autogenerated conversion function.
+func Convert_advisor_ReviewedTarget_To_v1alpha1_ReviewedTarget(in *advisor.ReviewedTarget, out *ReviewedTarget, s conversion.Scope) error {
+	return autoConvert_advisor_ReviewedTarget_To_v1alpha1_ReviewedTarget(in, out, s)
 }
 
 func autoConvert_v1alpha1_VirtHigherDensityConfig_To_advisor_VirtHigherDensityConfig(in *VirtHigherDensityConfig, out *advisor.VirtHigherDensityConfig, s conversion.Scope) error {
@@ -695,6 +818,7 @@ func autoConvert_v1alpha1_VirtPlatformConfigItem_To_advisor_VirtPlatformConfigIt
 	out.ManagedFields = *(*[]string)(unsafe.Pointer(&in.ManagedFields))
 	out.PoolConfigBefore = in.PoolConfigBefore
 	out.PoolConfigsBefore = *(*[]advisor.PoolConfiguration)(unsafe.Pointer(&in.PoolConfigsBefore))
+	out.ReviewedTarget = (*advisor.ReviewedTarget)(unsafe.Pointer(in.ReviewedTarget))
 	return nil
 }
 
@@ -718,6 +842,7 @@ func autoConvert_advisor_VirtPlatformConfigItem_To_v1alpha1_VirtPlatformConfigIt
 	out.ManagedFields = *(*[]string)(unsafe.Pointer(&in.ManagedFields))
 	out.PoolConfigBefore = in.PoolConfigBefore
 	out.PoolConfigsBefore = *(*[]PoolConfiguration)(unsafe.Pointer(&in.PoolConfigsBefore))
+	out.ReviewedTarget = (*ReviewedTarget)(unsafe.Pointer(in.ReviewedTarget))
 	return nil
 }
 
@@ -790,6 +915,7 @@ func autoConvert_v1alpha1_VirtPlatformConfigStatus_To_advisor_VirtPlatformConfig
 	out.AppliedItems = *(*[]advisor.AppliedItem)(unsafe.Pointer(&in.AppliedItems))
 	out.Approval = (*advisor.ApprovalRecord)(unsafe.Pointer(in.Approval))
 	out.SpecChangedBy = in.SpecChangedBy
+	out.WrittenObjects = *(*[]advisor.WrittenObject)(unsafe.Pointer(&in.WrittenObjects))
 	return nil
 }
 
@@ -810,10 +936,39 @@ func autoConvert_advisor_VirtPlatformConfigStatus_To_v1alpha1_VirtPlatformConfig
 	out.AppliedItems = *(*[]AppliedItem)(unsafe.Pointer(&in.AppliedItems))
 	out.Approval = (*ApprovalRecord)(unsafe.Pointer(in.Approval))
 	out.SpecChangedBy = in.SpecChangedBy
+	out.WrittenObjects = *(*[]WrittenObject)(unsafe.Pointer(&in.WrittenObjects))
 	return nil
 }
 
 // Convert_advisor_VirtPlatformConfigStatus_To_v1alpha1_VirtPlatformConfigStatus is an autogenerated conversion function.
 func Convert_advisor_VirtPlatformConfigStatus_To_v1alpha1_VirtPlatformConfigStatus(in *advisor.VirtPlatformConfigStatus, out *VirtPlatformConfigStatus, s conversion.Scope) error {
 	return autoConvert_advisor_VirtPlatformConfigStatus_To_v1alpha1_VirtPlatformConfigStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_WrittenObject_To_advisor_WrittenObject(in *WrittenObject, out *advisor.WrittenObject, s conversion.Scope) error {
+	if err := Convert_v1alpha1_ObjectReference_To_advisor_ObjectReference(&in.TargetRef, &out.TargetRef, s); err != nil {
+		return err
+	}
+	out.UID = types.UID(in.UID)
+	out.Created = in.Created
+	return nil
+}
+
+// Convert_v1alpha1_WrittenObject_To_advisor_WrittenObject is an autogenerated conversion function.
+func Convert_v1alpha1_WrittenObject_To_advisor_WrittenObject(in *WrittenObject, out *advisor.WrittenObject, s conversion.Scope) error {
+	return autoConvert_v1alpha1_WrittenObject_To_advisor_WrittenObject(in, out, s)
+}
+
+func autoConvert_advisor_WrittenObject_To_v1alpha1_WrittenObject(in *advisor.WrittenObject, out *WrittenObject, s conversion.Scope) error {
+	if err := Convert_advisor_ObjectReference_To_v1alpha1_ObjectReference(&in.TargetRef, &out.TargetRef, s); err != nil {
+		return err
+	}
+	out.UID = types.UID(in.UID)
+	out.Created = in.Created
+	return nil
+}
+
+// Convert_advisor_WrittenObject_To_v1alpha1_WrittenObject is an autogenerated conversion function.
+func Convert_advisor_WrittenObject_To_v1alpha1_WrittenObject(in *advisor.WrittenObject, out *WrittenObject, s conversion.Scope) error {
+	return autoConvert_advisor_WrittenObject_To_v1alpha1_WrittenObject(in, out, s)
 }

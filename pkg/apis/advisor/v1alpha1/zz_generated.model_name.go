@@ -72,6 +72,11 @@ func (in PlanItem) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PlanSettings) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PlanSettings"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PlanStatus) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.PlanStatus"
 }
@@ -82,6 +87,11 @@ func (in PoolConfiguration) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PoolReboot) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PoolReboot"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Prerequisite) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.Prerequisite"
 }
@@ -89,6 +99,11 @@ func (in Prerequisite) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ProfileOptions) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.ProfileOptions"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReviewedTarget) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.ReviewedTarget"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -119,4 +134,9 @@ func (in VirtPlatformConfigSpec) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in VirtPlatformConfigStatus) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.VirtPlatformConfigStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WrittenObject) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.WrittenObject"
 }

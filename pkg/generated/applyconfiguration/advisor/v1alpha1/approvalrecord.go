@@ -20,6 +20,7 @@ package v1alpha1
 
 import (
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	types "k8s.io/apimachinery/pkg/types"
 )
 
 // ApprovalRecordApplyConfiguration represents a declarative configuration of the ApprovalRecord type for use
@@ -39,6 +40,8 @@ type ApprovalRecordApplyConfiguration struct {
 	// names, targets, operations and desired states. The controller writes
 	// an item only while status.items still hash to it.
 	ItemsHash *string `json:"itemsHash,omitempty"`
+	// uid is the VirtPlatformConfig the approved plan was computed for.
+	UID *types.UID `json:"uid,omitempty"`
 }
 
 // ApprovalRecordApplyConfiguration constructs a declarative configuration of the ApprovalRecord type for use with
@@ -84,5 +87,13 @@ func (b *ApprovalRecordApplyConfiguration) WithGeneration(value int64) *Approval
 // If called multiple times, the ItemsHash field is set to the value of the last call.
 func (b *ApprovalRecordApplyConfiguration) WithItemsHash(value string) *ApprovalRecordApplyConfiguration {
 	b.ItemsHash = &value
+	return b
+}
+
+// WithUID sets the UID field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the UID field is set to the value of the last call.
+func (b *ApprovalRecordApplyConfiguration) WithUID(value types.UID) *ApprovalRecordApplyConfiguration {
+	b.UID = &value
 	return b
 }

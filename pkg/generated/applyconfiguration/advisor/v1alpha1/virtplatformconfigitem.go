@@ -56,6 +56,8 @@ type VirtPlatformConfigItemApplyConfiguration struct {
 	// poolConfigsBefore are, for every MachineConfigPool that selects this
 	// MachineConfig, its spec.configuration.name when the item was applied.
 	PoolConfigsBefore []PoolConfigurationApplyConfiguration `json:"poolConfigsBefore,omitempty"`
+	// reviewedTarget is the target as the approved plan saw it.
+	ReviewedTarget *ReviewedTargetApplyConfiguration `json:"reviewedTarget,omitempty"`
 }
 
 // VirtPlatformConfigItemApplyConfiguration constructs a declarative configuration of the VirtPlatformConfigItem type for use with
@@ -164,5 +166,13 @@ func (b *VirtPlatformConfigItemApplyConfiguration) WithPoolConfigsBefore(values 
 		}
 		b.PoolConfigsBefore = append(b.PoolConfigsBefore, *values[i])
 	}
+	return b
+}
+
+// WithReviewedTarget sets the ReviewedTarget field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ReviewedTarget field is set to the value of the last call.
+func (b *VirtPlatformConfigItemApplyConfiguration) WithReviewedTarget(value *ReviewedTargetApplyConfiguration) *VirtPlatformConfigItemApplyConfiguration {
+	b.ReviewedTarget = value
 	return b
 }

@@ -51,6 +51,10 @@ type VirtPlatformConfigStatusApplyConfiguration struct {
 	Approval *ApprovalRecordApplyConfiguration `json:"approval,omitempty"`
 	// specChangedBy is the user who made the last spec change; it is the approver when action is Apply.
 	SpecChangedBy *string `json:"specChangedBy,omitempty"`
+	// writtenObjects are the objects virt-advisor wrote for this config, by
+	// UID, and whether it created them. Only the server writes status, so
+	// this, not a label anyone may set, says what is ours to delete.
+	WrittenObjects []WrittenObjectApplyConfiguration `json:"writtenObjects,omitempty"`
 }
 
 // VirtPlatformConfigStatusApplyConfiguration constructs a declarative configuration of the VirtPlatformConfigStatus type for use with
@@ -159,5 +163,18 @@ func (b *VirtPlatformConfigStatusApplyConfiguration) WithApproval(value *Approva
 // If called multiple times, the SpecChangedBy field is set to the value of the last call.
 func (b *VirtPlatformConfigStatusApplyConfiguration) WithSpecChangedBy(value string) *VirtPlatformConfigStatusApplyConfiguration {
 	b.SpecChangedBy = &value
+	return b
+}
+
+// WithWrittenObjects adds the given value to the WrittenObjects field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the WrittenObjects field.
+func (b *VirtPlatformConfigStatusApplyConfiguration) WithWrittenObjects(values ...*WrittenObjectApplyConfiguration) *VirtPlatformConfigStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithWrittenObjects")
+		}
+		b.WrittenObjects = append(b.WrittenObjects, *values[i])
+	}
 	return b
 }

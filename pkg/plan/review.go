@@ -1,0 +1,123 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+// StaleTargetError says that an approved item's target is no longer the
+// one its plan was computed against: writing it would write something
+// nobody reviewed.
+type StaleTargetError struct {
+	Item   string
+	Target string
+	What   string
+}
+
+func (e *StaleTargetError) Error() string {
+	return fmt.Sprintf("item '%s': %s %s", e.Item, e.Target, e.What)
+}
+
+// CheckTarget reads an approved item's target from the main cluster (not
+// a cache) just before it is written and returns a *StaleTargetError when
+// it is not the one reviewed: it appeared (for a Create), disappeared or
+// was replaced (another UID), or, unless bypass is set, its managed fields
+// changed. retry is true when the write may already have been made
+// before a crash or failover: the target then also passes when it holds
+// exactly what the item writes, as our own write left it. An item
+// approved before targets were recorded passes (the whole-plan snapshot
+// check covers it).
+func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) error {
+	rt := it.ReviewedTarget
+	if rt == nil || it.Operation == v1alpha1.OperationNone {
+		return nil
+	}
+	gvk := TargetGVK(it.TargetRef)
+	live, err := e.Cluster.Get(ctx, gvk, it.TargetRef.Namespace, it.TargetRef.Name)
+	if err != nil {
+		return fmt.Errorf("reading %s %s before writing it: %w", gvk.Kind, objectName(it.TargetRef.Namespace, it.TargetRef.Name), err)
+	}
+	stale := func(what string) error {
+		return &StaleTargetError{Item: it.Name, Target: fmt.Sprintf("%s '%s'", gvk.Kind, objectName(it.TargetRef.Namespace, it.TargetRef.Name)), What: what}
+	}
+	ours := retry && live != nil && writtenAsItem(live, it, cfg.Name)
+	switch {
+	case rt.UID == "" && live == nil:
+		return nil
+	case rt.UID == "":
+		if ours {
+			return nil
+		}
+		return stale("was created by someone else after the plan was reviewed" + managersOf(live))
+	case live == nil:
+		if it.Operation == v1alpha1.OperationDelete && retry {
+			return nil // deleted by our write before a crash
+		}
+		return stale("was deleted after the plan was reviewed")
+	case live.GetUID() != rt.UID:
+		return stale("was deleted and created again after the plan was reviewed" + managersOf(live))
+	case bypass || ours:
+		return nil
+	}
+	snap, err := hashJSON(snapshotValue(live, it.ManagedFields))
+	if err != nil {
+		return err
+	}
+	if snap != rt.SnapshotHash {
+		fields := it.ManagedFields
+		if len(fields) == 0 {
+			fields = []string{"spec"}
+		}
+		return stale(fmt.Sprintf("changed after the plan was reviewed (%s)", strings.Join(fields, ", ")))
+	}
+	return nil
+}
+
+// writtenAsItem is true when live holds what the item writes: its managed
+// fields as desired and, for an object the item creates, only our field
+// manager and our label, as our own write leaves it.
+func writtenAsItem(live *unstructured.Unstructured, it *v1alpha1.VirtPlatformConfigItem, configName string) bool {
+	if it.Operation == v1alpha1.OperationDelete {
+		return false
+	}
+	desired := &unstructured.Unstructured{}
+	if it.DesiredState == nil || desired.UnmarshalJSON(it.DesiredState.Raw) != nil {
+		return false
+	}
+	if a, errA := hashJSON(snapshotValue(live, it.ManagedFields)); errA != nil {
+		return false
+	} else if b, errB := hashJSON(snapshotValue(desired, it.ManagedFields)); errB != nil || a != b {
+		return false
+	}
+	if it.ReviewedTarget.UID != "" {
+		return true
+	}
+	for _, m := range live.GetManagedFields() {
+		if m.Manager != FieldManager {
+			return false
+		}
+	}
+	return live.GetLabels()[profiles.ManagedByLabel] == configName
+}
+
+// managersOf names the field managers of an object, for messages.
+func managersOf(obj *unstructured.Unstructured) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, m := range obj.GetManagedFields() {
+		if !seen[m.Manager] {
+			seen[m.Manager] = true
+			names = append(names, m.Manager)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (field managers: " + strings.Join(names, ", ") + ")"
+}

@@ -1,0 +1,115 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+func TestCheckTarget(t *testing.T) {
+	const config = "load-aware-rebalancing"
+	mc := func(uid string, karg string, labels map[string]string, managers ...string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{"kernelArguments": []interface{}{karg}}}}
+		u.SetGroupVersionKind(profiles.MachineConfigGVK)
+		u.SetName("99-worker-psi-karg")
+		u.SetUID(types.UID(uid))
+		u.SetLabels(labels)
+		var entries []metav1.ManagedFieldsEntry
+		for _, m := range managers {
+			entries = append(entries, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationApply})
+		}
+		u.SetManagedFields(entries)
+		return u
+	}
+	ours := map[string]string{profiles.ManagedByLabel: config, profiles.MachineConfigRoleLabel: "worker"}
+	desired := mc("", "psi=1", ours)
+	desiredRaw, _ := desired.MarshalJSON()
+	reviewed := func(live *unstructured.Unstructured) *v1alpha1.ReviewedTarget {
+		h, _ := hashJSON(snapshotValue(live, []string{"spec.kernelArguments"}))
+		rt := &v1alpha1.ReviewedTarget{SnapshotHash: h}
+		if live != nil {
+			rt.UID = live.GetUID()
+		}
+		return rt
+	}
+	item := func(op v1alpha1.Operation, rt *v1alpha1.ReviewedTarget) *v1alpha1.VirtPlatformConfigItem {
+		return &v1alpha1.VirtPlatformConfigItem{Name: "enable-psi-metrics", Operation: op, ReviewedTarget: rt,
+			TargetRef:     v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "99-worker-psi-karg"},
+			DesiredState:  &runtime.RawExtension{Raw: desiredRaw},
+			ManagedFields: []string{"spec.kernelArguments"}}
+	}
+	adminMC := mc("admin-uid", "psi=0", nil, "kubectl-client-side-apply")
+	for _, tc := range []struct {
+		name   string
+		live   *unstructured.Unstructured
+		item   *v1alpha1.VirtPlatformConfigItem
+		retry  bool
+		bypass bool
+		stale  string // "" passes
+	}{
+		{"create, still absent", nil, item(v1alpha1.OperationCreate, reviewed(nil)), false, false, ""},
+		{"create, someone made it meanwhile", adminMC, item(v1alpha1.OperationCreate, reviewed(nil)), false, false,
+			"was created by someone else after the plan was reviewed (field managers: kubectl-client-side-apply)"},
+		{"create, someone made it meanwhile, bypassOptimisticLock does not write over it", adminMC, item(v1alpha1.OperationCreate, reviewed(nil)), false, true,
+			"was created by someone else"},
+		{"create retried after a crash: our own write", mc("our-uid", "psi=1", ours, FieldManager), item(v1alpha1.OperationCreate, reviewed(nil)), true, false, ""},
+		{"create retried, someone else's object of the same content", mc("x", "psi=1", ours, "kubectl-create"), item(v1alpha1.OperationCreate, reviewed(nil)), true, false,
+			"was created by someone else"},
+		{"update, unchanged", adminMC, item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, false, ""},
+		{"update, managed field changed", mc("admin-uid", "psi=2", nil, "kubectl-edit"), item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, false,
+			"changed after the plan was reviewed (spec.kernelArguments)"},
+		{"update, managed field changed, bypassOptimisticLock", mc("admin-uid", "psi=2", nil, "kubectl-edit"), item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, true, ""},
+		{"update retried: our own write changed it", mc("admin-uid", "psi=1", nil, FieldManager), item(v1alpha1.OperationUpdate, reviewed(adminMC)), true, false, ""},
+		{"update, deleted meanwhile", nil, item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, false, "was deleted after the plan was reviewed"},
+		{"update, deleted and created again", mc("new-uid", "psi=0", nil, "kubectl-create"), item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, true,
+			"was deleted and created again after the plan was reviewed"},
+		{"delete, gone by our write before a crash", nil, item(v1alpha1.OperationDelete, reviewed(mc("our-uid", "psi=1", ours, FieldManager))), true, false, ""},
+		{"delete, replaced by someone else's", adminMC, item(v1alpha1.OperationDelete, reviewed(mc("our-uid", "psi=1", ours, FieldManager))), false, false,
+			"was deleted and created again"},
+		{"approved before targets were recorded", adminMC, item(v1alpha1.OperationUpdate, nil), false, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gvr := schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
+			var objs []runtime.Object
+			if tc.live != nil {
+				objs = append(objs, tc.live)
+			}
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "MachineConfigList"}, objs...)
+			e := &Engine{Cluster: &Cluster{Dynamic: dyn, Mapper: clusterScoped(profiles.MachineConfigGVK)}}
+			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: config}}
+			err := e.CheckTarget(context.Background(), cfg, tc.item, tc.retry, tc.bypass)
+			var stale *StaleTargetError
+			switch {
+			case tc.stale == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.stale != "" && (!errors.As(err, &stale) || !strings.Contains(err.Error(), tc.stale)):
+				t.Fatalf("got %v, want a stale target: %q", err, tc.stale)
+			}
+		})
+	}
+}
+
+// clusterScoped maps cluster-scoped kinds, as MachineConfigs are.
+func clusterScoped(gvks ...schema.GroupVersionKind) resettable {
+	var gvs []schema.GroupVersion
+	for _, gvk := range gvks {
+		gvs = append(gvs, gvk.GroupVersion())
+	}
+	m := meta.NewDefaultRESTMapper(gvs)
+	for _, gvk := range gvks {
+		m.Add(gvk, meta.RESTScopeRoot)
+	}
+	return resettable{m}
+}
