@@ -267,6 +267,16 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 			return 0, err
 		}
 		if snap != st.SourceSnapshotHash && !cfg.Spec.BypassOptimisticLock {
+			// Name the item whose target changed (plans record their
+			// targets; older approvals do not).
+			for i := range st.Items {
+				err := c.Planner.CheckTarget(ctx, cfg, &st.Items[i], false, false)
+				var stale *plan.StaleTargetError
+				if errors.As(err, &stale) {
+					c.staleItem(cfg, i, stale)
+					return 0, nil
+				}
+			}
 			status.SetPhase(st, v1alpha1.PhaseFailed, "StalePlan", status.MessageStale)
 			return 0, nil
 		}

@@ -28,14 +28,15 @@ func (e *StaleTargetError) Error() string {
 // a cache) just before it is written and returns a *StaleTargetError when
 // it is not the one reviewed: it appeared (for a Create), disappeared or
 // was replaced (another UID), or, unless bypass is set, its managed fields
-// changed. retry is true when the write may already have been made
+// changed. An item that changes nothing is checked too: "no change" was
+// reviewed against that target. retry is true when the write may already have been made
 // before a crash or failover: the target then also passes when it holds
 // exactly what the item writes, as our own write left it. An item
 // approved before targets were recorded passes (the whole-plan snapshot
 // check covers it).
 func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) error {
 	rt := it.ReviewedTarget
-	if rt == nil || it.Operation == v1alpha1.OperationNone {
+	if rt == nil || LeftInPlace(it) {
 		return nil
 	}
 	gvk := TargetGVK(it.TargetRef)
