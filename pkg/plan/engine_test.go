@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,5 +190,16 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	}
 	if n := gets() - before; n != 1 {
 		t.Errorf("a live computation that reads its input 3 times sent %d GETs, want 1", n)
+	}
+}
+
+// A panic while planning one item (here a profile bug: an item without a
+// desired object) fails that item with an error, never the server.
+func TestPanicWhilePlanningFailsTheItem(t *testing.T) {
+	e := &Engine{Cluster: &Cluster{Mapper: mapperWith(profiles.KubeDeschedulerGVK)}}
+	it := profiles.Item{Name: "broken", Owned: true}
+	p := e.planItemSafely(context.Background(), "load-aware-rebalancing", Ownership{}, it, e.Cluster.inputReader(context.Background(), nil, watchedInputs, nil))
+	if p.item.Name != "broken" || !strings.Contains(p.item.Error, "internal error while planning this item") {
+		t.Fatalf("item = %+v, want an item error", p.item)
 	}
 }
