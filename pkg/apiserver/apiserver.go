@@ -77,6 +77,8 @@ type ExtraConfig struct {
 	RequireDistinctApprover bool
 	// RolloutCoalesceWindow is the controller's pool pause (0: none).
 	RolloutCoalesceWindow time.Duration
+	// TransientErrorDeadline bounds the retries of a transiently failing write.
+	TransientErrorDeadline time.Duration
 }
 
 // Config is the configuration of the server.
@@ -245,6 +247,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			LeaderElection: c.ExtraConfig.LeaderElection, LeaseClient: d.leaderElectionKube, Version: version.Version,
 			RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
 			CoalesceWindow:          c.ExtraConfig.RolloutCoalesceWindow,
+			TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
 		})
 		go startup.run(ctx, []startStep{
 			{"watch the main cluster", d.engine.Cluster.Start},

@@ -7,6 +7,7 @@ package controller
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
@@ -73,6 +74,9 @@ type Config struct {
 	// CoalesceWindow is how long pools stay paused after a MachineConfig
 	// write so that further approved changes roll out with it; 0 disables.
 	CoalesceWindow time.Duration
+	// TransientErrorDeadline is how long a write failing transiently is
+	// retried when the config sets no waitTimeout; 0 means 10 minutes.
+	TransientErrorDeadline time.Duration
 }
 
 // StatusWriter writes the status of a config, failing with a conflict when
@@ -98,8 +102,9 @@ type Planner interface {
 	// Snapshot hashes the live managed fields of the items as Compute does.
 	Snapshot(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, error)
 	// CheckTarget returns a *plan.StaleTargetError when an approved item's
-	// live target is no longer the one its plan was computed against.
-	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) error
+	// live target is no longer the one its plan was computed against; on
+	// a retry it returns the live target when our earlier write made it.
+	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (*unstructured.Unstructured, error)
 	// Apply writes one item to the main cluster and returns what it wrote.
 	Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, error)
 }
@@ -131,6 +136,8 @@ type Controller struct {
 	// last status write that needs no further reconcile: its watch event
 	// is dropped instead of planning again for nothing.
 	ownWrites sync.Map
+	// jitter spreads retries (a number in [0, 1)); tests fix it.
+	jitter func() float64
 }
 
 // New returns a controller reading configs from cfg.Informer's cache.
@@ -145,6 +152,7 @@ func New(cfg Config) *Controller {
 		clock:  clk,
 		events: newEventTimes(),
 		pools:  &rolloutPools{},
+		jitter: rand.Float64,
 	}
 }
 

@@ -114,9 +114,11 @@ type fakePlanner struct {
 	stale map[string]string
 	// checks counts CheckTarget calls, by item name.
 	checks map[string]int
+	// readErr, by item name, is the error reading the target before its write.
+	readErr map[string]error
 }
 
-func (p *fakePlanner) CheckTarget(_ context.Context, _ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _, _ bool) error {
+func (p *fakePlanner) CheckTarget(_ context.Context, _ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _, _ bool) (*unstructured.Unstructured, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.checks == nil {
@@ -124,9 +126,9 @@ func (p *fakePlanner) CheckTarget(_ context.Context, _ *v1alpha1.VirtPlatformCon
 	}
 	p.checks[it.Name]++
 	if what, ok := p.stale[it.Name]; ok {
-		return &plan.StaleTargetError{Item: it.Name, Target: it.TargetRef.Kind + " '" + it.TargetRef.Name + "'", What: what}
+		return nil, &plan.StaleTargetError{Item: it.Name, Target: it.TargetRef.Kind + " '" + it.TargetRef.Name + "'", What: what}
 	}
-	return nil
+	return nil, p.readErr[it.Name]
 }
 
 func (p *fakePlanner) set(res *plan.Result) {
@@ -274,6 +276,7 @@ func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
 		Profiles: registry.Default(), Recorder: h.recorder, Clock: h.clock, Version: version,
 		RequireDistinctApprover: distinctApprover,
 	})
+	h.c.jitter = func() float64 { return 0.5 }
 	return h
 }
 

@@ -333,6 +333,7 @@ const (
 	gateOpen     itemGate = iota // write the item
 	gateWaiting                  // not yet: the item's message says why
 	gateTimedOut                 // waited longer than waitTimeout: the item failed
+	gateStopped                  // the review no longer holds: the config failed
 )
 
 // gateItem runs before an approved item is written: a MachineConfig item

@@ -16,10 +16,12 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
+	"github.com/kubevirt/virt-advisor/pkg/failpoint"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
+	"github.com/kubevirt/virt-advisor/pkg/transient"
 )
 
 var everything = labels.Everything()
@@ -67,6 +69,8 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		requeue, err = c.progress(ctx, cfg)
 	case status.StepCheck:
 		requeue, err = c.check(ctx, cfg, profile, eventAt)
+	case stepTrack:
+		c.trackRollouts(ctx, cfg)
 	}
 	c.watch(cfg, profile)
 	if apiequality.Semantic.DeepEqual(before, &cfg.Status) {
@@ -81,6 +85,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 // stepIgnore is the controller's answer to action Ignore, in any phase.
 const stepIgnore = status.Step(-1)
 
+// stepTrack follows the rollouts of MachineConfigs already written by a
+// config whose phase is terminal (Failed): its status follows reality.
+const stepTrack = status.Step(-2)
+
 // step is what to do with cfg now: the phase table's step, except that
 // action Ignore always wins, approved writes still pending are always
 // progressed (progress fails them if the spec changed since the approval),
@@ -94,6 +102,8 @@ func (c *Controller) step(cfg *v1alpha1.VirtPlatformConfig) status.Step {
 		return status.StepProgress
 	case cfg.Status.ObservedGeneration != cfg.Generation || !known:
 		return status.StepDraft
+	case phase.Terminal() && rollingOut(cfg.Status.Items):
+		return stepTrack
 	}
 	return phase.Step
 }
@@ -270,7 +280,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 			// Name the item whose target changed (plans record their
 			// targets; older approvals do not).
 			for i := range st.Items {
-				err := c.Planner.CheckTarget(ctx, cfg, &st.Items[i], false, false)
+				_, err := c.Planner.CheckTarget(ctx, cfg, &st.Items[i], false, false)
 				var stale *plan.StaleTargetError
 				if errors.As(err, &stale) {
 					c.staleItem(cfg, i, stale)
@@ -290,28 +300,28 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 			if !c.approvalHolds(cfg, it.Name) {
 				return 0, nil
 			}
-			// Before the pool pause, which is a write too.
-			if holds, err := c.reviewHolds(ctx, cfg, i); !holds || err != nil {
-				return 0, err
-			}
+			gate, left, err := c.writeItem(ctx, cfg, i, timeout)
 			it = &cfg.Status.Items[i]
-			gate, left, err := c.gateItem(ctx, cfg, it, timeout)
-			if err != nil {
+			switch {
+			case errors.Is(err, errLookAgain) || ctx.Err() != nil:
 				return 0, err
-			}
-			if gate == gateWaiting {
+			case err != nil && transient.Is(err):
+				// Items are written in order: the later ones wait too.
+				if after, retrying := c.retryItem(it, err, timeout); retrying {
+					return after, nil
+				}
+			case err != nil:
+				c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Failed to apply: %v", err))
+				it.Retry = nil
+			case gate == gateStopped:
+				return 0, nil
+			case gate == gateWaiting:
 				// Items are written in order: the later ones wait too.
 				if requeue == 0 || (left > 0 && left < requeue) {
 					requeue = left
 				}
 				return requeue, nil
 			}
-			if gate == gateOpen {
-				if err := c.applyItem(ctx, cfg, i); err != nil {
-					return 0, err
-				}
-			}
-			it = &cfg.Status.Items[i]
 		}
 		if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) {
 			r := c.rollout(ctx, cfg.Name, it)
@@ -333,7 +343,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 			}
 		}
 		if it.State == v1alpha1.ItemStateFailed && abort {
-			status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ItemFailed", fmt.Sprintf("Item '%s' failed: %s", it.Name, it.Message))
+			status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ItemFailed", fmt.Sprintf("Item '%s' failed: %s", it.Name, it.Message)+c.notePartial(cfg))
 			return 0, nil
 		}
 	}
@@ -355,7 +365,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		opts := plan.ResolveOptions(cfg.Spec)
 		cfg.Status.AppliedOptions = &opts
 		status.SetPhase(&cfg.Status, v1alpha1.PhaseCompletedWithErrors, "ItemsFailed",
-			fmt.Sprintf("%d of %d items failed: %s", len(failed), len(cfg.Status.Items), strings.Join(failed, "; ")))
+			fmt.Sprintf("%d of %d items failed: %s", len(failed), len(cfg.Status.Items), strings.Join(failed, "; "))+c.notePartial(cfg))
 		return 0, nil
 	}
 	c.completed(cfg, status.MessageApplied)
@@ -384,6 +394,62 @@ func (c *Controller) approvalHolds(cfg *v1alpha1.VirtPlatformConfig, item string
 	return false
 }
 
+// errLookAgain marks errors that say nothing of an item (this replica's
+// cache is behind storage, our own status write lost a race): the config
+// is looked at again, the item keeps its state.
+var errLookAgain = errors.New("look again")
+
+// writeItem makes the checks before an approved item's write and writes
+// it: the review, the pools' gate, then the write.
+func (c *Controller) writeItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, timeout time.Duration) (itemGate, time.Duration, error) {
+	// Before the pool pause, which is a write too.
+	holds, err := c.reviewHolds(ctx, cfg, i)
+	if err != nil {
+		return gateWaiting, 0, err
+	}
+	if !holds {
+		return gateStopped, 0, nil
+	}
+	gate, left, err := c.gateItem(ctx, cfg, &cfg.Status.Items[i], timeout)
+	if err != nil || gate != gateOpen {
+		return gate, left, err
+	}
+	failpoint.Hit("after-pool-pause")
+	return gateOpen, 0, c.applyItem(ctx, cfg, i)
+}
+
+// retryItem records a transient failure of item it's write and says when
+// to try again; past the deadline (the config's waitTimeout, else
+// --transient-error-deadline, counted from the first failure) the item
+// fails with the last error instead, and retrying is false.
+func (c *Controller) retryItem(it *v1alpha1.VirtPlatformConfigItem, err error, timeout time.Duration) (after time.Duration, retrying bool) {
+	now := c.clock.Now()
+	if it.Retry == nil {
+		it.Retry = &v1alpha1.ItemRetry{Since: metav1.NewTime(now)}
+	}
+	it.Retry.Attempts++
+	it.Retry.LastError = err.Error()
+	deadline, what := timeout, "spec.waitTimeout"
+	if deadline <= 0 {
+		deadline, what = c.transientDeadline(), "--transient-error-deadline"
+	}
+	if waited := now.Sub(it.Retry.Since.Time); waited >= deadline {
+		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Failed to apply: gave up after retrying for %v (attempt %d; the deadline is %v, %s): %v",
+			waited.Round(time.Second), it.Retry.Attempts, deadline, what, err))
+		return 0, false
+	}
+	after = transient.Backoff(it.Retry.Attempts, c.jitter())
+	it.Message = fmt.Sprintf("Retrying in %v (attempt %d): %v", after, it.Retry.Attempts, err)
+	return after, true
+}
+
+func (c *Controller) transientDeadline() time.Duration {
+	if c.TransientErrorDeadline > 0 {
+		return c.TransientErrorDeadline
+	}
+	return 10 * time.Minute
+}
+
 // reviewHolds is asked just before item i is written, and before a pool
 // is paused for it: the approval is read from storage, not the cache (a
 // spec change or a new approval this replica has not seen yet stops the
@@ -393,17 +459,17 @@ func (c *Controller) approvalHolds(cfg *v1alpha1.VirtPlatformConfig, item string
 func (c *Controller) reviewHolds(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int) (bool, error) {
 	stored, err := c.Status.GetStored(ctx, cfg.Name)
 	if err != nil {
-		return false, fmt.Errorf("reading the approval of %s from storage before writing: %w", cfg.Name, err)
+		return false, fmt.Errorf("%w: reading the approval of %s from storage before writing: %v", errLookAgain, cfg.Name, err)
 	}
 	if stored.UID != cfg.UID || stored.ResourceVersion != cfg.ResourceVersion {
 		// This replica's cache is behind storage: look again with what
 		// is stored (the watch brings it) rather than write on old news.
-		return false, apierrors.NewConflict(v1alpha1.Resource("virtplatformconfigs"), cfg.Name,
-			fmt.Errorf("the stored config (resourceVersion %s) is newer than the cached one (%s); nothing written", stored.ResourceVersion, cfg.ResourceVersion))
+		return false, fmt.Errorf("%w: the stored config %s (resourceVersion %s) is newer than the cached one (%s); nothing written",
+			errLookAgain, cfg.Name, stored.ResourceVersion, cfg.ResourceVersion)
 	}
 	it := &cfg.Status.Items[i]
 	retry := it.State == v1alpha1.ItemStateInProgress
-	err = c.Planner.CheckTarget(ctx, cfg, it, retry, cfg.Spec.BypassOptimisticLock)
+	_, err = c.Planner.CheckTarget(ctx, cfg, it, retry, cfg.Spec.BypassOptimisticLock)
 	var stale *plan.StaleTargetError
 	if errors.As(err, &stale) {
 		c.staleItem(cfg, i, stale)
@@ -416,7 +482,33 @@ func (c *Controller) reviewHolds(ctx context.Context, cfg *v1alpha1.VirtPlatform
 func (c *Controller) staleItem(cfg *v1alpha1.VirtPlatformConfig, i int, stale *plan.StaleTargetError) {
 	it := &cfg.Status.Items[i]
 	c.setItem(it, v1alpha1.ItemStateFailed, "Not written: "+stale.Error())
-	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "StalePlan", fmt.Sprintf("%s Nothing was written for %s.", status.MessageStale, stale.Error()))
+	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "StalePlan", fmt.Sprintf("%s Nothing was written for %s.", status.MessageStale, stale.Error())+c.notePartial(cfg))
+}
+
+// notePartial sets PartiallyApplied when some items of the approved plan
+// were written while others failed or were not written, and returns what
+// to add to the phase message ("" when nothing was written).
+func (c *Controller) notePartial(cfg *v1alpha1.VirtPlatformConfig) string {
+	var written, notWritten []string
+	for i := range cfg.Status.Items {
+		it := &cfg.Status.Items[i]
+		if it.Operation == v1alpha1.OperationNone || plan.LeftInPlace(it) {
+			continue
+		}
+		what := fmt.Sprintf("'%s' (%s %s)", it.Name, it.TargetRef.Kind, it.TargetRef.Name)
+		if it.State == v1alpha1.ItemStateCompleted || (it.State == v1alpha1.ItemStateInProgress && !writePending(it)) {
+			written = append(written, what)
+		} else {
+			notWritten = append(notWritten, what)
+		}
+	}
+	if len(written) == 0 || len(notWritten) == 0 {
+		return ""
+	}
+	msg := fmt.Sprintf("%d of %d items were written: %s; not written: %s; the cluster is partially configured. GET the plan of the current state to see what remains, and approve it to finish, or change the spec to undo",
+		len(written), len(written)+len(notWritten), strings.Join(written, ", "), strings.Join(notWritten, ", "))
+	status.MarkPartiallyApplied(&cfg.Status, cfg.Generation, msg)
+	return ". " + msg
 }
 
 // applyItem writes one item. The intent is recorded first, so that a crash
@@ -448,13 +540,13 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 		}
 		c.setItem(it, v1alpha1.ItemStateInProgress, applyingMessage)
 		if err := c.writeStatus(ctx, cfg, cfg.Status.DeepCopy()); err != nil {
-			return err
+			return fmt.Errorf("%w: recording the intent to write item '%s': %v", errLookAgain, it.Name, err)
 		}
 		it = &cfg.Status.Items[i]
 	}
 	// The target once more, right before the write: the pool pause and
 	// the intent took time.
-	err := c.Planner.CheckTarget(ctx, cfg, it, retry, cfg.Spec.BypassOptimisticLock)
+	written, err := c.Planner.CheckTarget(ctx, cfg, it, retry, cfg.Spec.BypassOptimisticLock)
 	var stale *plan.StaleTargetError
 	if errors.As(err, &stale) {
 		c.staleItem(cfg, i, stale)
@@ -463,11 +555,17 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	if err != nil {
 		return err
 	}
-	written, err := c.Planner.Apply(ctx, cfg, *it)
-	if err != nil {
-		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Failed to apply: %v", err))
-		return nil
+	// written: a retry found our own earlier write (made before a crash
+	// or a lost answer); it is not made a second time.
+	if written == nil {
+		if written, err = c.Planner.Apply(ctx, cfg, *it); err != nil {
+			return err // progress retries it when transient
+		}
 	}
+	// After the write, before the status records it: a crash here must
+	// not lead to a second write.
+	failpoint.Hit("after-write")
+	it.Retry = nil
 	if it.Operation == v1alpha1.OperationDelete {
 		if it.ReviewedTarget != nil {
 			plan.ForgetWrite(&cfg.Status, it.ReviewedTarget.UID)
@@ -488,6 +586,7 @@ func (c *Controller) completed(cfg *v1alpha1.VirtPlatformConfig, message string)
 	cfg.Status.AppliedOptions = &opts
 	cfg.Status.OperatorVersion = c.Version
 	status.ClearUpgrade(&cfg.Status, cfg.Generation, "Applied", "The profile logic of "+c.Version+" is applied")
+	status.ClearPartiallyApplied(&cfg.Status, cfg.Generation)
 	status.SetPhase(&cfg.Status, v1alpha1.PhaseCompleted, "Completed", message)
 }
 
@@ -516,6 +615,11 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 		if until, ours := pausedByUs(pool); ours && !results[i].done {
 			results[i].message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor until %s so that the changes approved meanwhile roll out with this one (one reboot per node)",
 				names[i], until.UTC().Format(time.RFC3339))
+			if !c.clock.Now().Before(until) {
+				// Never a "paused until" in the past.
+				results[i].message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor; its window ended at %s and the pause ends as soon as the changes approved meanwhile are written",
+					names[i], until.UTC().Format(time.RFC3339))
+			}
 		}
 	}
 	seen := sets.New(c.pools.get(config)...)
@@ -564,10 +668,37 @@ func poolOf(it *v1alpha1.VirtPlatformConfigItem) string {
 	return profiles.WorkerPool
 }
 
+// rollingOut is true when a MachineConfig item was written and its
+// rollout is not finished.
+func rollingOut(items []v1alpha1.VirtPlatformConfigItem) bool {
+	for i := range items {
+		if it := &items[i]; it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) && !writePending(it) {
+			return true
+		}
+	}
+	return false
+}
+
+// trackRollouts updates the items whose MachineConfig rolls out, and
+// nothing else: the phase stays, no item is written.
+func (c *Controller) trackRollouts(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) {
+	for i := range cfg.Status.Items {
+		it := &cfg.Status.Items[i]
+		if it.State != v1alpha1.ItemStateInProgress || !isMachineConfig(it) || writePending(it) {
+			continue
+		}
+		if r := c.rollout(ctx, cfg.Name, it); r.done {
+			c.setItem(it, v1alpha1.ItemStateCompleted, r.message)
+		} else {
+			it.Message = r.message
+		}
+	}
+}
+
 // writePending is true for an item whose write has not been confirmed:
 // not started, or started before a crash.
 func writePending(it *v1alpha1.VirtPlatformConfigItem) bool {
-	return it.State == v1alpha1.ItemStatePending || (it.State == v1alpha1.ItemStateInProgress && it.Message == applyingMessage)
+	return it.State == v1alpha1.ItemStatePending || (it.State == v1alpha1.ItemStateInProgress && (it.Message == applyingMessage || it.Retry != nil))
 }
 
 func writesPending(items []v1alpha1.VirtPlatformConfigItem) bool {

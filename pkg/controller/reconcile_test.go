@@ -2,19 +2,28 @@ package controller
 
 import (
 	"errors"
+	"net"
+	"net/url"
+	"os"
+	"syscall"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
+
+// connectionRefused is the error of a request to a main API server that is down.
+var connectionRefused = &url.Error{Op: "Patch", URL: "https://127.0.0.1:6443/apis", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
 
 // The setups bring a config into a phase through the controller itself
 // (and the approve subresource's approval.Record), as a cluster would.
@@ -380,6 +389,87 @@ func TestReconcileEdges(t *testing.T) {
 				})
 			},
 			event: newPlan(deschedulerPlan), phase: v1alpha1.PhaseInProgress, reason: "Approved", events: []string{"Normal InProgress"}},
+
+		// Transient failures are retried; permanent ones fail.
+		{name: "InProgress --write fails transiently (connection refused)--> InProgress, the item says it retries and why", spec: dryRun, given: givenApproved,
+			event: func(h *harness) { h.planner.applyErr[descheduler] = connectionRefused },
+			phase: v1alpha1.PhaseInProgress, reason: "Approved",
+			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStateInProgress, "Retrying in 1s (attempt 1): Patch \"https://127.0.0.1:6443/apis\": dial tcp: connect: connection refused"}},
+			requeue: time.Second,
+			check: func(t *testing.T, h *harness) {
+				if r := h.get().Status.Items[0].Retry; r == nil || r.Attempts != 1 || !strings.Contains(r.LastError, "connection refused") {
+					t.Errorf("retry = %+v, want attempt 1 with the error", r)
+				}
+			}},
+		{name: "InProgress (retrying) --main API server back--> Completed, written once", spec: dryRun,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				givenApproved(h, s)
+				h.planner.applyErr[descheduler] = connectionRefused
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+				delete(h.planner.applyErr, descheduler)
+			},
+			event: nothing, phase: v1alpha1.PhaseCompleted, applied: []string{descheduler}, events: []string{"Normal Completed"},
+			check: func(t *testing.T, h *harness) {
+				if r := h.get().Status.Items[0].Retry; r != nil {
+					t.Errorf("retry = %+v, want none after the write", r)
+				}
+			}},
+		{name: "InProgress --reading the target before the write fails transiently--> InProgress, the item still pending, retrying", spec: dryRun, given: givenApproved,
+			event: func(h *harness) { h.planner.readErr = map[string]error{descheduler: connectionRefused} },
+			phase: v1alpha1.PhaseInProgress,
+			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStatePending, "Retrying in 1s (attempt 1)"}},
+			requeue: time.Second},
+		{name: "InProgress (retrying) --past --transient-error-deadline--> Failed with the last error and the deadline", spec: dryRun,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				givenApproved(h, s)
+				h.planner.applyErr[descheduler] = connectionRefused
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+			},
+			event: func(h *harness) { h.clock.Step(10*time.Minute + time.Second) },
+			phase: v1alpha1.PhaseFailed, reason: "ItemFailed",
+			message: "gave up after retrying for 10m1s (attempt 2; the deadline is 10m0s, --transient-error-deadline): Patch \"https://127.0.0.1:6443/apis\": dial tcp: connect: connection refused",
+			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStateFailed, "gave up after retrying"}},
+			events:  []string{"Warning Failed"}},
+		{name: "InProgress (retrying) --past spec.waitTimeout--> Failed naming waitTimeout", spec: v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun, WaitTimeout: "30s"},
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				givenApproved(h, s)
+				h.planner.applyErr[descheduler] = connectionRefused
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+			},
+			event: func(h *harness) { h.clock.Step(31 * time.Second) },
+			phase: v1alpha1.PhaseFailed, reason: "ItemFailed", message: "the deadline is 30s, spec.waitTimeout",
+			events: []string{"Warning Failed"}},
+
+		{name: "InProgress --a later item fails permanently after a MachineConfig was written--> Failed, PartiallyApplied naming what was written", spec: dryRun,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				h.cluster.put(workerPool{}.obj())
+				h.create(s, "alice")
+				h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate), hcoPlanItem(v1alpha1.OperationUpdate))
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("admin")
+			},
+			event: func(h *harness) {
+				h.planner.applyErr[hcoItem] = apierrors.NewForbidden(schema.GroupResource{Group: "hco.kubevirt.io", Resource: "hyperconvergeds"}, "kubevirt-hyperconverged", errors.New("denied by policy"))
+			},
+			phase: v1alpha1.PhaseFailed, reason: "ItemFailed",
+			message: "1 of 2 items were written: 'enable-psi-metrics' (MachineConfig 99-worker-psi-karg); not written: 'hco-migration-limits' (HyperConverged kubevirt-hyperconverged); the cluster is partially configured",
+			applied: []string{psi}, events: []string{"Warning Failed"},
+			check: func(t *testing.T, h *harness) {
+				conditionIs(t, h, status.ConditionPartiallyApplied, metav1.ConditionTrue, "ItemsNotWritten")
+			}},
+		{name: "Failed (partially applied) --the written MachineConfig finished rolling out--> Failed, its item Completed", spec: dryRun,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				h.cluster.put(workerPool{}.obj())
+				h.create(s, "alice")
+				h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate), hcoPlanItem(v1alpha1.OperationUpdate))
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("admin")
+				h.planner.applyErr[hcoItem] = errors.New("denied")
+				h.mustReconcile(v1alpha1.PhaseFailed)
+			},
+			event: pool(workerPool{rolled: true}),
+			phase: v1alpha1.PhaseFailed, reason: "ItemFailed",
+			items: map[string]itemWant{psi: {v1alpha1.ItemStateCompleted, ""}, hcoItem: {v1alpha1.ItemStateFailed, "denied"}}},
 
 		// Item failures.
 		{name: "InProgress --item apply fails, failurePolicy Abort--> Failed (ItemFailed)", spec: dryRun, given: givenApproved,

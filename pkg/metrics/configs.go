@@ -33,6 +33,9 @@ var (
 	writeWaitingDesc = metrics.NewDesc(namespace+"_config_write_waiting_since_timestamp_seconds",
 		"When an approved item of a VirtPlatformConfig in phase InProgress became due without being written yet (it waits for its MachineConfigPools: updating, degraded or paused by someone else), in Unix seconds.",
 		[]string{"name", "profile", "item"}, nil, metrics.ALPHA, "")
+	partiallyAppliedDesc = metrics.NewDesc(namespace+"_config_partially_applied",
+		"1 while a VirtPlatformConfig's last approved plan was written only in part (condition PartiallyApplied True): the cluster is partially configured.",
+		[]string{"name", "profile"}, nil, metrics.ALPHA, "")
 	waitTimeoutDesc = metrics.NewDesc(namespace+"_config_wait_timeout_seconds",
 		"spec.waitTimeout of a VirtPlatformConfig, in seconds; no series when unset (wait forever).",
 		[]string{"name", "profile"}, nil, metrics.ALPHA, "")
@@ -71,6 +74,7 @@ func (c *configCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- rolloutStartedDesc
 	ch <- writeWaitingDesc
 	ch <- waitTimeoutDesc
+	ch <- partiallyAppliedDesc
 }
 
 func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
@@ -95,6 +99,9 @@ func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
 		ch <- metrics.NewLazyConstMetric(configPhaseDesc, metrics.GaugeValue, 1, cfg.Name, profile, phase)
 		if cond := meta.FindStatusCondition(cfg.Status.Conditions, phase); cond != nil && cond.Status == metav1.ConditionTrue {
 			ch <- metrics.NewLazyConstMetric(configPhaseSinceDesc, metrics.GaugeValue, unixSeconds(cond.LastTransitionTime.Time), cfg.Name, profile, phase)
+		}
+		if meta.IsStatusConditionTrue(cfg.Status.Conditions, status.ConditionPartiallyApplied) {
+			ch <- metrics.NewLazyConstMetric(partiallyAppliedDesc, metrics.GaugeValue, 1, cfg.Name, profile)
 		}
 		if d, err := time.ParseDuration(cfg.Spec.WaitTimeout); err == nil && d > 0 {
 			ch <- metrics.NewLazyConstMetric(waitTimeoutDesc, metrics.GaugeValue, d.Seconds(), cfg.Name, profile)

@@ -404,6 +404,7 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 	if p.target.SnapshotHash, err = hashJSON(p.snapshot); err != nil {
 		return fail(err)
 	}
+	p.target.FieldHashes = fieldHashes(p.snapshot)
 	p.labels = desired.GetLabels()
 	if live != nil {
 		p.target.UID = live.GetUID()

@@ -40,6 +40,18 @@ func snapshotValue(live *unstructured.Unstructured, managedFields []string) map[
 	return out
 }
 
+// fieldHashes shortens each value of a snapshot to 16 hex digits of its
+// hash: enough to tell which field changed, small enough for status.
+func fieldHashes(snapshot map[string]interface{}) map[string]string {
+	out := make(map[string]string, len(snapshot))
+	for k, v := range snapshot {
+		if h, err := hashJSON(v); err == nil {
+			out[k] = h[:16]
+		}
+	}
+	return out
+}
+
 // hashJSON is the lowercase hex SHA-256 of v as JSON; encoding/json sorts
 // map keys, so equal content hashes equally.
 func hashJSON(v interface{}) (string, error) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -31,30 +32,37 @@ func (e *StaleTargetError) Error() string {
 // changed. An item that changes nothing is checked too: "no change" was
 // reviewed against that target. retry is true when the write may already have been made
 // before a crash or failover: the target then also passes when it holds
-// exactly what the item writes, as our own write left it. An item
+// exactly what the item writes, as our own write left it, and is returned
+// so that the write is not made a second time. An item
 // approved before targets were recorded passes (the whole-plan snapshot
 // check covers it).
-func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) error {
+func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (*unstructured.Unstructured, error) {
 	rt := it.ReviewedTarget
 	if rt == nil || LeftInPlace(it) {
-		return nil
+		return nil, nil
 	}
 	gvk := TargetGVK(it.TargetRef)
 	live, err := e.Cluster.Get(ctx, gvk, it.TargetRef.Namespace, it.TargetRef.Name)
 	if err != nil {
-		return fmt.Errorf("reading %s %s before writing it: %w", gvk.Kind, objectName(it.TargetRef.Namespace, it.TargetRef.Name), err)
+		return nil, fmt.Errorf("reading %s %s before writing it: %w", gvk.Kind, objectName(it.TargetRef.Namespace, it.TargetRef.Name), err)
 	}
+	ours := retry && live != nil && writtenAsItem(live, it, cfg.Name)
+	if ours {
+		return live, nil
+	}
+	return nil, checkTarget(it, live, retry, bypass)
+}
+
+func checkTarget(it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, retry, bypass bool) error {
+	rt := it.ReviewedTarget
+	gvk := TargetGVK(it.TargetRef)
 	stale := func(what string) error {
 		return &StaleTargetError{Item: it.Name, Target: fmt.Sprintf("%s '%s'", gvk.Kind, objectName(it.TargetRef.Namespace, it.TargetRef.Name)), What: what}
 	}
-	ours := retry && live != nil && writtenAsItem(live, it, cfg.Name)
 	switch {
 	case rt.UID == "" && live == nil:
 		return nil
 	case rt.UID == "":
-		if ours {
-			return nil
-		}
 		return stale("was created by someone else after the plan was reviewed" + managersOf(live))
 	case live == nil:
 		if it.Operation == v1alpha1.OperationDelete && retry {
@@ -63,21 +71,39 @@ func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 		return stale("was deleted after the plan was reviewed")
 	case live.GetUID() != rt.UID:
 		return stale("was deleted and created again after the plan was reviewed" + managersOf(live))
-	case bypass || ours:
+	case bypass:
 		return nil
 	}
-	snap, err := hashJSON(snapshotValue(live, it.ManagedFields))
+	now := snapshotValue(live, it.ManagedFields)
+	snap, err := hashJSON(now)
 	if err != nil {
 		return err
 	}
 	if snap != rt.SnapshotHash {
-		fields := it.ManagedFields
-		if len(fields) == 0 {
-			fields = []string{"spec"}
-		}
-		return stale(fmt.Sprintf("changed after the plan was reviewed (%s)", strings.Join(fields, ", ")))
+		return stale(fmt.Sprintf("changed after the plan was reviewed (%s)", strings.Join(changedFields(rt, now, it.ManagedFields), ", ")))
 	}
 	return nil
+}
+
+// changedFields names the managed fields whose value is not the reviewed
+// one; all of them when the review recorded no per-field hashes.
+func changedFields(rt *v1alpha1.ReviewedTarget, now map[string]interface{}, managed []string) []string {
+	var changed []string
+	if rt.FieldHashes != nil {
+		got := fieldHashes(now)
+		for _, f := range sets.List(sets.KeySet(now)) {
+			if got[f] != rt.FieldHashes[f] {
+				changed = append(changed, f)
+			}
+		}
+	}
+	if len(changed) > 0 {
+		return changed
+	}
+	if len(managed) == 0 {
+		return []string{"spec"}
+	}
+	return managed
 }
 
 // writtenAsItem is true when live holds what the item writes: its managed

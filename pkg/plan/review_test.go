@@ -37,8 +37,9 @@ func TestCheckTarget(t *testing.T) {
 	desired := mc("", "psi=1", ours)
 	desiredRaw, _ := desired.MarshalJSON()
 	reviewed := func(live *unstructured.Unstructured) *v1alpha1.ReviewedTarget {
-		h, _ := hashJSON(snapshotValue(live, []string{"spec.kernelArguments"}))
-		rt := &v1alpha1.ReviewedTarget{SnapshotHash: h}
+		snap := snapshotValue(live, []string{"spec.kernelArguments"})
+		h, _ := hashJSON(snap)
+		rt := &v1alpha1.ReviewedTarget{SnapshotHash: h, FieldHashes: fieldHashes(snap)}
 		if live != nil {
 			rt.UID = live.GetUID()
 		}
@@ -89,7 +90,7 @@ func TestCheckTarget(t *testing.T) {
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "MachineConfigList"}, objs...)
 			e := &Engine{Cluster: &Cluster{Dynamic: dyn, Mapper: clusterScoped(profiles.MachineConfigGVK)}}
 			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: config}}
-			err := e.CheckTarget(context.Background(), cfg, tc.item, tc.retry, tc.bypass)
+			_, err := e.CheckTarget(context.Background(), cfg, tc.item, tc.retry, tc.bypass)
 			var stale *StaleTargetError
 			switch {
 			case tc.stale == "" && err != nil:

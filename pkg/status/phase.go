@@ -15,6 +15,10 @@ import (
 const (
 	ConditionUpgradeAvailable     = "UpgradeAvailable"
 	ConditionInputDependencyDrift = "InputDependencyDrift"
+	// ConditionPartiallyApplied is True while some items of the last
+	// approved plan were written and others failed: the cluster is
+	// partially configured until a plan is applied in full.
+	ConditionPartiallyApplied = "PartiallyApplied"
 )
 
 // Messages users of the earlier operator know.

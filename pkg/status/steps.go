@@ -32,6 +32,18 @@ func ClearInputDrift(st *v1alpha1.VirtPlatformConfigStatus, generation int64, re
 	clear(st, ConditionInputDependencyDrift, generation, reason, message)
 }
 
+// MarkPartiallyApplied sets PartiallyApplied True with what was written.
+func MarkPartiallyApplied(st *v1alpha1.VirtPlatformConfigStatus, generation int64, message string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: ConditionPartiallyApplied, Status: metav1.ConditionTrue,
+		Reason: "ItemsNotWritten", Message: message, ObservedGeneration: generation})
+}
+
+// ClearPartiallyApplied turns PartiallyApplied False when it was True: a
+// plan was applied in full.
+func ClearPartiallyApplied(st *v1alpha1.VirtPlatformConfigStatus, generation int64) {
+	clear(st, ConditionPartiallyApplied, generation, "Applied", "Every item of the last approved plan was written")
+}
+
 // ClearUpgrade turns UpgradeAvailable False when it was True: the newer
 // logic was applied (reason Applied) or matches what was (NoLogicChange).
 func ClearUpgrade(st *v1alpha1.VirtPlatformConfigStatus, generation int64, reason, message string) {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/test/names"
 )
 
@@ -232,7 +233,9 @@ var _ = Describe("the live plan", func() {
 				"machineconfiguration.openshift.io/role": "worker", "advisor.kubevirt.io/managed-by": "virt-higher-density"}},
 			"spec": map[string]interface{}{"config": map[string]interface{}{"ignition": map[string]interface{}{"version": "3.2.0"}}},
 		}}
-		_, err := dyn().Resource(mcGVR).Create(suiteCtx, mc, metav1.CreateOptions{})
+		// Written only under our field manager, as the earlier operator
+		// did: ours (the label alone would prove nothing).
+		_, err := dyn().Resource(mcGVR).Create(suiteCtx, mc, metav1.CreateOptions{FieldManager: plan.FieldManager})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { _ = dyn().Resource(mcGVR).Delete(suiteCtx, "90-worker-kubelet-swap", metav1.DeleteOptions{}) })
 

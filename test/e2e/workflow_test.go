@@ -401,7 +401,8 @@ var _ = Describe("the seed workflow", Ordered, func() {
 
 		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseFailed, 30*time.Second)
 		Expect(meta.FindStatusCondition(c.Status.Conditions, "Failed").Message).To(Equal(
-			"Plan is stale: target resources have been modified since plan generation. Please regenerate the plan by changing action to DryRun, then review and re-approve."))
+			"Plan is stale: target resources have been modified since plan generation. Please regenerate the plan by changing action to DryRun, then review and re-approve. " +
+				"Nothing was written for item 'enable-load-aware-descheduling': KubeDescheduler 'openshift-kube-descheduler-operator/cluster' changed after the plan was reviewed (spec.deschedulingIntervalSeconds)."))
 		Expect(getObject(kdGVR, kdNS, "cluster").GetResourceVersion()).To(Equal(edited.GetResourceVersion()), "no write to the target")
 
 		// Same again, with bypassOptimisticLock: the approved state is applied.

@@ -48,6 +48,9 @@ type Options struct {
 	// after a MachineConfig write so that changes approved meanwhile roll
 	// out with it (one reboot per node); 0 disables the pause.
 	RolloutCoalesceWindow time.Duration
+	// TransientErrorDeadline bounds the retries of an approved write that
+	// fails transiently, for items without a waitTimeout.
+	TransientErrorDeadline time.Duration
 }
 
 // NewOptions returns the default options.
@@ -56,8 +59,9 @@ func NewOptions() *Options {
 		ServerRun: genericoptions.NewServerRunOptions(),
 		Recommended: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
-		EmbeddedEtcdDir:       "/var/lib/virt-advisor/etcd",
-		RolloutCoalesceWindow: 30 * time.Second,
+		EmbeddedEtcdDir:        "/var/lib/virt-advisor/etcd",
+		RolloutCoalesceWindow:  30 * time.Second,
+		TransientErrorDeadline: 10 * time.Minute,
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -92,6 +96,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long a plan request waits for a computation slot (see --max-concurrent-plans) before it is answered 429 Too Many Requests with Retry-After. Must be shorter than --request-timeout.")
 	fs.DurationVar(&o.RolloutCoalesceWindow, "rollout-coalesce-window", o.RolloutCoalesceWindow,
 		"How long a MachineConfigPool stays paused after virt-advisor writes a MachineConfig it renders, so that MachineConfig changes approved meanwhile roll out together and every node reboots once. 0 disables the pause: each change rolls out on its own.")
+	fs.DurationVar(&o.TransientErrorDeadline, "transient-error-deadline", o.TransientErrorDeadline,
+		"How long an approved write that fails transiently (the main API server unreachable, restarting or overloaded: connection refused or reset, timeouts, 429, 5xx) is retried, with exponential backoff, before its item fails with the last error. A config's spec.waitTimeout, when set, is used instead.")
 }
 
 // UsesEmbeddedEtcd is true when no external etcd was given.
@@ -107,6 +113,9 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.validatePlanLimits()...)
 	if o.RolloutCoalesceWindow < 0 {
 		errs = append(errs, fmt.Errorf("--rollout-coalesce-window must be 0 (no pause) or more, got %s", o.RolloutCoalesceWindow))
+	}
+	if o.TransientErrorDeadline <= 0 {
+		errs = append(errs, fmt.Errorf("--transient-error-deadline must be more than 0, got %s", o.TransientErrorDeadline))
 	}
 	errs = append(errs, o.ServerRun.Validate()...)
 	errs = append(errs, o.Recommended.Validate()...)
@@ -204,5 +213,6 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		PlanWaitTimeout:         o.PlanWaitTimeout,
 		RequireDistinctApprover: o.RequireDistinctApprover,
 		RolloutCoalesceWindow:   o.RolloutCoalesceWindow,
+		TransientErrorDeadline:  o.TransientErrorDeadline,
 	}}, nil
 }

@@ -207,6 +207,9 @@ type ReviewedTarget struct {
 	UID types.UID
 	// snapshotHash is the SHA-256 (lowercase hex) of its managed fields.
 	SnapshotHash string
+	// fieldHashes are, by managed field, the first 16 hex digits of the
+	// SHA-256 of its value: a stale plan names the fields that changed.
+	FieldHashes map[string]string
 }
 
 // PoolReboot is what writing a MachineConfig item does to one pool.
@@ -258,6 +261,19 @@ type VirtPlatformConfigItem struct {
 	PoolConfigsBefore []PoolConfiguration
 	// reviewedTarget is the target as the approved plan saw it.
 	ReviewedTarget *ReviewedTarget
+	// retry is the transient error the write of this item is retried after.
+	Retry *ItemRetry
+}
+
+// ItemRetry is the transient error an item's write is retried after.
+type ItemRetry struct {
+	// attempts is how many attempts failed so far.
+	Attempts int32
+	// since is when the first attempt failed; retrying stops at the
+	// deadline counted from it.
+	Since metav1.Time
+	// lastError is the last transient error.
+	LastError string
 }
 
 // PoolConfiguration is the rendered config a MachineConfigPool was on.

@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.AppliedItemApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalRecord"):
 		return &advisorv1alpha1.ApprovalRecordApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ItemRetry"):
+		return &advisorv1alpha1.ItemRetryApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KSMConfiguration"):
 		return &advisorv1alpha1.KSMConfigurationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LoadAwareConfig"):

@@ -38,6 +38,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ApprovalRecord{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref),
 		v1alpha1.ApprovalSpec{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ApprovalSpec(ref),
 		v1alpha1.ApprovalStatus{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref),
+		v1alpha1.ItemRetry{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_ItemRetry(ref),
 		v1alpha1.KSMConfiguration{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_KSMConfiguration(ref),
 		v1alpha1.LoadAwareConfig{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref),
 		v1alpha1.ObjectReference{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_ObjectReference(ref),
@@ -346,6 +347,43 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref common.ReferenceCallbac
 						},
 					},
 				},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_ItemRetry(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ItemRetry is the transient error an item's write is retried after.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"attempts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "attempts is how many attempts failed so far.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"since": {
+						SchemaProps: spec.SchemaProps{
+							Description: "since is when the first attempt failed; retrying stops at the deadline counted from it.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lastError": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastError is the last transient error.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"attempts", "since"},
 			},
 		},
 		Dependencies: []string{
@@ -952,6 +990,22 @@ func schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref common.ReferenceCallbac
 							Format:      "",
 						},
 					},
+					"fieldHashes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "fieldHashes are, by managed field, the first 16 hex digits of the SHA-256 of its value: a stale plan names the fields that changed.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
@@ -1171,12 +1225,18 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref common.Referenc
 							Ref:         ref(v1alpha1.ReviewedTarget{}.OpenAPIModelName()),
 						},
 					},
+					"retry": {
+						SchemaProps: spec.SchemaProps{
+							Description: "retry is the transient error the write of this item is retried after.",
+							Ref:         ref(v1alpha1.ItemRetry{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"name", "targetRef"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.PoolConfiguration{}.OpenAPIModelName(), v1alpha1.ReviewedTarget{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.ItemRetry{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.PoolConfiguration{}.OpenAPIModelName(), v1alpha1.ReviewedTarget{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 

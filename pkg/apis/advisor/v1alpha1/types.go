@@ -268,6 +268,10 @@ type ReviewedTarget struct {
 	// snapshotHash is the SHA-256 (lowercase hex) of its managed fields.
 	// +optional
 	SnapshotHash string `json:"snapshotHash,omitempty"`
+	// fieldHashes are, by managed field, the first 16 hex digits of the
+	// SHA-256 of its value: a stale plan names the fields that changed.
+	// +optional
+	FieldHashes map[string]string `json:"fieldHashes,omitempty"`
 }
 
 // PoolReboot is what writing a MachineConfig item does to one pool.
@@ -336,6 +340,21 @@ type VirtPlatformConfigItem struct {
 	// reviewedTarget is the target as the approved plan saw it.
 	// +optional
 	ReviewedTarget *ReviewedTarget `json:"reviewedTarget,omitempty"`
+	// retry is the transient error the write of this item is retried after.
+	// +optional
+	Retry *ItemRetry `json:"retry,omitempty"`
+}
+
+// ItemRetry is the transient error an item's write is retried after.
+type ItemRetry struct {
+	// attempts is how many attempts failed so far.
+	Attempts int32 `json:"attempts"`
+	// since is when the first attempt failed; retrying stops at the
+	// deadline counted from it.
+	Since metav1.Time `json:"since"`
+	// lastError is the last transient error.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
 }
 
 // PoolConfiguration is the rendered config a MachineConfigPool was on.

@@ -47,6 +47,11 @@ func (in ApprovalStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ItemRetry) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.ItemRetry"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in KSMConfiguration) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.KSMConfiguration"
 }

@@ -32,6 +32,9 @@ type ReviewedTargetApplyConfiguration struct {
 	UID *types.UID `json:"uid,omitempty"`
 	// snapshotHash is the SHA-256 (lowercase hex) of its managed fields.
 	SnapshotHash *string `json:"snapshotHash,omitempty"`
+	// fieldHashes are, by managed field, the first 16 hex digits of the
+	// SHA-256 of its value: a stale plan names the fields that changed.
+	FieldHashes map[string]string `json:"fieldHashes,omitempty"`
 }
 
 // ReviewedTargetApplyConfiguration constructs a declarative configuration of the ReviewedTarget type for use with
@@ -53,5 +56,19 @@ func (b *ReviewedTargetApplyConfiguration) WithUID(value types.UID) *ReviewedTar
 // If called multiple times, the SnapshotHash field is set to the value of the last call.
 func (b *ReviewedTargetApplyConfiguration) WithSnapshotHash(value string) *ReviewedTargetApplyConfiguration {
 	b.SnapshotHash = &value
+	return b
+}
+
+// WithFieldHashes puts the entries into the FieldHashes field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the FieldHashes field,
+// overwriting an existing map entries in FieldHashes field with the same key.
+func (b *ReviewedTargetApplyConfiguration) WithFieldHashes(entries map[string]string) *ReviewedTargetApplyConfiguration {
+	if b.FieldHashes == nil && len(entries) > 0 {
+		b.FieldHashes = make(map[string]string, len(entries))
+	}
+	for k, v := range entries {
+		b.FieldHashes[k] = v
+	}
 	return b
 }

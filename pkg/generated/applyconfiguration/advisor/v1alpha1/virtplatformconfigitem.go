@@ -58,6 +58,8 @@ type VirtPlatformConfigItemApplyConfiguration struct {
 	PoolConfigsBefore []PoolConfigurationApplyConfiguration `json:"poolConfigsBefore,omitempty"`
 	// reviewedTarget is the target as the approved plan saw it.
 	ReviewedTarget *ReviewedTargetApplyConfiguration `json:"reviewedTarget,omitempty"`
+	// retry is the transient error the write of this item is retried after.
+	Retry *ItemRetryApplyConfiguration `json:"retry,omitempty"`
 }
 
 // VirtPlatformConfigItemApplyConfiguration constructs a declarative configuration of the VirtPlatformConfigItem type for use with
@@ -174,5 +176,13 @@ func (b *VirtPlatformConfigItemApplyConfiguration) WithPoolConfigsBefore(values 
 // If called multiple times, the ReviewedTarget field is set to the value of the last call.
 func (b *VirtPlatformConfigItemApplyConfiguration) WithReviewedTarget(value *ReviewedTargetApplyConfiguration) *VirtPlatformConfigItemApplyConfiguration {
 	b.ReviewedTarget = value
+	return b
+}
+
+// WithRetry sets the Retry field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Retry field is set to the value of the last call.
+func (b *VirtPlatformConfigItemApplyConfiguration) WithRetry(value *ItemRetryApplyConfiguration) *VirtPlatformConfigItemApplyConfiguration {
+	b.Retry = value
 	return b
 }

@@ -1,0 +1,91 @@
+// Package transient tells the errors worth retrying (the main API server
+// restarting, overloaded or briefly unreachable) from those that a retry
+// cannot fix (the request is invalid, forbidden or of a kind not served),
+// and how long to wait before the next attempt.
+package transient
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+)
+
+// Is reports whether err is transient: a connection refused, reset or cut
+// short, a timeout, 429 TooManyRequests, a 5xx (an etcd leader change
+// surfaces as one), or a 409 Conflict (the object changed under us: read
+// it again and retry). Everything else — 400, 403, 404, 422, an admission
+// denial, a kind that is not served, a cancelled context — is permanent.
+func Is(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if meta.IsNoMatchError(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		switch {
+		case apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
+			apierrors.IsConflict(err), apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err),
+			apierrors.IsUnexpectedServerError(err):
+			return true
+		case code >= 500:
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true // the connection was cut in the middle of an answer
+	}
+	if utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return true
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return true // dial, read or write on the wire: the server went away
+	}
+	msg := err.Error()
+	for _, s := range []string{"http2: client connection lost", "use of closed network connection", "TLS handshake timeout", "i/o timeout", "no route to host"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+const (
+	// FirstBackoff is the wait after the first failed attempt; it doubles
+	// with every attempt up to MaxBackoff.
+	FirstBackoff = time.Second
+	MaxBackoff   = time.Minute
+)
+
+// Backoff is how long to wait after attempt (1 for the first failure):
+// 1s, 2s, 4s, 8s, … up to a minute, spread by jitter (in [0, 1)) over
+// ±20 % so that the retries of many configs do not arrive together.
+func Backoff(attempt int32, jitter float64) time.Duration {
+	d := FirstBackoff
+	for i := int32(1); i < attempt && d < MaxBackoff; i++ {
+		d *= 2
+	}
+	if d > MaxBackoff {
+		d = MaxBackoff
+	}
+	spread := 0.8 + 0.4*jitter
+	return time.Duration(float64(d) * spread).Round(100 * time.Millisecond)
+}

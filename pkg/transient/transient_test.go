@@ -1,0 +1,80 @@
+package transient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestIs(t *testing.T) {
+	gr := schema.GroupResource{Group: "hco.kubevirt.io", Resource: "hyperconvergeds"}
+	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/apis", Err: &net.OpError{Op: "dial", Net: "tcp", Err: &sysErr{syscall.ECONNREFUSED}}}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"connection refused", refused, true},
+		{"connection refused, wrapped", fmt.Errorf("reading HyperConverged: %w", refused), true},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: &sysErr{syscall.ECONNRESET}}, true},
+		{"unexpected EOF", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{"client timeout", context.DeadlineExceeded, true},
+		{"http2 connection lost", errors.New("http2: client connection lost"), true},
+		{"429", apierrors.NewTooManyRequests("slow down", 1), true},
+		{"500", apierrors.NewInternalError(errors.New("etcdserver: leader changed")), true},
+		{"503", apierrors.NewServiceUnavailable("starting"), true},
+		{"504 server timeout", apierrors.NewServerTimeout(gr, "patch", 1), true},
+		{"409 conflict", apierrors.NewConflict(gr, "kubevirt-hyperconverged", errors.New("the object has been modified")), true},
+		{"422 invalid", apierrors.NewInvalid(schema.GroupKind{Group: "hco.kubevirt.io", Kind: "HyperConverged"}, "x", field.ErrorList{field.Invalid(field.NewPath("spec"), 1, "no")}), false},
+		{"403 forbidden (admission policy)", apierrors.NewForbidden(gr, "x", errors.New("denied by policy")), false},
+		{"404 not found", apierrors.NewNotFound(gr, "x"), false},
+		{"400 bad request", apierrors.NewBadRequest("admission webhook denied the request"), false},
+		{"kind not served", &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "x", Kind: "Y"}}, false},
+		{"cancelled (leadership lost)", context.Canceled, false},
+		{"anything else", errors.New("decoding the desired state"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Is(tc.err); got != tc.want {
+				t.Errorf("Is(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+// sysErr is a syscall error as the net package wraps it.
+type sysErr struct{ errno syscall.Errno }
+
+func (e *sysErr) Error() string { return e.errno.Error() }
+func (e *sysErr) Unwrap() error { return e.errno }
+
+func TestBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		attempt int32
+		jitter  float64
+		want    time.Duration
+	}{
+		{1, 0.5, time.Second},
+		{2, 0.5, 2 * time.Second},
+		{4, 0.5, 8 * time.Second},
+		{7, 0.5, time.Minute},
+		{40, 0.5, time.Minute},
+		{4, 0, 6400 * time.Millisecond},
+		{4, 0.999, 9600 * time.Millisecond},
+	} {
+		if got := Backoff(tc.attempt, tc.jitter); got != tc.want {
+			t.Errorf("Backoff(%d, %v) = %v, want %v", tc.attempt, tc.jitter, got, tc.want)
+		}
+	}
+}
