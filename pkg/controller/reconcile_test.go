@@ -5,9 +5,9 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"syscall"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -415,8 +415,8 @@ func TestReconcileEdges(t *testing.T) {
 				}
 			}},
 		{name: "InProgress --reading the target before the write fails transiently--> InProgress, the item still pending, retrying", spec: dryRun, given: givenApproved,
-			event: func(h *harness) { h.planner.readErr = map[string]error{descheduler: connectionRefused} },
-			phase: v1alpha1.PhaseInProgress,
+			event:   func(h *harness) { h.planner.readErr = map[string]error{descheduler: connectionRefused} },
+			phase:   v1alpha1.PhaseInProgress,
 			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStatePending, "Retrying in 1s (attempt 1)"}},
 			requeue: time.Second},
 		{name: "InProgress (retrying) --past --transient-error-deadline--> Failed with the last error and the deadline", spec: dryRun,
