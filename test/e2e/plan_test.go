@@ -243,7 +243,8 @@ var _ = Describe("the live plan", func() {
 		Expect(swap.Operation).To(Equal(v1alpha1.OperationDelete))
 		Expect(swap.Diff).To(HavePrefix("--- 90-worker-kubelet-swap (MachineConfig)\n+++ /dev/null\n@@ -1,12 +0,0 @@\n"))
 
-		patchObject(mcGVR, "", "90-worker-kubelet-swap", `{"metadata":{"labels":{"advisor.kubevirt.io/managed-by":null}}}`)
+		// Someone else writes to it: no longer only ours.
+		patchObject(mcGVR, "", "90-worker-kubelet-swap", `{"metadata":{"labels":{"advisor.kubevirt.io/managed-by":null,"owner":"admin"}}}`)
 		kept := planItem(getPlan("virt-higher-density"), "enable-kubelet-swap")
 		Expect(kept.Operation).To(Equal(v1alpha1.OperationNone), "an object we did not create is never deleted")
 		Expect(kept.Message).To(Equal("MachineConfig '90-worker-kubelet-swap' was not created by virt-advisor: it is left in place (delete it yourself if it is no longer wanted)"))
