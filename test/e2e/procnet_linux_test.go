@@ -57,25 +57,40 @@ func listeningTCPPorts(pid int) ([]int, error) {
 }
 
 // dialUnixAs connects to a unix socket with the file-system identity of
-// uid, as another local user would: setfsuid on a thread of its own
-// also drops root's override of file permissions, for that thread only.
-// The thread is never handed back (the goroutine ends locked to it), so
-// no other goroutine runs with that identity.
+// uid, as another local user would: setfsuid on a locked thread also drops
+// root's override of file permissions, for that thread only, until it is
+// set back. The thread must not end: the environment's processes get
+// SIGKILL when the thread that started them exits (Pdeathsig).
 func dialUnixAs(uid int, path string) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		_, _, _ = syscall.RawSyscall(syscall.SYS_SETFSUID, uintptr(uid), 0, 0)
-		// An invalid id changes nothing and returns the current one.
-		if cur, _, _ := syscall.RawSyscall(syscall.SYS_SETFSUID, uintptr(^uint32(0)), 0, 0); int(cur) != uid {
-			errc <- fmt.Errorf("cannot act as uid %d (file-system uid is %d): run the suite as root", uid, cur)
-			return
+	runtime.LockOSThread()
+	prev, _, _ := syscall.RawSyscall(syscall.SYS_SETFSUID, uintptr(uid), 0, 0)
+	restore := func() error {
+		_, _, _ = syscall.RawSyscall(syscall.SYS_SETFSUID, prev, 0, 0)
+		if cur := fsuid(); cur != int(prev) {
+			return fmt.Errorf("cannot set the file-system uid back to %d (it is %d)", prev, cur)
 		}
-		conn, err := net.DialTimeout("unix", path, 5*time.Second)
-		if err == nil {
-			_ = conn.Close()
+		runtime.UnlockOSThread()
+		return nil
+	}
+	if cur := fsuid(); cur != uid {
+		if err := restore(); err != nil {
+			panic(err) // a thread with another identity must not run anything else
 		}
-		errc <- err
-	}()
-	return <-errc
+		return fmt.Errorf("cannot act as uid %d (file-system uid is %d): run the suite as root", uid, cur)
+	}
+	conn, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err == nil {
+		_ = conn.Close()
+	}
+	if rerr := restore(); rerr != nil {
+		panic(rerr)
+	}
+	return err
+}
+
+// fsuid is the calling thread's file-system uid: an invalid id changes
+// nothing and returns the current one.
+func fsuid() int {
+	cur, _, _ := syscall.RawSyscall(syscall.SYS_SETFSUID, uintptr(^uint32(0)), 0, 0)
+	return int(cur)
 }
