@@ -161,7 +161,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 		}
 	}
 
-	adv, err := e.startAdvisor(ctx, MainAdvisorName, AdvisorBinary, 0, nil)
+	adv, err := e.startAdvisor(ctx, MainAdvisorName, AdvisorBinary, 0, nil, "/readyz")
 	if err != nil {
 		return nil, err
 	}

@@ -232,5 +232,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		PlanWaitTimeout:         o.PlanWaitTimeout,
 		RequireDistinctApprover: o.RequireDistinctApprover,
 		RolloutCoalesceWindow:   o.RolloutCoalesceWindow,
+		Storage:                 o.Recommended.Etcd.StorageConfig.Transport,
+		EmbeddedEtcd:            o.UsesEmbeddedEtcd(),
 	}}, nil
 }
