@@ -46,7 +46,7 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		// Closed after the server has drained its requests (Run returns).
 		defer etcd.Close()
-		klog.InfoS("Embedded etcd serving", "dir", o.EmbeddedEtcdDir, "socket", etcd.ClientURL, "clusterID", etcd.ClusterID())
+		klog.InfoS("Embedded etcd serving", "dir", o.EmbeddedEtcdDir, "url", etcd.ClientURL, "clusterID", etcd.ClusterID())
 	}
 	config, err := o.Config()
 	if err != nil {
