@@ -7,16 +7,21 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -26,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	componentbaseconfig "k8s.io/component-base/config"
+	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
@@ -36,6 +42,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
 	"github.com/kubevirt/virt-advisor/pkg/registry/virtplatformconfig"
+	"github.com/kubevirt/virt-advisor/pkg/sharedstorage"
 	"github.com/kubevirt/virt-advisor/pkg/version"
 )
 
@@ -79,6 +86,11 @@ type ExtraConfig struct {
 	RolloutCoalesceWindow time.Duration
 	// TransientErrorDeadline bounds the retries of a transiently failing write.
 	TransientErrorDeadline time.Duration
+	// Storage is how the server reaches its etcd; EmbeddedEtcd: that etcd
+	// is the embedded one. Replicas compare their stores' etcd cluster
+	// IDs (see package sharedstorage).
+	Storage      storagebackend.TransportConfig
+	EmbeddedEtcd bool
 }
 
 // Config is the configuration of the server.
@@ -223,11 +235,13 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 
-	// One post-start hook, in order: the main cluster's watches (synced),
-	// the advertised profiles, then the controller. It returns at once and
-	// retries in the background; until it is done, /readyz says why.
+	// One post-start hook, in order: the storage's identity, the main
+	// cluster's watches (synced), the advertised profiles, then the
+	// controller. It returns at once and retries in the background; until
+	// it is done, /readyz says why.
 	startup := &startup{}
-	if err := s.GenericAPIServer.AddReadyzChecks(startup); err != nil {
+	shared, leases := sharedStorageCheck(c.ExtraConfig, d.kube)
+	if err := s.GenericAPIServer.AddReadyzChecks(startup, shared); err != nil {
 		return nil, err
 	}
 	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-start", func(ctx genericapiserver.PostStartHookContext) error {
@@ -249,7 +263,20 @@ func (c CompletedConfig) New() (*Server, error) {
 			CoalesceWindow:          c.ExtraConfig.RolloutCoalesceWindow,
 			TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
 		})
+		if leases != nil {
+			leases.Start(ctx.Done())
+		}
 		go startup.run(ctx, []startStep{
+			{"identify the storage", func(ctx context.Context) error {
+				id, err := sharedstorage.ClusterID(ctx, c.ExtraConfig.Storage)
+				if err != nil {
+					return err
+				}
+				klog.InfoS("Storage identified", "etcdClusterID", id, "embedded", c.ExtraConfig.EmbeddedEtcd)
+				shared.SetClusterID(id)
+				ctrl.LeaseLabels = map[string]string{sharedstorage.LeaseLabel: id}
+				return nil
+			}},
 			{"watch the main cluster", d.engine.Cluster.Start},
 			{"advertise the profiles", func(ctx context.Context) error { return advertiseProfiles(ctx, client, d.profiles) }},
 		}, func(ctx context.Context) {
@@ -263,4 +290,33 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil
 	})
 	return s, nil
+}
+
+// sharedStorageCheck is the readyz check that fails while the replica
+// leading the controller runs on another store, and the informer on the
+// controller's Lease it reads (nil without leader election: a replica
+// that does not take part in the election runs alone).
+func sharedStorageCheck(x ExtraConfig, kube kubernetes.Interface) (*sharedstorage.Check, informers.SharedInformerFactory) {
+	check := &sharedstorage.Check{Embedded: x.EmbeddedEtcd}
+	le := x.LeaderElection
+	if !le.LeaderElect {
+		return check, nil
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(le.ResourceNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", le.ResourceName).String()
+		}))
+	leases := factory.Coordination().V1().Leases()
+	informer := leases.Informer()
+	check.Lease = func() (*coordinationv1.Lease, error) {
+		if !informer.HasSynced() {
+			return nil, fmt.Errorf("the Lease %s/%s is not read yet", le.ResourceNamespace, le.ResourceName)
+		}
+		lease, err := leases.Lister().Leases(le.ResourceNamespace).Get(le.ResourceName)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return lease, err
+	}
+	return check, factory
 }

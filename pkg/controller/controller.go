@@ -67,6 +67,9 @@ type Config struct {
 	// LeaseClient renews the Lease; a client of its own, so that other
 	// traffic cannot delay a renewal past the deadline.
 	LeaseClient kubernetes.Interface
+	// LeaseLabels are set on the Lease in every write that takes or
+	// renews it (e.g. the leader's store, see package sharedstorage).
+	LeaseLabels map[string]string
 	// Version is reported in status.operatorVersion.
 	Version string
 	// RequireDistinctApprover keeps action Apply from approving by itself.
@@ -177,6 +180,9 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	if err != nil {
 		klog.ErrorS(err, "Cannot create the leader election lock; the controller does not run")
 		return
+	}
+	if ll, ok := lock.(*resourcelock.LeaseLock); ok {
+		ll.Labels = c.LeaseLabels
 	}
 	for ctx.Err() == nil {
 		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{

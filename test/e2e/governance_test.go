@@ -3,21 +3,27 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
@@ -350,9 +356,12 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 	BeforeEach(resetCluster)
 	AfterEach(resetCluster)
 
-	It("runs as its ServiceAccount with a TokenRequest token and exactly the shipped RBAC", func() {
+	It("runs as its ServiceAccount with a TokenRequest token, exactly the shipped RBAC and the shipped admission policy", func() {
+		// An RBAC refusal and a denial of the admission policy both read
+		// "… is forbidden: …".
 		forbidden := func() int { return strings.Count(testEnv.Advisor().LogTail(1<<20), "is forbidden") }
 		forbiddenBefore := forbidden()
+		expectShippedPolicy()
 		kc, err := clientcmd.LoadFromFile(testEnv.AdvisorKubeconfig)
 		Expect(err).NotTo(HaveOccurred())
 		auth := kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo]
@@ -409,9 +418,113 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 			}
 			deleteConfig(profile)
 		}
-		Expect(forbidden()).To(Equal(forbiddenBefore), "the server never lacked a permission")
+		// Pruning: the delete of a MachineConfig it created (by name).
+		configWith("virt-higher-density", `{"profile":"virt-higher-density","options":{"virtHigherDensity":{"enableSwap":false,"memoryToRequestRatio":100}}}`)
+		waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		Expect(planItem(getPlan("virt-higher-density"), "enable-kubelet-swap").Operation).To(Equal(v1alpha1.OperationDelete))
+		Expect(approve(advisor, "virt-higher-density", planHashOf("virt-higher-density"))).To(Succeed())
+		waitPhase("virt-higher-density", v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(getObject(mcGVR, "", "90-worker-kubelet-swap")).To(BeNil())
+		deleteConfig("virt-higher-density")
+		Expect(forbidden()).To(Equal(forbiddenBefore), "the server never lacked a permission, nor was denied by the policy")
+	})
+
+	It("is refused by the shipped admission policy, naming it, what its RBAC allows and no profile writes", func() {
+		expectShippedPolicy()
+		cfg, err := clientcmd.BuildConfigFromFlags("", testEnv.AdvisorKubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		server := dynamic.NewForConfigOrDie(cfg)
+		canI := func(args ...string) string {
+			out, stderr, _ := testEnv.Kubectl(suiteCtx, testEnv.AdvisorKubeconfig, append([]string{"auth", "can-i"}, args...)...)
+			return strings.TrimSpace(out + stderr)
+		}
+		byPolicy := func(err error, what string) {
+			GinkgoHelper()
+			Expect(err).To(HaveOccurred(), what)
+			GinkgoWriter.Printf("%s: %v\n", what, err)
+			Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy '"+admissionPolicy+"' with binding '"+admissionPolicy+"' denied request: virt-advisor-apiserver "), what)
+		}
+
+		By("a MachineConfig no profile writes: 00-worker-evil")
+		Expect(canI("create", "machineconfigs.machineconfiguration.openshift.io")).To(HavePrefix("yes"), "RBAC cannot name objects on create")
+		evil := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+			"metadata": map[string]interface{}{"name": "00-worker-evil", "labels": map[string]interface{}{"machineconfiguration.openshift.io/role": "worker"}},
+			"spec":     map[string]interface{}{"kernelArguments": []interface{}{"init=/bin/sh"}},
+		}}
+		_, err = server.Resource(mcGVR).Create(suiteCtx, evil, metav1.CreateOptions{})
+		byPolicy(err, "create 00-worker-evil")
+		Expect(err.Error()).To(ContainSubstring("writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, not 00-worker-evil"))
+		Expect(getObject(mcGVR, "", "00-worker-evil")).To(BeNil())
+		_, err = dyn().Resource(mcGVR).Create(suiteCtx, evil, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		Expect(err).NotTo(HaveOccurred(), "the control: the cluster admin is not confined")
+
+		By("a pool's spec.maxUnavailable")
+		Expect(canI("patch", "machineconfigpools.machineconfiguration.openshift.io/worker")).To(HavePrefix("yes"), "RBAC cannot name fields on patch")
+		poolBefore := getObject(mcpGVR, "", "worker")
+		_, err = server.Resource(mcpGVR).Patch(suiteCtx, "worker", types.MergePatchType, []byte(`{"spec":{"maxUnavailable":3}}`), metav1.PatchOptions{})
+		byPolicy(err, "set maxUnavailable")
+		Expect(err.Error()).To(ContainSubstring("changes only spec.paused of machineconfiguration.openshift.io/machineconfigpools worker"))
+		Expect(getObject(mcpGVR, "", "worker").GetResourceVersion()).To(Equal(poolBefore.GetResourceVersion()), "the pool is untouched")
+
+		By("an HCO field no profile manages")
+		Expect(canI("patch", "hyperconvergeds.hco.kubevirt.io/"+hcoName, "-n", hcoNS)).To(HavePrefix("yes"))
+		hcoBefore := getObject(hcoGVR, hcoNS, hcoName)
+		_, err = server.Resource(hcoGVR).Namespace(hcoNS).Patch(suiteCtx, hcoName, types.MergePatchType,
+			[]byte(`{"spec":{"liveMigrationConfig":{"parallelMigrationsPerCluster":50}}}`), metav1.PatchOptions{})
+		byPolicy(err, "change liveMigrationConfig")
+		Expect(err.Error()).To(ContainSubstring("changes only memoryOvercommitPercentage and ksmConfiguration"))
+		Expect(getObject(hcoGVR, hcoNS, hcoName).GetResourceVersion()).To(Equal(hcoBefore.GetResourceVersion()), "the HCO is untouched")
+
+		By("the same token still makes the writes the controller makes: pause and unpause a pool, apply an HCO field of ours (dry-run), create and delete a MachineConfig of ours")
+		apply := func(gvr schema.GroupVersionResource, ns, name, body string) error {
+			_, err := server.Resource(gvr).Namespace(ns).Patch(suiteCtx, name, types.ApplyPatchType, []byte(body),
+				metav1.PatchOptions{FieldManager: plan.FieldManager, Force: ptrTo(true), DryRun: []string{metav1.DryRunAll}})
+			return err
+		}
+		Expect(apply(mcpGVR, "", "worker", `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfigPool","metadata":{"name":"worker",`+
+			`"annotations":{"advisor.kubevirt.io/paused-until":"2030-01-01T00:00:00Z"}},"spec":{"paused":true}}`)).To(Succeed(), "pause")
+		Expect(apply(hcoGVR, hcoNS, hcoName, `{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"`+hcoName+`","namespace":"`+hcoNS+`"},`+
+			`"spec":{"higherWorkloadDensity":{"memoryOvercommitPercentage":150}}}`)).To(Succeed(), "memoryOvercommitPercentage")
+		_, err = server.Resource(mcGVR).Create(suiteCtx, &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+			"metadata": map[string]interface{}{"name": "99-worker-psi-karg", "labels": map[string]interface{}{"machineconfiguration.openshift.io/role": "worker"}},
+			"spec":     map[string]interface{}{"kernelArguments": []interface{}{"psi=1"}},
+		}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred(), "create 99-worker-psi-karg")
+		Expect(server.Resource(mcGVR).Delete(suiteCtx, "99-worker-psi-karg", metav1.DeleteOptions{})).To(Succeed(), "delete 99-worker-psi-karg")
+		unpause := `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfigPool","metadata":{"name":"worker"}}`
+		Expect(apply(mcpGVR, "", "worker", unpause)).To(Succeed(), "unpause")
 	})
 })
+
+// admissionPolicy confines the server's ServiceAccount (artifacts/deploy).
+const admissionPolicy = "virt-advisor-apiserver-writes"
+
+// expectShippedPolicy: the policy and binding of artifacts/deploy are in
+// force, as shipped.
+func expectShippedPolicy() {
+	GinkgoHelper()
+	raw, err := os.ReadFile(filepath.Join(testEnv.RepoRoot, "artifacts", "deploy", "05-admission-policy.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	var shipped admissionv1.ValidatingAdmissionPolicy
+	Expect(yaml.Unmarshal([]byte(strings.Split(string(raw), "\n---\n")[0]), &shipped)).To(Succeed())
+	Expect(shipped.Name).To(Equal(admissionPolicy))
+	policy, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(suiteCtx, admissionPolicy, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(policy.Spec.Validations).To(Equal(shipped.Spec.Validations))
+	Expect(policy.Spec.Variables).To(Equal(shipped.Spec.Variables))
+	Expect(policy.Spec.MatchConditions).To(Equal(shipped.Spec.MatchConditions))
+	if tc := policy.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
+		// Warnings only: the HyperConverged's schema of one version lacks
+		// the other's fields, which the policy reads optionally.
+		GinkgoWriter.Printf("type checking of %s: %+v\n", admissionPolicy, tc.ExpressionWarnings)
+	}
+	binding, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(suiteCtx, admissionPolicy, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(binding.Spec.PolicyName).To(Equal(admissionPolicy))
+	Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionv1.Deny))
+}
 
 var _ = Describe("governance: anonymous requests", func() {
 	It("are unauthenticated (401, so no SubjectAccessReview is made) except for the probes", func() {

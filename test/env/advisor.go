@@ -117,7 +117,27 @@ func (e *Env) StartAdvisorBinary(ctx context.Context, name, binary string, args 
 		}
 		port = prev.Port
 	}
-	return e.startAdvisor(ctx, name, binary, port, args)
+	return e.startAdvisor(ctx, name, binary, port, args, "/readyz")
+}
+
+// StartAdvisorServing is StartAdvisor for an instance expected not to
+// become ready (e.g. a second replica on a store of its own): it waits
+// only until the instance serves /livez.
+func (e *Env) StartAdvisorServing(ctx context.Context, name string, args ...string) (*Advisor, error) {
+	e.mu.Lock()
+	prev := e.advisors[name]
+	e.mu.Unlock()
+	if prev != nil && !prev.Exited() {
+		return nil, fmt.Errorf("advisor %q is already running on port %d", name, prev.Port)
+	}
+	if !validAdvisorName.MatchString(name) {
+		return nil, fmt.Errorf("advisor name %q: use lower-case letters, digits and '-'", name)
+	}
+	port := 0
+	if prev != nil {
+		port = prev.Port
+	}
+	return e.startAdvisor(ctx, name, AdvisorBinary, port, args, "/livez")
 }
 
 // RestartAdvisor stops the registered instance gracefully and starts it
@@ -131,7 +151,7 @@ func (e *Env) RestartAdvisor(ctx context.Context) error {
 	if err := cur.Stop(syscall.SIGTERM); err != nil {
 		return fmt.Errorf("restarting %s: %w", cur.Name, err)
 	}
-	adv, err := e.startAdvisor(ctx, cur.Name, cur.Binary, cur.Port, cur.extra)
+	adv, err := e.startAdvisor(ctx, cur.Name, cur.Binary, cur.Port, cur.extra, "/readyz")
 	if err != nil {
 		return fmt.Errorf("restarting %s: %w", cur.Name, err)
 	}
@@ -142,8 +162,9 @@ func (e *Env) RestartAdvisor(ctx context.Context) error {
 }
 
 // startAdvisor starts an instance on port (0: a free one, retried if
-// another environment races for it) and waits until it is ready.
-func (e *Env) startAdvisor(ctx context.Context, name, binary string, port int, extra []string) (*Advisor, error) {
+// another environment races for it) and waits until its probe at
+// waitPath (/readyz, /livez) passes.
+func (e *Env) startAdvisor(ctx context.Context, name, binary string, port int, extra []string, waitPath string) (*Advisor, error) {
 	for attempt := 1; ; attempt++ {
 		p := port
 		if p == 0 {
@@ -169,7 +190,7 @@ func (e *Env) startAdvisor(ctx context.Context, name, binary string, port int, e
 		e.mu.Lock()
 		e.advisors[name] = adv // registered before waiting so Stop always reaches it
 		e.mu.Unlock()
-		err = e.waitAdvisorReady(ctx, adv)
+		err = e.waitAdvisorProbe(ctx, adv, waitPath)
 		if err == nil {
 			e.logf("%s ready", name)
 			return adv, nil
@@ -216,16 +237,17 @@ func (e *Env) newAdvisor(name string, port int, extra []string) *Advisor {
 	return adv
 }
 
-// waitAdvisorReady polls the instance's own /readyz over TLS, verifying its
-// serving certificate against the serving CA (what the aggregator will do).
-func (e *Env) waitAdvisorReady(ctx context.Context, adv *Advisor) error {
+// waitAdvisorProbe polls the instance's own probe at path over TLS,
+// verifying its serving certificate against the serving CA (what the
+// aggregator will do).
+func (e *Env) waitAdvisorProbe(ctx context.Context, adv *Advisor, path string) error {
 	cfg := restConfig(adv.URL, e.pki.servingCA.CertPEM, e.pki.admin)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("%s client: %w", adv.Name, err)
 	}
-	return poll(ctx, adv.Name+" /readyz", 250*time.Millisecond, advisorReadyTimeout, adv.proc, func(ctx context.Context) (bool, error) {
-		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "1").DoRaw(ctx)
+	return poll(ctx, adv.Name+" "+path, 250*time.Millisecond, advisorReadyTimeout, adv.proc, func(ctx context.Context) (bool, error) {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath(path).Param("verbose", "1").DoRaw(ctx)
 		if err != nil {
 			return false, fmt.Errorf("%w: %s", err, failedChecks(body))
 		}

@@ -154,6 +154,9 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	if err := e.writeAdvisorKubeconfig(ctx); err != nil {
 		return nil, err
 	}
+	if err := e.waitAdmissionPolicies(ctx, e.deploy); err != nil {
+		return nil, err
+	}
 	// After install: the baseline pool and its seeded status are in place.
 	if !o.DisableFakeMCO {
 		if err := e.runFakeMCO(ctx); err != nil {
@@ -161,7 +164,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 		}
 	}
 
-	adv, err := e.startAdvisor(ctx, MainAdvisorName, AdvisorBinary, 0, nil)
+	adv, err := e.startAdvisor(ctx, MainAdvisorName, AdvisorBinary, 0, nil, "/readyz")
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +274,8 @@ func (e *Env) writeAdvisorKubeconfig(ctx context.Context) error {
 }
 
 // install applies the CRDs, the baseline objects and the deploy manifests
-// (RBAC etc.; after the baseline, whose namespaces hold some of its Roles);
+// (RBAC, the admission policy confining the server, etc.; after the
+// baseline, whose namespaces hold some of its Roles);
 // it returns the deploy manifests (for register).
 func (e *Env) install(ctx context.Context) (deploy []*unstructured.Unstructured, err error) {
 	artifacts := filepath.Join(e.RepoRoot, "artifacts")
@@ -300,7 +304,7 @@ func (e *Env) install(ctx context.Context) (deploy []*unstructured.Unstructured,
 			return nil, err
 		}
 	}
-	e.logf("installing RBAC from %s", filepath.Join(artifacts, "deploy"))
+	e.logf("installing RBAC and admission policy from %s", filepath.Join(artifacts, "deploy"))
 	deploy, err = e.readDir(filepath.Join(artifacts, "deploy"))
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ package app
 import (
 	"fmt"
 	"net"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apiserver"
+	"github.com/kubevirt/virt-advisor/pkg/embeddedetcd"
 	generatedopenapi "github.com/kubevirt/virt-advisor/pkg/generated/openapi"
 	"github.com/kubevirt/virt-advisor/pkg/version"
 )
@@ -34,6 +36,8 @@ type Options struct {
 	// EmbeddedEtcdDir is the data dir of the embedded etcd, used when
 	// --etcd-servers is not set.
 	EmbeddedEtcdDir string
+	// embeddedEtcd: Complete pointed the storage at the embedded etcd.
+	embeddedEtcd bool
 	// LeaderElection elects the replica that runs the controller; every
 	// replica serves the API.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
@@ -85,7 +89,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.ServerRun.AddUniversalFlags(fs)
 	o.Recommended.AddFlags(fs)
 	fs.StringVar(&o.EmbeddedEtcdDir, "embedded-etcd-dir", o.EmbeddedEtcdDir,
-		"Data directory of the embedded etcd, used when --etcd-servers is not set. Mount a volume here.")
+		"Data directory of the embedded etcd, used when --etcd-servers is not set. Mount a volume here. "+
+			"The server reaches it through a unix socket in this directory ("+embeddedetcd.SocketName+", mode 0600); it opens no TCP port. "+
+			"One replica per directory: for more replicas, use --etcd-servers.")
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.BoolVar(&o.RequireDistinctApprover, "require-distinct-approver", o.RequireDistinctApprover,
 		"Four eyes: refuse an approval by the user who made the last spec change, and never let action Apply approve by itself (it stops at ReviewRequired).")
@@ -100,15 +106,37 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long an approved write that fails transiently (the main API server unreachable, restarting or overloaded: connection refused or reset, timeouts, 429, 5xx) is retried, with exponential backoff, before its item fails with the last error. A config's spec.waitTimeout, when set, is used instead.")
 }
 
-// UsesEmbeddedEtcd is true when no external etcd was given.
-func (o *Options) UsesEmbeddedEtcd() bool {
-	return len(o.Recommended.Etcd.StorageConfig.Transport.ServerList) == 0
+// Complete fills in what follows from the flags. Without --etcd-servers
+// the storage is the embedded etcd's socket, whose path is known before
+// it starts: every option is validated before anything runs.
+func (o *Options) Complete() error {
+	transport := &o.Recommended.Etcd.StorageConfig.Transport
+	if len(transport.ServerList) > 0 && !o.embeddedEtcd {
+		return nil // external etcd
+	}
+	o.embeddedEtcd = true
+	if o.EmbeddedEtcdDir != "" {
+		dir, err := filepath.Abs(o.EmbeddedEtcdDir)
+		if err != nil {
+			return fmt.Errorf("--embedded-etcd-dir: %w", err)
+		}
+		o.EmbeddedEtcdDir = dir
+	}
+	transport.ServerList = []string{embeddedetcd.ClientURL(o.EmbeddedEtcdDir)}
+	return nil
 }
 
-// Validate checks the options; call it after the embedded etcd, if any,
-// filled in --etcd-servers.
+// UsesEmbeddedEtcd is true when no external etcd was given (after Complete).
+func (o *Options) UsesEmbeddedEtcd() bool { return o.embeddedEtcd }
+
+// Validate checks the completed options.
 func (o *Options) Validate() error {
 	var errs []error
+	if o.embeddedEtcd {
+		if err := embeddedetcd.ValidateDir(o.EmbeddedEtcdDir); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	errs = append(errs, validateLeaderElection(o.LeaderElection)...)
 	errs = append(errs, o.validatePlanLimits()...)
 	if o.RolloutCoalesceWindow < 0 {
@@ -214,5 +242,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		RequireDistinctApprover: o.RequireDistinctApprover,
 		RolloutCoalesceWindow:   o.RolloutCoalesceWindow,
 		TransientErrorDeadline:  o.TransientErrorDeadline,
+		Storage:                 o.Recommended.Etcd.StorageConfig.Transport,
+		EmbeddedEtcd:            o.UsesEmbeddedEtcd(),
 	}}, nil
 }

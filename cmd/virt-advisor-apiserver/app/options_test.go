@@ -88,6 +88,50 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+func TestEmbeddedEtcdOptions(t *testing.T) {
+	tests := []struct {
+		name        string
+		etcdServers []string
+		dir         string
+		wantServers []string
+		wantErr     string
+	}{
+		{name: "default: the embedded etcd's socket", dir: "/var/lib/virt-advisor/etcd",
+			wantServers: []string{"unix:///var/lib/virt-advisor/etcd/etcd.sock"}},
+		{name: "external etcd", etcdServers: []string{"https://etcd-0:2379"}, dir: "/var/lib/virt-advisor/etcd",
+			wantServers: []string{"https://etcd-0:2379"}},
+		{name: "no dir", dir: "", wantErr: "--embedded-etcd-dir must not be empty"},
+		{name: "a socket path longer than a unix address", dir: "/" + strings.Repeat("x", 100),
+			wantErr: "is too long: the embedded etcd's socket"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			o.Recommended.Etcd.StorageConfig.Transport.ServerList = tt.etcdServers
+			o.EmbeddedEtcdDir = tt.dir
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Validate() = %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Validate() = %v", err)
+			}
+			if got := o.Recommended.Etcd.StorageConfig.Transport.ServerList; strings.Join(got, ",") != strings.Join(tt.wantServers, ",") {
+				t.Errorf("storage servers %q, want %q", got, tt.wantServers)
+			}
+			if o.UsesEmbeddedEtcd() != (len(tt.etcdServers) == 0) {
+				t.Errorf("UsesEmbeddedEtcd() = %v", o.UsesEmbeddedEtcd())
+			}
+		})
+	}
+}
+
 func TestDefaultRolloutCoalesceWindow(t *testing.T) {
 	if got := NewOptions().RolloutCoalesceWindow; got != 30*time.Second {
 		t.Errorf("default --rollout-coalesce-window %s, want 30s", got)

