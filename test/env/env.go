@@ -94,8 +94,8 @@ type Env struct {
 	lock      *os.File // held while running; see lockDir
 	pki       *pki
 	applier   *applier
-	etcd      *process
-	apiserver *process
+	etcd      *process // the current run (restart.go); under mu after Start
+	apiserver *process // likewise
 
 	stopFakeMCO func() // nil unless the fake MCO runs
 	fakeMCO     *fakemco.Operator
@@ -105,6 +105,7 @@ type Env struct {
 	mu         sync.Mutex
 	advisors   map[string]*Advisor // latest instance of each name
 	registered string              // name of the instance behind the APIService
+	stopped    bool                // Stop began: components stay down
 	stopOnce   sync.Once
 }
 
@@ -161,7 +162,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 		}
 	}
 
-	adv, err := e.startAdvisor(ctx, MainAdvisorName, AdvisorBinary, 0, nil)
+	adv, err := e.startAdvisor(ctx, MainAdvisorName, AdvisorBinary, 0, launch{})
 	if err != nil {
 		return nil, err
 	}
@@ -366,10 +367,12 @@ func (e *Env) Stop() {
 			e.stopFakeMCO() // before kube-apiserver goes away under its watches
 		}
 		e.mu.Lock()
+		e.stopped = true
 		advisors := make([]*Advisor, 0, len(e.advisors))
 		for _, a := range e.advisors {
 			advisors = append(advisors, a)
 		}
+		components := []*process{e.apiserver, e.etcd} // after restarts: the current runs
 		e.mu.Unlock()
 		var wg sync.WaitGroup
 		for _, a := range advisors {
@@ -380,7 +383,7 @@ func (e *Env) Stop() {
 			})
 		}
 		wg.Wait()
-		for _, p := range []*process{e.apiserver, e.etcd} {
+		for _, p := range components {
 			if p == nil {
 				continue
 			}

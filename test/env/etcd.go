@@ -41,7 +41,7 @@ func startEtcd(ctx context.Context, bin, dir string) (*process, string, error) {
 			// not worth the fsync latency on a small machine.
 			"--unsafe-no-fsync=true",
 		}
-		p, err := startProcess("etcd", bin, dir, filepath.Join(dir, "logs", "etcd.log"), args)
+		p, err := startProcess("etcd", bin, dir, filepath.Join(dir, "logs", "etcd.log"), args, nil)
 		if err != nil {
 			return nil, "", err
 		}

@@ -64,7 +64,7 @@ func startKubeAPIServer(ctx context.Context, bin, dir string, p *pki, etcdURL st
 		}
 		url := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
 		proc, err := startProcess("kube-apiserver", bin, dir, filepath.Join(dir, "logs", "kube-apiserver.log"),
-			kubeAPIServerArgs(p, dir, etcdURL, ports[0]))
+			kubeAPIServerArgs(p, dir, etcdURL, ports[0]), nil)
 		if err != nil {
 			return nil, nil, err
 		}
