@@ -372,7 +372,7 @@ func (e *Env) Stop() {
 		for _, a := range e.advisors {
 			advisors = append(advisors, a)
 		}
-		components := []*process{e.apiserver, e.etcd} // after restarts: the current runs
+		apiserver, etcd := e.apiserver, e.etcd // after restarts: the current runs
 		e.mu.Unlock()
 		var wg sync.WaitGroup
 		for _, a := range advisors {
@@ -383,12 +383,14 @@ func (e *Env) Stop() {
 			})
 		}
 		wg.Wait()
-		for _, p := range components {
-			if p == nil {
-				continue
+		if apiserver != nil {
+			if err := stopKubeAPIServer(apiserver); err != nil {
+				e.logf("stopping %s: %v", apiserver.name, err)
 			}
-			if err := p.stop(syscall.SIGTERM); err != nil {
-				e.logf("stopping %s: %v", p.name, err)
+		}
+		if etcd != nil {
+			if err := etcd.stop(syscall.SIGTERM); err != nil {
+				e.logf("stopping %s: %v", etcd.name, err)
 			}
 		}
 		if e.lock != nil {

@@ -109,6 +109,17 @@ func waitKubeAPIServerReady(ctx context.Context, proc *process, cfg *rest.Config
 	})
 }
 
+// stopKubeAPIServer shuts kube-apiserver down gracefully up to the point
+// where it has stopped listening and answered its last ordinary request.
+// After that it would wait up to its request timeout (60 s) for watches
+// that never end on their own; it is killed instead, which its watchers
+// see as the connection closing, as they would at the end of that wait.
+func stopKubeAPIServer(p *process) error {
+	return p.drain(func() bool {
+		return p.logContains(`name="InFlightRequestsDrained"`) && p.logContains(`name="HTTPServerStoppedListening"`)
+	})
+}
+
 // failedChecks extracts the "[-]check failed" lines of a verbose /readyz.
 func failedChecks(body []byte) string {
 	var failed []string

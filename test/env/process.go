@@ -123,16 +123,49 @@ func (p *process) stop(sig syscall.Signal) error {
 	}
 	select {
 	case <-p.done:
-		var exitErr *exec.ExitError
-		if errors.As(p.waitErr, &exitErr) && exitErr.ExitCode() > 0 {
-			return fmt.Errorf("%s exited with code %d after %v; last lines of %s:\n%s",
-				p.name, exitErr.ExitCode(), sig, p.logPath, p.tail(logTailLines))
-		}
-		return nil
+		return p.failedExit(sig)
 	case <-time.After(stopGrace):
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-p.done
 		return fmt.Errorf("%s did not exit within %s of %v and was killed", p.name, stopGrace, sig)
+	}
+}
+
+// failedExit reports a non-zero exit after sig; the process has exited.
+func (p *process) failedExit(sig syscall.Signal) error {
+	var exitErr *exec.ExitError
+	if errors.As(p.waitErr, &exitErr) && exitErr.ExitCode() > 0 {
+		return fmt.Errorf("%s exited with code %d after %v; last lines of %s:\n%s",
+			p.name, exitErr.ExitCode(), sig, p.logPath, p.tail(logTailLines))
+	}
+	return nil
+}
+
+// drain is stop(SIGTERM) for a server that lingers after its graceful
+// part: once drained reports true (e.g. its log says the last request was
+// answered) what is left is killed, without waiting out stopGrace.
+func (p *process) drain(drained func() bool) error {
+	if p.exited() {
+		return nil
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signalling %s: %w", p.name, err)
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.After(stopGrace)
+	for {
+		select {
+		case <-p.done:
+			return p.failedExit(syscall.SIGTERM)
+		case <-t.C:
+			if drained() {
+				return p.stop(syscall.SIGKILL)
+			}
+		case <-deadline:
+			_ = p.stop(syscall.SIGKILL)
+			return fmt.Errorf("%s did not drain within %s of %v and was killed", p.name, stopGrace, syscall.SIGTERM)
+		}
 	}
 }
 

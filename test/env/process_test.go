@@ -146,3 +146,38 @@ func TestProcessEnvAndRerun(t *testing.T) {
 		t.Errorf("the log header does not show the added environment:\n%s", data)
 	}
 }
+
+// drain kills a server that lingers once it says it is done, and reports a
+// failed exit of one that ends by itself.
+func TestProcessDrain(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		script  string
+		wantErr string
+	}{
+		{name: "lingers", script: "trap 'echo drained; while :; do sleep 0.05; done' TERM; while :; do sleep 0.05; done"},
+		{name: "exits", script: "trap 'exit 0' TERM; while :; do sleep 0.05; done"},
+		{name: "fails", script: "trap 'exit 3' TERM; while :; do sleep 0.05; done", wantErr: "exited with code 3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := startProcess(tc.name, "/bin/sh", dir, filepath.Join(dir, tc.name+".log"), []string{"-c", tc.script}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond) // let the shell set its trap
+			start := time.Now()
+			err = p.drain(func() bool { return p.logContains("drained") })
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("drain error = %v, want %q", err, tc.wantErr)
+			}
+			if !p.exited() {
+				t.Error("still running after drain")
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("drain took %v: it waited instead of killing", took)
+			}
+		})
+	}
+}

@@ -3,7 +3,6 @@ package env
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"time"
 )
 
@@ -15,11 +14,12 @@ import (
 // the first start does, Restart* do both with a pause in between. Env.Stop
 // stops whatever runs at the time.
 
-// StopKubeAPIServer stops the main cluster's kube-apiserver (SIGTERM, so it
-// closes its connections as in a rolling upgrade). Stopping it twice is a
-// no-op.
+// StopKubeAPIServer stops the main cluster's kube-apiserver as in a rolling
+// upgrade: SIGTERM, it stops listening (new connections are refused) and
+// answers the requests in flight; its open watches are then cut (see
+// stopKubeAPIServer). Stopping it twice is a no-op.
 func (e *Env) StopKubeAPIServer() error {
-	return e.current(&e.apiserver).stop(syscall.SIGTERM)
+	return stopKubeAPIServer(e.current(&e.apiserver))
 }
 
 // StartKubeAPIServer starts the stopped kube-apiserver again on its port
@@ -47,10 +47,12 @@ func (e *Env) RestartKubeAPIServer(ctx context.Context, down time.Duration) erro
 	return e.StartKubeAPIServer(ctx)
 }
 
-// StopEtcd stops the main cluster's etcd (SIGTERM). Stopping it twice is a
-// no-op. Advisors on their embedded etcd keep their own storage.
+// StopEtcd stops the main cluster's etcd: SIGTERM, then SIGKILL a second
+// later (see stopEtcd). Stopping it twice is a no-op. Advisors on their
+// embedded etcd keep their own storage; those on the shared etcd
+// (Options.AdvisorSharedEtcd) lose theirs for the outage.
 func (e *Env) StopEtcd() error {
-	return e.current(&e.etcd).stop(syscall.SIGTERM)
+	return stopEtcd(e.current(&e.etcd))
 }
 
 // StartEtcd starts the stopped etcd again on its ports and data and waits
