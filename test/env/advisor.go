@@ -3,9 +3,11 @@ package env
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,10 +32,19 @@ type Advisor struct {
 	LogPath string   // Dir/logs/<Name>.log, appended to across restarts
 	EtcdDir string   // embedded etcd data, "" with --etcd-servers
 	Args    []string // the full command line after the binary
+	Env     []string // KEY=value added to its environment (RestartAdvisorWith)
 	Binary  string   // the file in BinDir it runs
 
-	extra []string // caller's flags, kept for restarts
-	proc  *process
+	launch launch // kept for restarts
+	proc   *process
+}
+
+// launch is how an instance runs beyond the defaults, kept so that a
+// restart runs it the same way.
+type launch struct {
+	extra   []string          // caller's flags, after the defaults and Options.AdvisorArgs
+	env     []string          // KEY=value added to the environment
+	replace map[string]string // flag ("--kubeconfig") -> value, see RestartAdvisorWith
 }
 
 // Stop sends sig (syscall.SIGTERM for a graceful shutdown, syscall.SIGKILL
@@ -117,7 +128,7 @@ func (e *Env) StartAdvisorBinary(ctx context.Context, name, binary string, args 
 		}
 		port = prev.Port
 	}
-	return e.startAdvisor(ctx, name, binary, port, args, "/readyz")
+	return e.startAdvisor(ctx, name, binary, port, launch{extra: args}, "/readyz")
 }
 
 // StartAdvisorServing is StartAdvisor for an instance expected not to
@@ -137,21 +148,51 @@ func (e *Env) StartAdvisorServing(ctx context.Context, name string, args ...stri
 	if prev != nil {
 		port = prev.Port
 	}
-	return e.startAdvisor(ctx, name, AdvisorBinary, port, args, "/livez")
+	return e.startAdvisor(ctx, name, AdvisorBinary, port, launch{extra: args}, "/livez")
 }
 
 // RestartAdvisor stops the registered instance gracefully and starts it
-// again with the same flags, port and embedded etcd data, then waits until
-// the APIService is Available again.
+// again with the same flags, environment, port and embedded etcd data, then
+// waits until the APIService is Available again. An instance that already
+// exited (e.g. killed by a failpoint) is just started.
 func (e *Env) RestartAdvisor(ctx context.Context) error {
 	cur := e.Advisor()
 	if cur == nil {
 		return fmt.Errorf("no advisor instance is registered")
 	}
+	return e.restartAdvisor(ctx, cur, cur.launch)
+}
+
+// RestartAdvisorWith is RestartAdvisor with a changed command line: env
+// (KEY=value, e.g. failpoint.EnvVar+"=name") is added to the server's
+// environment, and each flag of replaceArgs ("--kubeconfig" -> path) takes
+// that value wherever it appears on the command line (defaults,
+// Options.AdvisorArgs, StartAdvisor args), or is appended. Both replace
+// those of an earlier RestartAdvisorWith, so RestartAdvisorWith(ctx, nil,
+// nil) restores the normal command line; RestartAdvisor keeps them.
+func (e *Env) RestartAdvisorWith(ctx context.Context, env []string, replaceArgs map[string]string) error {
+	cur := e.Advisor()
+	if cur == nil {
+		return fmt.Errorf("no advisor instance is registered")
+	}
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("restarting %s: environment entry %q is not KEY=value", cur.Name, kv)
+		}
+	}
+	for flag := range replaceArgs {
+		if !strings.HasPrefix(flag, "--") || strings.Contains(flag, "=") {
+			return fmt.Errorf("restarting %s: replaced flag %q must look like --name", cur.Name, flag)
+		}
+	}
+	return e.restartAdvisor(ctx, cur, launch{extra: cur.launch.extra, env: env, replace: replaceArgs})
+}
+
+func (e *Env) restartAdvisor(ctx context.Context, cur *Advisor, l launch) error {
 	if err := cur.Stop(syscall.SIGTERM); err != nil {
 		return fmt.Errorf("restarting %s: %w", cur.Name, err)
 	}
-	adv, err := e.startAdvisor(ctx, cur.Name, cur.Binary, cur.Port, cur.extra, "/readyz")
+	adv, err := e.startAdvisor(ctx, cur.Name, cur.Binary, cur.Port, l, "/readyz")
 	if err != nil {
 		return fmt.Errorf("restarting %s: %w", cur.Name, err)
 	}
@@ -164,7 +205,7 @@ func (e *Env) RestartAdvisor(ctx context.Context) error {
 // startAdvisor starts an instance on port (0: a free one, retried if
 // another environment races for it) and waits until its probe at
 // waitPath (/readyz, /livez) passes.
-func (e *Env) startAdvisor(ctx context.Context, name, binary string, port int, extra []string, waitPath string) (*Advisor, error) {
+func (e *Env) startAdvisor(ctx context.Context, name, binary string, port int, l launch, waitPath string) (*Advisor, error) {
 	for attempt := 1; ; attempt++ {
 		p := port
 		if p == 0 {
@@ -174,7 +215,7 @@ func (e *Env) startAdvisor(ctx context.Context, name, binary string, port int, e
 			}
 			p = ports[0]
 		}
-		adv := e.newAdvisor(name, p, extra)
+		adv := e.newAdvisor(name, p, l)
 		adv.Binary = binary
 		if adv.EtcdDir != "" {
 			if err := os.MkdirAll(adv.EtcdDir, 0o700); err != nil {
@@ -182,7 +223,7 @@ func (e *Env) startAdvisor(ctx context.Context, name, binary string, port int, e
 			}
 		}
 		e.logf("starting %s on %s (log %s)", name, adv.URL, adv.LogPath)
-		proc, err := startProcess(name, e.bin(binary), e.Dir, adv.LogPath, adv.Args)
+		proc, err := startProcess(name, e.bin(binary), e.Dir, adv.LogPath, adv.Args, adv.Env)
 		if err != nil {
 			return nil, err
 		}
@@ -203,15 +244,16 @@ func (e *Env) startAdvisor(ctx context.Context, name, binary string, port int, e
 }
 
 // newAdvisor composes the command line of an instance.
-func (e *Env) newAdvisor(name string, port int, extra []string) *Advisor {
+func (e *Env) newAdvisor(name string, port int, l launch) *Advisor {
 	adv := &Advisor{
 		Name:    name,
 		Port:    port,
 		URL:     fmt.Sprintf("https://127.0.0.1:%d", port),
 		LogPath: filepath.Join(e.Dir, "logs", name+".log"),
-		extra:   extra,
+		Env:     l.env,
+		launch:  l,
 	}
-	user := append(append([]string(nil), e.opts.AdvisorArgs...), extra...)
+	user := append(append([]string(nil), e.opts.AdvisorArgs...), l.extra...)
 	if e.opts.AdvisorSharedEtcd && !hasFlag(user, "--etcd-servers") {
 		user = append([]string{"--etcd-servers=" + e.EtcdURL}, user...)
 	}
@@ -233,8 +275,40 @@ func (e *Env) newAdvisor(name string, port int, extra []string) *Advisor {
 		}
 		adv.Args = append(adv.Args, "--embedded-etcd-dir="+adv.EtcdDir)
 	}
-	adv.Args = append(adv.Args, user...)
+	adv.Args = replaceFlags(append(adv.Args, user...), l.replace)
 	return adv
+}
+
+// replaceFlags sets each flag of replace to its value: every occurrence in
+// args (--flag=v, or --flag v) is rewritten as --flag=value, and a flag
+// that does not occur is appended (in name order, for a stable command
+// line).
+func replaceFlags(args []string, replace map[string]string) []string {
+	if len(replace) == 0 {
+		return args
+	}
+	out := make([]string, 0, len(args)+len(replace))
+	seen := map[string]bool{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, _, hasValue := strings.Cut(a, "=")
+		v, ok := replace[name]
+		if !ok {
+			out = append(out, a)
+			continue
+		}
+		if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			i++ // the separate value of "--flag v"
+		}
+		out = append(out, name+"="+v)
+		seen[name] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(replace)) {
+		if !seen[name] {
+			out = append(out, name+"="+replace[name])
+		}
+	}
+	return out
 }
 
 // waitAdvisorProbe polls the instance's own probe at path over TLS,

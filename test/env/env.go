@@ -94,8 +94,8 @@ type Env struct {
 	lock      *os.File // held while running; see lockDir
 	pki       *pki
 	applier   *applier
-	etcd      *process
-	apiserver *process
+	etcd      *process // the current run (restart.go); under mu after Start
+	apiserver *process // likewise
 
 	stopFakeMCO func() // nil unless the fake MCO runs
 	fakeMCO     *fakemco.Operator
@@ -105,6 +105,7 @@ type Env struct {
 	mu         sync.Mutex
 	advisors   map[string]*Advisor // latest instance of each name
 	registered string              // name of the instance behind the APIService
+	stopped    bool                // Stop began: components stay down
 	stopOnce   sync.Once
 }
 
@@ -164,7 +165,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 		}
 	}
 
-	adv, err := e.startAdvisor(ctx, MainAdvisorName, AdvisorBinary, 0, nil, "/readyz")
+	adv, err := e.startAdvisor(ctx, MainAdvisorName, AdvisorBinary, 0, launch{}, "/readyz")
 	if err != nil {
 		return nil, err
 	}
@@ -370,10 +371,12 @@ func (e *Env) Stop() {
 			e.stopFakeMCO() // before kube-apiserver goes away under its watches
 		}
 		e.mu.Lock()
+		e.stopped = true
 		advisors := make([]*Advisor, 0, len(e.advisors))
 		for _, a := range e.advisors {
 			advisors = append(advisors, a)
 		}
+		apiserver, etcd := e.apiserver, e.etcd // after restarts: the current runs
 		e.mu.Unlock()
 		var wg sync.WaitGroup
 		for _, a := range advisors {
@@ -384,12 +387,14 @@ func (e *Env) Stop() {
 			})
 		}
 		wg.Wait()
-		for _, p := range []*process{e.apiserver, e.etcd} {
-			if p == nil {
-				continue
+		if apiserver != nil {
+			if err := stopKubeAPIServer(apiserver); err != nil {
+				e.logf("stopping %s: %v", apiserver.name, err)
 			}
-			if err := p.stop(syscall.SIGTERM); err != nil {
-				e.logf("stopping %s: %v", p.name, err)
+		}
+		if etcd != nil {
+			if err := etcd.stop(syscall.SIGTERM); err != nil {
+				e.logf("stopping %s: %v", etcd.name, err)
 			}
 		}
 		if e.lock != nil {

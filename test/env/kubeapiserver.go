@@ -64,7 +64,7 @@ func startKubeAPIServer(ctx context.Context, bin, dir string, p *pki, etcdURL st
 		}
 		url := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
 		proc, err := startProcess("kube-apiserver", bin, dir, filepath.Join(dir, "logs", "kube-apiserver.log"),
-			kubeAPIServerArgs(p, dir, etcdURL, ports[0]))
+			kubeAPIServerArgs(p, dir, etcdURL, ports[0]), nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -106,6 +106,17 @@ func waitKubeAPIServerReady(ctx context.Context, proc *process, cfg *rest.Config
 			return false, errors.New("requestheader-client-ca-file not published yet")
 		}
 		return true, nil
+	})
+}
+
+// stopKubeAPIServer shuts kube-apiserver down gracefully up to the point
+// where it has stopped listening and answered its last ordinary request.
+// After that it would wait up to its request timeout (60 s) for watches
+// that never end on their own; it is killed instead, which its watchers
+// see as the connection closing, as they would at the end of that wait.
+func stopKubeAPIServer(p *process) error {
+	return p.drain(func() bool {
+		return p.logContains(`name="InFlightRequestsDrained"`) && p.logContains(`name="HTTPServerStoppedListening"`)
 	})
 }
 

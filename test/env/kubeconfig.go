@@ -2,8 +2,11 @@ package env
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -57,4 +60,48 @@ func writeKubeconfig(path, user string, cfg *rest.Config) error {
 		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
 	}
 	return nil
+}
+
+// KubeconfigVia writes a copy of kubeconfig whose clusters are reached at
+// hostPort (e.g. a Proxy's Addr) instead of their server's host and port,
+// and returns its path (next to the environment's other kubeconfigs). TLS
+// is still verified end to end against the original host name: the proxy
+// only forwards bytes, so it cannot read or forge anything.
+func (e *Env) KubeconfigVia(kubeconfig, hostPort string) (string, error) {
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil || host == "" || port == "" {
+		return "", fmt.Errorf("kubeconfig via %q: want host:port", hostPort)
+	}
+	kc, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		return "", fmt.Errorf("reading kubeconfig %s: %w", kubeconfig, err)
+	}
+	// The copy lives elsewhere: file references must not be relative.
+	if err := clientcmd.ResolveLocalPaths(kc); err != nil {
+		return "", fmt.Errorf("reading kubeconfig %s: %w", kubeconfig, err)
+	}
+	for name, c := range kc.Clusters {
+		u, err := url.Parse(c.Server)
+		if err != nil || u.Host == "" {
+			return "", fmt.Errorf("kubeconfig %s: cluster %q has no usable server URL %q", kubeconfig, name, c.Server)
+		}
+		if c.TLSServerName == "" && u.Hostname() != host {
+			c.TLSServerName = u.Hostname() // the name the serving cert is checked against
+		}
+		u.Host = hostPort
+		c.Server = u.String()
+	}
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return "", fmt.Errorf("encoding kubeconfig via %s: %w", hostPort, err)
+	}
+	base := strings.TrimSuffix(filepath.Base(kubeconfig), ".kubeconfig")
+	path := filepath.Join(e.Dir, "via", fmt.Sprintf("%s-via-%s.kubeconfig", base, unsafeFileChars.ReplaceAllString(hostPort, "_")))
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	if err := writeFileAtomic(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	return path, nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +28,10 @@ const (
 // process is one child of the environment, logging to its own file.
 type process struct {
 	name    string
+	bin     string
+	dir     string
+	args    []string
+	env     []string // added to the environment of the test process
 	cmd     *exec.Cmd
 	logPath string
 	logFrom int64 // offset where this run's output starts in logPath
@@ -36,7 +41,9 @@ type process struct {
 
 // startProcess runs bin with args in dir, appending stdout and stderr to
 // logPath (appending keeps the output of earlier runs, e.g. before a restart).
-func startProcess(name, bin, dir, logPath string, args []string) (*process, error) {
+// env (KEY=value) is added to the test process's own environment; a key set
+// in both takes env's value.
+func startProcess(name, bin, dir, logPath string, args, env []string) (*process, error) {
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, fmt.Errorf("creating log directory for %s: %w", name, err)
 	}
@@ -49,23 +56,39 @@ func startProcess(name, bin, dir, logPath string, args []string) (*process, erro
 		_ = f.Close()
 		return nil, fmt.Errorf("opening log of %s: %w", name, err)
 	}
-	fmt.Fprintf(f, "=== %s %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
+	cmdline := append(append(slices.Clone(env), bin), args...)
+	fmt.Fprintf(f, "=== %s %s\n", time.Now().Format(time.RFC3339), strings.Join(cmdline, " "))
 
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir // anything a binary writes to a relative path lands in the env dir
+	if len(env) > 0 {
+		// exec dedups keys, the last one winning.
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, logFrom: off, done: make(chan struct{})}
+	p := &process{name: name, bin: bin, dir: dir, args: args, env: env,
+		cmd: cmd, logPath: logPath, logFrom: off, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		_ = f.Close()
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// rerun starts the same command line again (same args, environment and
+// log), e.g. after stop, to restart a component in place. The old process
+// must have exited.
+func (p *process) rerun() (*process, error) {
+	if !p.exited() {
+		return nil, fmt.Errorf("restarting %s: it is still running", p.name)
+	}
+	return startProcess(p.name, p.bin, p.dir, p.logPath, p.args, p.env)
 }
 
 // exited reports whether the process has terminated.
@@ -100,16 +123,49 @@ func (p *process) stop(sig syscall.Signal) error {
 	}
 	select {
 	case <-p.done:
-		var exitErr *exec.ExitError
-		if errors.As(p.waitErr, &exitErr) && exitErr.ExitCode() > 0 {
-			return fmt.Errorf("%s exited with code %d after %v; last lines of %s:\n%s",
-				p.name, exitErr.ExitCode(), sig, p.logPath, p.tail(logTailLines))
-		}
-		return nil
+		return p.failedExit(sig)
 	case <-time.After(stopGrace):
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-p.done
 		return fmt.Errorf("%s did not exit within %s of %v and was killed", p.name, stopGrace, sig)
+	}
+}
+
+// failedExit reports a non-zero exit after sig; the process has exited.
+func (p *process) failedExit(sig syscall.Signal) error {
+	var exitErr *exec.ExitError
+	if errors.As(p.waitErr, &exitErr) && exitErr.ExitCode() > 0 {
+		return fmt.Errorf("%s exited with code %d after %v; last lines of %s:\n%s",
+			p.name, exitErr.ExitCode(), sig, p.logPath, p.tail(logTailLines))
+	}
+	return nil
+}
+
+// drain is stop(SIGTERM) for a server that lingers after its graceful
+// part: once drained reports true (e.g. its log says the last request was
+// answered) what is left is killed, without waiting out stopGrace.
+func (p *process) drain(drained func() bool) error {
+	if p.exited() {
+		return nil
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signalling %s: %w", p.name, err)
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.After(stopGrace)
+	for {
+		select {
+		case <-p.done:
+			return p.failedExit(syscall.SIGTERM)
+		case <-t.C:
+			if drained() {
+				return p.stop(syscall.SIGKILL)
+			}
+		case <-deadline:
+			_ = p.stop(syscall.SIGKILL)
+			return fmt.Errorf("%s did not drain within %s of %v and was killed", p.name, stopGrace, syscall.SIGTERM)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package env
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,7 +52,7 @@ func TestProcessLifecycle(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := startProcess(tc.name, "/bin/sh", dir, filepath.Join(dir, "logs", strings.ReplaceAll(tc.name, " ", "-")+".log"), []string{"-c", tc.script})
+			p, err := startProcess(tc.name, "/bin/sh", dir, filepath.Join(dir, "logs", strings.ReplaceAll(tc.name, " ", "-")+".log"), []string{"-c", tc.script}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,5 +94,90 @@ func TestHasFlag(t *testing.T) {
 		if got := hasFlag(tc.args, "--etcd-servers"); got != tc.want {
 			t.Errorf("hasFlag(%v) = %v, want %v", tc.args, got, tc.want)
 		}
+	}
+}
+
+// A restart runs the same command line and environment and appends to the
+// same log; each run's tail shows only its own output.
+func TestProcessEnvAndRerun(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PROCESS_TEST_INHERITED", "kept")
+	log := filepath.Join(dir, "logs", "env.log")
+	p, err := startProcess("env", "/bin/sh", dir, log,
+		[]string{"-c", `echo "run fp=$FP inherited=$PROCESS_TEST_INHERITED"; while :; do sleep 0.05; done`},
+		[]string{"FP=a", "PROCESS_TEST_INHERITED=overridden"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.stop(syscall.SIGKILL) })
+	waitLog := func(p *process, s string) {
+		t.Helper()
+		err := poll(context.Background(), "log line", 20*time.Millisecond, 5*time.Second, p, func(context.Context) (bool, error) {
+			return p.logContains(s), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitLog(p, "run fp=a inherited=overridden")
+	if _, err := p.rerun(); err == nil {
+		t.Fatal("rerun of a running process succeeded")
+	}
+	if err := p.stop(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	again, err := p.rerun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = again.stop(syscall.SIGKILL) })
+	waitLog(again, "run fp=a")
+	if strings.Count(again.tail(100), "run fp=a") != 1 {
+		t.Errorf("the second run's tail shows more than its own output:\n%s", again.tail(100))
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), "run fp=a"); n != 2 {
+		t.Errorf("log has %d runs, want both:\n%s", n, data)
+	}
+	if !strings.Contains(string(data), "FP=a PROCESS_TEST_INHERITED=overridden /bin/sh") {
+		t.Errorf("the log header does not show the added environment:\n%s", data)
+	}
+}
+
+// drain kills a server that lingers once it says it is done, and reports a
+// failed exit of one that ends by itself.
+func TestProcessDrain(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		script  string
+		wantErr string
+	}{
+		{name: "lingers", script: "trap 'echo drained; while :; do sleep 0.05; done' TERM; while :; do sleep 0.05; done"},
+		{name: "exits", script: "trap 'exit 0' TERM; while :; do sleep 0.05; done"},
+		{name: "fails", script: "trap 'exit 3' TERM; while :; do sleep 0.05; done", wantErr: "exited with code 3"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := startProcess(tc.name, "/bin/sh", dir, filepath.Join(dir, tc.name+".log"), []string{"-c", tc.script}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond) // let the shell set its trap
+			start := time.Now()
+			err = p.drain(func() bool { return p.logContains("drained") })
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("drain error = %v, want %q", err, tc.wantErr)
+			}
+			if !p.exited() {
+				t.Error("still running after drain")
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("drain took %v: it waited instead of killing", took)
+			}
+		})
 	}
 }
