@@ -12,7 +12,9 @@ package dashboard
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -32,6 +34,17 @@ var templateFS embed.FS
 
 //go:embed static
 var staticFS embed.FS
+
+// stylesheet is inlined into refused pages; its hash is what the
+// Content-Security-Policy allows of inline styles.
+//
+//go:embed static/dashboard.css
+var stylesheet string
+
+var stylesheetHash = func() string {
+	sum := sha256.Sum256([]byte(stylesheet))
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+}()
 
 // Clients are the user's own: built from their kubeconfig.
 type Clients struct {
@@ -133,14 +146,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // page is what every page template gets: the page's own data and what the
 // layout shows around it.
 type page struct {
-	Title   string
-	Nav     string // "configs" or the config name
-	User    string
-	Cluster string
-	CSRF    string
-	Refresh int64 // milliseconds; 0: the page is not refreshed
-	Version string
-	Data    any
+	// InlineCSS is the stylesheet of a refused page, which may not load
+	// /static without the token.
+	InlineCSS template.CSS
+	Title     string
+	Nav       string // "configs" or the config name
+	User      string
+	Cluster   string
+	CSRF      string
+	Refresh   int64 // milliseconds; 0: the page is not refreshed
+	Version   string
+	Data      any
 }
 
 // render writes a page with status code, or a plain error if the template
@@ -161,7 +177,7 @@ func (s *Server) render(w http.ResponseWriter, code int, name string, p page) {
 // the cluster is read, and the page carries no CSRF token.
 func (s *Server) refuse(w http.ResponseWriter, r *refusal) {
 	var buf bytes.Buffer
-	if err := s.pages["refused"].ExecuteTemplate(&buf, "layout", page{Title: r.Title, Version: s.version, Data: r}); err != nil {
+	if err := s.pages["refused"].ExecuteTemplate(&buf, "layout", page{InlineCSS: template.CSS(stylesheet), Title: r.Title, Version: s.version, Data: r}); err != nil {
 		http.Error(w, r.Title+": "+r.Detail, r.Code)
 		return
 	}

@@ -2,6 +2,8 @@ package dashboard
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"html"
 	"io"
@@ -55,7 +57,7 @@ func exampleConfig() *v1alpha1.VirtPlatformConfig {
 	return &v1alpha1.VirtPlatformConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "example-profile", Generation: 2, CreationTimestamp: metav1.Now()},
 		Spec:       v1alpha1.VirtPlatformConfigSpec{Profile: "example-profile", Action: v1alpha1.PlanActionDryRun, FailurePolicy: v1alpha1.FailurePolicyAbort},
-		Status: v1alpha1.VirtPlatformConfigStatus{Phase: v1alpha1.PhaseReviewRequired, ObservedGeneration: 2, SpecChangedBy: "alice",
+		Status: v1alpha1.VirtPlatformConfigStatus{Phase: v1alpha1.PhaseReviewRequired, ObservedGeneration: 2, SpecChangedBy: "alice", ImpactSeverity: v1alpha1.ImpactHigh,
 			Conditions: []metav1.Condition{{Type: "ReviewRequired", Status: metav1.ConditionTrue, Reason: "ReviewRequired", Message: "Plan ready for review."}}},
 	}
 }
@@ -245,6 +247,7 @@ func TestGuard(t *testing.T) {
 		{"POST without the CSRF token", request{method: "POST", path: approve, form: approveForm("", hashA, true)}, 403, "did not come from this dashboard", false},
 		{"POST with a wrong CSRF token", request{method: "POST", path: approve, form: approveForm("guess", hashA, true)}, 403, "Nothing was done", false},
 		{"POST from another site", request{method: "POST", path: approve, form: approveForm(testCSRF, hashA, true), header: map[string]string{"Origin": "http://evil.example"}}, 403, "", false},
+		{"POST from an opaque origin", request{method: "POST", path: approve, form: approveForm(testCSRF, hashA, true), header: map[string]string{"Origin": "null"}}, 403, "", false},
 		{"POST from another site, by Sec-Fetch-Site", request{method: "POST", path: approve, form: approveForm(testCSRF, hashA, true), header: map[string]string{"Sec-Fetch-Site": "cross-site"}}, 403, "", false},
 		{"GET of approve", request{method: "GET", path: approve}, 405, "", false},
 		{"PUT", request{method: "PUT", path: approve, form: approveForm(testCSRF, hashA, true)}, 405, "", false},
@@ -455,4 +458,22 @@ func TestRolloutPage(t *testing.T) {
 	if strings.Index(body, "ReviewRequired message") > strings.Index(body, "Approved message") {
 		t.Error("the timeline is not oldest first")
 	}
+}
+
+// TestRefusedPageIsStyled: a refused page cannot load /static without the
+// token, so it inlines the stylesheet, and the CSP allows exactly that one.
+func TestRefusedPageIsStyled(t *testing.T) {
+	h := newHarness(t, "bob", exampleConfig())
+	w := h.do(t, request{method: "GET", path: "/", cookie: "-"})
+	body := w.Body.String()
+	start, end := strings.Index(body, "<style>"), strings.Index(body, "</style>")
+	if start < 0 || end < start {
+		t.Fatalf("no inline stylesheet:\n%s", body)
+	}
+	sum := sha256.Sum256([]byte(body[start+len("<style>") : end]))
+	want := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "style-src 'self' "+want+";") {
+		t.Errorf("the CSP %q does not allow the inline stylesheet (%s)", csp, want)
+	}
+	mustNotContain(t, body, "/static/")
 }

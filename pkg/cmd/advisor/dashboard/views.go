@@ -161,7 +161,8 @@ func newApprovalView(a *v1alpha1.ApprovalRecord) *approvalView {
 // summaryView is a config's phase, approval and drift: the header of its
 // pages, and a row of the configs page.
 type summaryView struct {
-	Name, Action, Impact string
+	Name, Action         string
+	Impact               v1alpha1.Impact
 	Phase                v1alpha1.ConfigPhase
 	Message              string
 	Approval             *approvalView
@@ -175,7 +176,7 @@ type summaryView struct {
 func newSummary(cfg *v1alpha1.VirtPlatformConfig) summaryView {
 	st := cfg.Status
 	v := summaryView{
-		Name: cfg.Name, Action: string(cfg.Spec.Action), Impact: string(st.ImpactSeverity), Phase: st.Phase,
+		Name: cfg.Name, Action: string(cfg.Spec.Action), Impact: st.ImpactSeverity, Phase: st.Phase,
 		Approval: newApprovalView(st.Approval), Generation: cfg.Generation, Observed: st.ObservedGeneration,
 		SpecChangedBy: st.SpecChangedBy, Created: cfg.CreationTimestamp.Time,
 	}
