@@ -153,6 +153,9 @@ func whoAmI(ctx context.Context, c *clients) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if r.Status.UserInfo.Username == "" {
+		return "", errors.New("the server named no user")
+	}
 	return r.Status.UserInfo.Username, nil
 }
 
