@@ -224,7 +224,9 @@ func submitForm(tab context.Context, action string, fields map[string]string) *n
 	return load(tab, chromedp.Evaluate[chromedp.Void](js))
 }
 
-func jsString(s string) string { return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'" }
+func jsString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
 
 func csrfOf(tab context.Context) string {
 	GinkgoHelper()
@@ -276,12 +278,13 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 		Expect(textOf(tab, "#approve")).To(Equal("Approve plan " + hash[:12]))
 		screenshot(tab, "plan")
 
-		By("approve, confirm")
+		By("approve, confirm with the keyboard")
 		load(tab, chromedp.Click(chromedp.CSS("#approve")))
 		Expect(textOf(tab, "#confirm")).To(Equal("Yes, approve plan " + hash[:12]))
 		Expect(approvalOf("load-aware-rebalancing")).To(BeNil(), "nothing approved before the confirmation")
 		screenshot(tab, "confirm")
-		resp = load(tab, chromedp.Click(chromedp.CSS("#confirm")))
+		// With the keyboard, as anyone who does not use a mouse.
+		resp = load(tab, chromedp.Focus(chromedp.CSS("#confirm")), chromedp.KeyEvent("\r"))
 		Expect(resp.URL).To(Equal(d.base + "/configs/load-aware-rebalancing/rollout?approved=" + hash))
 		a := approvalOf("load-aware-rebalancing")
 		Expect(a).NotTo(BeNil())
@@ -295,7 +298,8 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 			window.seen = new Set();
 			new MutationObserver(() => document.querySelectorAll('[data-pool="worker"] .node').forEach(n => seen.add(n.className)))
 				.observe(document.getElementById('main'), {subtree: true, childList: true});`))
-		waitFor(tab, `document.querySelector('[data-pool="worker"] .node.updating') !== null`, 60*time.Second)
+		waitFor(tab, `document.querySelectorAll('[data-pool="worker"] .node.updated').length === 1 &&
+			document.querySelector('[data-pool="worker"] .node.updating') !== null`, 60*time.Second)
 		screenshot(tab, "rollout-progress")
 		waitFor(tab, `document.getElementById('phase').textContent.includes('Completed') &&
 			document.querySelectorAll('[data-pool="worker"] .node.updated').length === 3`, 90*time.Second)
