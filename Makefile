@@ -14,8 +14,9 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd
 GO_TEST_FLAGS ?=
+CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: all build build-race tools run test unit e2e test-alerts bench verify update-codegen clean
+.PHONY: all build build-race tools run test unit e2e chromium screenshots test-alerts bench verify update-codegen clean
 
 all: build
 
@@ -62,8 +63,25 @@ build-race:
 	@mkdir -p $(BIN)
 	go build -race -o $(BIN)/virt-advisor-apiserver-race ./cmd/virt-advisor-apiserver
 
-e2e: tools build build-race
-	go test $(GO_TEST_FLAGS) -timeout 40m ./test/e2e/... -args -ginkgo.v
+e2e: tools build build-race chromium
+	CHROMIUM=$(CHROMIUM) go test $(GO_TEST_FLAGS) -timeout 40m ./test/e2e/... -args -ginkgo.v
+
+# The dashboard's e2e specs drive a headless Chromium (CHROMIUM): Debian's
+# package, installed when missing (CI runs as root on a fresh machine).
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "$(CHROMIUM) is missing: install Debian's chromium package (apt-get install chromium) or set CHROMIUM=/path/to/chromium" >&2; exit 1; \
+		fi; \
+		echo ">> installing chromium from Debian (about a minute)"; start=$$(date +%s); \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium && \
+		echo ">> chromium installed in $$(( $$(date +%s) - start ))s"; \
+	fi
+
+# docs/images/dashboard-*.png: the screenshots the dashboard's e2e specs take
+# (all of them also go to _output/e2e-artifacts).
+screenshots: tools build chromium
+	CHROMIUM=$(CHROMIUM) go test -timeout 20m ./test/e2e/... -args -ginkgo.focus='kubectl advisor dashboard' -dashboard-screenshots=$(CURDIR)/docs/images
 
 # Figures on the real control plane: plan latency vs. floor, approval to
 # apply, drift detection, memory with 10 000 unrelated objects of each kind.

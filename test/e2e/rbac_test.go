@@ -19,7 +19,12 @@ import (
 // none). Users are unique per call because the delegated authorizer
 // caches decisions for 10 s.
 func userClient(roles ...string) (versioned.Interface, string, string) {
-	user := fmt.Sprintf("user-%d", time.Now().UnixNano())
+	return namedUserClient(fmt.Sprintf("user-%d", time.Now().UnixNano()), roles...)
+}
+
+// namedUserClient is userClient for a user name of the caller's; a name
+// must be new to the suite (the authorizer caches decisions per user).
+func namedUserClient(user string, roles ...string) (versioned.Interface, string, string) {
 	for _, role := range roles {
 		if role == "" {
 			continue

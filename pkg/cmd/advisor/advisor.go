@@ -15,17 +15,22 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/version"
 )
 
-// clients are the APIs the commands use: virt-advisor's, and the
-// MachineConfigPools of the cluster for reboot and rollout figures.
+// clients are the APIs the commands use: virt-advisor's, the
+// MachineConfigPools of the cluster for reboot and rollout figures, and
+// (for the dashboard) access reviews, nodes and events.
 type clients struct {
 	advisor versioned.Interface
 	dynamic dynamic.Interface
+	kube    kubernetes.Interface
+	// host is the API server's address.
+	host string
 }
 
 // options are shared by every command.
@@ -74,7 +79,8 @@ func newRootCmd(o *options) *cobra.Command {
 
   kubectl advisor plan NAME       the live plan as a diff per item, with the nodes it reboots
   kubectl advisor approve NAME    show the plan, ask, approve exactly that plan
-  kubectl advisor status [NAME]   phase, approval, items and MachineConfigPool progress`,
+  kubectl advisor status [NAME]   phase, approval, items and MachineConfigPool progress
+  kubectl advisor dashboard       the same in a web page on this computer, with a button to approve`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl advisor"},
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -85,7 +91,7 @@ func newRootCmd(o *options) *cobra.Command {
 	cmd.SetOut(o.streams.Out)
 	cmd.SetErr(o.streams.ErrOut)
 	cmd.PersistentFlags().BoolVar(&o.noColor, "no-color", false, "Never colour the output (by default it is coloured only on a terminal).")
-	cmd.AddCommand(newCmdPlan(o), newCmdApprove(o), newCmdStatus(o))
+	cmd.AddCommand(newCmdPlan(o), newCmdApprove(o), newCmdStatus(o), newCmdDashboard(o))
 	return cmd
 }
 
@@ -100,7 +106,11 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{advisor: a, dynamic: d}, nil
+	k, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{advisor: a, dynamic: d, kube: k, host: cfg.Host}, nil
 }
 
 // Main runs the plugin with args and returns its exit code; every error is

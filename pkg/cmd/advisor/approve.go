@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
 )
 
 type approveOptions struct {
@@ -61,7 +62,7 @@ func (o *approveOptions) run(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	printPlan(o.streams.Out, p, rebootSummary(ctx, c.dynamic, p.Status.Items), o.color())
+	printPlan(o.streams.Out, p, pools.Summary(ctx, c.dynamic, p.Status.Items), o.color())
 	hash := p.Status.PlanHash
 	if hash == "" {
 		return fmt.Errorf("the server returned a plan without a planHash for %q: nothing to approve", name)

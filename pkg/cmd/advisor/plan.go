@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
 )
 
 const planExitCodes = `Exit status, as diff(1):
@@ -81,7 +82,7 @@ func (o *planOptions) run(ctx context.Context, name string) error {
 			return err
 		}
 	} else {
-		printPlan(o.streams.Out, p, rebootSummary(ctx, c.dynamic, p.Status.Items), o.color())
+		printPlan(o.streams.Out, p, pools.Summary(ctx, c.dynamic, p.Status.Items), o.color())
 	}
 	if code := planExitCode(p); code != exitOK {
 		return &exitCodeError{code: code}

@@ -21,6 +21,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
 )
 
 type statusOptions struct {
@@ -207,31 +208,31 @@ func poolProgress(ctx context.Context, c *clients, cfg *v1alpha1.VirtPlatformCon
 	for _, it := range cfg.Status.Items {
 		items = append(items, v1alpha1.PlanItem{Name: it.Name, TargetRef: it.TargetRef, Operation: it.Operation, DesiredState: it.DesiredState})
 	}
-	mcs, err := machineConfigChanges(ctx, c.dynamic, items, true)
+	mcs, err := pools.Changes(ctx, c.dynamic, items, true)
 	if err != nil {
 		return progress{err: err.Error()}
 	}
 	if len(mcs) == 0 {
 		return progress{}
 	}
-	pools, err := listPools(ctx, c.dynamic)
+	all, err := pools.List(ctx, c.dynamic)
 	if err != nil {
 		return progress{err: err.Error()}
 	}
-	selecting, err := rebootsOf(pools, mcs)
+	selecting, err := pools.Selecting(all, mcs)
 	if err != nil {
 		return progress{err: err.Error()}
 	}
 	var out progress
 	for _, s := range selecting {
-		for i := range pools {
-			if pools[i].GetName() != s.pool {
+		for i := range all {
+			if all[i].GetName() != s.Pool {
 				continue
 			}
-			p := &pools[i]
+			p := &all[i]
 			out.pools = append(out.pools, poolStatus{
-				name: s.pool, machines: poolCount(p, "machineCount"), updated: poolCount(p, "updatedMachineCount"),
-				ready: poolCount(p, "readyMachineCount"), degraded: poolCount(p, "degradedMachineCount"), paused: s.paused,
+				name: s.Pool, machines: pools.Count(p, "machineCount"), updated: pools.Count(p, "updatedMachineCount"),
+				ready: pools.Count(p, "readyMachineCount"), degraded: pools.Count(p, "degradedMachineCount"), paused: s.Paused,
 			})
 		}
 	}

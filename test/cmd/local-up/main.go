@@ -78,6 +78,11 @@ kubectl advisor plan load-aware-rebalancing
 kubectl advisor approve load-aware-rebalancing
 kubectl advisor status load-aware-rebalancing -w
 
+Or in a web page on this computer (review, approve, follow the rollout;
+it prints the address to open, with this run's token):
+
+kubectl advisor dashboard
+
 Press Ctrl-C to stop (data stays in %s).
 `, filepath.Join(e.Dir, "logs"), e.Kubeconfig, kubectl, e.BinDir, e.Dir)
 

@@ -1,4 +1,4 @@
-package advisor
+package explain
 
 import (
 	"errors"
@@ -43,8 +43,8 @@ func TestOneLine(t *testing.T) {
 		{"wrapped status", errors.Join(&apierrors.StatusError{ErrStatus: metav1.Status{Code: 409, Message: "busy"}}), "busy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := oneLine(tc.err); got != tc.want {
-				t.Errorf("oneLine:\n got %s\nwant %s", got, tc.want)
+			if got := Line(tc.err); got != tc.want {
+				t.Errorf("Line:\n got %s\nwant %s", got, tc.want)
 			}
 		})
 	}
@@ -53,11 +53,11 @@ func TestOneLine(t *testing.T) {
 func TestBrieflyHasNoAdvisorHints(t *testing.T) {
 	mcp := schema.GroupResource{Group: "machineconfiguration.openshift.io", Resource: "machineconfigpools"}
 	err := apierrors.NewForbidden(mcp, "", errors.New(`User "bob" cannot list resource "machineconfigpools" in API group "machineconfiguration.openshift.io" at the cluster scope`))
-	if got, want := briefly(err), `user "bob" may not list machineconfigpools`; got != want {
+	if got, want := Brief(err), `user "bob" may not list machineconfigpools`; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	err = apierrors.NewGenericServerResponse(404, "list", mcp, "", "", 0, false)
-	if got := briefly(err); got != "the server could not find the requested resource (list machineconfigpools.machineconfiguration.openshift.io)" {
+	if got := Brief(err); got != "the server could not find the requested resource (list machineconfigpools.machineconfiguration.openshift.io)" {
 		t.Errorf("got %q", got)
 	}
 }

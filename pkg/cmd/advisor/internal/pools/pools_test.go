@@ -1,4 +1,4 @@
-package advisor
+package pools
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -15,49 +17,49 @@ import (
 
 const roleLabel = "machineconfiguration.openshift.io/role"
 
-func TestReboots(t *testing.T) {
-	worker := machineConfigChange{name: "99-worker-psi-karg", labels: map[string]string{roleLabel: "worker"}}
-	swap := machineConfigChange{name: "90-worker-kubelet-swap", labels: map[string]string{roleLabel: "worker"}}
-	master := machineConfigChange{name: "99-master-psi-karg", labels: map[string]string{roleLabel: "master"}}
+func TestSelectingAndFormat(t *testing.T) {
+	worker := Change{Name: "99-worker-psi-karg", Labels: map[string]string{roleLabel: "worker"}}
+	swap := Change{Name: "90-worker-kubelet-swap", Labels: map[string]string{roleLabel: "worker"}}
+	master := Change{Name: "99-master-psi-karg", Labels: map[string]string{roleLabel: "master"}}
 	for _, tc := range []struct {
 		name    string
 		pools   []*unstructured.Unstructured
-		changes []machineConfigChange
+		changes []Change
 		want    string
 	}{
 		{"no MachineConfig changes", []*unstructured.Unstructured{pool("worker", roleSelector("worker"), 3, 3, false)}, nil, "none"},
 		{"one pool by matchExpressions", []*unstructured.Unstructured{pool("worker", roleSelector("worker"), 3, 3, false), pool("master", roleSelector("master"), 3, 3, false)},
-			[]machineConfigChange{worker}, "pool worker, 3 nodes, once"},
+			[]Change{worker}, "pool worker, 3 nodes, once"},
 		{"by matchLabels", []*unstructured.Unstructured{pool("worker", map[string]interface{}{"matchLabels": map[string]interface{}{roleLabel: "worker"}}, 2, 2, false)},
-			[]machineConfigChange{worker}, "pool worker, 2 nodes, once"},
+			[]Change{worker}, "pool worker, 2 nodes, once"},
 		{"a custom pool inherits worker MachineConfigs", []*unstructured.Unstructured{pool("worker-cnv", roleSelector("worker", "worker-cnv"), 1, 1, false), pool("worker", roleSelector("worker"), 3, 3, false)},
-			[]machineConfigChange{worker}, "pool worker, 3 nodes, once; pool worker-cnv, 1 node, once"},
+			[]Change{worker}, "pool worker, 3 nodes, once; pool worker-cnv, 1 node, once"},
 		{"two MachineConfigs of one pool roll out together", []*unstructured.Unstructured{pool("worker", roleSelector("worker"), 3, 3, false)},
-			[]machineConfigChange{worker, swap}, "pool worker, 3 nodes, once (2 MachineConfigs rolled out together: 99-worker-psi-karg, 90-worker-kubelet-swap)"},
+			[]Change{worker, swap}, "pool worker, 3 nodes, once (2 MachineConfigs rolled out together: 99-worker-psi-karg, 90-worker-kubelet-swap)"},
 		{"a paused pool reboots when unpaused", []*unstructured.Unstructured{pool("worker", roleSelector("worker"), 3, 3, true)},
-			[]machineConfigChange{worker}, "pool worker, 3 nodes, once, when the pool is unpaused"},
+			[]Change{worker}, "pool worker, 3 nodes, once, when the pool is unpaused"},
 		{"a pool without a selector selects nothing", []*unstructured.Unstructured{{Object: map[string]interface{}{"metadata": map[string]interface{}{"name": "bare"}}}},
-			[]machineConfigChange{worker}, "none (no MachineConfigPool selects 99-worker-psi-karg)"},
+			[]Change{worker}, "none (no MachineConfigPool selects 99-worker-psi-karg)"},
 		{"pools of each change", []*unstructured.Unstructured{pool("worker", roleSelector("worker"), 3, 3, false), pool("master", roleSelector("master"), 3, 3, false)},
-			[]machineConfigChange{worker, master}, "pool master, 3 nodes, once; pool worker, 3 nodes, once"},
+			[]Change{worker, master}, "pool master, 3 nodes, once; pool worker, 3 nodes, once"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pools := make([]unstructured.Unstructured, len(tc.pools))
 			for i, p := range tc.pools {
 				pools[i] = *p
 			}
-			r, err := rebootsOf(pools, tc.changes)
+			r, err := Selecting(pools, tc.changes)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := formatReboots(tc.changes, r); got != tc.want {
+			if got := Format(tc.changes, r); got != tc.want {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
 	}
 }
 
-func TestRebootSummaryNeverFails(t *testing.T) {
+func TestSummaryNeverFails(t *testing.T) {
 	create := v1alpha1.PlanItem{Name: "psi", Operation: v1alpha1.OperationCreate,
 		TargetRef:    v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "99-worker-psi-karg"},
 		DesiredState: &runtime.RawExtension{Raw: []byte(`{"metadata":{"labels":{"machineconfiguration.openshift.io/role":"worker"}}}`)}}
@@ -78,23 +80,44 @@ func TestRebootSummaryNeverFails(t *testing.T) {
 	}{
 		{"nothing to reboot needs no pools", []v1alpha1.PlanItem{unchanged}, nil, errors.New("must not be listed"), "none"},
 		{"pools forbidden", []v1alpha1.PlanItem{create}, nil,
-			apierrors.NewForbidden(machineConfigPoolGVR.GroupResource(), "", errors.New(`User "bob" cannot list resource "machineconfigpools" in API group "machineconfiguration.openshift.io" at the cluster scope`)),
+			apierrors.NewForbidden(MachineConfigPools.GroupResource(), "", errors.New(`User "bob" cannot list resource "machineconfigpools" in API group "machineconfiguration.openshift.io" at the cluster scope`)),
 			`unknown (cannot read MachineConfigPools: user "bob" may not list machineconfigpools)`},
-		{"pools not served", []v1alpha1.PlanItem{create}, nil, apierrors.NewGenericServerResponse(404, "list", machineConfigPoolGVR.GroupResource(), "", "", 0, false),
+		{"pools not served", []v1alpha1.PlanItem{create}, nil, apierrors.NewGenericServerResponse(404, "list", MachineConfigPools.GroupResource(), "", "", 0, false),
 			`unknown (cannot read MachineConfigPools: the server could not find the requested resource (list machineconfigpools.machineconfiguration.openshift.io))`},
 		{"a delete reads the live labels", []v1alpha1.PlanItem{deleted}, []runtime.Object{liveSwap, pool("worker", roleSelector("worker"), 3, 3, false)}, nil,
 			"pool worker, 3 nodes, once"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, tc.objects...)
+			dyn := fakeDynamic(tc.objects...)
 			if tc.listErr != nil {
-				h.dynamic.PrependReactor("list", "machineconfigpools", func(clienttesting.Action) (bool, runtime.Object, error) {
+				dyn.PrependReactor("list", "machineconfigpools", func(clienttesting.Action) (bool, runtime.Object, error) {
 					return true, nil, tc.listErr
 				})
 			}
-			if got := rebootSummary(context.Background(), h.dynamic, tc.items); got != tc.want {
+			if got := Summary(context.Background(), dyn, tc.items); got != tc.want {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
 	}
+}
+
+func fakeDynamic(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{MachineConfigPools: "MachineConfigPoolList", MachineConfigs: "MachineConfigList"}, objects...)
+}
+
+// pool is a MachineConfigPool with a machineConfigSelector and counts.
+func pool(name string, selector map[string]interface{}, machines, updated int64, paused bool) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+		"metadata": map[string]interface{}{"name": name},
+		"spec":     map[string]interface{}{"machineConfigSelector": selector, "paused": paused},
+		"status": map[string]interface{}{"machineCount": machines, "updatedMachineCount": updated,
+			"readyMachineCount": updated, "degradedMachineCount": int64(0)},
+	}}
+}
+
+func roleSelector(roles ...interface{}) map[string]interface{} {
+	return map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{
+		"key": "machineconfiguration.openshift.io/role", "operator": "In", "values": roles}}}
 }

@@ -1,0 +1,209 @@
+package dashboard
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
+)
+
+// The annotations the MachineConfig operator's daemon keeps on every node.
+const (
+	currentConfigAnnotation = "machineconfiguration.openshift.io/currentConfig"
+	desiredConfigAnnotation = "machineconfiguration.openshift.io/desiredConfig"
+	stateAnnotation         = "machineconfiguration.openshift.io/state"
+	reasonAnnotation        = "machineconfiguration.openshift.io/reason"
+	pausedUntilAnnotation   = "advisor.kubevirt.io/paused-until"
+)
+
+// nodeState is where a node is in its pool's rollout.
+type nodeState string
+
+const (
+	nodeUpdated  nodeState = "updated"
+	nodeUpdating nodeState = "updating"
+	nodeWaiting  nodeState = "waiting"
+	nodeDegraded nodeState = "degraded"
+)
+
+// gridNode is one cell of a pool's grid.
+type gridNode struct {
+	Name   string
+	State  nodeState
+	Detail string
+}
+
+// gridPool is one MachineConfigPool of a config's rollout.
+type gridPool struct {
+	Name                                     string
+	Configs                                  []string // the config's MachineConfigs it selects
+	Machines, Updated, Degraded, Unavailable int64
+	Target, Current                          string // rendered configs: spec and status
+	Paused                                   bool
+	PausedBy, PausedUntil                    string
+	State, Tone                              string // summary in words, and its tone
+	Message                                  string // the pool condition that explains State
+	Nodes                                    []gridNode
+	// NodesNote says where the cells come from when not from Nodes.
+	NodesNote string
+}
+
+// Counts of each node state, for the legend.
+func (p gridPool) Count(s nodeState) int {
+	n := 0
+	for _, c := range p.Nodes {
+		if c.State == s {
+			n++
+		}
+	}
+	return n
+}
+
+// newGridPool reads a pool. nodes are the Nodes its nodeSelector selects;
+// when none carries the MachineConfig daemon's annotations (or they could
+// not be listed: nodesErr) the cells come from the pool's counts.
+func newGridPool(pool *unstructured.Unstructured, configs []string, nodes []corev1.Node, nodesErr string) gridPool {
+	g := gridPool{
+		Name: pool.GetName(), Configs: configs,
+		Machines: pools.Count(pool, "machineCount"), Updated: pools.Count(pool, "updatedMachineCount"),
+		Degraded: pools.Count(pool, "degradedMachineCount"), Unavailable: pools.Count(pool, "unavailableMachineCount"),
+	}
+	g.Target, _, _ = unstructured.NestedString(pool.Object, "spec", "configuration", "name")
+	g.Current, _, _ = unstructured.NestedString(pool.Object, "status", "configuration", "name")
+	g.Paused, _, _ = unstructured.NestedBool(pool.Object, "spec", "paused")
+	if g.Paused {
+		g.PausedBy = pausedBy(pool)
+		g.PausedUntil = pool.GetAnnotations()[pausedUntilAnnotation]
+	}
+	if cells := nodesFromAnnotations(g.Target, nodes); len(cells) > 0 {
+		g.Nodes = cells
+	} else {
+		g.Nodes = nodesFromCounts(g.Machines, g.Updated, g.Degraded, g.Unavailable, g.Paused)
+		why := nodesErr
+		switch {
+		case why != "":
+		case len(nodes) == 0:
+			why = "no Node matches the pool's nodeSelector"
+		default:
+			why = "its nodes carry no MachineConfig daemon annotations"
+		}
+		g.NodesNote = "Cells follow the pool's counts (updated, degraded, unavailable machines), not named nodes: " + why + "."
+	}
+	g.State, g.Tone, g.Message = poolState(pool, g)
+	return g
+}
+
+// nodesFromAnnotations reads each node's rollout from the MachineConfig
+// daemon's annotations: currentConfig, desiredConfig and state.
+func nodesFromAnnotations(target string, nodes []corev1.Node) []gridNode {
+	var out []gridNode
+	for _, n := range nodes {
+		a := n.Annotations
+		current, ok := a[currentConfigAnnotation]
+		if !ok {
+			continue
+		}
+		desired, state := a[desiredConfigAnnotation], a[stateAnnotation]
+		c := gridNode{Name: n.Name}
+		switch {
+		case state == "Degraded" || state == "Unreconcilable":
+			c.State, c.Detail = nodeDegraded, orText(a[reasonAnnotation], state)
+		case current == target && desired == target && state != "Working":
+			c.State = nodeUpdated
+		case desired == target && target != "":
+			c.State, c.Detail = nodeUpdating, "from "+current
+		case current == target:
+			c.State = nodeUpdated
+		default:
+			c.State, c.Detail = nodeWaiting, "runs "+current
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// nodesFromCounts lays the counts out as cells: the MCO updates nodes one
+// at a time, so the updated ones come first, then the degraded ones, then
+// the one in flight (unavailable while it drains and reboots), then those
+// that wait.
+func nodesFromCounts(machines, updated, degraded, unavailable int64, paused bool) []gridNode {
+	degraded = min(max(degraded, 0), machines)
+	updated = min(max(updated, 0), machines-degraded)
+	updating := int64(0)
+	if !paused {
+		updating = min(max(unavailable-degraded, 0), machines-degraded-updated)
+	}
+	out := make([]gridNode, 0, machines)
+	for i := int64(0); i < machines; i++ {
+		c := gridNode{Name: fmt.Sprintf("node %d of %d", i+1, machines), State: nodeWaiting}
+		switch {
+		case i < updated:
+			c.State = nodeUpdated
+		case i < updated+degraded:
+			c.State = nodeDegraded
+		case i < updated+degraded+updating:
+			c.State = nodeUpdating
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// pausedBy names the field managers that own spec.paused.
+func pausedBy(pool *unstructured.Unstructured) string {
+	paused := fieldpath.MakePathOrDie("spec", "paused")
+	var managers []string
+	for _, mf := range pool.GetManagedFields() {
+		if mf.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(strings.NewReader(string(mf.FieldsV1.Raw))); err != nil {
+			continue
+		}
+		if set.Has(paused) {
+			managers = append(managers, mf.Manager)
+		}
+	}
+	return strings.Join(managers, ", ")
+}
+
+// poolState sums a pool up in words, as kubectl get mcp and the
+// controller's item messages do.
+func poolState(pool *unstructured.Unstructured, g gridPool) (state, tone, message string) {
+	cond := func(t string) (string, string) {
+		conds, _, _ := unstructured.NestedSlice(pool.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == t {
+				s, _ := m["status"].(string)
+				msg, _ := m["message"].(string)
+				return s, msg
+			}
+		}
+		return "", ""
+	}
+	if s, msg := cond("Degraded"); s == "True" || g.Degraded > 0 {
+		return fmt.Sprintf("Degraded (%d of %d nodes)", g.Degraded, g.Machines), "bad", msg
+	}
+	done := g.Target != "" && g.Target == g.Current && g.Updated >= g.Machines
+	switch {
+	case done:
+		return fmt.Sprintf("Updated (%d of %d nodes)", g.Updated, g.Machines), "ok", "runs " + g.Current
+	case g.Paused:
+		_, msg := cond("Updating")
+		return fmt.Sprintf("Paused (%d of %d nodes updated)", g.Updated, g.Machines), "warn", msg
+	}
+	_, msg := cond("Updating")
+	return fmt.Sprintf("Updating (%d of %d nodes updated)", g.Updated, g.Machines), "info", orText(msg, "updating to "+g.Target)
+}
+
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,565 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"sort"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/explain"
+	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/status"
+)
+
+// eventsNamespace is where virt-advisor records the Events of its
+// cluster-scoped configs.
+const eventsNamespace = "default"
+
+func (s *Server) funcs() template.FuncMap {
+	return template.FuncMap{
+		"short": shortHash,
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+		},
+		"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"ago": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return duration.HumanDuration(s.now().Sub(t))
+		},
+		"phaseTone":  phaseTone,
+		"glyph":      glyph,
+		"opTone":     opTone,
+		"impactTone": impactTone,
+		"stateTone":  stateTone,
+		"nodeGlyph":  nodeGlyph,
+	}
+}
+
+// shortHash is the first 12 characters of a plan hash, as the plugin and
+// git show them.
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// target is "Kind namespace/name" or "Kind name".
+func target(ref v1alpha1.ObjectReference) string {
+	if ref.Namespace != "" {
+		return ref.Kind + " " + ref.Namespace + "/" + ref.Name
+	}
+	return ref.Kind + " " + ref.Name
+}
+
+// Tones pair a colour with a glyph; the state is always written out too.
+func glyph(tone string) string {
+	switch tone {
+	case "ok":
+		return "✓"
+	case "info":
+		return "●"
+	case "warn":
+		return "▲"
+	case "bad":
+		return "✕"
+	}
+	return "○"
+}
+
+func nodeGlyph(s nodeState) string {
+	switch s {
+	case nodeUpdated:
+		return "✓"
+	case nodeUpdating:
+		return "↻"
+	case nodeDegraded:
+		return "✕"
+	}
+	return "○"
+}
+
+func phaseTone(p v1alpha1.ConfigPhase) string {
+	switch p {
+	case v1alpha1.PhaseCompleted:
+		return "ok"
+	case v1alpha1.PhaseReviewRequired, v1alpha1.PhaseInProgress, v1alpha1.PhasePending, v1alpha1.PhaseDrafting, v1alpha1.PhaseCompletedWithUpgrade:
+		return "info"
+	case v1alpha1.PhaseDrifted, v1alpha1.PhaseCompletedWithErrors, v1alpha1.PhasePrerequisiteFailed:
+		return "warn"
+	case v1alpha1.PhaseFailed:
+		return "bad"
+	}
+	return "neutral"
+}
+
+func opTone(op v1alpha1.Operation) string {
+	switch op {
+	case v1alpha1.OperationCreate:
+		return "ok"
+	case v1alpha1.OperationUpdate:
+		return "info"
+	case v1alpha1.OperationDelete:
+		return "bad"
+	}
+	return "neutral"
+}
+
+func impactTone(i v1alpha1.Impact) string {
+	switch i {
+	case v1alpha1.ImpactHigh:
+		return "bad"
+	case v1alpha1.ImpactMedium:
+		return "warn"
+	}
+	return "neutral"
+}
+
+func stateTone(s v1alpha1.ItemState) string {
+	switch s {
+	case v1alpha1.ItemStateCompleted:
+		return "ok"
+	case v1alpha1.ItemStateInProgress:
+		return "info"
+	case v1alpha1.ItemStateFailed:
+		return "bad"
+	}
+	return "neutral"
+}
+
+// approvalView is a config's last approval.
+type approvalView struct {
+	Hash, By string
+	At       time.Time
+	Gen      int64
+}
+
+func newApprovalView(a *v1alpha1.ApprovalRecord) *approvalView {
+	if a == nil {
+		return nil
+	}
+	return &approvalView{Hash: a.PlanHash, By: a.ApprovedBy, At: a.ApprovedAt.Time, Gen: a.Generation}
+}
+
+// summaryView is a config's phase, approval and drift: the header of its
+// pages, and a row of the configs page.
+type summaryView struct {
+	Name, Action         string
+	Impact               v1alpha1.Impact
+	Phase                v1alpha1.ConfigPhase
+	Message              string
+	Approval             *approvalView
+	Drift                string
+	Notes                []string
+	Generation, Observed int64
+	SpecChangedBy        string
+	Created              time.Time
+}
+
+func newSummary(cfg *v1alpha1.VirtPlatformConfig) summaryView {
+	st := cfg.Status
+	v := summaryView{
+		Name: cfg.Name, Action: string(cfg.Spec.Action), Impact: st.ImpactSeverity, Phase: st.Phase,
+		Approval: newApprovalView(st.Approval), Generation: cfg.Generation, Observed: st.ObservedGeneration,
+		SpecChangedBy: st.SpecChangedBy, Created: cfg.CreationTimestamp.Time,
+	}
+	if c := meta.FindStatusCondition(st.Conditions, string(st.Phase)); c != nil {
+		v.Message = c.Message
+	}
+	if st.Phase == v1alpha1.PhaseDrifted {
+		v.Drift = "Drifted"
+	}
+	for _, t := range []string{"InputDependencyDrift", "UpgradeAvailable"} {
+		if c := meta.FindStatusCondition(st.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
+			v.Notes = append(v.Notes, t+": "+c.Message)
+			if t == "InputDependencyDrift" {
+				v.Drift = strings.TrimSpace(v.Drift + " input changed")
+			}
+		}
+	}
+	if v.Observed < v.Generation {
+		v.Notes = append(v.Notes, fmt.Sprintf("This status is of generation %d; the spec is at generation %d and is being planned.", v.Observed, v.Generation))
+	}
+	return v
+}
+
+// boundSettings are the spec settings a plan hash binds besides the items
+// (DESIGN §4.3.1): changing any of them after the review makes the
+// reviewed hash stale.
+type boundSettings struct {
+	Action, FailurePolicy, WaitTimeout string
+	BypassOptimisticLock               bool
+	Generation                         int64
+}
+
+func newBoundSettings(cfg *v1alpha1.VirtPlatformConfig) boundSettings {
+	b := boundSettings{
+		Action: string(cfg.Spec.Action), FailurePolicy: string(cfg.Spec.FailurePolicy),
+		BypassOptimisticLock: cfg.Spec.BypassOptimisticLock, WaitTimeout: cfg.Spec.WaitTimeout, Generation: cfg.Generation,
+	}
+	if b.Action == "" {
+		b.Action = string(v1alpha1.PlanActionDryRun) + " (default)"
+	}
+	if b.FailurePolicy == "" {
+		b.FailurePolicy = string(v1alpha1.FailurePolicyAbort) + " (default)"
+	}
+	if b.WaitTimeout == "" {
+		b.WaitTimeout = "unset (wait forever)"
+	}
+	return b
+}
+
+// diffLine is one line of a unified diff, classified for colour; the
+// +/- prefix stays in the text, so the colour is never the only sign.
+type diffLine struct {
+	Kind string // file, hunk, add, del, ctx
+	Text string
+}
+
+func diffLines(diff string) (lines []diffLine, added, removed int) {
+	diff = strings.TrimRight(diff, "\n")
+	if diff == "" {
+		return nil, 0, 0
+	}
+	for _, t := range strings.Split(diff, "\n") {
+		k := "ctx"
+		switch {
+		case strings.HasPrefix(t, "+++"), strings.HasPrefix(t, "---"):
+			k = "file"
+		case strings.HasPrefix(t, "@@"):
+			k = "hunk"
+		case strings.HasPrefix(t, "+"):
+			k = "add"
+			added++
+		case strings.HasPrefix(t, "-"):
+			k = "del"
+			removed++
+		}
+		lines = append(lines, diffLine{Kind: k, Text: t})
+	}
+	return lines, added, removed
+}
+
+// itemView is one item of a plan.
+type itemView struct {
+	Index, Total                 int
+	Name, Target, Message, Error string
+	Operation                    v1alpha1.Operation
+	Impact                       v1alpha1.Impact
+	Reboots                      string
+	ManagedFields                []string
+	Changes                      bool
+	Lines                        []diffLine
+	Added, Removed               int
+}
+
+// approveView says whether the page offers the approve button, and why not.
+type approveView struct {
+	Can    bool
+	Reason string // why there is no button
+	Note   string // said next to the button
+}
+
+// banner is the outcome of an action, at the top of a page.
+type banner struct {
+	Tone, Title, Detail, Hint string
+}
+
+// planView is the plan page.
+type planView struct {
+	Name     string
+	Summary  summaryView
+	Err      string
+	Hash     string
+	Gen      int64
+	Impact   v1alpha1.Impact
+	Computed time.Time
+	Bound    boundSettings
+	// BoundNote says when the settings shown are not of the plan's generation.
+	BoundNote       string
+	Missing         []v1alpha1.Prerequisite
+	Warnings        []string
+	Items           []itemView
+	Changed, Failed int
+	Reboots         string
+	Approve         approveView
+	Banner          *banner
+}
+
+// buildPlan reads the config and its live plan, and decides about the
+// approve button; a failure is shown on the page, not returned.
+func (s *Server) buildPlan(ctx context.Context, name string) (planView, int) {
+	v := planView{Name: name}
+	configs := s.c.Advisor.AdvisorV1alpha1().VirtPlatformConfigs()
+	cfg, err := configs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		v.Err = explain.Line(err)
+		return v, codeOf(err)
+	}
+	p, err := configs.GetPlan(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		v.Summary = newSummary(cfg)
+		v.Err = explain.Line(err)
+		return v, codeOf(err)
+	}
+	if p.Status.Generation != cfg.Generation {
+		// The spec changed between the two reads: read it again, so the
+		// settings shown are those the hash binds.
+		if again, err := configs.Get(ctx, name, metav1.GetOptions{}); err == nil {
+			cfg = again
+		}
+	}
+	v.Summary = newSummary(cfg)
+	v.Bound = newBoundSettings(cfg)
+	if p.Status.Generation != cfg.Generation {
+		v.BoundNote = fmt.Sprintf("The plan was computed from generation %d, the settings shown are of generation %d: reload the page.", p.Status.Generation, cfg.Generation)
+	}
+	st := p.Status
+	v.Hash, v.Gen, v.Impact, v.Computed, v.Warnings = st.PlanHash, st.Generation, st.ImpactSeverity, p.CreationTimestamp.Time, st.Warnings
+	for _, pr := range st.Prerequisites {
+		if !pr.Satisfied {
+			v.Missing = append(v.Missing, pr)
+		}
+	}
+	for i, it := range st.Items {
+		iv := itemView{Index: i + 1, Total: len(st.Items), Name: it.Name, Target: target(it.TargetRef), Message: it.Message,
+			Error: explain.Flatten(it.Error), Operation: it.Operation, Impact: it.ImpactSeverity, ManagedFields: it.ManagedFields}
+		iv.Changes = it.Operation != v1alpha1.OperationNone && it.Operation != ""
+		if iv.Changes {
+			v.Changed++
+			iv.Lines, iv.Added, iv.Removed = diffLines(it.Diff)
+		}
+		if it.Error != "" {
+			v.Failed++
+		}
+		if profiles.IsMachineConfig(it.TargetRef) && iv.Changes {
+			iv.Reboots = pools.Summary(ctx, s.c.Dynamic, []v1alpha1.PlanItem{it})
+		}
+		v.Items = append(v.Items, iv)
+	}
+	v.Reboots = pools.Summary(ctx, s.c.Dynamic, st.Items)
+	v.Approve = s.mayApprove(ctx, cfg, v.Hash)
+	return v, 200
+}
+
+// mayApprove asks the cluster whether the user may approve (a
+// SelfSubjectAccessReview), and, for the author of the spec, whether the
+// server wants a second person (a dry-run approval). The server decides
+// again when the form is sent.
+func (s *Server) mayApprove(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, hash string) approveView {
+	if hash == "" {
+		return approveView{Reason: "There is no plan to approve: the server returned no plan hash."}
+	}
+	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
+		return approveView{Reason: "spec.action is Ignore: nothing is applied while a config is ignored. Set spec.action to DryRun to approve its plans."}
+	}
+	if p, _ := status.Lookup(cfg.Status.Phase); !p.Approvable {
+		return approveView{Reason: "The server takes no approval now: " + p.NotApprovable + "."}
+	}
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group: v1alpha1.GroupName, Resource: "virtplatformconfigs", Subresource: "approve", Verb: "create", Name: cfg.Name,
+		},
+	}}
+	res, err := s.c.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return approveView{Can: true, Note: "Your permission to approve could not be checked (" + explain.Brief(err) + "); the server decides when you approve."}
+	}
+	if !res.Status.Allowed {
+		who := "You"
+		if s.user != "" {
+			who = fmt.Sprintf("You (%s)", s.user)
+		}
+		return approveView{Reason: who + " may not approve plans: that takes create on virtplatformconfigs/approve, which the " +
+			explain.RoleFor("create virtplatformconfigs/approve") + " role grants. Ask a cluster administrator for it, or ask someone who has it to approve."}
+	}
+	if s.user != "" && cfg.Status.SpecChangedBy == s.user {
+		_, err := s.c.Advisor.AdvisorV1alpha1().VirtPlatformConfigs().Approve(ctx, cfg.Name,
+			&v1alpha1.Approval{ObjectMeta: metav1.ObjectMeta{Name: cfg.Name}, Spec: v1alpha1.ApprovalSpec{PlanHash: hash}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if apierrors.IsForbidden(err) {
+			return approveView{Reason: "You made the last change to this config's spec, and the server wants a second person to approve its plans (four eyes): " +
+				explain.Line(err) + "."}
+		}
+	}
+	return approveView{Can: true}
+}
+
+// codeOf is the HTTP status of an API error, 502 for others.
+func codeOf(err error) int {
+	if st, ok := err.(apierrors.APIStatus); ok && st.Status().Code >= 400 {
+		return int(st.Status().Code)
+	}
+	return 502
+}
+
+// rolloutView is the rollout page.
+type rolloutView struct {
+	Name      string
+	Summary   summaryView
+	Err       string
+	Flash     string
+	Items     []itemStateView
+	Pools     []gridPool
+	PoolsNote string
+	Events    []eventView
+	EventsErr string
+}
+
+// itemStateView is an item's progress.
+type itemStateView struct {
+	Name, Target, Message string
+	Operation             v1alpha1.Operation
+	State                 v1alpha1.ItemState
+	Since                 time.Time
+}
+
+// eventView is one Event of the config.
+type eventView struct {
+	Time                  time.Time
+	Type, Reason, Message string
+	Count                 int32
+}
+
+func (s *Server) buildRollout(ctx context.Context, name, approved string) (rolloutView, int) {
+	v := rolloutView{Name: name}
+	cfg, err := s.c.Advisor.AdvisorV1alpha1().VirtPlatformConfigs().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		v.Err = explain.Line(err)
+		return v, codeOf(err)
+	}
+	v.Summary = newSummary(cfg)
+	if a := cfg.Status.Approval; approved != "" && a != nil && a.PlanHash == approved {
+		v.Flash = fmt.Sprintf("Plan %s approved by %s at %s. The controller applies exactly that plan; this page follows it.",
+			shortHash(a.PlanHash), a.ApprovedBy, a.ApprovedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+	}
+	for _, it := range cfg.Status.Items {
+		iv := itemStateView{Name: it.Name, Target: target(it.TargetRef), Message: it.Message, Operation: it.Operation, State: it.State}
+		if it.LastTransitionTime != nil {
+			iv.Since = it.LastTransitionTime.Time
+		}
+		v.Items = append(v.Items, iv)
+	}
+	v.Pools, v.PoolsNote = s.gridOf(ctx, cfg)
+	v.Events, v.EventsErr = s.eventsOf(ctx, cfg)
+	return v, 200
+}
+
+// gridOf reads the pools that roll the config's MachineConfigs out, and
+// their nodes; a note says why there are none.
+func (s *Server) gridOf(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) ([]gridPool, string) {
+	items := make([]v1alpha1.PlanItem, 0, len(cfg.Status.Items))
+	for _, it := range cfg.Status.Items {
+		items = append(items, v1alpha1.PlanItem{Name: it.Name, TargetRef: it.TargetRef, Operation: it.Operation, DesiredState: it.DesiredState})
+	}
+	changes, err := pools.Changes(ctx, s.c.Dynamic, items, true)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if len(changes) == 0 {
+		return nil, "This config has no MachineConfig items: nothing rolls out through a MachineConfigPool, no node reboots."
+	}
+	all, err := pools.List(ctx, s.c.Dynamic)
+	if err != nil {
+		return nil, err.Error()
+	}
+	selecting, err := pools.Selecting(all, changes)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if len(selecting) == 0 {
+		return nil, "No MachineConfigPool selects this config's MachineConfigs: no node reboots."
+	}
+	var out []gridPool
+	for _, r := range selecting {
+		for i := range all {
+			if all[i].GetName() != r.Pool {
+				continue
+			}
+			var nodes []corev1.Node
+			var nodesErr string
+			if sel, err := profiles.PoolSelector(&all[i], "nodeSelector"); err != nil {
+				nodesErr = "its nodeSelector is invalid: " + err.Error()
+			} else if list, err := s.c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel.String()}); err != nil {
+				nodesErr = explain.Brief(err)
+			} else {
+				nodes = list.Items
+			}
+			out = append(out, newGridPool(&all[i], r.Configs, nodes, nodesErr))
+		}
+	}
+	return out, ""
+}
+
+// maxEvents bounds the timeline.
+const maxEvents = 50
+
+// eventsOf lists the config's Events, oldest first.
+func (s *Server) eventsOf(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) ([]eventView, string) {
+	sel := fields.Set{"involvedObject.kind": "VirtPlatformConfig", "involvedObject.name": cfg.Name}.AsSelector().String()
+	list, err := s.c.Kube.CoreV1().Events(eventsNamespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return nil, "The config's Events cannot be read: " + explain.Brief(err)
+	}
+	out := make([]eventView, 0, len(list.Items))
+	for _, e := range list.Items {
+		if e.InvolvedObject.UID != "" && e.InvolvedObject.UID != cfg.UID {
+			continue // of an earlier config of the same name
+		}
+		out = append(out, eventView{Time: eventTime(e), Type: e.Type, Reason: e.Reason, Message: e.Message, Count: e.Count})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	if len(out) > maxEvents {
+		out = out[len(out)-maxEvents:]
+	}
+	return out, ""
+}
+
+// eventTime is when an Event last happened.
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// configsView is the configs page.
+type configsView struct {
+	Rows []summaryView
+	Err  string
+}
+
+func (s *Server) buildConfigs(ctx context.Context) (configsView, int) {
+	list, err := s.c.Advisor.AdvisorV1alpha1().VirtPlatformConfigs().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return configsView{Err: explain.Line(err)}, codeOf(err)
+	}
+	v := configsView{}
+	for i := range list.Items {
+		v.Rows = append(v.Rows, newSummary(&list.Items[i]))
+	}
+	sort.Slice(v.Rows, func(i, j int) bool { return v.Rows[i].Name < v.Rows[j].Name })
+	return v, 200
+}

@@ -1,0 +1,412 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+)
+
+// kubectl advisor dashboard in a real headless Chromium (Debian's chromium
+// package; `make e2e` installs it when missing) against this control plane.
+// Screenshots of each page go to _output/e2e-artifacts; `make screenshots`
+// also copies the README's into docs/images.
+
+var screenshotsDir = flag.String("dashboard-screenshots", "", "also write the dashboard screenshots the docs use (docs/images/dashboard-*.png) into this directory")
+
+// docScreenshots are the screenshots `make screenshots` checks in.
+var docScreenshots = map[string]bool{"configs": true, "plan": true, "rollout-progress": true, "conflict": true}
+
+// clusterReader lets the dashboard's users read what an OpenShift
+// cluster-reader reads and the rollout page shows: pools, nodes and events.
+const clusterReader = "dashboard-e2e-cluster-reader"
+
+// dashboardUsers numbers the users of these specs: readable names in the
+// screenshots, each new to the suite.
+var dashboardUsers int
+
+func dashboardUser(name string, roles ...string) (user, kubeconfig string) {
+	GinkgoHelper()
+	dashboardUsers++
+	_, user, kubeconfig = namedUserClient(fmt.Sprintf("%s-%d", name, dashboardUsers), roles...)
+	return user, kubeconfig
+}
+
+// chromiumPath is $CHROMIUM, else Debian's /usr/bin/chromium.
+func chromiumPath() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// dashboardRun is a running `kubectl advisor dashboard`.
+type dashboardRun struct {
+	url   string // the address it printed, with the token
+	base  string // http://127.0.0.1:PORT
+	port  string
+	token string
+}
+
+var dashboardURL = regexp.MustCompile(`http://(127\.0\.0\.1:(\d+))/\?token=([0-9a-f]{64})`)
+
+// startDashboard runs _output/bin/kubectl-advisor dashboard with a user's
+// kubeconfig until the spec ends.
+func startDashboard(kubeconfig string) dashboardRun {
+	GinkgoHelper()
+	cmd := exec.Command(filepath.Join(testEnv.BinDir, "kubectl-advisor"), "--kubeconfig="+kubeconfig, "dashboard", "--refresh-interval=500ms")
+	cmd.Dir = testEnv.RepoRoot
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	Expect(cmd.Start()).To(Succeed())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	DeferCleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		GinkgoWriter.Printf("kubectl advisor dashboard said:\n%s%s\n", stdout.String(), stderr.String())
+	})
+	var m []string
+	Eventually(func() []string {
+		m = dashboardURL.FindStringSubmatch(stdout.String())
+		return m
+	}).WithTimeout(20*time.Second).ShouldNot(BeNil(), func() string { return stdout.String() + stderr.String() })
+	Expect(stdout.String()).To(ContainSubstring("Press Ctrl-C to stop."))
+	return dashboardRun{url: m[0], base: "http://" + m[1], port: m[2], token: m[3]}
+}
+
+// browser is one headless Chromium for the container; each spec opens tabs
+// in browser contexts of their own (no shared cookies).
+var browser context.Context
+
+func startBrowser() {
+	GinkgoHelper()
+	path := chromiumPath()
+	if _, err := os.Stat(path); err != nil {
+		Fail(fmt.Sprintf("no Chromium at %s: `make chromium` installs Debian's chromium package (as root), or set CHROMIUM to a Chromium binary", path))
+	}
+	profile, err := os.MkdirTemp("", "virt-advisor-chromium-")
+	Expect(err).NotTo(HaveOccurred())
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox, // as root in CI
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		// rebind.test is a name that resolves to 127.0.0.1, as in a DNS
+		// rebinding attack.
+		chromedp.Flag("host-resolver-rules", "MAP rebind.test 127.0.0.1"),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(suiteCtx, opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	Expect(chromedp.Do(ctx)).To(Succeed(), "starting %s", path)
+	browser = ctx
+	DeferCleanup(func() {
+		cancel()
+		cancelAlloc()
+		_ = os.RemoveAll(profile)
+	})
+}
+
+// newTab opens a tab in a fresh browser context: no cookies.
+func newTab() context.Context {
+	GinkgoHelper()
+	tab, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	DeferCleanup(cancel)
+	Expect(chromedp.Do(tab, chromedp.EmulateViewport(1280, 900))).To(Succeed())
+	return tab
+}
+
+// within bounds one browser step.
+func within(tab context.Context, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(tab, d)
+	DeferCleanup(cancel)
+	return ctx
+}
+
+func do(tab context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	GinkgoHelper()
+	Expect(chromedp.Do(within(tab, 30*time.Second), actions...)).To(Succeed())
+}
+
+// load runs actions that navigate and returns the new page's response.
+func load(tab context.Context, actions ...chromedp.Action[chromedp.Void]) *network.Response {
+	GinkgoHelper()
+	resp, err := chromedp.RunResponse(within(tab, 30*time.Second), actions...)
+	Expect(err).NotTo(HaveOccurred())
+	return resp
+}
+
+// pageText is what the page shows, for failure messages.
+func pageText(tab context.Context) func() string {
+	return func() string {
+		body, _ := chromedp.Run(within(tab, 5*time.Second), chromedp.Evaluate[string](`document.body.innerText`))
+		return "the page shows:\n" + body
+	}
+}
+
+func textOf(tab context.Context, css string) string {
+	GinkgoHelper()
+	s, err := chromedp.Run(within(tab, 20*time.Second), chromedp.Text(chromedp.CSS(css)))
+	Expect(err).NotTo(HaveOccurred(), func() string { return "text of " + css + ": " + pageText(tab)() })
+	return s
+}
+
+func eval[T any](tab context.Context, js string) T {
+	GinkgoHelper()
+	v, err := chromedp.Run(within(tab, 30*time.Second), chromedp.Evaluate[T](js))
+	Expect(err).NotTo(HaveOccurred(), js)
+	return v
+}
+
+// waitFor polls a JavaScript condition in the page.
+func waitFor(tab context.Context, js string, timeout time.Duration) {
+	GinkgoHelper()
+	_, err := chromedp.Run(within(tab, timeout+5*time.Second), chromedp.Poll[bool](js, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(100*time.Millisecond)))
+	if err != nil {
+		body, _ := chromedp.Run(within(tab, 5*time.Second), chromedp.Evaluate[string](`document.body.innerText`))
+		Fail(fmt.Sprintf("waiting for %s: %v; the page shows:\n%s", js, err, body))
+	}
+}
+
+// screenshot writes the page as _output/e2e-artifacts/dashboard-NAME.png
+// (and into -dashboard-screenshots for the docs' ones).
+func screenshot(tab context.Context, name string) {
+	GinkgoHelper()
+	png, err := chromedp.Run(within(tab, 30*time.Second), chromedp.FullScreenshot(100))
+	Expect(err).NotTo(HaveOccurred())
+	dirs := []string{filepath.Join(testEnv.RepoRoot, "_output", "e2e-artifacts")}
+	if *screenshotsDir != "" && docScreenshots[name] {
+		dirs = append(dirs, *screenshotsDir)
+	}
+	for _, dir := range dirs {
+		Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+		file := filepath.Join(dir, "dashboard-"+name+".png")
+		Expect(os.WriteFile(file, png, 0o644)).To(Succeed())
+		GinkgoWriter.Printf("screenshot %s\n", file)
+	}
+}
+
+// submitForm posts a form from the page, as a user could forge one with
+// the browser's developer tools.
+func submitForm(tab context.Context, action string, fields map[string]string) *network.Response {
+	GinkgoHelper()
+	js := `(() => { const f = document.createElement('form'); f.method = 'post'; f.action = ` + jsString(action) + `;`
+	for k, v := range fields {
+		js += `{ const i = document.createElement('input'); i.type = 'hidden'; i.name = ` + jsString(k) + `; i.value = ` + jsString(v) + `; f.appendChild(i); }`
+	}
+	js += `document.body.appendChild(f); f.submit(); })()`
+	return load(tab, chromedp.Evaluate[chromedp.Void](js))
+}
+
+func jsString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+func csrfOf(tab context.Context) string {
+	GinkgoHelper()
+	return eval[string](tab, `document.querySelector('meta[name="csrf-token"]').content`)
+}
+
+var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
+	BeforeAll(func() {
+		startBrowser()
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: clusterReader}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"machineconfiguration.openshift.io"}, Resources: []string{"machineconfigpools", "machineconfigs"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"nodes", "events"}, Verbs: []string{"get", "list", "watch"}},
+		}}
+		_, err := kube.RbacV1().ClusterRoles().Create(suiteCtx, role, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(suiteCtx, clusterReader, metav1.DeleteOptions{}) })
+	})
+	BeforeEach(resetCluster)
+	AfterEach(resetCluster)
+
+	It("lets an approver open a config in ReviewRequired, read the PSI MachineConfig's diff, approve, and follow the rollout to Completed without a reload", func() {
+		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
+		waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 15*time.Second)
+		hash := planHashOf("load-aware-rebalancing")
+		// Slow nodes, so that the page shows the rollout step by step.
+		patchObject(mcpGVR, "", "worker", `{"metadata":{"annotations":{"fake-mco.virt-advisor.io/step-time":"1500ms"}}}`)
+		approver, kubeconfig := dashboardUser("alice", "virt-advisor-approver", clusterReader)
+		d := startDashboard(kubeconfig)
+		tab := newTab()
+
+		By("the configs page")
+		resp := load(tab, chromedp.Navigate(d.url))
+		Expect(resp.Status).To(BeEquivalentTo(200), pageText(tab))
+		Expect(resp.URL).To(Equal(d.base+"/"), "the token leaves the address")
+		row := `tr[data-config="load-aware-rebalancing"]`
+		Expect(textOf(tab, row)).To(SatisfyAll(ContainSubstring("DryRun"), ContainSubstring("ReviewRequired"), ContainSubstring("High")))
+		Expect(textOf(tab, "#whoami")).To(Equal(approver))
+		screenshot(tab, "configs")
+
+		By("the plan: the PSI MachineConfig's diff line by line, the settings the hash binds")
+		load(tab, chromedp.Click(chromedp.CSS(row+` th a`)))
+		Expect(textOf(tab, "#plan-hash")).To(Equal(hash[:12]))
+		added := eval[[]string](tab, `[...document.querySelectorAll('#item-enable-psi-metrics pre.diff .l.add')].map(e => e.textContent)`)
+		Expect(added).To(ContainElements("+kind: MachineConfig", "+  kernelArguments:", "+  - psi=1"))
+		Expect(textOf(tab, "#item-enable-psi-metrics pre.diff .l.file")).To(Equal("--- /dev/null"))
+		Expect(textOf(tab, "#item-enable-psi-metrics")).To(ContainSubstring("pool worker, 3 nodes, once"))
+		Expect(textOf(tab, ".bound")).To(SatisfyAll(ContainSubstring("spec.action"), ContainSubstring("DryRun"),
+			ContainSubstring("spec.failurePolicy"), ContainSubstring("Abort"), ContainSubstring("spec.waitTimeout"), ContainSubstring("metadata.generation")))
+		Expect(textOf(tab, "#approve")).To(Equal("Approve plan " + hash[:12]))
+		screenshot(tab, "plan")
+
+		By("approve, confirm with the keyboard")
+		load(tab, chromedp.Click(chromedp.CSS("#approve")))
+		Expect(textOf(tab, "#confirm")).To(Equal("Yes, approve plan " + hash[:12]))
+		Expect(approvalOf("load-aware-rebalancing")).To(BeNil(), "nothing approved before the confirmation")
+		screenshot(tab, "confirm")
+		// With the keyboard, as anyone who does not use a mouse.
+		resp = load(tab, chromedp.Focus(chromedp.CSS("#confirm")), chromedp.KeyEvent("\r"))
+		Expect(resp.URL).To(Equal(d.base + "/configs/load-aware-rebalancing/rollout?approved=" + hash))
+		a := approvalOf("load-aware-rebalancing")
+		Expect(a).NotTo(BeNil())
+		Expect(a.PlanHash).To(Equal(hash), "exactly the plan shown")
+		Expect(a.ApprovedBy).To(Equal(approver))
+		Expect(textOf(tab, "#flash")).To(ContainSubstring("Plan " + hash[:12] + " approved by " + approver))
+		Expect(textOf(tab, "#approval")).To(ContainSubstring("plan " + hash[:12] + " by " + approver))
+
+		By("the rollout, live: nodes updating one by one, then Completed, in the same document")
+		do(tab, chromedp.Evaluate[chromedp.Void](`window.sameDocument = true;
+			window.seen = new Set();
+			new MutationObserver(() => document.querySelectorAll('[data-pool="worker"] .node').forEach(n => seen.add(n.className)))
+				.observe(document.getElementById('main'), {subtree: true, childList: true});`))
+		waitFor(tab, `document.querySelectorAll('[data-pool="worker"] .node.updated').length === 1 &&
+			document.querySelector('[data-pool="worker"] .node.updating') !== null`, 60*time.Second)
+		screenshot(tab, "rollout-progress")
+		waitFor(tab, `document.getElementById('phase').textContent.includes('Completed') &&
+			document.querySelectorAll('[data-pool="worker"] .node.updated').length === 3`, 90*time.Second)
+		Expect(eval[bool](tab, `window.sameDocument === true`)).To(BeTrue(), "the page was not reloaded")
+		Expect(eval[[]string](tab, `[...window.seen]`)).To(ContainElements("node updating", "node updated"))
+		Expect(textOf(tab, `[data-pool="worker"] h3`)).To(ContainSubstring("Updated (3 of 3 nodes)"))
+		Expect(textOf(tab, "#items")).To(ContainSubstring("MachineConfigPool 'worker' is ready (all 3 nodes updated)"))
+		Expect(textOf(tab, "#events")).To(SatisfyAll(ContainSubstring("Approved"), ContainSubstring("Plan "+hash+" approved by "+approver), ContainSubstring("Completed")))
+		screenshot(tab, "rollout")
+		Expect(getConfig("load-aware-rebalancing").Status.Phase).To(Equal(v1alpha1.PhaseCompleted))
+		waitPoolSettled("00-worker", "99-worker-psi-karg")
+	})
+
+	It("shows an editor no approve button, and the server's 403 when the editor forces a POST; nothing is approved", func() {
+		hash := exampleConfigReady()
+		editor, kubeconfig := dashboardUser("bob", "virt-advisor-editor")
+		d := startDashboard(kubeconfig)
+		tab := newTab()
+		load(tab, chromedp.Navigate(d.url))
+		load(tab, chromedp.Navigate(d.base+"/configs/example-profile"))
+		Expect(textOf(tab, "#plan-hash")).To(Equal(hash[:12]), "an editor may read the plan")
+		Expect(eval[bool](tab, `document.getElementById('approve') === null`)).To(BeTrue(), "no approve button")
+		Expect(textOf(tab, "#cannot-approve")).To(SatisfyAll(ContainSubstring("You ("+editor+") may not approve plans"), ContainSubstring("virt-advisor-approver")))
+
+		resp := submitForm(tab, "/configs/example-profile/approve", map[string]string{"csrf": csrfOf(tab), "planHash": hash, "confirm": "yes"})
+		Expect(resp.Status).To(BeEquivalentTo(403))
+		Expect(textOf(tab, "#banner")).To(SatisfyAll(
+			ContainSubstring("The server refused your approval (403 Forbidden): nothing was approved."),
+			ContainSubstring(`user "`+editor+`" may not create virtplatformconfigs/approve: ask for the virt-advisor-approver role`)))
+		screenshot(tab, "forbidden")
+		Consistently(func() *v1alpha1.ApprovalRecord { return approvalOf("example-profile") }).WithTimeout(2 * time.Second).Should(BeNil())
+		Expect(exampleConfigMap()).To(BeNil(), "nothing written")
+	})
+
+	It("says the plan changed since it was loaded (409) and shows the new diff; nothing is approved", func() {
+		hash := exampleConfigReady()
+		_, kubeconfig := dashboardUser("carol", "virt-advisor-approver")
+		d := startDashboard(kubeconfig)
+		tab := newTab()
+		load(tab, chromedp.Navigate(d.url))
+		load(tab, chromedp.Navigate(d.base+"/configs/example-profile"))
+		Expect(textOf(tab, "#approve")).To(Equal("Approve plan " + hash[:12]))
+
+		// Someone writes the target between the load and the click.
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "example-config", Namespace: hcoNS}, Data: map[string]string{"example-key": "edited-by-hand"}}
+		_, err := kube.CoreV1().ConfigMaps(hcoNS).Create(suiteCtx, cm, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		var live string
+		Eventually(func() string { live = planHashOf("example-profile"); return live }).WithTimeout(10 * time.Second).ShouldNot(Equal(hash))
+
+		load(tab, chromedp.Click(chromedp.CSS("#approve")))
+		resp := load(tab, chromedp.Click(chromedp.CSS("#confirm")))
+		Expect(resp.Status).To(BeEquivalentTo(409))
+		Expect(textOf(tab, "#banner")).To(SatisfyAll(
+			ContainSubstring("The plan changed since you loaded it: nothing was approved."),
+			ContainSubstring("you approved plan "+hash+" but the live plan is now "+live)))
+		Expect(textOf(tab, "#plan-hash")).To(Equal(live[:12]), "the new plan")
+		Expect(eval[[]string](tab, `[...document.querySelectorAll('pre.diff .l.del')].map(e => e.textContent)`)).To(ContainElement("-  example-key: edited-by-hand"))
+		Expect(eval[[]string](tab, `[...document.querySelectorAll('pre.diff .l.add')].map(e => e.textContent)`)).To(ContainElement("+  example-key: example-value"))
+		Expect(textOf(tab, "#approve")).To(Equal("Approve plan " + live[:12]))
+		screenshot(tab, "conflict")
+		Expect(approvalOf("example-profile")).To(BeNil(), "nothing approved")
+		Expect(getConfig("example-profile").Status.Phase).To(Equal(v1alpha1.PhaseReviewRequired))
+	})
+
+	It("refuses a request without the token, with a foreign Host, or a POST without the CSRF token; nothing is approved", func() {
+		hash := exampleConfigReady()
+		_, kubeconfig := dashboardUser("dave", "virt-advisor-approver")
+		d := startDashboard(kubeconfig)
+
+		By("without the token")
+		tab := newTab()
+		resp := load(tab, chromedp.Navigate(d.base+"/configs/example-profile"))
+		Expect(resp.Status).To(BeEquivalentTo(401))
+		Expect(textOf(tab, "main")).To(ContainSubstring("this page needs the token of this run"))
+		Expect(eval[bool](tab, `document.querySelector('meta[name="csrf-token"]') === null`)).To(BeTrue(), "a refused page carries no CSRF token")
+		screenshot(tab, "refused")
+		resp = load(tab, chromedp.Navigate(d.base+"/?token="+strings.Repeat("0", 64)))
+		Expect(resp.Status).To(BeEquivalentTo(401))
+
+		By("with a foreign Host: a name that resolves to 127.0.0.1 (DNS rebinding), even with the token")
+		rebound := newTab()
+		resp = load(rebound, chromedp.Navigate("http://rebind.test:"+d.port+"/?token="+d.token))
+		Expect(resp.Status).To(BeEquivalentTo(403))
+		Expect(textOf(rebound, "main")).To(ContainSubstring("not a loopback host name"))
+
+		By("a POST without the CSRF token, from a page that has the token")
+		load(tab, chromedp.Navigate(d.url))
+		load(tab, chromedp.Navigate(d.base+"/configs/example-profile"))
+		csrf := csrfOf(tab)
+		resp = submitForm(tab, "/configs/example-profile/approve", map[string]string{"planHash": hash, "confirm": "yes"})
+		Expect(resp.Status).To(BeEquivalentTo(403))
+		Expect(textOf(tab, "main")).To(ContainSubstring("the form did not come from this dashboard"))
+
+		By("a POST with the token and the CSRF token but a foreign Host")
+		form := url.Values{"csrf": {csrf}, "planHash": {hash}, "confirm": {"yes"}}
+		req, err := http.NewRequest(http.MethodPost, d.base+"/configs/example-profile/approve", strings.NewReader(form.Encode()))
+		Expect(err).NotTo(HaveOccurred())
+		req.Host = "rebind.test:" + d.port
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(&http.Cookie{Name: "advisor-dashboard-" + d.port, Value: d.token})
+		res, err := http.DefaultClient.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		res.Body.Close()
+		Expect(res.StatusCode).To(Equal(403))
+
+		Consistently(func() *v1alpha1.ApprovalRecord { return approvalOf("example-profile") }).WithTimeout(2 * time.Second).Should(BeNil())
+		Expect(exampleConfigMap()).To(BeNil(), "nothing written")
+	})
+})
