@@ -328,7 +328,11 @@ func (s *Server) buildPlan(ctx context.Context, name string) (planView, int) {
 	}
 	v.Summary = newSummary(cfg)
 	v.Bound = newBoundSettings(cfg)
-	if p.Status.Generation != cfg.Generation {
+	if set := p.Status.Settings; set.Action != "" {
+		// The server says what its hash binds: show exactly that.
+		v.Bound = newBoundSettings(&v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Generation: p.Status.Generation},
+			Spec: v1alpha1.VirtPlatformConfigSpec{Action: set.Action, FailurePolicy: set.FailurePolicy, BypassOptimisticLock: set.BypassOptimisticLock, WaitTimeout: set.WaitTimeout}})
+	} else if p.Status.Generation != cfg.Generation {
 		v.BoundNote = fmt.Sprintf("The plan was computed from generation %d, the settings shown are of generation %d: reload the page.", p.Status.Generation, cfg.Generation)
 	}
 	st := p.Status
