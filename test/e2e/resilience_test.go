@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/failpoint"
 )
 
 // Resilience: failures of what the server talks to never leave status
@@ -84,5 +85,49 @@ var _ = Describe("resilience: a permanent failure after a write", Ordered, func(
 		waitPoolSettled("00-worker", "90-worker-kubelet-swap")
 		Expect(item(getConfig("virt-higher-density"), "enable-kubelet-swap").Message).NotTo(ContainSubstring("paused by virt-advisor until"))
 		deleteConfig("virt-higher-density")
+	})
+})
+
+var _ = Describe("resilience: outages and crashes", Ordered, func() {
+	BeforeEach(resetCluster)
+	AfterEach(resetCluster)
+
+	It("kube-apiserver down for 20 s right after the swap MachineConfig is written: the plan ends Completed, every node updated once, nothing failed", func() {
+		configWith("virt-higher-density", `{"profile":"virt-higher-density"}`)
+		waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		before := testEnv.FakeMCORollouts("worker")
+		Expect(approve(advisor, "virt-higher-density", planHashOf("virt-higher-density"))).To(Succeed())
+		Eventually(func() bool { return getObject(mcGVR, "", "90-worker-kubelet-swap") != nil }).
+			WithTimeout(20 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
+		Expect(testEnv.RestartKubeAPIServer(suiteCtx, 20*time.Second)).To(Succeed())
+
+		c := waitPhase("virt-higher-density", v1alpha1.PhaseCompleted, 120*time.Second)
+		for _, it := range c.Status.Items {
+			Expect(it.State).To(Equal(v1alpha1.ItemStateCompleted), "%s: %s", it.Name, it.Message)
+			Expect(it.Retry).To(BeNil())
+		}
+		waitPoolSettled("00-worker", "90-worker-kubelet-swap")
+		_, nodes := rolloutsSince(before)
+		Expect(nodes).To(Equal([]int{1, 1, 1}), "each worker node updated once")
+		Expect(testEnv.Advisor().Exited()).To(BeFalse())
+		deleteConfig("virt-higher-density")
+	})
+
+	It("SIGKILL of the server after the write and before the status update: the restarted server does not write again, and completes", func() {
+		configWith("example-profile", `{"profile":"example-profile"}`)
+		waitPhase("example-profile", v1alpha1.PhaseReviewRequired, 15*time.Second)
+		Expect(testEnv.RestartAdvisorWith(suiteCtx, []string{failpoint.EnvVar + "=after-write"}, nil)).To(Succeed())
+		DeferCleanup(func() { _ = testEnv.RestartAdvisorWith(suiteCtx, nil, nil) })
+		Expect(approve(advisor, "example-profile", planHashOf("example-profile"))).To(Succeed())
+		Eventually(testEnv.Advisor().Exited).WithTimeout(30*time.Second).Should(BeTrue(), "killed by the failpoint after the write")
+		written := exampleConfigMap()
+		Expect(written).NotTo(BeNil(), "the write was made before the crash")
+		Expect(testEnv.Advisor().LogTail(50)).To(ContainSubstring("after-write"))
+
+		Expect(testEnv.RestartAdvisorWith(suiteCtx, nil, nil)).To(Succeed())
+		c := waitPhase("example-profile", v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(exampleConfigMap().GetResourceVersion()).To(Equal(written.GetResourceVersion()), "no second write")
+		Expect(writtenObject(c, written)).NotTo(BeNil(), "the write is recorded after the restart")
+		Expect(writtenObject(c, written).Created).To(BeTrue())
 	})
 })
