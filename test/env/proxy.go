@@ -238,7 +238,11 @@ func (p *Proxy) waitForward(c *proxyConn) bool {
 		p.mu.Lock()
 		mode, resumed := p.mode, p.resumed
 		p.mu.Unlock()
-		if mode != stalled {
+		switch mode {
+		case dropping:
+			return false // a stall ended by Drop delivers nothing
+		case stalled:
+		default:
 			return true
 		}
 		select {
