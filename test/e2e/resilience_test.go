@@ -113,6 +113,25 @@ var _ = Describe("resilience: outages and crashes", Ordered, func() {
 		deleteConfig("virt-higher-density")
 	})
 
+	It("the main cluster's etcd restarted mid-rollout: the plan ends Completed, every node updated once", func() {
+		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
+		waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		before := testEnv.FakeMCORollouts("worker")
+		Expect(approve(advisor, "load-aware-rebalancing", planHashOf("load-aware-rebalancing"))).To(Succeed())
+		Eventually(func() bool { return getObject(mcGVR, "", "99-worker-psi-karg") != nil }).
+			WithTimeout(20 * time.Second).WithPolling(20 * time.Millisecond).Should(BeTrue())
+		Expect(testEnv.RestartEtcd(suiteCtx, 5*time.Second)).To(Succeed())
+
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 120*time.Second)
+		for _, it := range c.Status.Items {
+			Expect(it.State).To(Equal(v1alpha1.ItemStateCompleted), "%s: %s", it.Name, it.Message)
+		}
+		waitPoolSettled("00-worker", "99-worker-psi-karg")
+		_, nodes := rolloutsSince(before)
+		Expect(nodes).To(Equal([]int{1, 1, 1}), "each worker node updated once")
+		deleteConfig("load-aware-rebalancing")
+	})
+
 	It("SIGKILL of the server after the write and before the status update: the restarted server does not write again, and completes", func() {
 		configWith("example-profile", `{"profile":"example-profile"}`)
 		waitPhase("example-profile", v1alpha1.PhaseReviewRequired, 15*time.Second)
