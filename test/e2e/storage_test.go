@@ -26,9 +26,8 @@ import (
 // the embedded etcd can write an approval whose hash matches.
 var _ = Describe("storage only the server reaches", func() {
 	BeforeEach(func() {
-		if runtime.GOOS != "linux" {
-			Skip("reads /proc and acts as another user: Linux only")
-		}
+		// The suite runs where the server runs: Linux (CI and make test).
+		Expect(runtime.GOOS).To(Equal("linux"), "these specs read /proc and act as another user")
 	})
 
 	It("embedded etcd: no TCP port of the server serves etcd; its unix socket is the server user's only", func() {
@@ -59,9 +58,7 @@ var _ = Describe("storage only the server reaches", func() {
 
 		By("the server's user reaches etcd through it (the control); another user is refused")
 		Expect(etcdStatus("unix://" + socket)).To(Succeed())
-		if os.Geteuid() != 0 {
-			Skip("acting as another local user needs root")
-		}
+		Expect(os.Geteuid()).To(BeZero(), "acting as another local user needs root, as CI and make test run")
 		err = dialUnixAs(65534, socket)
 		Expect(err).To(MatchError(syscall.EACCES), "user nobody connecting to %s", socket)
 	})
