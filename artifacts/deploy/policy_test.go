@@ -34,7 +34,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubevirt/virt-advisor/pkg/controller"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -327,11 +327,11 @@ func TestAllowsWhatTheProfilesWrite(t *testing.T) {
 		old.SetName(pool)
 		paused := edited(old, func(o map[string]interface{}) {
 			set(o, true, "spec", "paused")
-			set(o, "2026-01-01T00:00:31Z", "metadata", "annotations", controller.PausedUntilAnnotation)
+			set(o, "2026-01-01T00:00:31Z", "metadata", "annotations", machineconfig.PausedUntilAnnotation)
 		})
 		admit(pool+": pause", request{op: admission.Update, gvr: machineConfigPools, obj: paused, old: old})
 		unpaused := withdrawn(paused, "spec", "paused")
-		unstructured.RemoveNestedField(unpaused.Object, "metadata", "annotations", controller.PausedUntilAnnotation)
+		unstructured.RemoveNestedField(unpaused.Object, "metadata", "annotations", machineconfig.PausedUntilAnnotation)
 		admit(pool+": unpause", request{op: admission.Update, gvr: machineConfigPools, obj: unpaused, old: paused})
 	}
 }
@@ -351,7 +351,7 @@ func theirs(desired *unstructured.Unstructured) *unstructured.Unstructured {
 	switch desired.GetKind() {
 	case "MachineConfig":
 		labels := o.GetLabels()
-		labels[profiles.MachineConfigRoleLabel] = desired.GetLabels()[profiles.MachineConfigRoleLabel]
+		labels[machineconfig.RoleLabel] = desired.GetLabels()[machineconfig.RoleLabel]
 		o.SetLabels(labels)
 		o.Object["spec"] = map[string]interface{}{"kernelArguments": []interface{}{"admin=1"}, "fips": false}
 	case "ConfigMap":
@@ -395,7 +395,7 @@ func collectTargets(t *testing.T) profileTargets {
 					pt.objects[resource] = add(pt.objects[resource], key)
 					fieldsKey := resource
 					if d.GetKind() == "MachineConfig" {
-						pt.roles[d.GetName()] = d.GetLabels()[profiles.MachineConfigRoleLabel]
+						pt.roles[d.GetName()] = d.GetLabels()[machineconfig.RoleLabel]
 						fieldsKey += ":" + d.GetName()
 					}
 					for _, f := range it.ManagedFields {
@@ -511,11 +511,11 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	}
 
 	annotations := literal(t, policy, "ownAnnotationsByResource").(map[string]interface{})
-	if got := stringList(t, annotations["machineconfiguration.openshift.io/machineconfigpools"]); !sameSet(got, []string{controller.PausedUntilAnnotation}) || len(annotations) != 1 {
-		t.Errorf("ownAnnotationsByResource = %v, the controller sets %s on pools only", annotations, controller.PausedUntilAnnotation)
+	if got := stringList(t, annotations["machineconfiguration.openshift.io/machineconfigpools"]); !sameSet(got, []string{machineconfig.PausedUntilAnnotation}) || len(annotations) != 1 {
+		t.Errorf("ownAnnotationsByResource = %v, the controller sets %s on pools only", annotations, machineconfig.PausedUntilAnnotation)
 	}
 	labels := literal(t, policy, "ownLabelsByResource").(map[string]interface{})
-	if got := stringList(t, labels["machineconfiguration.openshift.io/machineconfigs"]); !sameSet(got, []string{profiles.ManagedByLabel, profiles.MachineConfigRoleLabel}) {
+	if got := stringList(t, labels["machineconfiguration.openshift.io/machineconfigs"]); !sameSet(got, []string{profiles.ManagedByLabel, machineconfig.RoleLabel}) {
 		t.Errorf("own MachineConfig labels %v", got)
 	}
 	if got := stringList(t, labels["/configmaps"]); !sameSet(got, []string{profiles.ManagedByLabel}) || len(labels) != 2 {
@@ -683,7 +683,7 @@ func TestDeniesEverythingElse(t *testing.T) {
 			"virt-advisor-apiserver writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, not 00-worker-evil"},
 		{"the same by another user", request{user: "system:admin", op: admission.Create, gvr: machineConfigs, obj: evil}, ""},
 		{"a worker MachineConfig for the master pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(psi, func(o map[string]interface{}) {
-			set(o, "master", "metadata", "labels", profiles.MachineConfigRoleLabel)
+			set(o, "master", "metadata", "labels", machineconfig.RoleLabel)
 		})}, "writes MachineConfig 99-worker-psi-karg only for pool worker"},
 		{"a kernel argument other than psi=1", request{op: admission.Create, gvr: machineConfigs, obj: changed(psi, func(o map[string]interface{}) {
 			set(o, []interface{}{"psi=1", "init=/bin/sh"}, "spec", "kernelArguments")

@@ -26,8 +26,8 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/approval"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/fake"
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
@@ -417,7 +417,7 @@ func psiItem(op v1alpha1.Operation) v1alpha1.PlanItem {
 		Operation: op, ImpactSeverity: v1alpha1.ImpactHigh,
 		DesiredState: raw(map[string]interface{}{
 			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-			"metadata": map[string]interface{}{"name": psiMC, "labels": map[string]interface{}{profiles.MachineConfigRoleLabel: profiles.WorkerPool}},
+			"metadata": map[string]interface{}{"name": psiMC, "labels": map[string]interface{}{machineconfig.RoleLabel: machineconfig.WorkerPool}},
 			"spec":     map[string]interface{}{"kernelArguments": []interface{}{"psi=1"}},
 		}),
 		ManagedFields: []string{"spec.kernelArguments"},
@@ -488,10 +488,10 @@ func (p workerPool) obj() *unstructured.Unstructured {
 	}
 	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-		"metadata": map[string]interface{}{"name": profiles.WorkerPool, "generation": int64(2)},
+		"metadata": map[string]interface{}{"name": machineconfig.WorkerPool, "generation": int64(2)},
 		"spec": map[string]interface{}{
 			"paused":                p.paused,
-			"machineConfigSelector": map[string]interface{}{"matchLabels": map[string]interface{}{profiles.MachineConfigRoleLabel: profiles.WorkerPool}},
+			"machineConfigSelector": map[string]interface{}{"matchLabels": map[string]interface{}{machineconfig.RoleLabel: machineconfig.WorkerPool}},
 			"configuration":         map[string]interface{}{"name": specName, "source": sources},
 		},
 		"status": map[string]interface{}{

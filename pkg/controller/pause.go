@@ -15,172 +15,19 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
-
-const (
-	// PausedUntilAnnotation on a MachineConfigPool is the end of the
-	// coalescing window of a pause we hold (RFC 3339).
-	PausedUntilAnnotation = "advisor.kubevirt.io/paused-until"
-	// HoldAnnotation on a MachineConfigPool is an administrator's hold:
-	// while it is there virt-advisor writes no MachineConfig the pool
-	// renders and never ends a pause of the pool, its own included. A
-	// `kubectl patch … paused: true` on a pool we already paused changes
-	// nothing, so no field ownership records it and ending our pause would
-	// unpause the pool; the annotation is the hold that cannot be lost.
-	HoldAnnotation = "advisor.kubevirt.io/hold"
-	// heldRetry is how often a held pool we paused is looked at again.
-	heldRetry = 10 * time.Second
-	// windowsKey is the queue key of finishWindows; no config has this name.
-	windowsKey = "\x00pool-windows"
-	// holdRetry is how often a window that ended is looked at again while
-	// approved MachineConfig items for its pool are still being written.
-	holdRetry = time.Second
-)
-
-// poolPause is what the coalescing decisions read of a MachineConfigPool.
-type poolPause struct {
-	name   string
-	paused bool
-	// ours: our field manager applied spec.paused; others: every other
-	// manager owning it.
-	ours   bool
-	others []string
-	// until is the end of our window, zero when not recorded.
-	until time.Time
-	// held: an administrator's HoldAnnotation is set (its value, the
-	// reason, in hold).
-	held                     bool
-	hold                     string
-	specConfig, statusConfig string
-	// hasChange: spec.configuration already renders the item's change (its
-	// MachineConfig is in the source, or gone from it for a delete).
-	hasChange        bool
-	degraded         bool
-	degradedMachines int64
-}
-
-// readPool reads a pool for writing MachineConfig mc with operation op.
-func readPool(pool *unstructured.Unstructured, mc string, op v1alpha1.Operation) poolPause {
-	p := poolPause{name: pool.GetName()}
-	p.paused, _, _ = unstructured.NestedBool(pool.Object, "spec", "paused")
-	p.ours, p.others = pausedOwners(pool)
-	p.hold, p.held = pool.GetAnnotations()[HoldAnnotation]
-	if t, err := time.Parse(time.RFC3339, pool.GetAnnotations()[PausedUntilAnnotation]); err == nil {
-		p.until = t
-	}
-	p.specConfig, _, _ = unstructured.NestedString(pool.Object, "spec", "configuration", "name")
-	p.statusConfig, _, _ = unstructured.NestedString(pool.Object, "status", "configuration", "name")
-	p.hasChange = hasSource(pool, "spec", mc) == (op != v1alpha1.OperationDelete)
-	p.degradedMachines, _, _ = unstructured.NestedInt64(pool.Object, "status", "degradedMachineCount")
-	p.degraded = p.degradedMachines > 0 || conditionTrue(pool, "Degraded") || conditionTrue(pool, "NodeDegraded")
-	return p
-}
-
-// pausedOwners tells who owns spec.paused: our applies, and the others.
-func pausedOwners(pool *unstructured.Unstructured) (ours bool, others []string) {
-	for _, mf := range pool.GetManagedFields() {
-		if mf.Subresource != "" || mf.FieldsV1 == nil {
-			continue
-		}
-		var fields struct {
-			Spec map[string]json.RawMessage `json:"f:spec"`
-		}
-		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
-			continue
-		}
-		if _, ok := fields.Spec["f:paused"]; !ok {
-			continue
-		}
-		if mf.Manager == plan.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
-			ours = true
-		} else {
-			others = append(others, mf.Manager)
-		}
-	}
-	sort.Strings(others)
-	return ours, others
-}
-
-type writeAction int
-
-const (
-	// writeNow: write the item (the pool is ours to write to, or no
-	// coalescing is wanted).
-	writeNow writeAction = iota
-	// pauseThenWrite: pause the pool for a window, then write.
-	pauseThenWrite
-	// waitToWrite: write nothing yet; the reason says why.
-	waitToWrite
-)
-
-// decideWrite is what to do with pool p when a MachineConfig item it
-// renders is due. A pool paused by someone else is never taken over; a
-// degraded pool or one updating to a config without this change gets no
-// second rollout piled onto the first.
-func decideWrite(p poolPause, mc string, window time.Duration) (writeAction, string) {
-	switch {
-	case p.held:
-		return waitToWrite, fmt.Sprintf("MachineConfigPool '%s' is held by an administrator (annotation %s: %q); the change is written when the annotation is removed", p.name, HoldAnnotation, p.hold)
-	case p.paused && (!p.ours || len(p.others) > 0):
-		by := "no field manager recorded"
-		if len(p.others) > 0 {
-			by = "field manager " + strings.Join(p.others, ", ")
-		}
-		return waitToWrite, fmt.Sprintf("MachineConfigPool '%s' is paused by someone else (%s); virt-advisor never unpauses it: the change is written when the pool is unpaused", p.name, by)
-	case p.degraded:
-		return waitToWrite, fmt.Sprintf("MachineConfigPool '%s' is degraded (%d degraded machines); the change is written when it is no longer degraded", p.name, p.degradedMachines)
-	case p.paused:
-		return writeNow, "" // our window: the change joins it
-	case p.specConfig != p.statusConfig && !p.hasChange:
-		return waitToWrite, fmt.Sprintf("MachineConfigPool '%s' is updating to %s, which does not include MachineConfig '%s'; the change is written when it is done", p.name, p.specConfig, mc)
-	case p.specConfig != p.statusConfig:
-		// Rolling out this change already (written before a crash): a
-		// pause would only hold the nodes in the middle of it.
-		return writeNow, ""
-	case window <= 0:
-		return writeNow, ""
-	default:
-		return pauseThenWrite, ""
-	}
-}
-
-// decideUnpause is what to do with a pool at now: unpause it, or look
-// again after the returned duration (zero: never, it is not paused by us).
-// After the window ends, the pause is held while approved MachineConfig
-// items for the pool are still due (due), at most one more window, so that
-// they join this rollout rather than start another.
-func decideUnpause(p poolPause, now time.Time, due bool, window time.Duration) (bool, time.Duration) {
-	switch {
-	case !p.ours:
-		return false, 0
-	case p.held:
-		return false, heldRetry // an administrator's hold outlasts our window
-	case p.until.IsZero():
-		return true, 0 // a pause of ours without its end: end it
-	case now.Before(p.until):
-		return false, p.until.Sub(now)
-	case due && !p.degraded && now.Before(p.until.Add(window)):
-		return false, holdRetry
-	default:
-		return true, 0
-	}
-}
 
 // holdPools runs before a MachineConfig item is written: it returns why
 // the item must wait, or pauses the pools that need it and returns "".
@@ -193,10 +40,10 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 	var pause []*unstructured.Unstructured
 	for _, pool := range pools {
 		names = append(names, pool.GetName())
-		switch action, reason := decideWrite(readPool(pool, it.TargetRef.Name, it.Operation), it.TargetRef.Name, c.CoalesceWindow); action {
-		case waitToWrite:
+		switch action, reason := machineconfig.DecideWrite(machineconfig.ReadPool(pool, plan.FieldManager, it.TargetRef.Name, it.Operation), it.TargetRef.Name, c.CoalesceWindow); action {
+		case machineconfig.WaitToWrite:
 			waits = append(waits, reason)
-		case pauseThenWrite:
+		case machineconfig.PauseThenWrite:
 			pause = append(pause, pool)
 		}
 	}
@@ -225,9 +72,9 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 // writePools are the pools that render a MachineConfig item's change; a
 // deleted MachineConfig is found through the labels of the live object.
 func (c *Controller) writePools(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
-	mcLabels := machineConfigLabels(it)
+	mcLabels := machineconfig.ItemLabels(it.DesiredState)
 	if it.Operation == v1alpha1.OperationDelete {
-		live, err := c.Cluster.Get(ctx, profiles.MachineConfigGVK, "", it.TargetRef.Name)
+		live, err := c.Cluster.Get(ctx, machineconfig.MachineConfigGVK, "", it.TargetRef.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -244,9 +91,9 @@ func (c *Controller) writePools(ctx context.Context, it *v1alpha1.VirtPlatformCo
 func (c *Controller) applyPause(ctx context.Context, pool string, until *time.Time) error {
 	metadata := map[string]interface{}{"name": pool}
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": metadata}}
-	obj.SetGroupVersionKind(profiles.MachineConfigPoolGVK)
+	obj.SetGroupVersionKind(machineconfig.MachineConfigPoolGVK)
 	if until != nil {
-		obj.SetAnnotations(map[string]string{PausedUntilAnnotation: until.UTC().Format(time.RFC3339)})
+		obj.SetAnnotations(map[string]string{machineconfig.PausedUntilAnnotation: until.UTC().Format(time.RFC3339)})
 		obj.Object["spec"] = map[string]interface{}{"paused": true}
 	}
 	// Force: a paused: false of someone else is taken over (it is checked
@@ -259,7 +106,7 @@ func (c *Controller) applyPause(ctx context.Context, pool string, until *time.Ti
 // start (a window of a replica that crashed or lost its Lease) and when a
 // window ends.
 func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
-	pools, err := c.Cluster.List(ctx, profiles.MachineConfigPoolGVK)
+	pools, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
 	if err != nil {
 		return 0, err
 	}
@@ -267,18 +114,18 @@ func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
 	now := c.clock.Now()
 	for i := range pools {
 		pool := &pools[i]
-		p := readPool(pool, "", "")
-		if !p.ours {
+		p := machineconfig.ReadPool(pool, plan.FieldManager, "", "")
+		if !p.Ours {
 			continue
 		}
 		due := c.writesDueOn(pool)
-		unpause, after := decideUnpause(p, now, len(due) > 0, c.CoalesceWindow)
+		unpause, after := machineconfig.DecideUnpause(p, now, len(due) > 0, c.CoalesceWindow)
 		if unpause {
-			if err := c.applyPause(ctx, p.name, nil); err != nil {
-				return 0, fmt.Errorf("unpausing MachineConfigPool '%s': %w", p.name, err)
+			if err := c.applyPause(ctx, p.Name, nil); err != nil {
+				return 0, fmt.Errorf("unpausing MachineConfigPool '%s': %w", p.Name, err)
 			}
-			klog.InfoS("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", p.name, "othersHoldingPause", p.others)
-			c.Recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", unpauseMessage(p))
+			klog.InfoS("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", p.Name, "othersHoldingPause", p.Others)
+			c.Recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", machineconfig.UnpauseMessage(p))
 			continue
 		}
 		for _, config := range due {
@@ -294,10 +141,6 @@ func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
 // writesDueOn lists the configs with an approved MachineConfig item for
 // the pool that is not written yet.
 func (c *Controller) writesDueOn(pool *unstructured.Unstructured) []string {
-	sel, err := profiles.PoolSelector(pool, "machineConfigSelector")
-	if err != nil {
-		return nil
-	}
 	configs, err := c.lister.List(everything)
 	if err != nil {
 		return nil
@@ -309,22 +152,13 @@ func (c *Controller) writesDueOn(pool *unstructured.Unstructured) []string {
 		}
 		for i := range cfg.Status.Items {
 			it := &cfg.Status.Items[i]
-			if isMachineConfig(it) && writePending(it) && it.Operation != v1alpha1.OperationNone && sel.Matches(labels.Set(machineConfigLabels(it))) {
+			if isMachineConfig(it) && writePending(it) && it.Operation != v1alpha1.OperationNone && selects(pool, machineconfig.ItemLabels(it.DesiredState)) {
 				out = append(out, cfg.Name)
 				break
 			}
 		}
 	}
 	return out
-}
-
-// pausedByUs says, for the rollout message, until when we hold a pool.
-func pausedByUs(pool *unstructured.Unstructured) (time.Time, bool) {
-	if pool == nil {
-		return time.Time{}, false
-	}
-	p := readPool(pool, "", "")
-	return p.until, p.paused && p.ours && len(p.others) == 0
 }
 
 type itemGate int
@@ -365,10 +199,12 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	return gateWaiting, 0, nil
 }
 
-// unpauseMessage says what ending our pause of a pool does.
-func unpauseMessage(p poolPause) string {
-	if len(p.others) > 0 {
-		return fmt.Sprintf("virt-advisor ended its pause; spec.paused stays as field manager %s set it", strings.Join(p.others, ", "))
-	}
-	return "virt-advisor ended its pause: the MachineConfig changes written meanwhile roll out together"
+// selects: an invalid selector selects nothing (the item's own gate
+// reports it).
+func selects(pool *unstructured.Unstructured, mcLabels map[string]string) bool {
+	ok, err := machineconfig.Selects(pool, mcLabels)
+	return err == nil && ok
 }
+
+// windowsKey is the queue key of finishWindows; no config has this name.
+const windowsKey = "\x00pool-windows"

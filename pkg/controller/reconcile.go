@@ -17,6 +17,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
 	"github.com/kubevirt/virt-advisor/pkg/failpoint"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -196,8 +197,8 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 			it.State, it.Message = v1alpha1.ItemStateCompleted, unchangedMessage
 			if isMachineConfig(it) {
 				r := c.rollout(ctx, cfg.Name, it)
-				if !r.done {
-					it.State, it.Message, rolling = v1alpha1.ItemStateInProgress, r.message, true
+				if !r.Done {
+					it.State, it.Message, rolling = v1alpha1.ItemStateInProgress, r.Message, true
 				}
 			}
 		}
@@ -327,13 +328,13 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 			r := c.rollout(ctx, cfg.Name, it)
 			waited := c.since(it.LastTransitionTime)
 			switch {
-			case r.done:
-				c.setItem(it, v1alpha1.ItemStateCompleted, r.message)
+			case r.Done:
+				c.setItem(it, v1alpha1.ItemStateCompleted, r.Message)
 			case timeout > 0 && waited >= timeout:
 				c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s",
-					waited.Round(time.Second), timeout, r.message))
+					waited.Round(time.Second), timeout, r.Message))
 			default:
-				it.Message = r.message
+				it.Message = r.Message
 				if timeout > 0 {
 					left := timeout - waited
 					if requeue == 0 || left < requeue {
@@ -599,25 +600,25 @@ func (c *Controller) setItem(it *v1alpha1.VirtPlatformConfigItem, state v1alpha1
 }
 
 // rollout evaluates every pool that renders a MachineConfig item.
-func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem) rollout {
+func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem) machineconfig.Rollout {
 	pools, err := c.itemPools(ctx, it)
 	if err != nil {
-		return rollout{message: fmt.Sprintf("Cannot read the MachineConfigPools of MachineConfig '%s': %v", it.TargetRef.Name, err)}
+		return machineconfig.Rollout{Message: fmt.Sprintf("Cannot read the MachineConfigPools of MachineConfig '%s': %v", it.TargetRef.Name, err)}
 	}
 	names := make([]string, len(pools))
-	results := make([]rollout, len(pools))
+	results := make([]machineconfig.Rollout, len(pools))
 	for i, pool := range pools {
 		names[i] = pool.GetName()
 		if _, found := pool.Object["spec"]; !found {
 			pool = nil // noted at apply time, gone since
 		}
-		results[i] = evaluateRollout(pool, names[i], it.TargetRef.Name, it.Operation, configBefore(it, names[i]))
-		if until, ours := pausedByUs(pool); ours && !results[i].done {
-			results[i].message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor until %s so that the changes approved meanwhile roll out with this one (one reboot per node)",
+		results[i] = machineconfig.EvaluateRollout(pool, names[i], it.TargetRef.Name, it.Operation, machineconfig.ConfigBefore(it, names[i]))
+		if until, ours := machineconfig.PausedBy(pool, plan.FieldManager); ours && !results[i].Done {
+			results[i].Message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor until %s so that the changes approved meanwhile roll out with this one (one reboot per node)",
 				names[i], until.UTC().Format(time.RFC3339))
 			if !c.clock.Now().Before(until) {
 				// Never a "paused until" in the past.
-				results[i].message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor; its window ended at %s and the pause ends as soon as the changes approved meanwhile are written",
+				results[i].Message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor; its window ended at %s and the pause ends as soon as the changes approved meanwhile are written",
 					names[i], until.UTC().Format(time.RFC3339))
 			}
 		}
@@ -626,7 +627,7 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 	if !seen.HasAll(names...) {
 		c.pools.set(config, seen.Insert(names...))
 	}
-	return combineRollouts(it.TargetRef.Name, results)
+	return machineconfig.CombineRollouts(it.TargetRef.Name, results)
 }
 
 // watch declares what the config depends on: its targets, the pools of
@@ -641,14 +642,14 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 		it := &cfg.Status.Items[i]
 		keys = append(keys, plan.ObjectKey{GVK: plan.TargetGVK(it.TargetRef), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
 		if isMachineConfig(it) {
-			keys = append(keys, plan.ObjectKey{GVK: profiles.MachineConfigPoolGVK, Name: poolOf(it)})
+			keys = append(keys, plan.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.RoleOf(it.DesiredState)})
 			for _, pc := range it.PoolConfigsBefore {
-				keys = append(keys, plan.ObjectKey{GVK: profiles.MachineConfigPoolGVK, Name: pc.Pool})
+				keys = append(keys, plan.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pc.Pool})
 			}
 		}
 	}
 	for _, pool := range c.pools.get(cfg.Name) {
-		keys = append(keys, plan.ObjectKey{GVK: profiles.MachineConfigPoolGVK, Name: pool})
+		keys = append(keys, plan.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pool})
 	}
 	for _, in := range profile.InputObjects(plan.ResolveOptions(cfg.Spec)) {
 		keys = append(keys, plan.ObjectKey{GVK: in.GVK, Namespace: in.Namespace, Name: in.Name})
@@ -657,15 +658,7 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 }
 
 func isMachineConfig(it *v1alpha1.VirtPlatformConfigItem) bool {
-	return profiles.IsMachineConfig(it.TargetRef)
-}
-
-// poolOf is the pool of a MachineConfig: its role label, worker by default.
-func poolOf(it *v1alpha1.VirtPlatformConfigItem) string {
-	if role := profiles.DesiredLabels(it.DesiredState)[profiles.MachineConfigRoleLabel]; role != "" {
-		return role
-	}
-	return profiles.WorkerPool
+	return machineconfig.IsMachineConfig(it.TargetRef)
 }
 
 // rollingOut is true when a MachineConfig item was written and its
@@ -687,10 +680,10 @@ func (c *Controller) trackRollouts(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 		if it.State != v1alpha1.ItemStateInProgress || !isMachineConfig(it) || writePending(it) {
 			continue
 		}
-		if r := c.rollout(ctx, cfg.Name, it); r.done {
-			c.setItem(it, v1alpha1.ItemStateCompleted, r.message)
+		if r := c.rollout(ctx, cfg.Name, it); r.Done {
+			c.setItem(it, v1alpha1.ItemStateCompleted, r.Message)
 		} else {
-			it.Message = r.message
+			it.Message = r.Message
 		}
 	}
 }

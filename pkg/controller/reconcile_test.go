@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
@@ -319,7 +320,7 @@ func TestReconcileEdges(t *testing.T) {
 				item := psiItem(v1alpha1.OperationCreate)
 				item.DesiredState = raw(map[string]interface{}{
 					"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-					"metadata": map[string]interface{}{"name": psiMC, "labels": map[string]interface{}{profiles.MachineConfigRoleLabel: profiles.WorkerPool, profiles.ManagedByLabel: configName}},
+					"metadata": map[string]interface{}{"name": psiMC, "labels": map[string]interface{}{machineconfig.RoleLabel: machineconfig.WorkerPool, profiles.ManagedByLabel: configName}},
 					"spec":     map[string]interface{}{"kernelArguments": []interface{}{"psi=1"}},
 				})
 				h.planner.result = planOf("snap-1", item, hcoPlanItem(v1alpha1.OperationUpdate))
@@ -866,8 +867,8 @@ func TestReconcileWatchesTargetsPoolsAndInputs(t *testing.T) {
 	givenRolling(h, dryRun)
 	keys := h.watches.watching(configName)
 	for _, want := range []plan.ObjectKey{
-		{GVK: profiles.MachineConfigGVK, Name: psiMC},                                               // the target
-		{GVK: profiles.MachineConfigPoolGVK, Name: profiles.WorkerPool},                             // its pool
+		{GVK: machineconfig.MachineConfigGVK, Name: psiMC},                                          // the target
+		{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.WorkerPool},                   // its pool
 		{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}, // an input
 	} {
 		found := false

@@ -17,8 +17,8 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/fake"
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
 )
 
@@ -92,7 +92,7 @@ func TestRunWhileLeading(t *testing.T) {
 	}
 	// A watch event on an object the config depends on.
 	planner.set(missingPrerequisite())
-	if !watches.event(configName, plan.ObjectKey{GVK: profiles.MachineConfigPoolGVK, Name: profiles.WorkerPool}) {
+	if !watches.event(configName, plan.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.WorkerPool}) {
 		t.Fatal("the controller set no watch event hook while leading")
 	}
 	phaseIs(v1alpha1.PhasePrerequisiteFailed)

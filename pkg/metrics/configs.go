@@ -11,7 +11,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -111,7 +111,7 @@ func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
 		}
 		for _, it := range cfg.Status.Items {
 			switch {
-			case it.State == v1alpha1.ItemStateInProgress && profiles.IsMachineConfig(it.TargetRef) && it.LastTransitionTime != nil:
+			case it.State == v1alpha1.ItemStateInProgress && machineconfig.IsMachineConfig(it.TargetRef) && it.LastTransitionTime != nil:
 				ch <- metrics.NewLazyConstMetric(rolloutStartedDesc, metrics.GaugeValue, unixSeconds(it.LastTransitionTime.Time), cfg.Name, profile, it.Name)
 			case it.State == v1alpha1.ItemStatePending:
 				if due := status.ItemDue(&cfg.Status, &it); due != nil && !due.IsZero() {

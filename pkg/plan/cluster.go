@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -257,7 +258,7 @@ func (c *Cluster) inputReader(ctx context.Context, refs []profiles.ObjectRef, fr
 		r.live = map[ObjectKey]func() (*unstructured.Unstructured, error){}
 		for key := range r.inputs {
 			read := sync.OnceValues(func() (*unstructured.Unstructured, error) {
-				if key.GVK.GroupKind() == profiles.MachineConfigPoolGVK.GroupKind() {
+				if key.GVK.GroupKind() == machineconfig.MachineConfigPoolGVK.GroupKind() {
 					// The plan lists the pools anyway (reboot notes).
 					return poolNamed(listPools, key.Name)
 				}

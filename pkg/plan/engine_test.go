@@ -17,6 +17,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -40,7 +41,7 @@ func mapperWith(gvks ...schema.GroupVersionKind) resettable {
 func TestAbsentItemOfUnservedKindIsSkipped(t *testing.T) {
 	e := &Engine{Cluster: &Cluster{Mapper: mapperWith(profiles.KubeDeschedulerGVK)}}
 	mc := &unstructured.Unstructured{}
-	mc.SetGroupVersionKind(profiles.MachineConfigGVK)
+	mc.SetGroupVersionKind(machineconfig.MachineConfigGVK)
 	mc.SetName("99-worker-psi-karg")
 	it := profiles.Item{Name: "enable-psi-metrics", Desired: mc, Owned: true, Absent: true}
 

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -65,7 +66,7 @@ func RecordWrite(st *v1alpha1.VirtPlatformConfigStatus, it *v1alpha1.VirtPlatfor
 	}
 	st.WrittenObjects = append(st.WrittenObjects, v1alpha1.WrittenObject{
 		TargetRef: it.TargetRef, UID: obj.GetUID(),
-		Created: profiles.DesiredLabels(it.DesiredState)[profiles.ManagedByLabel] == configName,
+		Created: machineconfig.DesiredLabels(it.DesiredState)[profiles.ManagedByLabel] == configName,
 	})
 }
 

@@ -18,30 +18,6 @@ func testPool(name string, roles []interface{}, machines int64, paused bool) uns
 	}}
 }
 
-func TestRebootNote(t *testing.T) {
-	worker := map[string]string{"machineconfiguration.openshift.io/role": "worker"}
-	for _, tc := range []struct {
-		name  string
-		pools []unstructured.Unstructured
-		want  string
-	}{
-		{"one pool", []unstructured.Unstructured{testPool("worker", []interface{}{"worker"}, 3, false), testPool("master", []interface{}{"master"}, 3, false)},
-			"reboots: pool worker, 3 nodes, once"},
-		{"a custom pool inherits worker MachineConfigs", []unstructured.Unstructured{testPool("worker-cnv", []interface{}{"worker", "worker-cnv"}, 1, false), testPool("worker", []interface{}{"worker"}, 2, false)},
-			"reboots: pool worker, 2 nodes, once; pool worker-cnv, 1 node, once"},
-		{"a paused pool", []unstructured.Unstructured{testPool("worker", []interface{}{"worker"}, 3, true)},
-			"reboots: pool worker, 3 nodes, once, when the pool is unpaused"},
-		{"no pool", []unstructured.Unstructured{testPool("master", []interface{}{"master"}, 3, false)},
-			"reboots: none (no MachineConfigPool selects it)"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, got := poolReboots(tc.pools, worker); got != tc.want {
-				t.Errorf("got  %q\nwant %q", got, tc.want)
-			}
-		})
-	}
-}
-
 // A Delete has no desired state: the pools that select the live object's
 // labels roll its removal, and the item says so.
 func TestRebootNotesOfEveryOperation(t *testing.T) {

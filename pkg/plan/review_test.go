@@ -15,6 +15,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -22,7 +23,7 @@ func TestCheckTarget(t *testing.T) {
 	const config = "load-aware-rebalancing"
 	mc := func(uid string, karg string, labels map[string]string, managers ...string) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{"kernelArguments": []interface{}{karg}}}}
-		u.SetGroupVersionKind(profiles.MachineConfigGVK)
+		u.SetGroupVersionKind(machineconfig.MachineConfigGVK)
 		u.SetName("99-worker-psi-karg")
 		u.SetUID(types.UID(uid))
 		u.SetLabels(labels)
@@ -33,7 +34,7 @@ func TestCheckTarget(t *testing.T) {
 		u.SetManagedFields(entries)
 		return u
 	}
-	ours := map[string]string{profiles.ManagedByLabel: config, profiles.MachineConfigRoleLabel: "worker"}
+	ours := map[string]string{profiles.ManagedByLabel: config, machineconfig.RoleLabel: "worker"}
 	desired := mc("", "psi=1", ours)
 	desiredRaw, _ := desired.MarshalJSON()
 	reviewed := func(live *unstructured.Unstructured) *v1alpha1.ReviewedTarget {
@@ -88,7 +89,7 @@ func TestCheckTarget(t *testing.T) {
 				objs = append(objs, tc.live)
 			}
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "MachineConfigList"}, objs...)
-			e := &Engine{Cluster: &Cluster{Dynamic: dyn, Mapper: clusterScoped(profiles.MachineConfigGVK)}}
+			e := &Engine{Cluster: &Cluster{Dynamic: dyn, Mapper: clusterScoped(machineconfig.MachineConfigGVK)}}
 			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: config}}
 			_, err := e.CheckTarget(context.Background(), cfg, tc.item, tc.retry, tc.bypass)
 			var stale *StaleTargetError

@@ -120,9 +120,7 @@ type ObjectRef struct {
 
 // Well-known kinds of the managed and input APIs.
 var (
-	MachineConfigGVK     = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfig"}
-	MachineConfigPoolGVK = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool"}
-	KubeDeschedulerGVK   = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "KubeDescheduler"}
+	KubeDeschedulerGVK = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "KubeDescheduler"}
 	// HyperConvergedGVK has no version: it is read and written through the
 	// version discovery prefers (HCOVersion).
 	HyperConvergedGVK = schema.GroupVersionKind{Group: "hco.kubevirt.io", Kind: "HyperConverged"}
@@ -134,13 +132,10 @@ var (
 
 // Well-known objects.
 const (
-	HCONamespace           = "openshift-cnv"
-	HCOName                = "kubevirt-hyperconverged"
-	DeschedulerNamespace   = "openshift-kube-descheduler-operator"
-	DeschedulerName        = "cluster"
-	DeschedulerCRDName     = "kubedeschedulers.operator.openshift.io"
-	WorkerPool             = "worker"
-	MasterPool             = "master"
-	SchedulerName          = "cluster"
-	MachineConfigRoleLabel = "machineconfiguration.openshift.io/role"
+	HCONamespace         = "openshift-cnv"
+	HCOName              = "kubevirt-hyperconverged"
+	DeschedulerNamespace = "openshift-kube-descheduler-operator"
+	DeschedulerName      = "cluster"
+	DeschedulerCRDName   = "kubedeschedulers.operator.openshift.io"
+	SchedulerName        = "cluster"
 )

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubevirt/virt-advisor/test/env/fakemco"
-	"github.com/kubevirt/virt-advisor/test/names"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
+	"github.com/kubevirt/virt-advisor/test/names"
 )
 
 const (

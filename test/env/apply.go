@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubevirt/virt-advisor/test/env/fakemco"
-	"github.com/kubevirt/virt-advisor/test/names"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +21,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
+	"github.com/kubevirt/virt-advisor/test/names"
 )
 
 const (

@@ -22,10 +22,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubevirt/virt-advisor/test/env/fakemco"
-	"github.com/kubevirt/virt-advisor/test/names"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
+	"github.com/kubevirt/virt-advisor/test/names"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"

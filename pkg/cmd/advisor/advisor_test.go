@@ -15,8 +15,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/fake"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
 // harness runs the plugin against fake clients.
@@ -32,7 +32,7 @@ func newHarness(t *testing.T, dynObjects ...runtime.Object) *harness {
 	// schema of our types for field management, which these tests do not use.
 	h := &harness{advisor: fake.NewSimpleClientset()}
 	h.dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{pools.MachineConfigPools: "MachineConfigPoolList", pools.MachineConfigs: "MachineConfigList"}, dynObjects...)
+		map[schema.GroupVersionResource]string{machineconfig.MachineConfigPools: "MachineConfigPoolList", machineconfig.MachineConfigs: "MachineConfigList"}, dynObjects...)
 	return h
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
 type statusOptions struct {
@@ -219,7 +220,7 @@ func poolProgress(ctx context.Context, c *clients, cfg *v1alpha1.VirtPlatformCon
 	if err != nil {
 		return progress{err: err.Error()}
 	}
-	selecting, err := pools.Selecting(all, mcs)
+	selecting, err := machineconfig.Rolls(all, mcs)
 	if err != nil {
 		return progress{err: err.Error()}
 	}
@@ -231,8 +232,8 @@ func poolProgress(ctx context.Context, c *clients, cfg *v1alpha1.VirtPlatformCon
 			}
 			p := &all[i]
 			out.pools = append(out.pools, poolStatus{
-				name: s.Pool, machines: pools.Count(p, "machineCount"), updated: pools.Count(p, "updatedMachineCount"),
-				ready: pools.Count(p, "readyMachineCount"), degraded: pools.Count(p, "degradedMachineCount"), paused: s.Paused,
+				name: s.Pool, machines: machineconfig.Count(p, "machineCount"), updated: machineconfig.Count(p, "updatedMachineCount"),
+				ready: machineconfig.Count(p, "readyMachineCount"), degraded: machineconfig.Count(p, "degradedMachineCount"), paused: s.Paused,
 			})
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -57,7 +58,7 @@ func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisi
 	var prereqs []profiles.Prerequisite
 	if resolve(opts.VirtHigherDensity).enableSwap {
 		prereqs = append(prereqs, profiles.Prerequisite{
-			GVK:         profiles.MachineConfigGVK,
+			GVK:         machineconfig.MachineConfigGVK,
 			Description: "MachineConfig CRD is required for swap configuration (available on OpenShift)",
 		})
 	}
@@ -68,7 +69,7 @@ func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisi
 }
 
 func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{profiles.MachineConfigGVK, profiles.HyperConvergedGVK}
+	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK, profiles.HyperConvergedGVK}
 }
 
 // Items reads which HyperConverged version is served and, with swap on,
@@ -135,8 +136,8 @@ func swapItem(configName string, enableSwap bool) profiles.Item {
 		labels[k] = v
 	}
 	mc := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": profiles.MachineConfigGVK.GroupVersion().String(),
-		"kind":       profiles.MachineConfigGVK.Kind,
+		"apiVersion": machineconfig.MachineConfigGVK.GroupVersion().String(),
+		"kind":       machineconfig.MachineConfigGVK.Kind,
 		"metadata": map[string]interface{}{
 			"name":   swapMachineConfigName,
 			"labels": labels,
@@ -167,8 +168,8 @@ func swapItem(configName string, enableSwap bool) profiles.Item {
 // pools that select them are the pools whose nodes get swap.
 func swapMachineConfigLabels(configName string) map[string]string {
 	return map[string]string{
-		profiles.MachineConfigRoleLabel: profiles.WorkerPool,
-		profiles.ManagedByLabel:         configName,
+		machineconfig.RoleLabel: machineconfig.WorkerPool,
+		profiles.ManagedByLabel: configName,
 	}
 }
 

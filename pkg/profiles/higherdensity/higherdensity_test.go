@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -122,14 +123,14 @@ func TestMetadata(t *testing.T) {
 	if got := New().Metadata(); got != want {
 		t.Errorf("Metadata() = %+v, want %+v", got, want)
 	}
-	wantKinds := []schema.GroupVersionKind{profiles.MachineConfigGVK, profiles.HyperConvergedGVK}
+	wantKinds := []schema.GroupVersionKind{machineconfig.MachineConfigGVK, profiles.HyperConvergedGVK}
 	if got := New().ManagedKinds(); !reflect.DeepEqual(got, wantKinds) {
 		t.Errorf("ManagedKinds() = %v, want %v", got, wantKinds)
 	}
 }
 
 func TestPrerequisites(t *testing.T) {
-	mc := profiles.Prerequisite{GVK: profiles.MachineConfigGVK, Description: "MachineConfig CRD is required for swap configuration (available on OpenShift)"}
+	mc := profiles.Prerequisite{GVK: machineconfig.MachineConfigGVK, Description: "MachineConfig CRD is required for swap configuration (available on OpenShift)"}
 	hco := profiles.Prerequisite{GVK: profiles.HyperConvergedGVK, Description: "Install OpenShift Virtualization via OLM"}
 	tests := []struct {
 		name string

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -48,7 +49,11 @@ func readNode(n *unstructured.Unstructured) nodeSwap {
 }
 
 func swapCoverage(ctx context.Context, cluster profiles.Cluster, mcLabels map[string]string, ratio int32) (coverage, error) {
-	pools, err := profiles.PoolsFor(ctx, cluster, mcLabels)
+	all, err := cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return coverage{}, err
+	}
+	pools, err := machineconfig.SelectingPools(all, mcLabels)
 	if err != nil {
 		return coverage{}, err
 	}
@@ -82,7 +87,7 @@ func swapCheckFailed(err error) coverage {
 // poolCoverage describes one pool; warning is true when some node reports
 // less swap than the ratio needs.
 func poolCoverage(pool *unstructured.Unstructured, nodes []unstructured.Unstructured, ratio int32) (string, bool, error) {
-	sel, err := profiles.PoolSelector(pool, "nodeSelector")
+	sel, err := machineconfig.PoolSelector(pool, "nodeSelector")
 	if err != nil {
 		return "", false, fmt.Errorf("MachineConfigPool '%s' has an invalid nodeSelector: %w", pool.GetName(), err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -32,10 +33,10 @@ type psiTarget struct {
 }
 
 var (
-	psiWorker = psiTarget{item: itemPSI, machineConfig: "99-worker-psi-karg", pool: profiles.WorkerPool}
+	psiWorker = psiTarget{item: itemPSI, machineConfig: "99-worker-psi-karg", pool: machineconfig.WorkerPool}
 	// On compact clusters (Scheduler mastersSchedulable) VMs also run on
 	// the control-plane nodes, which the master pool configures.
-	psiMaster = psiTarget{item: itemPSIMaster, machineConfig: "99-master-psi-karg", pool: profiles.MasterPool}
+	psiMaster = psiTarget{item: itemPSIMaster, machineConfig: "99-master-psi-karg", pool: machineconfig.MasterPool}
 )
 
 type profile struct{}
@@ -57,13 +58,13 @@ func (profile) Metadata() profiles.Metadata {
 func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisite {
 	pre := []profiles.Prerequisite{{GVK: profiles.KubeDeschedulerGVK, Description: "Please install the Descheduler Operator via OLM"}}
 	if psiEnabled(opts) {
-		pre = append(pre, profiles.Prerequisite{GVK: profiles.MachineConfigGVK, Description: "MachineConfig CRD is required for PSI metrics (available on OpenShift)"})
+		pre = append(pre, profiles.Prerequisite{GVK: machineconfig.MachineConfigGVK, Description: "MachineConfig CRD is required for PSI metrics (available on OpenShift)"})
 	}
 	return append(pre, profiles.Prerequisite{GVK: profiles.HyperConvergedGVK, Description: "Please install OpenShift Virtualization via OLM"})
 }
 
 func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{profiles.MachineConfigGVK, profiles.KubeDeschedulerGVK}
+	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK, profiles.KubeDeschedulerGVK}
 }
 
 func psiEnabled(opts v1alpha1.ProfileOptions) bool {
@@ -109,11 +110,11 @@ func mastersSchedulable(ctx context.Context, cluster profiles.Cluster) (bool, er
 // request to delete the one this project created.
 func psiItem(ctx context.Context, cluster profiles.Cluster, t psiTarget, enabled bool) (profiles.Item, error) {
 	mc := &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": profiles.MachineConfigGVK.GroupVersion().String(),
-		"kind":       profiles.MachineConfigGVK.Kind,
+		"apiVersion": machineconfig.MachineConfigGVK.GroupVersion().String(),
+		"kind":       machineconfig.MachineConfigGVK.Kind,
 		"metadata": map[string]interface{}{
 			"name":   t.machineConfig,
-			"labels": map[string]interface{}{profiles.MachineConfigRoleLabel: t.pool},
+			"labels": map[string]interface{}{machineconfig.RoleLabel: t.pool},
 		},
 		"spec": map[string]interface{}{"kernelArguments": []interface{}{psiKernelArg}},
 	}}
@@ -125,14 +126,14 @@ func psiItem(ctx context.Context, cluster profiles.Cluster, t psiTarget, enabled
 		Message:       fmt.Sprintf("MachineConfig '%s' will be configured to enable PSI metrics", t.machineConfig),
 		Owned:         true,
 	}
-	if t.pool == profiles.MasterPool {
+	if t.pool == machineconfig.MasterPool {
 		item.Message += " on the control-plane nodes, which run VMs (Scheduler 'cluster' has mastersSchedulable: true); the 'master' pool reboots control-plane nodes one at a time"
 	}
 	if !enabled {
 		item.Absent = true
 		item.ManagedFields = nil
 		item.Message = fmt.Sprintf("MachineConfig '%s' will be removed: PSI metrics are disabled (%s nodes reboot one by one)", t.machineConfig, t.pool)
-		if t.pool == profiles.MasterPool {
+		if t.pool == machineconfig.MasterPool {
 			item.Message = fmt.Sprintf("MachineConfig '%s' will be removed: control-plane nodes no longer run VMs or PSI metrics are disabled (control-plane nodes reboot one at a time)", t.machineConfig)
 		}
 		return item, nil
@@ -151,7 +152,7 @@ func psiItem(ctx context.Context, cluster profiles.Cluster, t psiTarget, enabled
 // psiEffective reports whether the pool's rendered config already boots
 // with psi=1 (the last psi= kernel argument wins).
 func psiEffective(ctx context.Context, cluster profiles.Cluster, pool string) (bool, error) {
-	mcp, err := cluster.Get(ctx, profiles.MachineConfigPoolGVK, "", pool)
+	mcp, err := cluster.Get(ctx, machineconfig.MachineConfigPoolGVK, "", pool)
 	if err != nil || mcp == nil {
 		return false, err
 	}
@@ -162,7 +163,7 @@ func psiEffective(ctx context.Context, cluster profiles.Cluster, pool string) (b
 	if on, ok := renderedPSI.get(rendered); ok {
 		return on, nil
 	}
-	mc, err := cluster.Get(ctx, profiles.MachineConfigGVK, "", rendered)
+	mc, err := cluster.Get(ctx, machineconfig.MachineConfigGVK, "", rendered)
 	if err != nil || mc == nil {
 		return false, err
 	}
@@ -210,8 +211,8 @@ func (c *boundedCache) put(name string, v bool) {
 // drop the profiles we keep.
 func (profile) InputObjects(opts v1alpha1.ProfileOptions) []profiles.ObjectRef {
 	refs := []profiles.ObjectRef{
-		{GVK: profiles.MachineConfigPoolGVK, Name: profiles.WorkerPool},
-		{GVK: profiles.MachineConfigPoolGVK, Name: profiles.MasterPool},
+		{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.WorkerPool},
+		{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.MasterPool},
 		{GVK: profiles.SchedulerGVK, Name: profiles.SchedulerName},
 	}
 	if la := opts.LoadAware; la == nil || la.EvictionLimitTotal == nil || la.EvictionLimitNode == nil {

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
-	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
 // The annotations the MachineConfig operator's daemon keeps on every node.
@@ -69,8 +69,8 @@ func (p gridPool) Count(s nodeState) int {
 func newGridPool(pool *unstructured.Unstructured, configs []string, nodes []corev1.Node, nodesErr string) gridPool {
 	g := gridPool{
 		Name: pool.GetName(), Configs: configs,
-		Machines: pools.Count(pool, "machineCount"), Updated: pools.Count(pool, "updatedMachineCount"),
-		Degraded: pools.Count(pool, "degradedMachineCount"), Unavailable: pools.Count(pool, "unavailableMachineCount"),
+		Machines: machineconfig.Count(pool, "machineCount"), Updated: machineconfig.Count(pool, "updatedMachineCount"),
+		Degraded: machineconfig.Count(pool, "degradedMachineCount"), Unavailable: machineconfig.Count(pool, "unavailableMachineCount"),
 	}
 	g.Target, _, _ = unstructured.NestedString(pool.Object, "spec", "configuration", "name")
 	g.Current, _, _ = unstructured.NestedString(pool.Object, "status", "configuration", "name")

@@ -26,8 +26,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/fake"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
 const (
@@ -110,7 +110,7 @@ func newHarness(t *testing.T, user string, cfg *v1alpha1.VirtPlatformConfig, dyn
 		return true, r, nil
 	})
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{pools.MachineConfigPools: "MachineConfigPoolList", pools.MachineConfigs: "MachineConfigList"}, dynObjects...)
+		map[schema.GroupVersionResource]string{machineconfig.MachineConfigPools: "MachineConfigPoolList", machineconfig.MachineConfigs: "MachineConfigList"}, dynObjects...)
 	srv, err := New(Options{
 		Clients: Clients{Advisor: h.advisor, Kube: h.kube, Dynamic: dyn},
 		Token:   testToken, CSRF: testCSRF, Bind: net.IPv4(127, 0, 0, 1), Port: testPort, User: user,

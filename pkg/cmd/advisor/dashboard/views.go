@@ -19,7 +19,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/explain"
 	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -353,7 +353,7 @@ func (s *Server) buildPlan(ctx context.Context, name string) (planView, int) {
 		if it.Error != "" {
 			v.Failed++
 		}
-		if profiles.IsMachineConfig(it.TargetRef) && iv.Changes {
+		if machineconfig.IsMachineConfig(it.TargetRef) && iv.Changes {
 			iv.Reboots = pools.Summary(ctx, s.c.Dynamic, []v1alpha1.PlanItem{it})
 		}
 		v.Items = append(v.Items, iv)
@@ -484,7 +484,7 @@ func (s *Server) gridOf(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (
 	if err != nil {
 		return nil, err.Error()
 	}
-	selecting, err := pools.Selecting(all, changes)
+	selecting, err := machineconfig.Rolls(all, changes)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -499,7 +499,7 @@ func (s *Server) gridOf(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (
 			}
 			var nodes []corev1.Node
 			var nodesErr string
-			if sel, err := profiles.PoolSelector(&all[i], "nodeSelector"); err != nil {
+			if sel, err := machineconfig.PoolSelector(&all[i], "nodeSelector"); err != nil {
 				nodesErr = "its nodeSelector is invalid: " + err.Error()
 			} else if list, err := s.c.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel.String()}); err != nil {
 				nodesErr = explain.Brief(err)

@@ -13,51 +13,10 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
 const roleLabel = "machineconfiguration.openshift.io/role"
-
-func TestSelectingAndFormat(t *testing.T) {
-	worker := Change{Name: "99-worker-psi-karg", Labels: map[string]string{roleLabel: "worker"}}
-	swap := Change{Name: "90-worker-kubelet-swap", Labels: map[string]string{roleLabel: "worker"}}
-	master := Change{Name: "99-master-psi-karg", Labels: map[string]string{roleLabel: "master"}}
-	for _, tc := range []struct {
-		name    string
-		pools   []*unstructured.Unstructured
-		changes []Change
-		want    string
-	}{
-		{"no MachineConfig changes", []*unstructured.Unstructured{pool("worker", roleSelector("worker"), 3, 3, false)}, nil, "none"},
-		{"one pool by matchExpressions", []*unstructured.Unstructured{pool("worker", roleSelector("worker"), 3, 3, false), pool("master", roleSelector("master"), 3, 3, false)},
-			[]Change{worker}, "pool worker, 3 nodes, once"},
-		{"by matchLabels", []*unstructured.Unstructured{pool("worker", map[string]interface{}{"matchLabels": map[string]interface{}{roleLabel: "worker"}}, 2, 2, false)},
-			[]Change{worker}, "pool worker, 2 nodes, once"},
-		{"a custom pool inherits worker MachineConfigs", []*unstructured.Unstructured{pool("worker-cnv", roleSelector("worker", "worker-cnv"), 1, 1, false), pool("worker", roleSelector("worker"), 3, 3, false)},
-			[]Change{worker}, "pool worker, 3 nodes, once; pool worker-cnv, 1 node, once"},
-		{"two MachineConfigs of one pool roll out together", []*unstructured.Unstructured{pool("worker", roleSelector("worker"), 3, 3, false)},
-			[]Change{worker, swap}, "pool worker, 3 nodes, once (2 MachineConfigs rolled out together: 99-worker-psi-karg, 90-worker-kubelet-swap)"},
-		{"a paused pool reboots when unpaused", []*unstructured.Unstructured{pool("worker", roleSelector("worker"), 3, 3, true)},
-			[]Change{worker}, "pool worker, 3 nodes, once, when the pool is unpaused"},
-		{"a pool without a selector selects nothing", []*unstructured.Unstructured{{Object: map[string]interface{}{"metadata": map[string]interface{}{"name": "bare"}}}},
-			[]Change{worker}, "none (no MachineConfigPool selects 99-worker-psi-karg)"},
-		{"pools of each change", []*unstructured.Unstructured{pool("worker", roleSelector("worker"), 3, 3, false), pool("master", roleSelector("master"), 3, 3, false)},
-			[]Change{worker, master}, "pool master, 3 nodes, once; pool worker, 3 nodes, once"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pools := make([]unstructured.Unstructured, len(tc.pools))
-			for i, p := range tc.pools {
-				pools[i] = *p
-			}
-			r, err := Selecting(pools, tc.changes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := Format(tc.changes, r); got != tc.want {
-				t.Errorf("got  %q\nwant %q", got, tc.want)
-			}
-		})
-	}
-}
 
 func TestSummaryNeverFails(t *testing.T) {
 	create := v1alpha1.PlanItem{Name: "psi", Operation: v1alpha1.OperationCreate,
@@ -80,9 +39,9 @@ func TestSummaryNeverFails(t *testing.T) {
 	}{
 		{"nothing to reboot needs no pools", []v1alpha1.PlanItem{unchanged}, nil, errors.New("must not be listed"), "none"},
 		{"pools forbidden", []v1alpha1.PlanItem{create}, nil,
-			apierrors.NewForbidden(MachineConfigPools.GroupResource(), "", errors.New(`User "bob" cannot list resource "machineconfigpools" in API group "machineconfiguration.openshift.io" at the cluster scope`)),
+			apierrors.NewForbidden(machineconfig.MachineConfigPools.GroupResource(), "", errors.New(`User "bob" cannot list resource "machineconfigpools" in API group "machineconfiguration.openshift.io" at the cluster scope`)),
 			`unknown (cannot read MachineConfigPools: user "bob" may not list machineconfigpools)`},
-		{"pools not served", []v1alpha1.PlanItem{create}, nil, apierrors.NewGenericServerResponse(404, "list", MachineConfigPools.GroupResource(), "", "", 0, false),
+		{"pools not served", []v1alpha1.PlanItem{create}, nil, apierrors.NewGenericServerResponse(404, "list", machineconfig.MachineConfigPools.GroupResource(), "", "", 0, false),
 			`unknown (cannot read MachineConfigPools: the server could not find the requested resource (list machineconfigpools.machineconfiguration.openshift.io))`},
 		{"a delete reads the live labels", []v1alpha1.PlanItem{deleted}, []runtime.Object{liveSwap, pool("worker", roleSelector("worker"), 3, 3, false)}, nil,
 			"pool worker, 3 nodes, once"},
@@ -103,7 +62,7 @@ func TestSummaryNeverFails(t *testing.T) {
 
 func fakeDynamic(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{MachineConfigPools: "MachineConfigPoolList", MachineConfigs: "MachineConfigList"}, objects...)
+		map[schema.GroupVersionResource]string{machineconfig.MachineConfigPools: "MachineConfigPoolList", machineconfig.MachineConfigs: "MachineConfigList"}, objects...)
 }
 
 // pool is a MachineConfigPool with a machineConfigSelector and counts.

@@ -1,4 +1,4 @@
-package profiles
+package machineconfig
 
 import (
 	"reflect"
@@ -17,15 +17,15 @@ func TestSelectingPools(t *testing.T) {
 		return u
 	}
 	role := func(r string) map[string]interface{} {
-		return map[string]interface{}{"matchLabels": map[string]interface{}{MachineConfigRoleLabel: r}}
+		return map[string]interface{}{"matchLabels": map[string]interface{}{RoleLabel: r}}
 	}
 	pools := []unstructured.Unstructured{
 		pool("worker", role("worker")),
 		pool("master", role("master")),
 		pool("worker-cnv", map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{
-			"key": MachineConfigRoleLabel, "operator": "In", "values": []interface{}{"worker", "worker-cnv"}}}}),
+			"key": RoleLabel, "operator": "In", "values": []interface{}{"worker", "worker-cnv"}}}}),
 		pool("infra", map[string]interface{}{
-			"matchLabels":      map[string]interface{}{MachineConfigRoleLabel: "worker"},
+			"matchLabels":      map[string]interface{}{RoleLabel: "worker"},
 			"matchExpressions": []interface{}{map[string]interface{}{"key": "infra", "operator": "Exists"}}}),
 		pool("no-selector", nil),
 	}
@@ -33,14 +33,18 @@ func TestSelectingPools(t *testing.T) {
 		labels map[string]string
 		want   []string
 	}{
-		{map[string]string{MachineConfigRoleLabel: "worker"}, []string{"worker", "worker-cnv"}},
-		{map[string]string{MachineConfigRoleLabel: "worker", "infra": ""}, []string{"infra", "worker", "worker-cnv"}},
-		{map[string]string{MachineConfigRoleLabel: "master"}, []string{"master"}},
-		{map[string]string{MachineConfigRoleLabel: "worker-cnv"}, []string{"worker-cnv"}},
+		{map[string]string{RoleLabel: "worker"}, []string{"worker", "worker-cnv"}},
+		{map[string]string{RoleLabel: "worker", "infra": ""}, []string{"infra", "worker", "worker-cnv"}},
+		{map[string]string{RoleLabel: "master"}, []string{"master"}},
+		{map[string]string{RoleLabel: "worker-cnv"}, []string{"worker-cnv"}},
 		{map[string]string{}, nil},
 	}
 	for _, tt := range tests {
-		got, err := SelectingPools(pools, tt.labels)
+		selected, err := SelectingPools(pools, tt.labels)
+		var got []string
+		for _, p := range selected {
+			got = append(got, p.GetName())
+		}
 		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("SelectingPools(%v) = %v, %v; want %v", tt.labels, got, err, tt.want)
 		}

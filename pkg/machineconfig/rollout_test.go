@@ -1,4 +1,4 @@
-package controller
+package machineconfig
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 )
 
-// pool builds a MachineConfigPool in a given rollout state.
+// pool builds a MachineConfigPool in a given Rollout state.
 type poolState struct {
 	generation, observed               int64
 	specName, statusName               string
@@ -105,35 +105,35 @@ func TestEvaluateRollout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := evaluateRollout(tt.pool, "worker", "99-x", tt.op, tt.before)
-			if r.done != tt.done || !strings.Contains(r.message, tt.message) {
-				t.Errorf("got done=%v %q, want done=%v %q", r.done, r.message, tt.done, tt.message)
+			r := EvaluateRollout(tt.pool, "worker", "99-x", tt.op, tt.before)
+			if r.Done != tt.done || !strings.Contains(r.Message, tt.message) {
+				t.Errorf("got done=%v %q, want done=%v %q", r.Done, r.Message, tt.done, tt.message)
 			}
 		})
 	}
 }
 
 func TestCombineRollouts(t *testing.T) {
-	ready := rollout{done: true, message: "MachineConfigPool 'worker' is ready (all 3 nodes updated)"}
-	rolling := rollout{message: "MachineConfigPool 'worker-cnv' is updating (Updated: 1/2, Ready: 1/2)"}
-	degraded := rollout{degraded: true, message: "MachineConfigPool 'worker-cnv' is degraded (1 degraded machines)"}
+	ready := Rollout{Done: true, Message: "MachineConfigPool 'worker' is ready (all 3 nodes updated)"}
+	rolling := Rollout{Message: "MachineConfigPool 'worker-cnv' is updating (Updated: 1/2, Ready: 1/2)"}
+	degraded := Rollout{Degraded: true, Message: "MachineConfigPool 'worker-cnv' is degraded (1 degraded machines)"}
 	tests := []struct {
 		name     string
-		results  []rollout
+		results  []Rollout
 		done     bool
 		degraded bool
 		message  string
 	}{
-		{"all pools rolled out", []rollout{ready, {done: true, message: "MachineConfigPool 'worker-cnv' has no machines"}}, true, false,
+		{"all pools rolled out", []Rollout{ready, {Done: true, Message: "MachineConfigPool 'worker-cnv' has no machines"}}, true, false,
 			"MachineConfigPool 'worker' is ready (all 3 nodes updated); MachineConfigPool 'worker-cnv' has no machines"},
-		{"one pool still rolling names it", []rollout{ready, rolling}, false, false, rolling.message},
-		{"a degraded pool is reported", []rollout{ready, degraded}, false, true, degraded.message},
+		{"one pool still rolling names it", []Rollout{ready, rolling}, false, false, rolling.Message},
+		{"a degraded pool is reported", []Rollout{ready, degraded}, false, true, degraded.Message},
 		{"no pool selects it", nil, false, false, "No MachineConfigPool selects MachineConfig '99-x': nothing will roll it out"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := combineRollouts("99-x", tt.results)
-			if got.done != tt.done || got.degraded != tt.degraded || got.message != tt.message {
+			got := CombineRollouts("99-x", tt.results)
+			if got.Done != tt.done || got.Degraded != tt.degraded || got.Message != tt.message {
 				t.Errorf("got %+v, want done=%v degraded=%v %q", got, tt.done, tt.degraded, tt.message)
 			}
 		})
@@ -142,8 +142,8 @@ func TestCombineRollouts(t *testing.T) {
 
 func TestEvaluateRolloutEmptyPool(t *testing.T) {
 	p := poolState{generation: 1, observed: 1, specName: "rendered-a", statusName: "rendered-a"}.obj()
-	r := evaluateRollout(p, "infra", "99-x", v1alpha1.OperationCreate, "")
-	if !r.done || r.message != "MachineConfigPool 'infra' has no machines" {
+	r := EvaluateRollout(p, "infra", "99-x", v1alpha1.OperationCreate, "")
+	if !r.Done || r.Message != "MachineConfigPool 'infra' has no machines" {
 		t.Errorf("got %+v, want done: a pool without machines has nothing to roll out", r)
 	}
 }

@@ -1,0 +1,3 @@
+package machineconfig
+
+const testManager = "virt-advisor"

@@ -1,0 +1,104 @@
+package machineconfig
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+)
+
+// Change is a MachineConfig that a plan creates, changes or deletes, with
+// the labels the pools select it by (for a Delete, the live object's).
+type Change struct {
+	Name   string
+	Labels map[string]string
+}
+
+// Reboot is what applying changes does to one MachineConfigPool: the
+// MachineConfig operator renders the changed MachineConfigs it selects
+// and reboots each of its nodes.
+type Reboot struct {
+	Pool     string
+	Machines int64
+	Paused   bool
+	Configs  []string // the changed MachineConfigs the pool selects
+}
+
+// Rolls returns, sorted by pool name, every pool that selects at least
+// one of the changes: the pools whose nodes the changes reboot.
+func Rolls(pools []unstructured.Unstructured, changes []Change) ([]Reboot, error) {
+	var out []Reboot
+	for i := range pools {
+		pool := &pools[i]
+		r := Reboot{Pool: pool.GetName(), Machines: Count(pool, "machineCount")}
+		r.Paused, _, _ = unstructured.NestedBool(pool.Object, "spec", "paused")
+		for _, c := range changes {
+			selects, err := Selects(pool, c.Labels)
+			if err != nil {
+				return nil, err
+			}
+			if selects {
+				r.Configs = append(r.Configs, c.Name)
+			}
+		}
+		if len(r.Configs) > 0 {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pool < out[j].Pool })
+	return out, nil
+}
+
+// FormatReboots says in one line which nodes the changes reboot, e.g.
+// "pool worker, 3 nodes, once". The MachineConfigs of an approved plan are
+// written into a paused pool (the coalescing window), so several of them
+// roll out together and reboot each node once.
+func FormatReboots(changes []Change, reboots []Reboot) string {
+	if len(changes) == 0 {
+		return "none"
+	}
+	if len(reboots) == 0 {
+		names := make([]string, len(changes))
+		for i, c := range changes {
+			names[i] = c.Name
+		}
+		return "none (no MachineConfigPool selects " + strings.Join(names, ", ") + ")"
+	}
+	parts := make([]string, len(reboots))
+	for i, r := range reboots {
+		nodes := fmt.Sprintf("%d nodes", r.Machines)
+		if r.Machines == 1 {
+			nodes = "1 node"
+		}
+		times := "once"
+		if n := len(r.Configs); n > 1 {
+			times = fmt.Sprintf("once (%d MachineConfigs rolled out together: %s)", n, strings.Join(r.Configs, ", "))
+		}
+		parts[i] = fmt.Sprintf("pool %s, %s, %s", r.Pool, nodes, times)
+		if r.Paused {
+			parts[i] += ", when the pool is unpaused"
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ItemReboots is the reboot part of one plan item that writes or deletes
+// a MachineConfig: the pools it rolls, for status, and the note of its
+// message ("reboots: pool worker, 3 nodes, once").
+func ItemReboots(pools []unstructured.Unstructured, change Change) ([]v1alpha1.PoolReboot, string) {
+	reboots, err := Rolls(pools, []Change{change})
+	if err != nil {
+		return nil, "reboots: unknown (" + err.Error() + ")"
+	}
+	out := make([]v1alpha1.PoolReboot, 0, len(reboots))
+	for _, r := range reboots {
+		out = append(out, v1alpha1.PoolReboot{Pool: r.Pool, Nodes: r.Machines, Paused: r.Paused})
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, "reboots: " + FormatReboots([]Change{change}, reboots)
+}
