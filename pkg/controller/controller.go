@@ -126,8 +126,10 @@ type Watcher interface {
 // Controller reconciles VirtPlatformConfigs.
 type Controller struct {
 	Config
-	// queue lives for one term of leadership.
-	queue  workqueue.TypedRateLimitingInterface[string]
+	// queue (configs) and windows (the end of our pool pauses) live for
+	// one term of leadership.
+	queue   workqueue.TypedRateLimitingInterface[string]
+	windows workqueue.TypedRateLimitingInterface[string]
 	lister listers.VirtPlatformConfigLister
 	clock  clock.Clock
 	// events records when a watch event was seen per config, for the
@@ -221,6 +223,10 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "virtplatformconfigs"})
 	defer c.queue.ShutDown()
+	c.windows = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pool-windows"})
+	defer c.windows.ShutDown()
 
 	// The caller waited already; this only guards a caller that did not.
 	if !cache.WaitForCacheSync(ctx.Done(), c.Informer.HasSynced) {
@@ -265,7 +271,8 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	defer metrics.SetConfigLister(nil)
 	klog.InfoS("Controller started")
 	// Pool pauses a previous leader left behind are ended here.
-	c.queue.Add(windowsKey)
+	c.windows.Add(windowsKey)
+	go wait.UntilWithContext(ctx, c.windowWorker, time.Second)
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}
@@ -324,6 +331,29 @@ func (c *Controller) enqueueAll() {
 	}
 }
 
+// windowWorker ends the pool pauses whose window is over; it has its own
+// queue so that a window's end never waits behind config reconciles.
+func (c *Controller) windowWorker(ctx context.Context) {
+	for {
+		key, quit := c.windows.Get()
+		if quit {
+			return
+		}
+		after, err := c.finishWindows(ctx)
+		switch {
+		case err != nil:
+			klog.ErrorS(err, "Ending pool pauses failed, will retry")
+			c.windows.AddRateLimited(key)
+		default:
+			c.windows.Forget(key)
+			if after > 0 {
+				c.windows.AddAfter(key, after)
+			}
+		}
+		c.windows.Done(key)
+	}
+}
+
 func (c *Controller) worker(ctx context.Context) {
 	for c.processNext(ctx) {
 	}
@@ -336,13 +366,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(name)
 	start := c.clock.Now()
-	var requeueAfter time.Duration
-	var err error
-	if name == windowsKey {
-		requeueAfter, err = c.finishWindows(ctx)
-	} else {
-		requeueAfter, err = c.reconcile(ctx, name)
-	}
+	requeueAfter, err := c.reconcile(ctx, name)
 	if took := c.clock.Since(start); took > 200*time.Millisecond {
 		klog.InfoS("Slow reconcile", "config", name, "duration", took, "err", err)
 	}

@@ -64,7 +64,7 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 			until.UTC().Format(time.RFC3339), config, it.Name)
 	}
 	if len(pause) > 0 {
-		c.queue.AddAfter(windowsKey, until.Sub(c.clock.Now()))
+		c.windows.AddAfter(windowsKey, until.Sub(c.clock.Now()))
 	}
 	return "", nil
 }
@@ -206,5 +206,5 @@ func selects(pool *unstructured.Unstructured, mcLabels map[string]string) bool {
 	return err == nil && ok
 }
 
-// windowsKey is the queue key of finishWindows; no config has this name.
-const windowsKey = "\x00pool-windows"
+// windowsKey is the one key of the windows queue.
+const windowsKey = "pools"
