@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -236,25 +237,40 @@ const inputsOwner = "\x00plan-inputs"
 // targets. Everything else is read live. The inputs are watched either
 // way, so that the controller sees them change.
 type inputReader struct {
-	c      *Cluster
-	inputs sets.Set[ObjectKey]
-	live   map[ObjectKey]func() (*unstructured.Unstructured, error)
+	c         *Cluster
+	inputs    sets.Set[ObjectKey]
+	listPools func() ([]unstructured.Unstructured, error)
+	// targets are the inputs that are targets too: read live unless optimistic.
+	targets sets.Set[ObjectKey]
+	live    map[ObjectKey]func() (*unstructured.Unstructured, error)
 
-	// read remembers the objects read live, so that an item whose target
-	// the profile already read needs no second GET.
-	mu   sync.Mutex
-	read map[ObjectKey]*unstructured.Unstructured
+	// optimistic: inputs are read from their watch caches while their
+	// live reads run; consistent tells afterwards whether both agreed.
+	optimistic bool
+
+	// read remembers the objects read, so that an item whose target the
+	// profile already read needs no second GET; cached, the
+	// resourceVersions of those read from a watch cache ("" for absent).
+	mu     sync.Mutex
+	read   map[ObjectKey]*unstructured.Unstructured
+	cached map[ObjectKey]string
+	// overtaken: a target read from a cache was written before its dry-run.
+	overtaken bool
 }
 
 func (c *Cluster) inputReader(ctx context.Context, refs []profiles.ObjectRef, from inputSource, listPools func() ([]unstructured.Unstructured, error)) *inputReader {
-	r := &inputReader{c: c, inputs: sets.New[ObjectKey](), read: map[ObjectKey]*unstructured.Unstructured{}}
+	r := &inputReader{c: c, inputs: sets.New[ObjectKey](), targets: sets.New[ObjectKey](), read: map[ObjectKey]*unstructured.Unstructured{},
+		cached: map[ObjectKey]string{}, optimistic: from == optimisticInputs && c.Watches != nil, listPools: listPools}
 	for _, ref := range refs {
 		r.inputs.Insert(ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
+		if ref.Target {
+			r.targets.Insert(ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
+		}
 	}
 	if c.Watches != nil && r.inputs.Len() > 0 {
 		c.Watches.Add(inputsOwner, r.inputs.UnsortedList())
 	}
-	if from == liveInputs {
+	if from == liveInputs || from == optimisticInputs {
 		r.live = map[ObjectKey]func() (*unstructured.Unstructured, error){}
 		for key := range r.inputs {
 			read := sync.OnceValues(func() (*unstructured.Unstructured, error) {
@@ -276,9 +292,17 @@ func (r *inputReader) Get(ctx context.Context, gvk schema.GroupVersionKind, name
 	var obj *unstructured.Unstructured
 	var err error
 	switch read, live := r.live[key]; {
+	case live && r.optimistic:
+		if cached, ok := r.c.Watches.Cached(key); ok {
+			r.mu.Lock()
+			r.read[key], r.cached[key] = cached, resourceVersion(cached)
+			r.mu.Unlock()
+			return cached, nil
+		}
+		obj, err = read()
 	case live:
 		obj, err = read()
-	case r.inputs.Has(key) && r.c.Watches != nil:
+	case r.inputs.Has(key) && !r.targets.Has(key) && r.c.Watches != nil:
 		if cached, ok := r.c.Watches.Cached(key); ok {
 			return cached, nil
 		}
@@ -313,6 +337,10 @@ func (r *inputReader) PreferredVersion(gk schema.GroupKind) (string, error) {
 }
 
 func (r *inputReader) List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	if gvk.GroupKind() == machineconfig.MachineConfigPoolGVK.GroupKind() && r.listPools != nil {
+		// The plan lists the pools anyway (reboot notes), once.
+		return r.listPools()
+	}
 	return r.c.List(ctx, gvk)
 }
 
@@ -322,4 +350,47 @@ func (r *inputReader) readLive(key ObjectKey) (*unstructured.Unstructured, bool)
 	defer r.mu.Unlock()
 	obj, ok := r.read[key]
 	return obj, ok
+}
+
+// consistent is true when every input read from a watch cache is the
+// object its live read returned (same resourceVersion, or absent in both),
+// and no target read from a cache was written before its dry-run: the
+// plan is then the plan of the live state.
+func (r *inputReader) consistent() bool {
+	r.mu.Lock()
+	cached, overtaken := maps.Clone(r.cached), r.overtaken
+	r.mu.Unlock()
+	if overtaken {
+		return false
+	}
+	for key, rv := range cached {
+		live, err := r.live[key]()
+		if err != nil || resourceVersion(live) != rv {
+			return false
+		}
+	}
+	return true
+}
+
+// readFromCache is true when the object was read from a watch cache.
+func (r *inputReader) readFromCache(key ObjectKey) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.cached[key]
+	return ok
+}
+
+// overtake records that a target read from a cache changed before its
+// dry-run: the desired state may stem from an older object.
+func (r *inputReader) overtake() {
+	r.mu.Lock()
+	r.overtaken = true
+	r.mu.Unlock()
+}
+
+func resourceVersion(obj *unstructured.Unstructured) string {
+	if obj == nil {
+		return ""
+	}
+	return obj.GetResourceVersion()
 }

@@ -130,10 +130,25 @@ const (
 	// must see the plan of that change, not of a watch event still on its
 	// way.
 	liveInputs
+	// optimisticInputs plans from the watch caches while the live reads
+	// are in flight, and keeps the plan only when the live reads return
+	// the objects the caches held: the plan of the live state, without
+	// waiting for the reads before the dry-runs.
+	optimisticInputs
 )
 
 func (e *Engine) computeFrom(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, from inputSource) (*Result, error) {
-	res, err := e.compute(ctx, cfg, from)
+	var res *Result
+	var err error
+	if from == liveInputs && e.Cluster.Watches != nil {
+		var consistent bool
+		res, consistent, err = e.compute(ctx, cfg, optimisticInputs)
+		if err != nil || !consistent {
+			res, _, err = e.compute(ctx, cfg, liveInputs)
+		}
+	} else {
+		res, _, err = e.compute(ctx, cfg, from)
+	}
 	// A caller that went away (a cancelled request, a lost leadership) is
 	// no failure of the plan.
 	if !errors.Is(err, context.Canceled) {
@@ -142,13 +157,15 @@ func (e *Engine) computeFrom(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 	return res, err
 }
 
-func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, from inputSource) (*Result, error) {
+// compute plans from the inputs of from; consistent is false when an
+// optimistic computation read inputs that were not the live ones.
+func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, from inputSource) (res *Result, consistent bool, err error) {
 	profile, ok := e.Profiles.Get(cfg.Spec.Profile)
 	if !ok {
-		return nil, fmt.Errorf("unknown profile %q", cfg.Spec.Profile)
+		return nil, false, fmt.Errorf("unknown profile %q", cfg.Spec.Profile)
 	}
 	opts := ResolveOptions(cfg.Spec)
-	res := &Result{
+	res = &Result{
 		Status:  v1alpha1.PlanStatus{Profile: cfg.Spec.Profile, Generation: cfg.Generation},
 		Desired: map[string]*unstructured.Unstructured{},
 		Differs: map[string][]string{},
@@ -158,7 +175,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	for _, p := range profile.Prerequisites(opts) {
 		served, err := e.Cluster.Served(p.GVK)
 		if err != nil {
-			return nil, fmt.Errorf("checking prerequisite %s: %w", p.GVK.Kind, err)
+			return nil, false, fmt.Errorf("checking prerequisite %s: %w", p.GVK.Kind, err)
 		}
 		apiVersion := p.GVK.GroupVersion().String()
 		if p.GVK.Version == "" {
@@ -173,7 +190,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 		})
 	}
 	if !res.Satisfied() {
-		return res, nil
+		return res, true, nil
 	}
 
 	refs := profile.InputObjects(opts)
@@ -181,21 +198,34 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	inputs := e.Cluster.inputReader(ctx, refs, from, listPools)
 	items, err := profile.Items(ctx, profiles.Inputs{ConfigName: cfg.Name, Options: opts, Cluster: inputs})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	planned := make([]plannedItem, len(items))
 	owned := OwnershipOf(&cfg.Status)
 	var wg sync.WaitGroup
+	checks := make([]struct {
+		sentence string
+		warnings []string
+	}, len(items))
 	for i := range items {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			planned[i] = e.planItemSafely(ctx, cfg.Name, owned, items[i], inputs)
 		}(i)
+		if check := items[i].Check; check != nil {
+			wg.Go(func() { checks[i].sentence, checks[i].warnings = check(ctx) })
+		}
 	}
 	wg.Wait()
+	for i := range checks {
+		if checks[i].sentence != "" && !planned[i].skip {
+			planned[i].item.Message += ". " + checks[i].sentence
+		}
+		items[i].Warnings = append(items[i].Warnings, checks[i].warnings...)
+	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("computing the plan: %w", err)
+		return nil, false, fmt.Errorf("computing the plan: %w", err)
 	}
 
 	snapshot := map[string]interface{}{}
@@ -229,7 +259,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	}
 	addRebootNotes(res.Status.Items, rollLabels(planned), listPools)
 	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// The generation binds the spec too: failurePolicy, waitTimeout or
 	// bypassOptimisticLock changed after a review change what applying
@@ -240,9 +270,9 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 		"profile": cfg.Spec.Profile, "generation": cfg.Generation, "uid": cfg.UID, "settings": res.Status.Settings,
 		"items": hashed, "snapshot": snapshot,
 	}); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return res, nil
+	return res, inputs.consistent(), nil
 }
 
 // settingsOf are the spec settings a plan's hash binds, defaults resolved.
@@ -385,6 +415,10 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 		}
 		if attempt > 0 || it.Absent || dryErr != nil || live == nil || dry.GetResourceVersion() == live.GetResourceVersion() {
 			break
+		}
+		if inputs.readFromCache(ObjectKey{GVK: gvk, Namespace: ns, Name: name}) {
+			// The profile computed the desired state from an older copy.
+			inputs.overtake()
 		}
 	}
 	ours := owned.MadeByUs(live)

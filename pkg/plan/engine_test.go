@@ -135,6 +135,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	obj.SetNamespace(profiles.HCONamespace)
 	obj.SetName(profiles.HCOName)
 	_ = unstructured.SetNestedField(obj.Object, int64(5), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
+	obj.SetResourceVersion("1")
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "HyperConvergedList"}, obj)
 	dyn.PrependWatchReactor("hyperconvergeds", func(clienttesting.Action) (bool, watch.Interface, error) {
 		return true, watch.NewFake(), nil
@@ -154,6 +155,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 		t.Fatalf("the watch did not sync: %v", err)
 	}
 	_ = unstructured.SetNestedField(obj.Object, int64(20), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
+	obj.SetResourceVersion("2")
 	if _, err := dyn.Resource(gvr).Namespace(profiles.HCONamespace).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +175,26 @@ func TestInputSourceOfAComputation(t *testing.T) {
 		}
 	}
 
+	// An optimistic computation plans from the cache while the live read
+	// runs, and finds out that the cache was behind.
+	r := c.inputReader(ctx, refs, optimisticInputs, nil)
+	got, err := r.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit, _, _ := unstructured.NestedInt64(got.Object, "spec", "liveMigrationConfig", "parallelMigrationsPerCluster"); limit != 5 || r.consistent() {
+		t.Errorf("optimistic read: parallelMigrationsPerCluster %d, consistent %v; want 5 from the cache, not consistent with the live 20", limit, r.consistent())
+	}
+	// An input that is a target too is never planned from the cache alone.
+	targets := []profiles.ObjectRef{{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName, Target: true}}
+	got, err = c.inputReader(ctx, targets, watchedInputs, nil).Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit, _, _ := unstructured.NestedInt64(got.Object, "spec", "liveMigrationConfig", "parallelMigrationsPerCluster"); limit != 20 {
+		t.Errorf("a target input read from the watch cache: parallelMigrationsPerCluster %d, want the live 20", limit)
+	}
+
 	// A live computation reads each input once, all started at once.
 	gets := func() (n int) {
 		for _, a := range dyn.Actions() {
@@ -183,7 +205,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 		return n
 	}
 	before := gets()
-	r := c.inputReader(ctx, refs, liveInputs, nil)
+	r = c.inputReader(ctx, refs, liveInputs, nil)
 	for i := 0; i < 3; i++ {
 		if _, err := r.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName); err != nil {
 			t.Fatal(err)

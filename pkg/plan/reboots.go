@@ -55,7 +55,7 @@ func (e *Engine) poolLister(ctx context.Context, profile profiles.Profile, input
 	writesMachineConfigs := slices.ContainsFunc(profile.ManagedKinds(), func(gvk schema.GroupVersionKind) bool {
 		return gvk.GroupKind() == machineconfig.MachineConfigGVK.GroupKind()
 	})
-	if from == liveInputs && (readsPools || writesMachineConfigs) {
+	if (from == liveInputs || from == optimisticInputs) && (readsPools || writesMachineConfigs) {
 		go func() { _, _ = list() }()
 	}
 	return list

@@ -90,6 +90,10 @@ type Item struct {
 	ShowVersion bool
 	// Warnings are findings the plan reports without blocking on them.
 	Warnings []string
+	// Check, when set, is a finding that changes nothing written (a
+	// coverage check): the plan runs it while the item is dry-run and adds
+	// its sentence to the message and its warnings to Warnings.
+	Check func(ctx context.Context) (sentence string, warnings []string)
 	// Err says why the item cannot be planned (e.g. the installed API offers
 	// nothing usable); the plan reports it on the item.
 	Err error
@@ -104,8 +108,9 @@ type Profile interface {
 	ManagedKinds() []schema.GroupVersionKind
 	// Items computes the desired objects, in the order they are applied.
 	Items(ctx context.Context, in Inputs) ([]Item, error)
-	// InputObjects are the objects, other than the targets, whose content
-	// the desired states are derived from (e.g. the HyperConverged CR).
+	// InputObjects are the objects whose content the desired states are
+	// derived from (e.g. the HyperConverged CR), targets read for that
+	// marked Target.
 	InputObjects(opts v1alpha1.ProfileOptions) []ObjectRef
 	// DescribeInputChange explains, for users, why the desired state of an
 	// item changed while the spec did not ("" when it cannot tell).
@@ -116,6 +121,11 @@ type Profile interface {
 type ObjectRef struct {
 	GVK             schema.GroupVersionKind
 	Namespace, Name string
+	// Target: the input is also a target whose desired state is built on
+	// its live content (a stale copy would drop what others set), so it is
+	// never planned from a watch cache alone: only from a cache a live
+	// read confirms.
+	Target bool
 }
 
 // Well-known kinds of the managed and input APIs.

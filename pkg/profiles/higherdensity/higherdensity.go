@@ -86,12 +86,13 @@ func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, 
 	}
 	if o.enableSwap && o.ratio > 100 {
 		// A check that cannot run says so; it never blocks the plan.
-		coverage, err := swapCoverage(ctx, in.Cluster, swapMachineConfigLabels(in.ConfigName), o.ratio)
-		if err != nil {
-			coverage = swapCheckFailed(err)
+		hco.Check = func(ctx context.Context) (string, []string) {
+			coverage, err := swapCoverage(ctx, in.Cluster, swapMachineConfigLabels(in.ConfigName), o.ratio)
+			if err != nil {
+				coverage = swapCheckFailed(err)
+			}
+			return coverage.message, coverage.warnings
 		}
-		hco.Message += ". " + coverage.message
-		hco.Warnings = coverage.warnings
 	}
 	return []profiles.Item{swapItem(in.ConfigName, o.enableSwap), hco}, nil
 }

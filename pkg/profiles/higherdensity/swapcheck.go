@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,9 +50,15 @@ func readNode(n *unstructured.Unstructured) nodeSwap {
 }
 
 func swapCoverage(ctx context.Context, cluster profiles.Cluster, mcLabels map[string]string, ratio int32) (coverage, error) {
-	all, err := cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
-	if err != nil {
-		return coverage{}, err
+	// Pools and nodes are independent reads: send them together.
+	var all, nodes []unstructured.Unstructured
+	var poolsErr, nodesErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { all, poolsErr = cluster.List(ctx, machineconfig.MachineConfigPoolGVK) })
+	wg.Go(func() { nodes, nodesErr = cluster.List(ctx, profiles.NodeGVK) })
+	wg.Wait()
+	if poolsErr != nil {
+		return coverage{}, poolsErr
 	}
 	pools, err := machineconfig.SelectingPools(all, mcLabels)
 	if err != nil {
@@ -60,9 +67,8 @@ func swapCoverage(ctx context.Context, cluster profiles.Cluster, mcLabels map[st
 	if len(pools) == 0 {
 		return coverage{message: "Swap coverage: cannot verify, no MachineConfigPool selects the swap MachineConfig"}, nil
 	}
-	nodes, err := cluster.List(ctx, profiles.NodeGVK)
-	if err != nil {
-		return coverage{}, err
+	if nodesErr != nil {
+		return coverage{}, nodesErr
 	}
 	var c coverage
 	var lines []string

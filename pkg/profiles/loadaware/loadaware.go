@@ -207,10 +207,12 @@ func (c *boundedCache) put(name string, v bool) {
 // InputObjects: the HyperConverged CR when eviction limits are derived from
 // it, the worker and master pools whose rendered configs tell whether PSI
 // is on, and the Scheduler that says whether VMs run on the masters.
-// The KubeDescheduler is read live: it is a target, and a stale copy would
-// drop the profiles we keep.
+// The KubeDescheduler is an input too (the profiles it keeps), marked a
+// target: a stale copy would drop the profiles we keep, so it is planned
+// only from its live content.
 func (profile) InputObjects(opts v1alpha1.ProfileOptions) []profiles.ObjectRef {
 	refs := []profiles.ObjectRef{
+		{GVK: profiles.KubeDeschedulerGVK, Namespace: profiles.DeschedulerNamespace, Name: profiles.DeschedulerName, Target: true},
 		{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.WorkerPool},
 		{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.MasterPool},
 		{GVK: profiles.SchedulerGVK, Name: profiles.SchedulerName},
