@@ -216,7 +216,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	d := c.deps
 
 	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, virtplatformconfig.Options{
-		Engine:                  d.engine,
+		Planner:                 d.engine,
 		Recorder:                d.recorder,
 		Authorizer:              c.GenericConfig.Authorization.Authorizer,
 		RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,

@@ -19,7 +19,6 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/plan"
 )
 
 // Storage holds the REST storage of the resource and its subresources.
@@ -35,8 +34,8 @@ type Storage struct {
 
 // Options is what the storage needs besides etcd.
 type Options struct {
-	// Engine computes plans against the main cluster.
-	Engine *plan.Engine
+	// Planner computes plans against the main cluster (*plan.Engine).
+	Planner Planner
 	// Recorder emits the Approved events.
 	Recorder record.EventRecorder
 	// Authorizer answers whether a user may approve or read plans: action
@@ -140,10 +139,11 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o 
 	approvalStore.UpdateStrategy = approvalStrategy{strategy}
 
 	return &Storage{
-		Config:       &REST{Store: store, authz: o.Authorizer},
-		Status:       &StatusREST{store: &statusStore},
-		Plan:         &PlanREST{configs: store, engine: o.Engine, scheme: scheme},
-		Approve:      &ApproveREST{configs: store, approvals: &approvalStore, engine: o.Engine, scheme: scheme, recorder: o.Recorder, authz: o.Authorizer, requireDistinctApprover: o.RequireDistinctApprover},
+		Config: &REST{Store: store, authz: o.Authorizer},
+		Status: &StatusREST{store: &statusStore},
+		Plan:   &PlanREST{configs: store, planner: o.Planner, scheme: scheme},
+		Approve: &ApproveREST{configs: store, approvals: &approvalStore, planner: o.Planner, scheme: scheme, recorder: o.Recorder, authz: o.Authorizer,
+			admission: admission{requireDistinctApprover: o.RequireDistinctApprover}},
 		StatusWriter: &StatusWriter{store: &statusStore, scheme: scheme},
 	}, nil
 }
