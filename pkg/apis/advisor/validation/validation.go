@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
-	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 var (
@@ -21,10 +20,18 @@ var (
 	failurePolicies  = []string{string(advisor.FailurePolicyAbort), string(advisor.FailurePolicyContinue)}
 	descheduleModes  = []string{"Automatic", "Predictive"}
 	deviationLevels  = []string{"Low", "Medium", "High", "AsymmetricLow", "AsymmetricMedium", "AsymmetricHigh"}
-	phases           = sets.New[string](status.PhaseNames()...)
+	phases           = phaseNames()
 	impacts          = []string{string(advisor.ImpactLow), string(advisor.ImpactMedium), string(advisor.ImpactHigh)}
 	singletonMessage = "To ensure a singleton pattern, the VirtPlatformConfig name must exactly match the spec.profile."
 )
+
+func phaseNames() sets.Set[string] {
+	names := sets.New[string]()
+	for _, p := range advisor.Phases() {
+		names.Insert(string(p))
+	}
+	return names
+}
 
 // ValidateVirtPlatformConfig validates a new VirtPlatformConfig.
 func ValidateVirtPlatformConfig(c *advisor.VirtPlatformConfig) field.ErrorList {
