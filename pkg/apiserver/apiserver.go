@@ -40,7 +40,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/registry/virtplatformconfig"
 	"github.com/kubevirt/virt-advisor/pkg/sharedstorage"
 	"github.com/kubevirt/virt-advisor/pkg/version"
@@ -109,7 +109,7 @@ type CompletedConfig struct {
 
 // dependencies are what Complete builds from ExtraConfig.
 type dependencies struct {
-	profiles *registry.Registry
+	profiles *catalog.Catalog
 	engine   *plan.Engine
 	kube     kubernetes.Interface
 	// leaderElectionKube renews the Lease on a client of its own.
@@ -189,7 +189,7 @@ func (x ExtraConfig) build() (*dependencies, error) {
 	// Events of cluster-scoped VirtPlatformConfigs land in "default".
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	profiles := registry.Default()
+	profiles := catalog.Default()
 	metrics.Register(profiles.Names()...)
 	return &dependencies{
 		profiles: profiles,

@@ -24,7 +24,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
 // FieldManager owns the fields we apply; the earlier operator used the same
@@ -34,7 +34,7 @@ const FieldManager = "virt-advisor-operator"
 // Engine computes plans.
 type Engine struct {
 	Cluster  *Cluster
-	Profiles *registry.Registry
+	Profiles *catalog.Catalog
 	// Gate bounds and shares the computations of API requests
 	// (ComputeShared, ComputeBounded); nil leaves them unbounded.
 	Gate *Gate

@@ -1,5 +1,5 @@
-// Package profiles defines what a tuning profile is and holds the registry
-// of the profiles this build knows. Each profile lives in its own package.
+// Package profiles defines what a tuning profile is. Each profile lives in
+// its own package; package catalog lists the profiles this build knows.
 package profiles
 
 import (

@@ -1,5 +1,6 @@
-// Package registry lists the profiles this build knows.
-package registry
+// Package catalog lists the profiles this build knows. (Package registry,
+// in k8s.io/apiserver's sense, is the REST storage: pkg/registry.)
+package catalog
 
 import (
 	"sort"
@@ -10,35 +11,35 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/profiles/loadaware"
 )
 
-// Registry maps profile names to profiles.
-type Registry struct {
+// Catalog maps profile names to profiles.
+type Catalog struct {
 	byName map[string]profiles.Profile
 }
 
-// New returns a registry of the given profiles.
-func New(ps ...profiles.Profile) *Registry {
-	r := &Registry{byName: map[string]profiles.Profile{}}
+// New returns a catalogue of the given profiles.
+func New(ps ...profiles.Profile) *Catalog {
+	c := &Catalog{byName: map[string]profiles.Profile{}}
 	for _, p := range ps {
-		r.byName[p.Metadata().Name] = p
+		c.byName[p.Metadata().Name] = p
 	}
-	return r
+	return c
 }
 
-// Default returns the registry of every profile of this build.
-func Default() *Registry {
+// Default returns the catalogue of every profile of this build.
+func Default() *Catalog {
 	return New(example.New(), loadaware.New(), higherdensity.New())
 }
 
 // Get returns a profile by name.
-func (r *Registry) Get(name string) (profiles.Profile, bool) {
-	p, ok := r.byName[name]
+func (c *Catalog) Get(name string) (profiles.Profile, bool) {
+	p, ok := c.byName[name]
 	return p, ok
 }
 
 // Names returns every profile name, sorted.
-func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.byName))
-	for n := range r.byName {
+func (c *Catalog) Names() []string {
+	names := make([]string, 0, len(c.byName))
+	for n := range c.byName {
 		names = append(names, n)
 	}
 	sort.Strings(names)
@@ -46,9 +47,9 @@ func (r *Registry) Names() []string {
 }
 
 // Advertised returns the advertised profiles, sorted by name.
-func (r *Registry) Advertised() []profiles.Profile {
+func (c *Catalog) Advertised() []profiles.Profile {
 	var out []profiles.Profile
-	for _, p := range r.byName {
+	for _, p := range c.byName {
 		if p.Metadata().Advertised {
 			out = append(out, p)
 		}
