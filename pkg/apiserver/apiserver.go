@@ -220,6 +220,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		Recorder:                d.recorder,
 		Authorizer:              c.GenericConfig.Authorization.Authorizer,
 		RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
+		Profiles:                d.profiles.Validation(),
 	})
 	if err != nil {
 		return nil, err

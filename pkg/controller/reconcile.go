@@ -362,7 +362,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	}
 	recordApplied(&cfg.Status)
 	if len(failed) > 0 {
-		opts := plan.ResolveOptions(cfg.Spec)
+		opts := c.Profiles.ResolveOptions(cfg.Spec)
 		cfg.Status.AppliedOptions = &opts
 		status.SetPhase(&cfg.Status, v1alpha1.PhaseCompletedWithErrors, "ItemsFailed",
 			fmt.Sprintf("%d of %d items failed: %s", len(failed), len(cfg.Status.Items), strings.Join(failed, "; "))+c.notePartial(cfg))
@@ -582,7 +582,7 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 }
 
 func (c *Controller) completed(cfg *v1alpha1.VirtPlatformConfig, message string) {
-	opts := plan.ResolveOptions(cfg.Spec)
+	opts := c.Profiles.ResolveOptions(cfg.Spec)
 	cfg.Status.AppliedOptions = &opts
 	cfg.Status.OperatorVersion = c.Version
 	status.ClearUpgrade(&cfg.Status, cfg.Generation, "Applied", "The profile logic of "+c.Version+" is applied")
@@ -650,7 +650,7 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 	for _, pool := range c.pools.get(cfg.Name) {
 		keys = append(keys, plan.ObjectKey{GVK: profiles.MachineConfigPoolGVK, Name: pool})
 	}
-	for _, in := range profile.InputObjects(plan.ResolveOptions(cfg.Spec)) {
+	for _, in := range profile.InputObjects(c.Profiles.ResolveOptions(cfg.Spec)) {
 		keys = append(keys, plan.ObjectKey{GVK: in.GVK, Namespace: in.Namespace, Name: in.Name})
 	}
 	c.Watches.Set(cfg.Name, keys)

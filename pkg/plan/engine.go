@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
-	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -89,27 +88,6 @@ func (r *Result) MissingMessage() string {
 	return b.String()
 }
 
-// ResolveOptions returns the options of the config's profile with every
-// default applied, so profiles never see unset fields.
-func ResolveOptions(spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.ProfileOptions {
-	tmp := &v1alpha1.VirtPlatformConfig{Spec: *spec.DeepCopy()}
-	if tmp.Spec.Options == nil {
-		tmp.Spec.Options = &v1alpha1.ProfileOptions{}
-	}
-	switch spec.Profile {
-	case advisor.ProfileLoadAwareRebalancing:
-		if tmp.Spec.Options.LoadAware == nil {
-			tmp.Spec.Options.LoadAware = &v1alpha1.LoadAwareConfig{}
-		}
-	case advisor.ProfileVirtHigherDensity:
-		if tmp.Spec.Options.VirtHigherDensity == nil {
-			tmp.Spec.Options.VirtHigherDensity = &v1alpha1.VirtHigherDensityConfig{}
-		}
-	}
-	v1alpha1.SetObjectDefaults_VirtPlatformConfig(tmp)
-	return *tmp.Spec.Options
-}
-
 // Compute returns the live plan of a config. Per-item failures (a rejected
 // dry-run, say) are reported in the item; an error is returned only when no
 // plan can be made at all.
@@ -147,7 +125,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	if !ok {
 		return nil, fmt.Errorf("unknown profile %q", cfg.Spec.Profile)
 	}
-	opts := ResolveOptions(cfg.Spec)
+	opts := profiles.ResolveOptions(profile.Metadata().Options, cfg.Spec)
 	res := &Result{
 		Status:  v1alpha1.PlanStatus{Profile: cfg.Spec.Profile, Generation: cfg.Generation},
 		Desired: map[string]*unstructured.Unstructured{},

@@ -51,6 +51,7 @@ func (profile) Metadata() profiles.Metadata {
 		ImpactSummary: "Medium - May require node reboots if PSI metrics are enabled",
 		Level:         v1alpha1.ImpactHigh,
 		Advertised:    true,
+		Options:       advisor.OptionsLoadAware,
 	}
 }
 

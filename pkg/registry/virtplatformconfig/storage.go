@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 )
 
 // Storage holds the REST storage of the resource and its subresources.
@@ -43,6 +44,9 @@ type Options struct {
 	Authorizer authorizer.Authorizer
 	// RequireDistinctApprover refuses approvals by the author of the spec.
 	RequireDistinctApprover bool
+	// Profiles are the profiles served (catalog.Catalog.Validation): a
+	// config of another profile is invalid.
+	Profiles validation.Profiles
 }
 
 // REST is the etcd-backed storage of virtplatformconfigs.
@@ -110,7 +114,7 @@ func (r *REST) admitApplyOnUpdate(next rest.ValidateObjectUpdateFunc) rest.Valid
 
 // NewStorage returns the storage of virtplatformconfigs and its subresources.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o Options) (*Storage, error) {
-	strategy, statusStrategy := newStrategies(scheme)
+	strategy, statusStrategy := newStrategies(scheme, o.Profiles)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &advisor.VirtPlatformConfig{} },
 		NewListFunc:               func() runtime.Object { return &advisor.VirtPlatformConfigList{} },
