@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
 	"github.com/kubevirt/virt-advisor/pkg/failpoint"
@@ -292,7 +293,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		}
 	}
 	abort := cfg.Spec.FailurePolicy != v1alpha1.FailurePolicyContinue
-	timeout := waitTimeout(cfg)
+	timeout, _ := advisor.ParseWaitTimeout(cfg.Spec.WaitTimeout) // validated
 	var requeue time.Duration
 	for i := 0; i < len(cfg.Status.Items); i++ {
 		it := &cfg.Status.Items[i]
@@ -725,17 +726,6 @@ func notStarted(items []v1alpha1.VirtPlatformConfigItem) bool {
 		}
 	}
 	return true
-}
-
-func waitTimeout(cfg *v1alpha1.VirtPlatformConfig) time.Duration {
-	if cfg.Spec.WaitTimeout == "" {
-		return 0
-	}
-	d, err := time.ParseDuration(cfg.Spec.WaitTimeout)
-	if err != nil {
-		return 0 // validation rejects it
-	}
-	return d
 }
 
 // keepTransitionTimes keeps the time of items whose state did not change,

@@ -4,7 +4,6 @@ package validation
 
 import (
 	"fmt"
-	"time"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -147,14 +146,8 @@ func validateSpec(spec *advisor.VirtPlatformConfigSpec, served Profiles, fldPath
 	}
 	allErrs = append(allErrs, validateEnum(fldPath.Child("action"), string(spec.Action), actions)...)
 	allErrs = append(allErrs, validateEnum(fldPath.Child("failurePolicy"), string(spec.FailurePolicy), failurePolicies)...)
-	if spec.WaitTimeout != "" {
-		d, err := time.ParseDuration(spec.WaitTimeout)
-		switch {
-		case err != nil:
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("waitTimeout"), spec.WaitTimeout, "must be a Go duration such as 30m or 1h30m"))
-		case d <= 0:
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("waitTimeout"), spec.WaitTimeout, "must be positive; leave it unset to wait forever"))
-		}
+	if _, err := advisor.ParseWaitTimeout(spec.WaitTimeout); err != nil {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("waitTimeout"), spec.WaitTimeout, err.Error()))
 	}
 	if spec.Options != nil {
 		allErrs = append(allErrs, validateOptions(served, spec.Profile, spec.Options, fldPath.Child("options"))...)
