@@ -36,7 +36,6 @@ const (
 	unchangedMessage = "Already in desired state - no changes needed"
 	// prerequisiteRetry re-checks missing prerequisites even without a CRD event.
 	prerequisiteRetry = 2 * time.Minute
-	fieldManager      = "virt-advisor-controller"
 )
 
 // reconcile moves one config through the state machine and writes its
@@ -217,7 +216,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 			st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
 			status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", fmt.Sprintf(
 				"action Apply approved plan %s of this spec (generation %d); the plan is now different (its prerequisites went away and came back, or an input changed meanwhile), so it is not applied without a review. %s",
-				approval.ShortHash(st.Approval.PlanHash), cfg.Generation, status.MessageReview))
+				v1alpha1.ShortHash(st.Approval.PlanHash), cfg.Generation, status.MessageReview))
 			return 0, err
 		}
 		approved, err := c.standingApproval(cfg, res)
