@@ -1,5 +1,6 @@
 // Package approval records approvals and checks, before every write, that
-// an approval still covers what is about to be written (DESIGN §4.3.1).
+// an approval still covers what is about to be written (docs/design.md,
+// the governance invariant).
 package approval
 
 import (

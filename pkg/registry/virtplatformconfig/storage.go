@@ -75,8 +75,8 @@ func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObje
 	return r.Store.Update(ctx, name, objInfo, r.admitApplyOnCreate(createValidation), r.admitApplyOnUpdate(updateValidation), forceAllowCreate, options)
 }
 
-// action Apply is a standing approval (DESIGN §4.3), so it takes the
-// permission an approval takes.
+// action Apply is a standing approval (docs/design.md, "action: Apply is
+// a standing approval"), so it takes the permission an approval takes.
 func (r *REST) requireApprover(ctx context.Context, name string) error {
 	return requirePermission(ctx, r.authz, name, approvePermission,
 		"spec.action Apply approves every plan of this config as it is drafted",

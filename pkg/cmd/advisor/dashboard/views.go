@@ -192,8 +192,8 @@ func newSummary(cfg *v1alpha1.VirtPlatformConfig) summaryView {
 }
 
 // boundSettings are the spec settings a plan hash binds besides the items
-// (DESIGN §4.3.1): changing any of them after the review makes the
-// reviewed hash stale.
+// (docs/design.md, the governance invariant): changing any of them after
+// the review makes the reviewed hash stale.
 type boundSettings struct {
 	Action, FailurePolicy, WaitTimeout string
 	BypassOptimisticLock               bool
