@@ -13,14 +13,14 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
 // advertiseProfiles creates a VirtPlatformConfig with action Ignore for
 // every advertised profile that has none, so users discover them with
 // `kubectl get vpc`. Existing configs are never modified.
-func advertiseProfiles(ctx context.Context, client versioned.Interface, reg *registry.Registry) error {
-	for _, p := range reg.Advertised() {
+func advertiseProfiles(ctx context.Context, client versioned.Interface, known *catalog.Catalog) error {
+	for _, p := range known.Advertised() {
 		md := p.Metadata()
 		cfg := &v1alpha1.VirtPlatformConfig{
 			ObjectMeta: metav1.ObjectMeta{

@@ -40,7 +40,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/registry/virtplatformconfig"
 	"github.com/kubevirt/virt-advisor/pkg/sharedstorage"
 	"github.com/kubevirt/virt-advisor/pkg/version"
@@ -69,7 +69,8 @@ func init() {
 }
 
 // ExtraConfig is what the server needs beyond the generic configuration:
-// options only; Complete builds the clients and the plan engine from them.
+// options only; Complete builds the clients and the plan engine from them,
+// and Server.Run starts what needs starting.
 type ExtraConfig struct {
 	// ClientConfig reaches the main cluster (--kubeconfig, or in-cluster).
 	ClientConfig *restclient.Config
@@ -109,14 +110,16 @@ type CompletedConfig struct {
 
 // dependencies are what Complete builds from ExtraConfig.
 type dependencies struct {
-	profiles *registry.Registry
+	profiles *catalog.Catalog
 	engine   *plan.Engine
 	kube     kubernetes.Interface
 	// leaderElectionKube renews the Lease on a client of its own.
 	leaderElectionKube kubernetes.Interface
 	dynamic            dynamic.Interface
 	metadata           metadata.Interface
-	recorder           record.EventRecorder
+	// broadcaster delivers the recorder's events once Run starts it.
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
 }
 
 // controllerWorkers reconcile configs in parallel.
@@ -125,13 +128,15 @@ const controllerWorkers = 2
 // crdGVR: the controller looks at every config again when a CRD changes.
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// Server is the running virt-advisor API server.
+// Server is the virt-advisor API server, built by New and started by Run.
 type Server struct {
 	GenericAPIServer *genericapiserver.GenericAPIServer
+	deps             *dependencies
 }
 
 // Complete fills in the defaults of the generic configuration and builds
 // the clients of the main cluster, the event recorder and the plan engine.
+// It starts nothing: Server.Run does.
 func (c *Config) Complete() (CompletedConfig, error) {
 	deps, err := c.ExtraConfig.build()
 	if err != nil {
@@ -186,11 +191,8 @@ func (x ExtraConfig) build() (*dependencies, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Events of cluster-scoped VirtPlatformConfigs land in "default".
 	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	profiles := registry.Default()
-	metrics.Register(profiles.Names()...)
+	profiles := catalog.Default()
 	return &dependencies{
 		profiles: profiles,
 		engine: &plan.Engine{
@@ -202,6 +204,7 @@ func (x ExtraConfig) build() (*dependencies, error) {
 		leaderElectionKube: leaderElectionKube,
 		dynamic:            dyn,
 		metadata:           meta,
+		broadcaster:        broadcaster,
 		recorder:           broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "virt-advisor"}),
 	}, nil
 }
@@ -212,14 +215,15 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{GenericAPIServer: generic}
+	s := &Server{GenericAPIServer: generic, deps: c.deps}
 	d := c.deps
 
 	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, virtplatformconfig.Options{
-		Engine:                  d.engine,
+		Planner:                 d.engine,
 		Recorder:                d.recorder,
 		Authorizer:              c.GenericConfig.Authorization.Authorizer,
 		RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
+		Profiles:                d.profiles.Validation(),
 	})
 	if err != nil {
 		return nil, err
@@ -290,6 +294,17 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil
 	})
 	return s, nil
+}
+
+// Run registers the metrics, starts recording events to the main cluster
+// and serves until ctx is done; the post-start hook then starts the
+// watches and the controller.
+func (s *Server) Run(ctx context.Context) error {
+	metrics.Register(s.deps.profiles.Names()...)
+	// Events of cluster-scoped VirtPlatformConfigs land in "default".
+	s.deps.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.deps.kube.CoreV1().Events("")})
+	defer s.deps.broadcaster.Shutdown()
+	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
 }
 
 // sharedStorageCheck is the readyz check that fails while the replica

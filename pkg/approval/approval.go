@@ -1,5 +1,6 @@
 // Package approval records approvals and checks, before every write, that
-// an approval still covers what is about to be written (DESIGN §4.3.1).
+// an approval still covers what is about to be written (docs/design.md,
+// the governance invariant).
 package approval
 
 import (
@@ -30,7 +31,7 @@ func Record(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1al
 	// An approval, like a spec change, acknowledges a changed input.
 	status.ClearInputDrift(st, record.Generation, "Acknowledged", "The plan with the changed input was approved by "+record.ApprovedBy)
 	status.SetPhase(st, v1alpha1.PhaseInProgress, "Approved",
-		fmt.Sprintf("Applying plan %s approved by %s", ShortHash(record.PlanHash), record.ApprovedBy))
+		fmt.Sprintf("Applying plan %s approved by %s", v1alpha1.ShortHash(record.PlanHash), record.ApprovedBy))
 	return nil
 }
 
@@ -45,11 +46,11 @@ func Check(cfg *v1alpha1.VirtPlatformConfig) error {
 	}
 	if a.UID != "" && a.UID != cfg.UID {
 		return fmt.Errorf("plan %s was approved by %s for another object of this name (UID %s; this one is %s): it was deleted and created again since",
-			ShortHash(a.PlanHash), a.ApprovedBy, a.UID, cfg.UID)
+			v1alpha1.ShortHash(a.PlanHash), a.ApprovedBy, a.UID, cfg.UID)
 	}
 	if a.Generation != cfg.Generation {
 		return fmt.Errorf("the spec changed after plan %s was approved by %s (generation %d was approved, it is now %d)",
-			ShortHash(a.PlanHash), a.ApprovedBy, a.Generation, cfg.Generation)
+			v1alpha1.ShortHash(a.PlanHash), a.ApprovedBy, a.Generation, cfg.Generation)
 	}
 	got, err := plan.ItemsHash(cfg.Status.Items)
 	if err != nil {
@@ -57,15 +58,7 @@ func Check(cfg *v1alpha1.VirtPlatformConfig) error {
 	}
 	if got != a.ItemsHash {
 		return fmt.Errorf("status.items are not the items of plan %s approved by %s (their hash is %s, the approval is for %s)",
-			ShortHash(a.PlanHash), a.ApprovedBy, ShortHash(got), ShortHash(a.ItemsHash))
+			v1alpha1.ShortHash(a.PlanHash), a.ApprovedBy, v1alpha1.ShortHash(got), v1alpha1.ShortHash(a.ItemsHash))
 	}
 	return nil
-}
-
-// ShortHash abbreviates a plan hash for messages.
-func ShortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

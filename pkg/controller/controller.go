@@ -32,7 +32,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
 // Config is what the controller needs. The caller builds and starts the
@@ -58,7 +58,7 @@ type Config struct {
 	// Watches tells the controller when an object a config depends on
 	// changes.
 	Watches  Watcher
-	Profiles *registry.Registry
+	Profiles *catalog.Catalog
 	Recorder record.EventRecorder
 	// Clock is the real clock if nil.
 	Clock clock.Clock

@@ -28,7 +28,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -273,7 +273,7 @@ func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
 	}
 	h.c = New(Config{
 		Informer: informer, Status: h.status, Planner: h.planner, Cluster: h.cluster, Watches: h.watches,
-		Profiles: registry.Default(), Recorder: h.recorder, Clock: h.clock, Version: version,
+		Profiles: catalog.Default(), Recorder: h.recorder, Clock: h.clock, Version: version,
 		RequireDistinctApprover: distinctApprover,
 	})
 	h.c.jitter = func() float64 { return 0.5 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
 	"github.com/kubevirt/virt-advisor/pkg/failpoint"
@@ -36,7 +37,6 @@ const (
 	unchangedMessage = "Already in desired state - no changes needed"
 	// prerequisiteRetry re-checks missing prerequisites even without a CRD event.
 	prerequisiteRetry = 2 * time.Minute
-	fieldManager      = "virt-advisor-controller"
 )
 
 // reconcile moves one config through the state machine and writes its
@@ -217,7 +217,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 			st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
 			status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", fmt.Sprintf(
 				"action Apply approved plan %s of this spec (generation %d); the plan is now different (its prerequisites went away and came back, or an input changed meanwhile), so it is not applied without a review. %s",
-				approval.ShortHash(st.Approval.PlanHash), cfg.Generation, status.MessageReview))
+				v1alpha1.ShortHash(st.Approval.PlanHash), cfg.Generation, status.MessageReview))
 			return 0, err
 		}
 		approved, err := c.standingApproval(cfg, res)
@@ -293,7 +293,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		}
 	}
 	abort := cfg.Spec.FailurePolicy != v1alpha1.FailurePolicyContinue
-	timeout := waitTimeout(cfg)
+	timeout, _ := advisor.ParseWaitTimeout(cfg.Spec.WaitTimeout) // validated
 	var requeue time.Duration
 	for i := 0; i < len(cfg.Status.Items); i++ {
 		it := &cfg.Status.Items[i]
@@ -363,7 +363,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	}
 	recordApplied(&cfg.Status)
 	if len(failed) > 0 {
-		opts := plan.ResolveOptions(cfg.Spec)
+		opts := c.Profiles.ResolveOptions(cfg.Spec)
 		cfg.Status.AppliedOptions = &opts
 		status.SetPhase(&cfg.Status, v1alpha1.PhaseCompletedWithErrors, "ItemsFailed",
 			fmt.Sprintf("%d of %d items failed: %s", len(failed), len(cfg.Status.Items), strings.Join(failed, "; "))+c.notePartial(cfg))
@@ -583,7 +583,7 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 }
 
 func (c *Controller) completed(cfg *v1alpha1.VirtPlatformConfig, message string) {
-	opts := plan.ResolveOptions(cfg.Spec)
+	opts := c.Profiles.ResolveOptions(cfg.Spec)
 	cfg.Status.AppliedOptions = &opts
 	cfg.Status.OperatorVersion = c.Version
 	status.ClearUpgrade(&cfg.Status, cfg.Generation, "Applied", "The profile logic of "+c.Version+" is applied")
@@ -651,7 +651,7 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 	for _, pool := range c.pools.get(cfg.Name) {
 		keys = append(keys, plan.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pool})
 	}
-	for _, in := range profile.InputObjects(plan.ResolveOptions(cfg.Spec)) {
+	for _, in := range profile.InputObjects(c.Profiles.ResolveOptions(cfg.Spec)) {
 		keys = append(keys, plan.ObjectKey{GVK: in.GVK, Namespace: in.Namespace, Name: in.Name})
 	}
 	c.Watches.Set(cfg.Name, keys)
@@ -718,17 +718,6 @@ func notStarted(items []v1alpha1.VirtPlatformConfigItem) bool {
 		}
 	}
 	return true
-}
-
-func waitTimeout(cfg *v1alpha1.VirtPlatformConfig) time.Duration {
-	if cfg.Spec.WaitTimeout == "" {
-		return 0
-	}
-	d, err := time.ParseDuration(cfg.Spec.WaitTimeout)
-	if err != nil {
-		return 0 // validation rejects it
-	}
-	return d
 }
 
 // keepTransitionTimes keeps the time of items whose state did not change,

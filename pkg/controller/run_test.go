@@ -19,7 +19,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
 // clientStatus writes status through a clientset, so that the informer
@@ -66,7 +66,7 @@ func TestRunWhileLeading(t *testing.T) {
 	watches := &fakeWatches{keys: map[string][]plan.ObjectKey{}}
 	c := New(Config{
 		Informer: informer, CRDs: crdInformer, Status: clientStatus{client}, Planner: planner, Watches: watches,
-		Cluster: &fakeCluster{objects: nil}, Profiles: registry.Default(), Recorder: record.NewFakeRecorder(100), Version: thisVersion,
+		Cluster: &fakeCluster{objects: nil}, Profiles: catalog.Default(), Recorder: record.NewFakeRecorder(100), Version: thisVersion,
 	})
 	leading, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -17,7 +17,7 @@ type Rollout struct {
 }
 
 // EvaluateRollout follows the MachineConfig operator's protocol
-// (crds/README.md): the render controller writes the pool's
+// (docs/upstream-behaviour.md): the render controller writes the pool's
 // spec.configuration, the node controller walks the status, and only when
 // every node is updated and ready does status.configuration follow. A
 // MachineConfig has rolled out when the pool runs a rendered config that

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-base/metrics"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
@@ -103,7 +104,7 @@ func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
 		if meta.IsStatusConditionTrue(cfg.Status.Conditions, status.ConditionPartiallyApplied) {
 			ch <- metrics.NewLazyConstMetric(partiallyAppliedDesc, metrics.GaugeValue, 1, cfg.Name, profile)
 		}
-		if d, err := time.ParseDuration(cfg.Spec.WaitTimeout); err == nil && d > 0 {
+		if d, err := advisor.ParseWaitTimeout(cfg.Spec.WaitTimeout); err == nil && d > 0 {
 			ch <- metrics.NewLazyConstMetric(waitTimeoutDesc, metrics.GaugeValue, d.Seconds(), cfg.Name, profile)
 		}
 		if cfg.Status.Phase != v1alpha1.PhaseInProgress {

@@ -20,11 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
-	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
 // FieldManager owns the fields we apply; the earlier operator used the same
@@ -34,7 +33,7 @@ const FieldManager = "virt-advisor-operator"
 // Engine computes plans.
 type Engine struct {
 	Cluster  *Cluster
-	Profiles *registry.Registry
+	Profiles *catalog.Catalog
 	// Gate bounds and shares the computations of API requests
 	// (ComputeShared, ComputeBounded); nil leaves them unbounded.
 	Gate *Gate
@@ -87,27 +86,6 @@ func (r *Result) MissingMessage() string {
 		}
 	}
 	return b.String()
-}
-
-// ResolveOptions returns the options of the config's profile with every
-// default applied, so profiles never see unset fields.
-func ResolveOptions(spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.ProfileOptions {
-	tmp := &v1alpha1.VirtPlatformConfig{Spec: *spec.DeepCopy()}
-	if tmp.Spec.Options == nil {
-		tmp.Spec.Options = &v1alpha1.ProfileOptions{}
-	}
-	switch spec.Profile {
-	case advisor.ProfileLoadAwareRebalancing:
-		if tmp.Spec.Options.LoadAware == nil {
-			tmp.Spec.Options.LoadAware = &v1alpha1.LoadAwareConfig{}
-		}
-	case advisor.ProfileVirtHigherDensity:
-		if tmp.Spec.Options.VirtHigherDensity == nil {
-			tmp.Spec.Options.VirtHigherDensity = &v1alpha1.VirtHigherDensityConfig{}
-		}
-	}
-	v1alpha1.SetObjectDefaults_VirtPlatformConfig(tmp)
-	return *tmp.Spec.Options
 }
 
 // Compute returns the live plan of a config. Per-item failures (a rejected
@@ -164,7 +142,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	if !ok {
 		return nil, false, fmt.Errorf("unknown profile %q", cfg.Spec.Profile)
 	}
-	opts := ResolveOptions(cfg.Spec)
+	opts := profiles.ResolveOptions(profile.Metadata().Options, cfg.Spec)
 	res = &Result{
 		Status:  v1alpha1.PlanStatus{Profile: cfg.Spec.Profile, Generation: cfg.Generation},
 		Desired: map[string]*unstructured.Unstructured{},

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 )
@@ -48,23 +47,6 @@ func TestSnapshotValue(t *testing.T) {
 				t.Errorf("snapshot of %s differs from %s", tt.name, tt.want)
 			}
 		})
-	}
-}
-
-func TestResolveOptions(t *testing.T) {
-	opts := ResolveOptions(v1alpha1.VirtPlatformConfigSpec{Profile: "load-aware-rebalancing"})
-	if opts.LoadAware == nil || *opts.LoadAware.DeschedulingIntervalSeconds != 60 || opts.LoadAware.Mode != "Automatic" ||
-		!*opts.LoadAware.EnablePSIMetrics || opts.LoadAware.DevDeviationThresholds != "AsymmetricLow" {
-		t.Errorf("load-aware defaults not resolved: %+v", opts.LoadAware)
-	}
-	spec := v1alpha1.VirtPlatformConfigSpec{Profile: "virt-higher-density", Options: &v1alpha1.ProfileOptions{
-		VirtHigherDensity: &v1alpha1.VirtHigherDensityConfig{MemoryToRequestRatio: ptr.To[int32](200)}}}
-	opts = ResolveOptions(spec)
-	if *opts.VirtHigherDensity.MemoryToRequestRatio != 200 || !*opts.VirtHigherDensity.EnableSwap {
-		t.Errorf("density options: %+v", opts.VirtHigherDensity)
-	}
-	if spec.Options.VirtHigherDensity.EnableSwap != nil {
-		t.Error("ResolveOptions changed the spec it was given")
 	}
 }
 

@@ -1,12 +1,14 @@
-// Package profiles defines what a tuning profile is and holds the registry
-// of the profiles this build knows. Each profile lives in its own package.
+// Package profiles defines what a tuning profile is. Each profile lives in
+// its own package; package catalog lists the profiles this build knows.
 package profiles
 
 import (
 	"context"
+	"encoding/json"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 )
@@ -33,6 +35,30 @@ type Metadata struct {
 	Level v1alpha1.Impact
 	// Advertised profiles get a VirtPlatformConfig (action Ignore) at startup.
 	Advertised bool
+	// Options names the block of spec.options the profile reads, by its
+	// JSON name (advisor.Options*); "" when it takes no options. Validation
+	// admits only that block on its configs, and ResolveOptions defaults it.
+	Options string
+}
+
+// ResolveOptions returns the options a config runs with: the block of
+// spec.options its profile reads (Metadata.Options) with every default
+// applied, set or not, so profiles never see unset fields. The spec is
+// not modified.
+func ResolveOptions(block string, spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.ProfileOptions {
+	tmp := &v1alpha1.VirtPlatformConfig{Spec: *spec.DeepCopy()}
+	if tmp.Spec.Options == nil {
+		tmp.Spec.Options = &v1alpha1.ProfileOptions{}
+	}
+	if block != "" {
+		// Decoding {"<block>": {}} allocates the block when it is unset
+		// and leaves a set one as it is.
+		empty, err := json.Marshal(map[string]struct{}{block: {}})
+		utilruntime.Must(err)
+		utilruntime.Must(json.Unmarshal(empty, tmp.Spec.Options))
+	}
+	v1alpha1.SetObjectDefaults_VirtPlatformConfig(tmp)
+	return *tmp.Spec.Options
 }
 
 // Prerequisite is an API the profile needs, with an install hint.

@@ -1,7 +1,8 @@
 // Package status is the state machine's one table of phases and the code
 // that sets the phase of a VirtPlatformConfig and its phase conditions, so
-// that exactly one phase condition is True. Validation, the approve
-// subresource and the controller all read the table.
+// that exactly one phase condition is True. The approve subresource and
+// the controller read the table; it has a row for each phase of the API
+// (advisor.Phases).
 package status
 
 import (
@@ -67,7 +68,8 @@ type PhaseInfo struct {
 func (p PhaseInfo) Terminal() bool { return p.Step == StepNone }
 
 // phases is the one table of phases, in the order their conditions are
-// written. Validation, the approve subresource and the controller read it.
+// written: a row for each of advisor.Phases, in that order. The approve
+// subresource and the controller read it.
 var phases = []PhaseInfo{
 	{Phase: v1alpha1.PhaseIgnored, Step: StepDraft, Approvable: true,
 		InactiveReason: "NotIgnored", InactiveMessage: "Configuration is being managed"},
@@ -112,7 +114,7 @@ func Lookup(phase v1alpha1.ConfigPhase) (PhaseInfo, bool) {
 	return PhaseInfo{}, false
 }
 
-// PhaseNames are the names of every phase, for validation.
+// PhaseNames are the names of every phase of the table.
 func PhaseNames() []string {
 	names := make([]string, 0, len(phases))
 	for _, p := range phases {

@@ -33,7 +33,7 @@ var _ = Describe("drift", Ordered, func() {
 	BeforeEach(resetCluster)
 	AfterEach(resetCluster)
 
-	It("follows the seed workflow §10-11: drift and an input change need review; a spec change acknowledges them", func() {
+	It("follows the earlier operator's drift workflow (docs/design.md, Drift): drift and an input change need review; a spec change acknowledges them", func() {
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing","action":"Apply"}`)
 		waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 60*time.Second)
 

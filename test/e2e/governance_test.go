@@ -31,7 +31,7 @@ import (
 	"github.com/kubevirt/virt-advisor/test/env"
 )
 
-// The governance invariant (DESIGN §4.3.1): nothing is written to a target
+// The governance invariant (docs/design.md): nothing is written to a target
 // unless a user allowed to approve approved exactly that write. Every
 // refusal here is checked by what was (not) written, not only its code.
 

@@ -22,8 +22,9 @@ import (
 	"github.com/kubevirt/virt-advisor/test/env"
 )
 
-// Storage only the server reaches (DESIGN §4.3.1): whoever can write to
-// the embedded etcd can write an approval whose hash matches.
+// Storage only the server reaches (docs/design.md, the governance
+// invariant): whoever can write to the embedded etcd can write an approval
+// whose hash matches.
 var _ = Describe("storage only the server reaches", func() {
 	BeforeEach(func() {
 		// The suite runs where the server runs: Linux (CI and make test).

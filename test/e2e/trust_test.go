@@ -15,8 +15,9 @@ import (
 )
 
 // Trust: what the approver is told is true, and what is written later
-// still matches what was reviewed (DESIGN §4.3.1: "Checked just before
-// every write", "Ownership the server can trust").
+// still matches what was reviewed (docs/design.md, the governance
+// invariant: "Checked just before every write", "Ownership the server can
+// trust").
 
 const managedBy = "advisor.kubevirt.io/managed-by"
 

@@ -4,6 +4,7 @@ package app
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -145,9 +146,21 @@ func (o *Options) Validate() error {
 	if o.TransientErrorDeadline <= 0 {
 		errs = append(errs, fmt.Errorf("--transient-error-deadline must be more than 0, got %s", o.TransientErrorDeadline))
 	}
+	// The storage is applied once etcd serves (ApplyStorage), and reads
+	// this file only then.
+	if f := o.Recommended.Etcd.EncryptionProviderConfigFilepath; f != "" {
+		if _, err := os.Stat(f); err != nil {
+			errs = append(errs, fmt.Errorf("--encryption-provider-config: %w", err))
+		}
+	}
 	errs = append(errs, o.ServerRun.Validate()...)
 	errs = append(errs, o.Recommended.Validate()...)
 	return utilerrors.NewAggregate(errs)
+}
+
+// ApplyStorage points the configuration at etcd, which must serve by now.
+func (o *Options) ApplyStorage(c *apiserver.Config) error {
+	return o.Recommended.Etcd.ApplyTo(&c.GenericConfig.Config)
 }
 
 // validateLeaderElection rejects what client-go's leader election would
@@ -202,7 +215,10 @@ func (o *Options) validatePlanLimits() []error {
 	return errs
 }
 
-// Config builds the server configuration.
+// Config builds the server configuration from the flags, all but the
+// storage (ApplyStorage): it reads every file the flags name and binds the
+// serving port, and contacts no etcd, so it runs before the embedded etcd
+// starts.
 func (o *Options) Config() (*apiserver.Config, error) {
 	if err := o.ServerRun.Complete(); err != nil {
 		return nil, err
@@ -224,7 +240,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := o.ServerRun.ApplyTo(&cfg.Config); err != nil {
 		return nil, err
 	}
-	if err := o.Recommended.ApplyTo(cfg); err != nil {
+	// The storage's health checks connect to etcd as they are built.
+	withoutStorage := *o.Recommended
+	withoutStorage.Etcd = nil
+	if err := withoutStorage.ApplyTo(cfg); err != nil {
 		return nil, err
 	}
 	// The delegated authenticator admits anonymous requests everywhere and

@@ -30,17 +30,32 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	return cmd
 }
 
-// Run validates the options, starts the embedded etcd when no external
-// one is given, then serves until ctx is done.
+// Run validates the options and builds the server's configuration, and
+// only then starts anything: the embedded etcd when no external one is
+// given, then the server, until ctx is done.
 func Run(ctx context.Context, o *Options) error {
+	return run(ctx, o, embeddedetcd.Start)
+}
+
+// startEtcd starts the embedded etcd in dir and waits until it serves.
+type startEtcd func(dir string, readyTimeout time.Duration) (*embeddedetcd.Etcd, error)
+
+func run(ctx context.Context, o *Options, startEtcd startEtcd) error {
 	if err := o.Complete(); err != nil {
 		return err
 	}
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	// Building the configuration reads what the flags name (kubeconfigs,
+	// certificates, policy files): a flag naming a missing or bad one
+	// fails here, before the embedded etcd touches its data directory.
+	config, err := o.Config()
+	if err != nil {
+		return err
+	}
 	if o.UsesEmbeddedEtcd() {
-		etcd, err := embeddedetcd.Start(o.EmbeddedEtcdDir, time.Minute)
+		etcd, err := startEtcd(o.EmbeddedEtcdDir, time.Minute)
 		if err != nil {
 			return err
 		}
@@ -48,8 +63,7 @@ func Run(ctx context.Context, o *Options) error {
 		defer etcd.Close()
 		klog.InfoS("Embedded etcd serving", "dir", o.EmbeddedEtcdDir, "url", etcd.ClientURL, "clusterID", etcd.ClusterID())
 	}
-	config, err := o.Config()
-	if err != nil {
+	if err := o.ApplyStorage(config); err != nil {
 		return err
 	}
 	completed, err := config.Complete()
@@ -60,5 +74,5 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+	return server.Run(ctx)
 }

@@ -69,7 +69,7 @@ func (o *approveOptions) run(ctx context.Context, name string) error {
 	}
 	fmt.Fprintln(o.streams.Out)
 	if !o.yes {
-		fmt.Fprintf(o.streams.Out, "Approve plan %s? [y/N] ", shortHash(hash))
+		fmt.Fprintf(o.streams.Out, "Approve plan %s? [y/N] ", v1alpha1.ShortHash(hash))
 		if !confirmed(o.streams.In) {
 			fmt.Fprintln(o.streams.Out, "Nothing approved.")
 			return &exitCodeError{code: exitChanges}
@@ -106,9 +106,9 @@ func confirmed(in io.Reader) bool {
 // approvedLine reports what the server recorded.
 func approvedLine(name string, a *v1alpha1.Approval, hash string, dryRun bool) string {
 	if dryRun {
-		return fmt.Sprintf("Plan %s can be approved (dry run: nothing recorded).", shortHash(hash))
+		return fmt.Sprintf("Plan %s can be approved (dry run: nothing recorded).", v1alpha1.ShortHash(hash))
 	}
-	line := fmt.Sprintf("Plan %s approved", shortHash(orDefault(a.Status.PlanHash, hash)))
+	line := fmt.Sprintf("Plan %s approved", v1alpha1.ShortHash(orDefault(a.Status.PlanHash, hash)))
 	if a.Status.ApprovedBy != "" {
 		line += " by " + a.Status.ApprovedBy
 	}

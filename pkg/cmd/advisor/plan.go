@@ -106,14 +106,6 @@ func planExitCode(p *v1alpha1.Plan) int {
 	return exitOK
 }
 
-// shortHash is the first 12 characters of a plan hash, as git shows commits.
-func shortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
-
 // target is "Kind namespace/name" or "Kind name".
 func target(ref v1alpha1.ObjectReference) string {
 	if ref.Namespace != "" {
@@ -127,7 +119,7 @@ func target(ref v1alpha1.ObjectReference) string {
 func printPlan(w io.Writer, p *v1alpha1.Plan, reboots string, color bool) {
 	s := p.Status
 	c := painter(color)
-	fmt.Fprintln(w, c.bold(fmt.Sprintf("Plan %s for %s (generation %d), impact %s", shortHash(s.PlanHash), p.Name, s.Generation, orDash(string(s.ImpactSeverity)))))
+	fmt.Fprintln(w, c.bold(fmt.Sprintf("Plan %s for %s (generation %d), impact %s", v1alpha1.ShortHash(s.PlanHash), p.Name, s.Generation, orDash(string(s.ImpactSeverity)))))
 	fmt.Fprintln(w, "Approving it also approves "+s.Settings.Summary())
 
 	var missing []v1alpha1.Prerequisite

@@ -252,7 +252,7 @@ func printList(w io.Writer, cfgs []v1alpha1.VirtPlatformConfig, now time.Time) {
 	for _, cfg := range cfgs {
 		approved := "-"
 		if a := cfg.Status.Approval; a != nil {
-			approved = shortHash(a.PlanHash) + " by " + a.ApprovedBy
+			approved = v1alpha1.ShortHash(a.PlanHash) + " by " + a.ApprovedBy
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cfg.Name, orDash(string(cfg.Spec.Action)), orDash(string(cfg.Status.Phase)),
 			orDash(string(cfg.Status.ImpactSeverity)), approved, duration.HumanDuration(now.Sub(cfg.CreationTimestamp.Time)))
@@ -278,7 +278,7 @@ func printStatus(w io.Writer, cfg *v1alpha1.VirtPlatformConfig, pr progress, col
 		}
 	}
 	if a := s.Approval; a != nil {
-		fmt.Fprintf(w, "Approval:  plan %s by %s at %s (generation %d)\n", shortHash(a.PlanHash), a.ApprovedBy, a.ApprovedAt.UTC().Format(time.RFC3339), a.Generation)
+		fmt.Fprintf(w, "Approval:  plan %s by %s at %s (generation %d)\n", v1alpha1.ShortHash(a.PlanHash), a.ApprovedBy, a.ApprovedAt.UTC().Format(time.RFC3339), a.Generation)
 	} else {
 		fmt.Fprintln(w, "Approval:  none")
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -48,6 +49,7 @@ func (profile) Metadata() profiles.Metadata {
 		ImpactSummary: "Enables swap for kubelet to allow memory overcommit and higher VM density. Requires nodes with swap partition labeled CNV_SWAP.",
 		Level:         v1alpha1.ImpactHigh,
 		Advertised:    true,
+		Options:       advisor.OptionsVirtHigherDensity,
 	}
 }
 

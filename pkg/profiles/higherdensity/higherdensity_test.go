@@ -119,6 +119,7 @@ func TestMetadata(t *testing.T) {
 		ImpactSummary: "Enables swap for kubelet to allow memory overcommit and higher VM density. Requires nodes with swap partition labeled CNV_SWAP.",
 		Level:         v1alpha1.ImpactHigh,
 		Advertised:    true,
+		Options:       "virtHigherDensity",
 	}
 	if got := New().Metadata(); got != want {
 		t.Errorf("Metadata() = %+v, want %+v", got, want)

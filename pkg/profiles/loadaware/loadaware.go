@@ -52,6 +52,7 @@ func (profile) Metadata() profiles.Metadata {
 		ImpactSummary: "Medium - May require node reboots if PSI metrics are enabled",
 		Level:         v1alpha1.ImpactHigh,
 		Advertised:    true,
+		Options:       advisor.OptionsLoadAware,
 	}
 }
 

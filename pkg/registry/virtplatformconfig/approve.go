@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/tools/record"
 
@@ -24,14 +23,14 @@ import (
 // ApproveREST serves POST .../approve: it approves exactly the plan
 // revision the caller reviewed, by hash, against the live plan.
 type ApproveREST struct {
-	configs   *genericregistry.Store
-	approvals *genericregistry.Store
-	engine    *plan.Engine
+	// configs reads the config; approvals writes its status.approval.
+	configs   rest.Getter
+	approvals rest.Updater
+	planner   Planner
 	scheme    *runtime.Scheme
 	recorder  record.EventRecorder
 	authz     authorizer.Authorizer
-	// requireDistinctApprover refuses an approval by status.specChangedBy.
-	requireDistinctApprover bool
+	admission admission
 }
 
 var _ rest.NamedCreater = &ApproveREST{}
@@ -43,6 +42,9 @@ var configsResource = advisor.Resource("virtplatformconfigs")
 
 // Create records the approval of the plan named by spec.planHash when it
 // is still the live plan, and hands it to the controller (phase InProgress).
+// It reads the config and computes the live plan, lets admission decide,
+// and writes only what admission admits, asking it again against the
+// stored object inside the write.
 func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
 	// Approving needs reading: before anything is computed, so that a
 	// caller who may not review the plan learns nothing of it, not even
@@ -51,15 +53,9 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 		"approving a plan takes reviewing it", "ask for the virt-advisor-approver role, which grants both"); err != nil {
 		return nil, err
 	}
-	req, ok := obj.(*advisor.Approval)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an Approval, got %T", obj))
-	}
-	if req.Name != "" && req.Name != name {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the Approval must equal the VirtPlatformConfig name %q in the URL (or be left out)", req.Name, name))
-	}
-	if errs := validation.ValidateApproval(req); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(advisor.Kind("Approval"), name, errs)
+	req, err := approvalRequest(name, obj)
+	if err != nil {
+		return nil, err
 	}
 	if createValidation != nil {
 		if err := createValidation(ctx, obj); err != nil {
@@ -68,32 +64,21 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	}
 	user := requestUser(ctx)
 
-	current, err := r.configs.Get(ctx, name, &metav1.GetOptions{})
+	cfg, err := r.get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	cfg := &v1alpha1.VirtPlatformConfig{}
-	if err := r.scheme.Convert(current, cfg, nil); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	if err := approvable(cfg); err != nil {
-		return nil, apierrors.NewConflict(configsResource, name, err)
-	}
-	if err := r.distinctApprover(cfg, user); err != nil {
+	// A config that cannot take an approval costs no plan computation.
+	if err := r.admission.config(cfg, user); err != nil {
 		return nil, err
 	}
 	// An approval is checked against a computation of its own.
-	res, err := r.engine.ComputeBounded(ctx, cfg)
+	res, err := r.planner.ComputeBounded(ctx, cfg)
 	if err != nil {
 		return nil, planError(name, err)
 	}
-	if !res.Satisfied() {
-		return nil, apierrors.NewConflict(configsResource, name, fmt.Errorf("the plan cannot be approved: %s", res.MissingMessage()))
-	}
-	if res.Status.PlanHash != req.Spec.PlanHash {
-		return nil, apierrors.NewConflict(configsResource, name, fmt.Errorf(
-			"you approved plan %s but the live plan is now %s: the targets or the spec changed since you reviewed it. GET the plan again, review it, and approve its planHash",
-			req.Spec.PlanHash, res.Status.PlanHash))
+	if err := admitPlan(name, res, req.Spec.PlanHash); err != nil {
+		return nil, err
 	}
 
 	now := metav1.Now()
@@ -105,31 +90,58 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	if isDryRun(options.DryRun) {
 		return out, nil
 	}
+	rec := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: user, ApprovedAt: now, Generation: cfg.Generation, UID: cfg.UID}
+	stored, before, after, err := r.record(ctx, cfg, res, rec)
+	if err != nil {
+		return nil, err
+	}
+	metrics.Approvals.Inc()
+	r.announce(stored, rec, before, after)
+	return out, nil
+}
 
-	record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: user, ApprovedAt: now, Generation: cfg.Generation, UID: cfg.UID}
-	var before, after v1alpha1.ConfigPhase
+// approvalRequest checks the body of POST .../approve of config name.
+func approvalRequest(name string, obj runtime.Object) (*advisor.Approval, error) {
+	req, ok := obj.(*advisor.Approval)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an Approval, got %T", obj))
+	}
+	if req.Name != "" && req.Name != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the Approval must equal the VirtPlatformConfig name %q in the URL (or be left out)", req.Name, name))
+	}
+	if errs := validation.ValidateApproval(req); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(advisor.Kind("Approval"), name, errs)
+	}
+	return req, nil
+}
+
+// get reads the stored config, as the plan was computed from it.
+func (r *ApproveREST) get(ctx context.Context, name string) (*v1alpha1.VirtPlatformConfig, error) {
+	current, err := r.configs.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cfg := &v1alpha1.VirtPlatformConfig{}
+	if err := r.scheme.Convert(current, cfg, nil); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return cfg, nil
+}
+
+// record writes the approval rec of the plan res, computed for cfg, into
+// the stored config when admission still admits it there, and returns the
+// stored config and its phases before and after the write.
+func (r *ApproveREST) record(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, rec v1alpha1.ApprovalRecord) (stored runtime.Object, before, after v1alpha1.ConfigPhase, err error) {
 	update := rest.DefaultUpdatedObjectInfo(nil, func(ctx context.Context, _, oldObj runtime.Object) (runtime.Object, error) {
 		latest := &v1alpha1.VirtPlatformConfig{}
 		if err := r.scheme.Convert(oldObj, latest, nil); err != nil {
 			return nil, err
 		}
-		// The plan's hash binds the UID it was computed for; the stored
-		// object must still be that one (deleted and created again under
-		// the same name, with its generation brought back, it is not).
-		if latest.UID != cfg.UID {
-			return nil, apierrors.NewConflict(configsResource, name, fmt.Errorf("the VirtPlatformConfig was deleted and created again while the plan was being approved; GET the plan of the new object, review it, and approve it"))
-		}
-		if latest.Generation != cfg.Generation {
-			return nil, apierrors.NewConflict(configsResource, name, fmt.Errorf("the spec changed while the plan was being approved; GET the plan again and approve it"))
-		}
-		if err := approvable(latest); err != nil {
-			return nil, apierrors.NewConflict(configsResource, name, err)
-		}
-		if err := r.distinctApprover(latest, user); err != nil {
+		if err := r.admission.write(cfg, latest, rec.ApprovedBy); err != nil {
 			return nil, err
 		}
 		before = latest.Status.Phase
-		if err := approval.Record(&latest.Status, res, record); err != nil {
+		if err := approval.Record(&latest.Status, res, rec); err != nil {
 			return nil, err
 		}
 		after = latest.Status.Phase
@@ -139,32 +151,77 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 		}
 		return updated, nil
 	})
-	stored, _, err := r.approvals.Update(ctx, name, update, rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	metrics.Approvals.Inc()
-	if r.recorder != nil {
-		ref := &v1alpha1.VirtPlatformConfig{}
-		if err := r.scheme.Convert(stored, ref, nil); err == nil {
-			ref.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("VirtPlatformConfig"))
-			r.recorder.Eventf(ref, "Normal", "Approved", "Plan %s approved by %s", res.Status.PlanHash, user)
-			if before != after {
-				r.recorder.Event(ref, "Normal", string(after), status.PhaseMessage(&ref.Status))
-			}
-		}
-	}
-	return out, nil
+	stored, _, err = r.approvals.Update(ctx, cfg.Name, update, rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+	return stored, before, after, err
 }
 
-// distinctApprover enforces --require-distinct-approver: the author of the
-// spec cannot approve its plans.
-func (r *ApproveREST) distinctApprover(cfg *v1alpha1.VirtPlatformConfig, user string) error {
-	if !r.requireDistinctApprover || user != cfg.Status.SpecChangedBy {
-		return nil
+// announce emits the Approved event and, when the approval moved the
+// config to another phase, the event of that phase.
+func (r *ApproveREST) announce(stored runtime.Object, rec v1alpha1.ApprovalRecord, before, after v1alpha1.ConfigPhase) {
+	if r.recorder == nil {
+		return
 	}
-	return apierrors.NewForbidden(configsResource, cfg.Name, fmt.Errorf(
-		"user %q made the last spec change and this server requires a second person to approve (--require-distinct-approver): another user with the virt-advisor-approver role must approve the plan", user))
+	ref := &v1alpha1.VirtPlatformConfig{}
+	if err := r.scheme.Convert(stored, ref, nil); err != nil {
+		return
+	}
+	ref.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("VirtPlatformConfig"))
+	r.recorder.Eventf(ref, "Normal", "Approved", "Plan %s approved by %s", rec.PlanHash, rec.ApprovedBy)
+	if before != after {
+		r.recorder.Event(ref, "Normal", string(after), status.PhaseMessage(&ref.Status))
+	}
+}
+
+// admission decides whether an approval is admitted. Its methods are
+// pure: Create reads and computes, asks them, and writes only what they
+// admit.
+type admission struct {
+	// requireDistinctApprover refuses an approval by the author of the
+	// spec (status.specChangedBy): --require-distinct-approver.
+	requireDistinctApprover bool
+}
+
+// config says why cfg cannot take an approval by user now, if it cannot:
+// a 409 for its action or phase, a 403 for four eyes.
+func (a admission) config(cfg *v1alpha1.VirtPlatformConfig, user string) error {
+	if err := approvable(cfg); err != nil {
+		return apierrors.NewConflict(configsResource, cfg.Name, err)
+	}
+	if a.requireDistinctApprover && user == cfg.Status.SpecChangedBy {
+		return apierrors.NewForbidden(configsResource, cfg.Name, fmt.Errorf(
+			"user %q made the last spec change and this server requires a second person to approve (--require-distinct-approver): another user with the virt-advisor-approver role must approve the plan", user))
+	}
+	return nil
+}
+
+// write says why latest, the config as stored when the approval is
+// written, cannot take user's approval of the plan computed for planned,
+// if it cannot.
+func (a admission) write(planned, latest *v1alpha1.VirtPlatformConfig, user string) error {
+	// The plan's hash binds the UID it was computed for; the stored
+	// object must still be that one (deleted and created again under the
+	// same name, with its generation brought back, it is not).
+	if latest.UID != planned.UID {
+		return apierrors.NewConflict(configsResource, planned.Name, fmt.Errorf("the VirtPlatformConfig was deleted and created again while the plan was being approved; GET the plan of the new object, review it, and approve it"))
+	}
+	if latest.Generation != planned.Generation {
+		return apierrors.NewConflict(configsResource, planned.Name, fmt.Errorf("the spec changed while the plan was being approved; GET the plan again and approve it"))
+	}
+	return a.config(latest, user)
+}
+
+// admitPlan says why the live plan of config name cannot be approved by
+// the hash the caller reviewed, if it cannot.
+func admitPlan(name string, live *plan.Result, reviewed string) error {
+	if !live.Satisfied() {
+		return apierrors.NewConflict(configsResource, name, fmt.Errorf("the plan cannot be approved: %s", live.MissingMessage()))
+	}
+	if live.Status.PlanHash != reviewed {
+		return apierrors.NewConflict(configsResource, name, fmt.Errorf(
+			"you approved plan %s but the live plan is now %s: the targets or the spec changed since you reviewed it. GET the plan again, review it, and approve its planHash",
+			reviewed, live.Status.PlanHash))
+	}
+	return nil
 }
 
 // approvable says why a config cannot take an approval now, if it cannot.

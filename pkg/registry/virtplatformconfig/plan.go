@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
 
@@ -22,8 +21,8 @@ import (
 // PlanREST serves GET .../plan: the live plan, computed at request time
 // and never stored.
 type PlanREST struct {
-	configs *genericregistry.Store
-	engine  *plan.Engine
+	configs rest.Getter
+	planner Planner
 	scheme  *runtime.Scheme
 }
 
@@ -47,7 +46,7 @@ func (r *PlanREST) Get(ctx context.Context, name string, options *metav1.GetOpti
 	}
 	start := time.Now()
 	// Concurrent GETs of the same revision share one computation.
-	res, err := r.engine.ComputeShared(ctx, cfg)
+	res, err := r.planner.ComputeShared(ctx, cfg)
 	metrics.PlanDuration.WithLabelValues(cfg.Spec.Profile).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, planError(name, err)

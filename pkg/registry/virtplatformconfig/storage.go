@@ -19,7 +19,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 )
 
 // Storage holds the REST storage of the resource and its subresources.
@@ -35,8 +35,8 @@ type Storage struct {
 
 // Options is what the storage needs besides etcd.
 type Options struct {
-	// Engine computes plans against the main cluster.
-	Engine *plan.Engine
+	// Planner computes plans against the main cluster (*plan.Engine).
+	Planner Planner
 	// Recorder emits the Approved events.
 	Recorder record.EventRecorder
 	// Authorizer answers whether a user may approve or read plans: action
@@ -44,6 +44,9 @@ type Options struct {
 	Authorizer authorizer.Authorizer
 	// RequireDistinctApprover refuses approvals by the author of the spec.
 	RequireDistinctApprover bool
+	// Profiles are the profiles served (catalog.Catalog.Validation): a
+	// config of another profile is invalid.
+	Profiles validation.Profiles
 }
 
 // REST is the etcd-backed storage of virtplatformconfigs.
@@ -72,8 +75,8 @@ func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObje
 	return r.Store.Update(ctx, name, objInfo, r.admitApplyOnCreate(createValidation), r.admitApplyOnUpdate(updateValidation), forceAllowCreate, options)
 }
 
-// action Apply is a standing approval (DESIGN §4.3), so it takes the
-// permission an approval takes.
+// action Apply is a standing approval (docs/design.md, "action: Apply is
+// a standing approval"), so it takes the permission an approval takes.
 func (r *REST) requireApprover(ctx context.Context, name string) error {
 	return requirePermission(ctx, r.authz, name, approvePermission,
 		"spec.action Apply approves every plan of this config as it is drafted",
@@ -111,7 +114,7 @@ func (r *REST) admitApplyOnUpdate(next rest.ValidateObjectUpdateFunc) rest.Valid
 
 // NewStorage returns the storage of virtplatformconfigs and its subresources.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o Options) (*Storage, error) {
-	strategy, statusStrategy := newStrategies(scheme)
+	strategy, statusStrategy := newStrategies(scheme, o.Profiles)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &advisor.VirtPlatformConfig{} },
 		NewListFunc:               func() runtime.Object { return &advisor.VirtPlatformConfigList{} },
@@ -140,10 +143,11 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o 
 	approvalStore.UpdateStrategy = approvalStrategy{strategy}
 
 	return &Storage{
-		Config:       &REST{Store: store, authz: o.Authorizer},
-		Status:       &StatusREST{store: &statusStore},
-		Plan:         &PlanREST{configs: store, engine: o.Engine, scheme: scheme},
-		Approve:      &ApproveREST{configs: store, approvals: &approvalStore, engine: o.Engine, scheme: scheme, recorder: o.Recorder, authz: o.Authorizer, requireDistinctApprover: o.RequireDistinctApprover},
+		Config: &REST{Store: store, authz: o.Authorizer},
+		Status: &StatusREST{store: &statusStore},
+		Plan:   &PlanREST{configs: store, planner: o.Planner, scheme: scheme},
+		Approve: &ApproveREST{configs: store, approvals: &approvalStore, planner: o.Planner, scheme: scheme, recorder: o.Recorder, authz: o.Authorizer,
+			admission: admission{requireDistinctApprover: o.RequireDistinctApprover}},
 		StatusWriter: &StatusWriter{store: &statusStore, scheme: scheme},
 	}, nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apiserver"
 	"github.com/kubevirt/virt-advisor/pkg/embeddedetcd"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/registry/virtplatformconfig"
 )
 
@@ -54,7 +55,7 @@ func newStorage(t *testing.T) *virtplatformconfig.Storage {
 		Decorator:      generic.UndecoratedStorage,
 		ResourcePrefix: "virtplatformconfigs",
 	}
-	s, err := virtplatformconfig.NewStorage(apiserver.Scheme, opts, virtplatformconfig.Options{Authorizer: approvers("alice", "dave")})
+	s, err := virtplatformconfig.NewStorage(apiserver.Scheme, opts, virtplatformconfig.Options{Authorizer: approvers("alice", "dave"), Profiles: catalog.Default().Validation()})
 	if err != nil {
 		t.Fatal(err)
 	}

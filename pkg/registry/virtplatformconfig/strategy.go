@@ -27,6 +27,8 @@ import (
 type strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	// profiles are the profiles served, for validation.
+	profiles validation.Profiles
 }
 
 // statusStrategy lets the status subresource change status only.
@@ -34,8 +36,8 @@ type statusStrategy struct {
 	strategy
 }
 
-func newStrategies(typer runtime.ObjectTyper) (strategy, statusStrategy) {
-	s := strategy{typer, names.SimpleNameGenerator}
+func newStrategies(typer runtime.ObjectTyper, profiles validation.Profiles) (strategy, statusStrategy) {
+	s := strategy{typer, names.SimpleNameGenerator, profiles}
 	return s, statusStrategy{s}
 }
 
@@ -63,12 +65,12 @@ func (strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	}
 }
 
-func (strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateVirtPlatformConfig(obj.(*advisor.VirtPlatformConfig))
+func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidateVirtPlatformConfig(obj.(*advisor.VirtPlatformConfig), s.profiles)
 }
 
-func (strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateVirtPlatformConfigUpdate(obj.(*advisor.VirtPlatformConfig), old.(*advisor.VirtPlatformConfig))
+func (s strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateVirtPlatformConfigUpdate(obj.(*advisor.VirtPlatformConfig), old.(*advisor.VirtPlatformConfig), s.profiles)
 }
 
 func (strategy) WarningsOnCreate(ctx context.Context, obj runtime.Object) []string { return nil }

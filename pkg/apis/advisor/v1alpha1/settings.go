@@ -12,3 +12,13 @@ func (s PlanSettings) Summary() string {
 	}
 	return fmt.Sprintf("action %s, failurePolicy %s, bypassOptimisticLock %t, waitTimeout %s", s.Action, s.FailurePolicy, s.BypassOptimisticLock, wait)
 }
+
+// ShortHash abbreviates a plan or items hash for people, as git shows
+// commits: its first 12 characters. The server's messages, the plugin and
+// the dashboard all show hashes this way.
+func ShortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

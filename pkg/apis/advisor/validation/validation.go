@@ -4,7 +4,6 @@ package validation
 
 import (
 	"fmt"
-	"time"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -12,24 +11,71 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
-	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 var (
-	profiles         = []string{advisor.ProfileLoadAwareRebalancing, advisor.ProfileVirtHigherDensity, advisor.ProfileExample}
 	actions          = []string{string(advisor.PlanActionDryRun), string(advisor.PlanActionApply), string(advisor.PlanActionIgnore)}
 	failurePolicies  = []string{string(advisor.FailurePolicyAbort), string(advisor.FailurePolicyContinue)}
 	descheduleModes  = []string{"Automatic", "Predictive"}
 	deviationLevels  = []string{"Low", "Medium", "High", "AsymmetricLow", "AsymmetricMedium", "AsymmetricHigh"}
-	phases           = sets.New[string](status.PhaseNames()...)
+	phases           = phaseNames()
 	impacts          = []string{string(advisor.ImpactLow), string(advisor.ImpactMedium), string(advisor.ImpactHigh)}
 	singletonMessage = "To ensure a singleton pattern, the VirtPlatformConfig name must exactly match the spec.profile."
 )
 
-// ValidateVirtPlatformConfig validates a new VirtPlatformConfig.
-func ValidateVirtPlatformConfig(c *advisor.VirtPlatformConfig) field.ErrorList {
+func phaseNames() sets.Set[string] {
+	names := sets.New[string]()
+	for _, p := range advisor.Phases() {
+		names.Insert(string(p))
+	}
+	return names
+}
+
+// Profile is what validation knows of a profile the server serves.
+type Profile struct {
+	Name string
+	// Options is the block of spec.options the profile reads, by its JSON
+	// name (advisor.Options*); "" when it takes none. It is the only
+	// block a config of the profile may set.
+	Options string
+}
+
+// Profiles are the profiles a server serves, in the order messages list
+// them. The profile catalogue provides them (catalog.Catalog.Validation).
+type Profiles []Profile
+
+func (ps Profiles) names() []string {
+	names := make([]string, 0, len(ps))
+	for _, p := range ps {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+func (ps Profiles) get(name string) (Profile, bool) {
+	for _, p := range ps {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Profile{}, false
+}
+
+// owner is the profile that reads the options block, if any.
+func (ps Profiles) owner(block string) (string, bool) {
+	for _, p := range ps {
+		if p.Options == block {
+			return p.Name, true
+		}
+	}
+	return "", false
+}
+
+// ValidateVirtPlatformConfig validates a new VirtPlatformConfig of one of
+// the profiles served.
+func ValidateVirtPlatformConfig(c *advisor.VirtPlatformConfig, served Profiles) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&c.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
-	allErrs = append(allErrs, validateSpec(&c.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateSpec(&c.Spec, served, field.NewPath("spec"))...)
 	if c.Spec.Profile != "" && c.Name != c.Spec.Profile {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("metadata", "name"), c.Name, singletonMessage))
 	}
@@ -37,9 +83,9 @@ func ValidateVirtPlatformConfig(c *advisor.VirtPlatformConfig) field.ErrorList {
 }
 
 // ValidateVirtPlatformConfigUpdate validates a spec or metadata update.
-func ValidateVirtPlatformConfigUpdate(c, old *advisor.VirtPlatformConfig) field.ErrorList {
+func ValidateVirtPlatformConfigUpdate(c, old *advisor.VirtPlatformConfig, served Profiles) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&c.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
-	allErrs = append(allErrs, validateSpec(&c.Spec, field.NewPath("spec"))...)
+	allErrs = append(allErrs, validateSpec(&c.Spec, served, field.NewPath("spec"))...)
 	if c.Spec.Profile != old.Spec.Profile {
 		allErrs = append(allErrs, field.Invalid(field.NewPath("spec", "profile"), c.Spec.Profile, "Profile is immutable"))
 	}
@@ -91,52 +137,62 @@ func ValidateApproval(a *advisor.Approval) field.ErrorList {
 	return nil
 }
 
-func validateSpec(spec *advisor.VirtPlatformConfigSpec, fldPath *field.Path) field.ErrorList {
+func validateSpec(spec *advisor.VirtPlatformConfigSpec, served Profiles, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if spec.Profile == "" {
-		allErrs = append(allErrs, field.Required(fldPath.Child("profile"), fmt.Sprintf("one of %q", profiles)))
+		allErrs = append(allErrs, field.Required(fldPath.Child("profile"), fmt.Sprintf("one of %q", served.names())))
 	} else {
-		allErrs = append(allErrs, validateEnum(fldPath.Child("profile"), spec.Profile, profiles)...)
+		allErrs = append(allErrs, validateEnum(fldPath.Child("profile"), spec.Profile, served.names())...)
 	}
 	allErrs = append(allErrs, validateEnum(fldPath.Child("action"), string(spec.Action), actions)...)
 	allErrs = append(allErrs, validateEnum(fldPath.Child("failurePolicy"), string(spec.FailurePolicy), failurePolicies)...)
-	if spec.WaitTimeout != "" {
-		d, err := time.ParseDuration(spec.WaitTimeout)
-		switch {
-		case err != nil:
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("waitTimeout"), spec.WaitTimeout, "must be a Go duration such as 30m or 1h30m"))
-		case d <= 0:
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("waitTimeout"), spec.WaitTimeout, "must be positive; leave it unset to wait forever"))
-		}
+	if _, err := advisor.ParseWaitTimeout(spec.WaitTimeout); err != nil {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("waitTimeout"), spec.WaitTimeout, err.Error()))
 	}
 	if spec.Options != nil {
-		allErrs = append(allErrs, validateOptions(spec.Profile, spec.Options, fldPath.Child("options"))...)
+		allErrs = append(allErrs, validateOptions(served, spec.Profile, spec.Options, fldPath.Child("options"))...)
 	}
 	return allErrs
 }
 
-func validateOptions(profile string, o *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList {
+// optionBlocks are the blocks of spec.options, in the order they are
+// validated: whether a config sets one, and the checks of its fields.
+var optionBlocks = []struct {
+	name     string
+	set      func(*advisor.ProfileOptions) bool
+	validate func(*advisor.ProfileOptions, *field.Path) field.ErrorList
+}{
+	{advisor.OptionsLoadAware,
+		func(o *advisor.ProfileOptions) bool { return o.LoadAware != nil },
+		func(o *advisor.ProfileOptions, p *field.Path) field.ErrorList {
+			return validateLoadAware(o.LoadAware, p)
+		}},
+	{advisor.OptionsVirtHigherDensity,
+		func(o *advisor.ProfileOptions) bool { return o.VirtHigherDensity != nil },
+		func(o *advisor.ProfileOptions, p *field.Path) field.ErrorList {
+			return validateVirtHigherDensity(o.VirtHigherDensity, p)
+		}},
+}
+
+// validateOptions admits the block of the config's profile only, and
+// checks its fields.
+func validateOptions(served Profiles, profile string, o *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	if o.LoadAware != nil {
-		p := fldPath.Child("loadAware")
-		switch profile {
-		case advisor.ProfileLoadAwareRebalancing:
-			allErrs = append(allErrs, validateLoadAware(o.LoadAware, p)...)
-		case advisor.ProfileVirtHigherDensity:
-			allErrs = append(allErrs, field.Forbidden(p, "When profile is 'virt-higher-density', only options.virtHigherDensity may be set"))
-		default:
-			allErrs = append(allErrs, field.Forbidden(p, "options.loadAware can only be used with profile 'load-aware-rebalancing'"))
+	own, _ := served.get(profile)
+	for _, b := range optionBlocks {
+		if !b.set(o) {
+			continue
 		}
-	}
-	if o.VirtHigherDensity != nil {
-		p := fldPath.Child("virtHigherDensity")
-		switch profile {
-		case advisor.ProfileVirtHigherDensity:
-			allErrs = append(allErrs, validateVirtHigherDensity(o.VirtHigherDensity, p)...)
-		case advisor.ProfileLoadAwareRebalancing:
-			allErrs = append(allErrs, field.Forbidden(p, "When profile is 'load-aware-rebalancing', only options.loadAware may be set"))
+		p := fldPath.Child(b.name)
+		switch owner, owned := served.owner(b.name); {
+		case b.name == own.Options:
+			allErrs = append(allErrs, b.validate(o, p)...)
+		case own.Options != "":
+			allErrs = append(allErrs, field.Forbidden(p, fmt.Sprintf("When profile is '%s', only options.%s may be set", profile, own.Options)))
+		case owned:
+			allErrs = append(allErrs, field.Forbidden(p, fmt.Sprintf("options.%s can only be used with profile '%s'", b.name, owner)))
 		default:
-			allErrs = append(allErrs, field.Forbidden(p, "options.virtHigherDensity can only be used with profile 'virt-higher-density'"))
+			allErrs = append(allErrs, field.Forbidden(p, fmt.Sprintf("options.%s is read by no profile this server serves", b.name)))
 		}
 	}
 	return allErrs

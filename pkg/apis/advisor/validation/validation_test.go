@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
@@ -62,6 +63,32 @@ const (
 	vhd = "virt-higher-density"
 	ex  = "example-profile"
 )
+
+// served are the profiles of this build as the catalogue describes them
+// (its own test checks that it does).
+var served = validation.Profiles{
+	{Name: lar, Options: advisor.OptionsLoadAware},
+	{Name: vhd, Options: advisor.OptionsVirtHigherDensity},
+	{Name: ex},
+}
+
+// expectError expects an error on field (or below it) containing message;
+// none when field is "".
+func expectError(t *testing.T, errs field.ErrorList, fld, message string) {
+	t.Helper()
+	if fld == "" {
+		if len(errs) > 0 {
+			t.Fatalf("want valid, got %v", errs)
+		}
+		return
+	}
+	for _, e := range errs {
+		if strings.HasPrefix(e.Field, fld) && strings.Contains(e.Error(), message) {
+			return
+		}
+	}
+	t.Fatalf("want an error on %s containing %q, got %v", fld, message, errs)
+}
 
 func TestValidateVirtPlatformConfig(t *testing.T) {
 	tests := []struct {
@@ -134,19 +161,36 @@ func TestValidateVirtPlatformConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			errs := validation.ValidateVirtPlatformConfig(internal(t, tt.in))
-			if tt.field == "" {
-				if len(errs) > 0 {
-					t.Fatalf("want valid, got %v", errs)
-				}
-				return
-			}
-			for _, e := range errs {
-				if strings.HasPrefix(e.Field, tt.field) && strings.Contains(e.Error(), tt.message) {
-					return
-				}
-			}
-			t.Fatalf("want an error on %s containing %q, got %v", tt.field, tt.message, errs)
+			errs := validation.ValidateVirtPlatformConfig(internal(t, tt.in), served)
+			expectError(t, errs, tt.field, tt.message)
+		})
+	}
+}
+
+// The profiles and options blocks admitted are those the server serves.
+func TestValidationFollowsTheServedProfiles(t *testing.T) {
+	servedHere := validation.Profiles{{Name: ex}, {Name: "turbo", Options: advisor.OptionsLoadAware}}
+	tests := []struct {
+		name    string
+		in      *v1alpha1.VirtPlatformConfig
+		field   string // "" = valid
+		message string
+	}{
+		{"a profile served", config("turbo", nil), "", ""},
+		{"its options block", config("turbo", loadAware(func(*v1alpha1.LoadAwareConfig) {})), "", ""},
+		{"a profile not served", config(lar, nil), "spec.profile", `supported values: "example-profile", "turbo"`},
+		{"no profile", config("", func(c *v1alpha1.VirtPlatformConfig) { c.Name = "x" }), "spec.profile", `one of ["example-profile" "turbo"]`},
+		{"another profile's block", config(ex, loadAware(func(*v1alpha1.LoadAwareConfig) {})),
+			"spec.options.loadAware", "options.loadAware can only be used with profile 'turbo'"},
+		{"a block no profile served reads", config(ex, density(func(*v1alpha1.VirtHigherDensityConfig) {})),
+			"spec.options.virtHigherDensity", "options.virtHigherDensity is read by no profile this server serves"},
+		{"a block not its own", config("turbo", density(func(*v1alpha1.VirtHigherDensityConfig) {})),
+			"spec.options.virtHigherDensity", "When profile is 'turbo', only options.loadAware may be set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := validation.ValidateVirtPlatformConfig(internal(t, tt.in), servedHere)
+			expectError(t, errs, tt.field, tt.message)
 		})
 	}
 }
@@ -168,19 +212,8 @@ func TestValidateVirtPlatformConfigUpdate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := old.DeepCopy()
 			tt.mutate(c)
-			errs := validation.ValidateVirtPlatformConfigUpdate(c, old)
-			if tt.field == "" {
-				if len(errs) > 0 {
-					t.Fatalf("want valid, got %v", errs)
-				}
-				return
-			}
-			for _, e := range errs {
-				if e.Field == tt.field && strings.Contains(e.Error(), tt.message) {
-					return
-				}
-			}
-			t.Fatalf("want an error on %s containing %q, got %v", tt.field, tt.message, errs)
+			errs := validation.ValidateVirtPlatformConfigUpdate(c, old, served)
+			expectError(t, errs, tt.field, tt.message)
 		})
 	}
 }

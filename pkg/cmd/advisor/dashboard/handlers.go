@@ -86,7 +86,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 		} else {
 			v.Summary, v.Bound = newSummary(cfg), newBoundSettings(cfg)
 		}
-		s.render(w, code, "confirm", page{Title: "Approve plan " + shortHash(hash) + "?", Nav: name, Data: v})
+		s.render(w, code, "confirm", page{Title: "Approve plan " + v1alpha1.ShortHash(hash) + "?", Nav: name, Data: v})
 		return
 	}
 

@@ -29,7 +29,7 @@ const eventsNamespace = "default"
 
 func (s *Server) funcs() template.FuncMap {
 	return template.FuncMap{
-		"short": shortHash,
+		"short": v1alpha1.ShortHash,
 		"when": func(t time.Time) string {
 			if t.IsZero() {
 				return "-"
@@ -50,15 +50,6 @@ func (s *Server) funcs() template.FuncMap {
 		"stateTone":  stateTone,
 		"nodeGlyph":  nodeGlyph,
 	}
-}
-
-// shortHash is the first 12 characters of a plan hash, as the plugin and
-// git show them.
-func shortHash(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 // target is "Kind namespace/name" or "Kind name".
@@ -201,8 +192,8 @@ func newSummary(cfg *v1alpha1.VirtPlatformConfig) summaryView {
 }
 
 // boundSettings are the spec settings a plan hash binds besides the items
-// (DESIGN §4.3.1): changing any of them after the review makes the
-// reviewed hash stale.
+// (docs/design.md, the governance invariant): changing any of them after
+// the review makes the reviewed hash stale.
 type boundSettings struct {
 	Action, FailurePolicy, WaitTimeout string
 	BypassOptimisticLock               bool
@@ -452,7 +443,7 @@ func (s *Server) buildRollout(ctx context.Context, name, approved string) (rollo
 	v.Summary = newSummary(cfg)
 	if a := cfg.Status.Approval; approved != "" && a != nil && a.PlanHash == approved {
 		v.Flash = fmt.Sprintf("Plan %s approved by %s at %s. The controller applies exactly that plan; this page follows it.",
-			shortHash(a.PlanHash), a.ApprovedBy, a.ApprovedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+			v1alpha1.ShortHash(a.PlanHash), a.ApprovedBy, a.ApprovedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 	}
 	for _, it := range cfg.Status.Items {
 		iv := itemStateView{Name: it.Name, Target: target(it.TargetRef), Message: it.Message, Operation: it.Operation, State: it.State}

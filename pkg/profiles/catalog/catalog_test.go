@@ -1,0 +1,202 @@
+package catalog_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
+)
+
+// baseline is an in-memory profiles.Cluster holding what the local
+// environment installs: the test CRDs (artifacts/crds) and the baseline
+// objects (artifacts/testdata/baseline.yaml), read as the plan engine
+// reads them. It is the profiles' input, not the Kubernetes API: the e2e
+// suite plans against a real kube-apiserver.
+type baseline struct {
+	objects []*unstructured.Unstructured
+	// versions are the served versions of each kind, by group and kind.
+	versions map[schema.GroupKind]string
+}
+
+func loadBaseline(t *testing.T) *baseline {
+	t.Helper()
+	b := &baseline{versions: map[schema.GroupKind]string{}}
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "artifacts", "crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the test CRDs in artifacts/crds are required: %v", err)
+	}
+	files = append(files, filepath.Join("..", "..", "..", "artifacts", "testdata", "baseline.yaml"))
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			b.objects = append(b.objects, u)
+			if u.GetKind() == "CustomResourceDefinition" {
+				group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+				kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
+				versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+				for _, v := range versions {
+					if storage, _ := v.(map[string]interface{})["storage"].(bool); storage {
+						b.versions[schema.GroupKind{Group: group, Kind: kind}], _ = v.(map[string]interface{})["name"].(string)
+					}
+				}
+			}
+		}
+	}
+	return b
+}
+
+func (b *baseline) Get(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	for _, o := range b.objects {
+		if o.GroupVersionKind().GroupKind() == gvk.GroupKind() && o.GetNamespace() == namespace && o.GetName() == name {
+			return o.DeepCopy(), nil
+		}
+	}
+	return nil, nil
+}
+
+func (b *baseline) PreferredVersion(gk schema.GroupKind) (string, error) {
+	if gk.Group == "" || gk.Group == "apiextensions.k8s.io" {
+		return "v1", nil
+	}
+	return b.versions[gk], nil
+}
+
+func (b *baseline) List(_ context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	for _, o := range b.objects {
+		if o.GroupVersionKind().GroupKind() == gvk.GroupKind() {
+			out = append(out, *o.DeepCopy())
+		}
+	}
+	return out, nil
+}
+
+// Every profile in the catalogue is wired: the catalogue finds it by its
+// name, validation accepts a config of it with its options, its options
+// default, and it plans against the local environment's cluster. A
+// profile added with one package and one entry in Default passes this
+// test or says what is missing.
+func TestEveryProfileIsWired(t *testing.T) {
+	scheme := runtime.NewScheme()
+	install.Install(scheme)
+	c := catalog.Default()
+	served := c.Validation()
+	cluster := loadBaseline(t)
+	if len(served) != len(c.Names()) {
+		t.Fatalf("validation knows %d profiles, the catalogue %d", len(served), len(c.Names()))
+	}
+	for _, name := range c.Names() {
+		t.Run(name, func(t *testing.T) {
+			p, ok := c.Get(name)
+			if !ok || p.Metadata().Name != name {
+				t.Fatalf("the catalogue does not find %q by its name", name)
+			}
+			md := p.Metadata()
+
+			// Its options, every default applied, hold its own block only.
+			spec := v1alpha1.VirtPlatformConfigSpec{Profile: name}
+			opts := c.ResolveOptions(spec)
+			blocks := map[string]json.RawMessage{}
+			raw, err := json.Marshal(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(raw, &blocks); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := blocks[md.Options]; md.Options != "" && !ok {
+				t.Errorf("Metadata.Options %q is no block of spec.options: the resolved options are %s", md.Options, raw)
+			}
+			if len(blocks) > 1 || (md.Options == "" && len(blocks) > 0) {
+				t.Errorf("the resolved options hold blocks %s; want only %q", raw, md.Options)
+			}
+
+			// Validation accepts a config of it, without options and with
+			// its options in full.
+			for _, o := range []*v1alpha1.ProfileOptions{nil, &opts} {
+				cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+				cfg.Spec.Options = o
+				scheme.Default(cfg)
+				internal := &advisor.VirtPlatformConfig{}
+				if err := scheme.Convert(cfg, internal, nil); err != nil {
+					t.Fatal(err)
+				}
+				if errs := validation.ValidateVirtPlatformConfig(internal, served); len(errs) > 0 {
+					t.Errorf("validation refuses a config of %s with options %s: %v", name, raw, errs)
+				}
+			}
+
+			// It plans: items from the defaulted options, of the kinds it
+			// says it manages.
+			items, err := p.Items(context.Background(), profiles.Inputs{ConfigName: name, Options: opts, Cluster: cluster})
+			if err != nil {
+				t.Fatalf("Items: %v", err)
+			}
+			if len(items) == 0 {
+				t.Fatal("no items")
+			}
+			managed := map[schema.GroupKind]bool{}
+			for _, gvk := range p.ManagedKinds() {
+				managed[gvk.GroupKind()] = true
+			}
+			for _, it := range items {
+				if it.Err != nil {
+					t.Errorf("item %s: %v", it.Name, it.Err)
+					continue
+				}
+				if it.Desired == nil || !managed[it.Desired.GroupVersionKind().GroupKind()] {
+					t.Errorf("item %s writes %v, not one of the kinds the profile manages (%v)", it.Name, it.Desired, p.ManagedKinds())
+				}
+			}
+		})
+	}
+}
+
+// The catalogue lists profiles for validation in the order it was given
+// them, so messages list them as they always have.
+func TestValidationOrder(t *testing.T) {
+	got := catalog.Default().Validation()
+	want := validation.Profiles{
+		{Name: advisor.ProfileLoadAwareRebalancing, Options: advisor.OptionsLoadAware},
+		{Name: advisor.ProfileVirtHigherDensity, Options: advisor.OptionsVirtHigherDensity},
+		{Name: advisor.ProfileExample},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("profile %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
