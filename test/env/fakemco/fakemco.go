@@ -11,7 +11,8 @@
 //     walks status (via /status) one node per StepTime: Updating=True,
 //     updatedMachineCount 0..n, and only at n copies spec.configuration
 //     into status.configuration with Updated=True;
-//  3. spec.paused stops the walk ("Pool is paused; will not update to …"),
+//  3. spec.paused stops the walk ("Pool is paused; will not update to …")
+//     after the node in flight, if any, is done,
 //     and the annotation DegradedAnnotation="true" reports a
 //     degraded node and stops it too.
 //
@@ -935,8 +936,8 @@ type walk struct {
 
 // advance moves w forward to now: a new target restarts from 0 nodes (a
 // pool first seen fully updated to its spec is adopted as done); each
-// StepTime one more node is updated, unless the pool is paused or a node is
-// degraded. It returns the new walk and when the next step is due (zero:
+// StepTime one more node is updated, unless a node is degraded; a paused
+// pool starts no node (the one in flight finishes). It returns the new walk and when the next step is due (zero:
 // nothing to wait for).
 func advance(p poolView, w walk, now time.Time, step time.Duration) (walk, time.Time) {
 	n := p.Machines
@@ -950,18 +951,24 @@ func advance(p poolView, w walk, now time.Time, step time.Duration) (walk, time.
 	switch {
 	case w.Updated >= n:
 		return walk{Target: target, Updated: n}, time.Time{}
-	case p.Paused || p.Degraded:
+	case p.Degraded, p.Paused && w.Next.IsZero():
 		w.Next = time.Time{}
 		return w, time.Time{}
 	case w.Next.IsZero(): // a node starts now
 		w.Next = now.Add(step)
 		return w, w.Next
 	case now.Before(w.Next):
+		// A pause stops no node in flight (the MCO cannot stop a node
+		// mid-update): it finishes, and no other starts.
 		return w, w.Next
 	}
 	w.Updated++
 	if w.Updated >= n {
 		return walk{Target: target, Updated: n}, time.Time{}
+	}
+	if p.Paused {
+		w.Next = time.Time{}
+		return w, time.Time{}
 	}
 	w.Next = now.Add(step)
 	return w, w.Next
