@@ -16,7 +16,7 @@ TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd
 GO_TEST_FLAGS ?=
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: all build build-race tools run test unit e2e chromium screenshots test-alerts bench verify update-codegen clean
+.PHONY: all build build-race tools run test unit e2e chromium screenshots test-alerts bench bench-figures verify update-codegen clean
 
 all: build
 
@@ -87,6 +87,14 @@ screenshots: tools build chromium
 # apply, drift detection, memory with 10 000 unrelated objects of each kind.
 bench: tools build
 	go run ./test/cmd/bench $(BENCH_FLAGS)
+
+# The figures table of test/cmd/bench/README.md, written from one run's
+# -json output (kept in _output/bench.json). A run that misses a target
+# (exit 1) is recorded too; one that cannot measure (exit 2) is not.
+bench-figures: tools build
+	go build -ldflags "-X github.com/kubevirt/virt-advisor/pkg/version.Version=$(VERSION)" -o $(BIN)/bench ./test/cmd/bench
+	$(BIN)/bench -json $(BENCH_FLAGS) > _output/bench.json || [ $$? -eq 1 ]
+	$(BIN)/bench -figures-json _output/bench.json -readme test/cmd/bench/README.md
 
 verify:
 	hack/verify-codegen.sh
