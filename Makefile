@@ -50,7 +50,7 @@ test: unit test-alerts e2e
 
 # -race: the controller, the plan engine and the watches run concurrently.
 unit:
-	go test -race $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./artifacts/... ./test/cmd/...
+	go test -race $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./artifacts/... ./test/cmd/... ./docs/...
 
 # The alerting rules: valid, and every alert tested firing and not firing.
 test-alerts: $(BIN)/promtool
@@ -96,10 +96,13 @@ bench-figures: tools build
 	$(BIN)/bench -json $(BENCH_FLAGS) > _output/bench.json || [ $$? -eq 1 ]
 	$(BIN)/bench -figures-json _output/bench.json -readme test/cmd/bench/README.md
 
+# Generated code up to date, gofmt, go vet, and the documentation's links
+# and the README's length (docs/docs_test.go).
 verify:
 	hack/verify-codegen.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	go test ./docs/...
 
 update-codegen:
 	hack/update-codegen.sh
