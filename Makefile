@@ -16,7 +16,7 @@ TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd
 GO_TEST_FLAGS ?=
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: all build build-race tools run test unit e2e chromium screenshots test-alerts bench verify update-codegen clean
+.PHONY: all build build-race tools run test unit e2e chromium screenshots test-alerts bench bench-figures verify update-codegen clean
 
 all: build
 
@@ -50,7 +50,7 @@ test: unit test-alerts e2e
 
 # -race: the controller, the plan engine and the watches run concurrently.
 unit:
-	go test -race $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./artifacts/... ./test/cmd/...
+	go test -race $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./artifacts/... ./test/cmd/... ./docs/...
 
 # The alerting rules: valid, and every alert tested firing and not firing.
 test-alerts: $(BIN)/promtool
@@ -88,10 +88,21 @@ screenshots: tools build chromium
 bench: tools build
 	go run ./test/cmd/bench $(BENCH_FLAGS)
 
+# The figures table of test/cmd/bench/README.md, written from one run's
+# -json output (kept in _output/bench.json). A run that misses a target
+# (exit 1) is recorded too; one that cannot measure (exit 2) is not.
+bench-figures: tools build
+	go build -ldflags "-X github.com/kubevirt/virt-advisor/pkg/version.Version=$(VERSION)" -o $(BIN)/bench ./test/cmd/bench
+	$(BIN)/bench -json $(BENCH_FLAGS) > _output/bench.json || [ $$? -eq 1 ]
+	$(BIN)/bench -figures-json _output/bench.json -readme test/cmd/bench/README.md
+
+# Generated code up to date, gofmt, go vet, and the documentation's links
+# and the README's length (docs/docs_test.go).
 verify:
 	hack/verify-codegen.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
+	go test ./docs/...
 
 update-codegen:
 	hack/update-codegen.sh

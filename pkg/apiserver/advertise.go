@@ -2,9 +2,11 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -22,19 +24,11 @@ import (
 func advertiseProfiles(ctx context.Context, client versioned.Interface, known *catalog.Catalog) error {
 	for _, p := range known.Advertised() {
 		md := p.Metadata()
-		cfg := &v1alpha1.VirtPlatformConfig{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: md.Name,
-				Annotations: map[string]string{
-					profiles.AutoCreatedAnnotation:   "true",
-					profiles.DescriptionAnnotation:   md.Description,
-					profiles.ImpactSummaryAnnotation: md.ImpactSummary,
-				},
-				Labels: map[string]string{profiles.CategoryLabel: md.Category},
-			},
-			Spec: v1alpha1.VirtPlatformConfigSpec{Profile: md.Name, Action: v1alpha1.PlanActionIgnore},
+		cfg, err := advertisedConfig(md)
+		if err != nil {
+			return err
 		}
-		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			_, err := client.AdvisorV1alpha1().VirtPlatformConfigs().Create(ctx, cfg, metav1.CreateOptions{FieldManager: "virt-advisor-apiserver"})
 			switch {
 			case err == nil:
@@ -52,4 +46,36 @@ func advertiseProfiles(ctx context.Context, client versioned.Interface, known *c
 		}
 	}
 	return nil
+}
+
+// advertisedConfig is the config advertising a profile. It is created as
+// `kubectl create --save-config` would create it: its last-applied
+// annotation holds the name and the spec it sets, so that the user's first
+// `kubectl apply -f artifacts/samples/…` patches it without a warning and
+// without removing the annotations and label that describe the profile
+// (they are not in the samples, and not in the last-applied configuration).
+func advertisedConfig(md profiles.Metadata) (*v1alpha1.VirtPlatformConfig, error) {
+	spec := v1alpha1.VirtPlatformConfigSpec{Profile: md.Name, Action: v1alpha1.PlanActionIgnore}
+	applied, err := json.Marshal(map[string]any{
+		"apiVersion": v1alpha1.SchemeGroupVersion.String(),
+		"kind":       "VirtPlatformConfig",
+		"metadata":   map[string]any{"name": md.Name},
+		"spec":       spec,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("advertising profile %s: %w", md.Name, err)
+	}
+	return &v1alpha1.VirtPlatformConfig{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: md.Name,
+			Annotations: map[string]string{
+				profiles.AutoCreatedAnnotation:     "true",
+				profiles.DescriptionAnnotation:     md.Description,
+				profiles.ImpactSummaryAnnotation:   md.ImpactSummary,
+				corev1.LastAppliedConfigAnnotation: string(applied) + "\n",
+			},
+			Labels: map[string]string{profiles.CategoryLabel: md.Category},
+		},
+		Spec: spec,
+	}, nil
 }

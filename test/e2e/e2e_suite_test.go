@@ -36,6 +36,9 @@ var (
 	suiteClose context.CancelFunc
 	// initialListing is `kubectl get virtplatformconfigs` right after start.
 	initialListing string
+	// firstApply is what `kubectl apply -f artifacts/samples/…` of each
+	// advertised profile prints right after start (a server dry run).
+	firstApply string
 )
 
 func TestE2E(t *testing.T) {
@@ -68,6 +71,11 @@ var _ = BeforeSuite(func() {
 		initialListing, err = kubectl("get", "virtplatformconfigs")
 		return initialListing, err
 	}).WithTimeout(30 * time.Second).Should(ContainSubstring("virt-higher-density"))
+	for _, sample := range []string{"load-aware-rebalancing", "virt-higher-density"} {
+		out, stderr, err := testEnv.Kubectl(suiteCtx, "", "apply", "--dry-run=server", "-f", filepath.Join("artifacts", "samples", sample+".yaml"))
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		firstApply += out + stderr
+	}
 	DeferCleanup(func() {
 		testEnv.Stop()
 		if !*keepDir && !anyFailed {

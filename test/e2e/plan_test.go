@@ -126,6 +126,11 @@ var _ = Describe("the live plan", func() {
 		Expect(initialListing).NotTo(ContainSubstring("example-profile"), "example-profile is not advertised")
 	})
 
+	It("takes kubectl apply of a sample onto an advertised config without a warning", func() {
+		Expect(firstApply).To(Equal("virtplatformconfig.advisor.kubevirt.io/load-aware-rebalancing configured (server dry run)\n" +
+			"virtplatformconfig.advisor.kubevirt.io/virt-higher-density configured (server dry run)\n"))
+	})
+
 	It("shows load-aware-rebalancing as a table and as YAML with the seed's diffs", func() {
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
 		before := resourceVersions()

@@ -20,6 +20,8 @@ type figure struct {
 
 // report collects the figures of a run.
 type report struct {
+	// Run says how and where the figures were measured.
+	Run     runInfo  `json:"run"`
 	Figures []figure `json:"figures"`
 	// Missed names every figure that missed its target.
 	Missed []string `json:"missed"`

@@ -51,6 +51,8 @@ var (
 	objects     = flag.Int("objects", 10000, "unrelated MachineConfigs and ConfigMaps (each) for the memory figure; 0 skips it")
 	dir         = flag.String("dir", "", "environment directory (default: a temporary one)")
 	asJSON      = flag.Bool("json", false, "print the figures as JSON on stdout (progress goes to stderr)")
+	readme      = flag.String("readme", "", "measure nothing: write the figures of the -figures-json file into this Markdown file, between its markers (make bench-figures)")
+	figuresJSON = flag.String("figures-json", "", "with -readme: the -json output of a run")
 
 	// Targets.
 	planP50Factor      = flag.Float64("plan-p50-factor", 1.5, "target: plan GET p50 at most this many times the floor p50, per profile")
@@ -86,6 +88,18 @@ type bench struct {
 
 func main() {
 	flag.Parse()
+	if *readme != "" || *figuresJSON != "" {
+		if *readme == "" || *figuresJSON == "" {
+			fmt.Fprintln(os.Stderr, "bench: -readme and -figures-json go together: -figures-json names the -json output to write into -readme")
+			os.Exit(2)
+		}
+		if err := writeReadme(*figuresJSON, *readme); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(2)
+		}
+		return
+	}
+	started := time.Now()
 	out := io.Writer(os.Stdout)
 	if *asJSON {
 		out = os.Stderr
@@ -95,6 +109,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(2)
 	}
+	b.report.Run = newRunInfo(started)
 	if *asJSON {
 		if err := b.report.writeJSON(os.Stdout); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
