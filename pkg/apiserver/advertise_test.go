@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/registry"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
 // kubectl apply of a sample onto an advertised config computes its patch
@@ -22,7 +22,7 @@ import (
 // annotation, and the patch must change the spec the sample sets and
 // nothing that describes the profile.
 func TestAdvertisedConfigTakesKubectlApplyOfItsSample(t *testing.T) {
-	for _, p := range registry.Default().Advertised() {
+	for _, p := range catalog.Default().Advertised() {
 		md := p.Metadata()
 		t.Run(md.Name, func(t *testing.T) {
 			cfg, err := advertisedConfig(md)
