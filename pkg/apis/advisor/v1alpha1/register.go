@@ -36,6 +36,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&VirtPlatformConfigList{},
 		&Plan{},
 		&Approval{},
+		&MaintenanceWindow{},
+		&MaintenanceWindowList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
