@@ -1,12 +1,15 @@
 package validation_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	_ "time/tzdata" // time zones load without the machine's zoneinfo
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -107,4 +110,30 @@ func TestValidateMaintenanceWindow(t *testing.T) {
 			t.Fatalf("want one error on spec.schedule, got %v", errs)
 		}
 	})
+}
+
+// TestSampleWindowsAreValid keeps the samples the docs apply valid.
+func TestSampleWindowsAreValid(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "artifacts", "samples", "maintenancewindow-*.yaml"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("want the sample windows, found %v (%v)", files, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &v1alpha1.MaintenanceWindow{}
+		if err := yaml.UnmarshalStrict(data, in); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		scheme.Default(in)
+		out := &advisor.MaintenanceWindow{}
+		if err := scheme.Convert(in, out, nil); err != nil {
+			t.Fatal(err)
+		}
+		if errs := validation.ValidateMaintenanceWindow(out); len(errs) > 0 {
+			t.Errorf("%s: %v", f, errs)
+		}
+	}
 }
