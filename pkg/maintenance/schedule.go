@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"sort"
 	"strings"
 	"time"
 
@@ -15,15 +14,6 @@ import (
 // month, month, day of week), the library Argo CD reads sync windows
 // with. No seconds field and no descriptors (@daily): one way to say a time.
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
-
-// maxShift bounds how far one clock change moves the wall clock: two hours
-// in today's tz database (Antarctica/Troll). Searches near a change look
-// this far around it.
-const maxShift = 3 * time.Hour
-
-// maxScan bounds the cron activations one search inspects near a clock
-// change (an every-minute schedule needs about 12 h of them).
-const maxScan = 4096
 
 // Schedule is a parsed cron expression. Its fields are matched against the
 // wall clock of a time zone, as crontab does, not against UTC:
@@ -77,116 +67,72 @@ func (s Schedule) everyHour() bool {
 
 // Next returns the first activation strictly after t, in loc's wall clock;
 // the zero time when there is none within five years.
+//
+// Within one zone period (an interval with one UTC offset) wall clock and
+// elapsed time differ by that offset, so each period is searched on the
+// wall clock and converted back; a period that begins with the clocks
+// going forward first checks the skipped wall-clock times (an activation
+// there happens at the jump), one that begins with the clocks going back
+// skips the repeated ones (they happened in the period before) unless the
+// schedule runs every hour.
 func (s Schedule) Next(t time.Time, loc *time.Location) time.Time {
-	// Within one zone period, wall clock and elapsed time differ by a
-	// fixed offset: step on the wall clock and convert back. Only near a
-	// clock change must activations be resolved one by one.
-	local := t.In(loc)
-	start, end := local.ZoneBounds()
-	if start.IsZero() || !start.After(t.Add(-maxShift)) {
-		w := s.spec.Next(wallClock(t, loc))
+	at := t // an instant of the period searched
+	for i := 0; i < maxPeriods; i++ {
+		local := at.In(loc)
+		start, end := local.ZoneBounds()
+		_, offset := local.Zone()
+		from, inclusive := wallClock(t, loc), false
+		if start.After(t) {
+			from, inclusive = onWallClock(start, offset), true
+		}
+		if !start.IsZero() {
+			_, before := start.Add(-time.Nanosecond).In(loc).Zone()
+			switch {
+			case before < offset && start.After(t):
+				if w := s.next(onWallClock(start, before), true); !w.IsZero() && w.Before(onWallClock(start, offset)) {
+					return start
+				}
+			case before > offset && !s.everyHour():
+				if repeatedUntil := onWallClock(start, before); from.Before(repeatedUntil) {
+					from, inclusive = repeatedUntil, true
+				}
+			}
+		}
+		w := s.next(from, inclusive)
 		if w.IsZero() {
 			return w
 		}
-		_, offset := local.Zone()
-		a := w.Add(-time.Duration(offset) * time.Second)
-		if end.IsZero() || a.Before(end) {
-			return a
+		if end.IsZero() || w.Before(onWallClock(end, offset)) {
+			return w.Add(-time.Duration(offset) * time.Second)
 		}
+		at = end
 	}
-	return s.nextAcrossChange(t, loc)
+	return time.Time{}
 }
 
-// nextAcrossChange is Next near a clock change. An activation after t
-// comes from a wall-clock time at most 2×maxShift before t's (a gap moves
-// it later, a repeated hour comes back to it), and once a candidate is
-// found, a wall-clock time more than maxShift after it cannot happen sooner.
-func (s Schedule) nextAcrossChange(t time.Time, loc *time.Location) time.Time {
-	var best time.Time
-	w := wallClock(t, loc).Add(-2 * maxShift)
-	for i := 0; i < maxScan; i++ {
-		w = s.spec.Next(w)
-		if w.IsZero() || (!best.IsZero() && w.After(wallClock(best, loc).Add(maxShift))) {
-			break
-		}
-		for _, a := range s.instants(w, loc) {
-			if a.After(t) && (best.IsZero() || a.Before(best)) {
-				best = a
-			}
-		}
+// maxPeriods bounds the zone periods one search crosses: two changes of
+// time a year for the five years the cron library looks ahead.
+const maxPeriods = 16
+
+// next returns the first wall-clock activation after w (or at w, when
+// inclusive; w is then a whole second, as every change of time is).
+func (s Schedule) next(w time.Time, inclusive bool) time.Time {
+	if inclusive {
+		w = w.Add(-time.Second)
 	}
-	return best
+	return s.spec.Next(w)
 }
 
-// instants returns when the wall-clock time w happens in loc under the
-// rules of Schedule: once; at the jump when the clocks skip it; at its
-// first occurrence (or both, for every-hour schedules) when they repeat it.
-func (s Schedule) instants(w time.Time, loc *time.Location) []time.Time {
-	offsets, changes := zoneChanges(loc, w.Add(-15*time.Hour), w.Add(15*time.Hour))
-	var out []time.Time
-	for _, off := range offsets {
-		t := w.Add(-time.Duration(off) * time.Second)
-		if wallClock(t, loc).Equal(w) && !containsTime(out, t) {
-			out = append(out, t)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
-	switch {
-	case len(out) == 0:
-		for _, c := range changes {
-			if wallClock(c.Add(-time.Nanosecond), loc).Before(w) && wallClock(c, loc).After(w) {
-				return []time.Time{c}
-			}
-		}
-		return nil
-	case len(out) > 1 && !s.everyHour():
-		return out[:1]
-	}
-	return out
-}
-
-// zoneChanges returns the UTC offsets (seconds) in effect in loc between
-// from and to, and the instants the clocks changed in between.
-func zoneChanges(loc *time.Location, from, to time.Time) (offsets []int, changes []time.Time) {
-	t := from
-	for i := 0; i < 16; i++ {
-		local := t.In(loc)
-		_, off := local.Zone()
-		if !containsInt(offsets, off) {
-			offsets = append(offsets, off)
-		}
-		_, end := local.ZoneBounds()
-		if end.IsZero() || !end.Before(to) {
-			break
-		}
-		changes = append(changes, end)
-		t = end
-	}
-	return offsets, changes
+// onWallClock is the wall-clock reading of instant t under a UTC offset
+// (seconds), coded as a UTC time.
+func onWallClock(t time.Time, offset int) time.Time {
+	return t.UTC().Add(time.Duration(offset) * time.Second)
 }
 
 // wallClock is t's wall-clock reading in loc coded as a UTC time.
 func wallClock(t time.Time, loc *time.Location) time.Time {
 	l := t.In(loc)
 	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), l.Second(), l.Nanosecond(), time.UTC)
-}
-
-func containsTime(ts []time.Time, t time.Time) bool {
-	for _, x := range ts {
-		if x.Equal(t) {
-			return true
-		}
-	}
-	return false
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // cycleStart and cycleEnd span 28 years: from 1901 to 2099 the calendar

@@ -210,3 +210,71 @@ func TestSchedulePeriodAgainstActivations(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleNextAgainstMinuteByMinute checks Next around changes of
+// time against the rules applied one minute of elapsed time after the
+// other: a minute whose wall-clock time matches opens, unless that wall
+// time already happened within the last hours (clocks went back) and the
+// schedule does not run every hour; the instant the clocks jump forward
+// opens when a wall time the jump skipped matches.
+func TestScheduleNextAgainstMinuteByMinute(t *testing.T) {
+	changes := []struct {
+		zone string
+		from string
+	}{
+		{"Europe/Berlin", "2026-03-28 12:00 +0000"},
+		{"Europe/Berlin", "2026-10-24 12:00 +0000"},
+		{"America/New_York", "2026-03-07 18:00 +0000"},
+		{"America/New_York", "2026-10-31 18:00 +0000"},
+		{"Australia/Lord_Howe", "2026-04-04 06:00 +0000"},
+		{"Australia/Lord_Howe", "2026-10-03 06:00 +0000"},
+	}
+	schedules := []string{"30 2 * * *", "*/15 2 * * *", "0 * * * *", "*/7 * * * *", "0,30 1-3 * * *", "45 1 * * 0", "59 2 * * *"}
+	for _, c := range changes {
+		loc := mustLoad(t, c.zone)
+		from := at(t, c.from)
+		for _, expr := range schedules {
+			s, err := ParseSchedule(expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			matches := func(w time.Time) bool { return s.spec.Next(w.Add(-time.Second)).Equal(w) }
+			var want []time.Time
+			for m := from; m.Before(from.Add(36 * time.Hour)); m = m.Add(time.Minute) {
+				w := wallClock(m, loc)
+				repeated := false
+				for back := 15 * time.Minute; back <= 3*time.Hour; back += 15 * time.Minute {
+					if wallClock(m.Add(-back), loc).Equal(w) {
+						repeated = true
+					}
+				}
+				if matches(w) && (!repeated || s.everyHour()) {
+					want = append(want, m)
+					continue
+				}
+				if prev := wallClock(m.Add(-time.Minute), loc); w.Sub(prev) > time.Minute {
+					for skipped := prev.Add(time.Minute); skipped.Before(w); skipped = skipped.Add(time.Minute) {
+						if matches(skipped) {
+							want = append(want, m)
+							break
+						}
+					}
+				}
+			}
+			got := []time.Time{}
+			for a := s.Next(from.Add(-time.Second), loc); !a.IsZero() && a.Before(from.Add(36*time.Hour)); a = s.Next(a, loc) {
+				got = append(got, a)
+			}
+			if len(got) != len(want) {
+				t.Errorf("%s %q: %d activations, minute by minute %d:\n got %v\nwant %v", c.zone, expr, len(got), len(want), got, want)
+				continue
+			}
+			for i := range got {
+				if !got[i].Equal(want[i]) {
+					t.Errorf("%s %q: activation %d at %s, minute by minute %s", c.zone, expr, i, got[i].In(loc), want[i].In(loc))
+					break
+				}
+			}
+		}
+	}
+}

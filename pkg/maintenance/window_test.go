@@ -41,9 +41,7 @@ func TestNew(t *testing.T) {
 		{"the server's zone", Spec{PoolNames: worker, Schedule: "0 22 * * 6", Duration: time.Hour, TimeZone: "Local"}, "the server's own"},
 		{"zero duration", Spec{PoolNames: worker, Schedule: "0 22 * * 6", Duration: 0}, "duration 0s must be positive"},
 		{"negative duration", Spec{PoolNames: worker, Schedule: "0 22 * * 6", Duration: -time.Minute}, "must be positive"},
-		{"longer than a week", Spec{PoolNames: worker, Schedule: "0 22 * * 6", Duration: 8 * 24 * time.Hour},
-			`duration 8d is longer than the schedule's period 7d (the shortest time between two openings of "0 22 * * 6")`},
-		{"longer than a minute", Spec{PoolNames: worker, Schedule: "* * * * *", Duration: 61 * time.Second}, "period 1m"},
+		{"longer than the period is left to CheckDuration", Spec{PoolNames: worker, Schedule: "0 22 * * 6", Duration: 8 * 24 * time.Hour}, ""},
 		{"bad selector", Spec{Pools: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Sometimes"}}},
 			Schedule: "0 22 * * 6", Duration: time.Hour}, "pools:"},
 	}
@@ -57,6 +55,35 @@ func TestNew(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestCheckDuration(t *testing.T) {
+	tests := []struct {
+		schedule string
+		d        time.Duration
+		wantErr  string // "" = valid
+	}{
+		{"0 22 * * 6", 8 * time.Hour, ""},
+		{"0 22 * * 6", 7 * 24 * time.Hour, ""},
+		{"0 22 * * 6", 8 * 24 * time.Hour, `duration 8d is longer than the schedule's period 7d (the shortest time between two openings of "0 22 * * 6")`},
+		{"* * * * *", 20 * time.Second, ""},
+		{"* * * * *", 61 * time.Second, "duration 1m1s is longer than the schedule's period 1m"},
+		{"0 1,23 * * *", 3 * time.Hour, "period 2h"},
+		{"0 22 * * 6", 0, "duration 0s must be positive"},
+	}
+	for _, tt := range tests {
+		s, err := ParseSchedule(tt.schedule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckDuration(tt.d, s)
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%q for %s: unexpected error: %v", tt.schedule, tt.d, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%q for %s: error %v, want one containing %q", tt.schedule, tt.d, err, tt.wantErr)
+		}
 	}
 }
 
