@@ -97,7 +97,7 @@ func (e evaluation) allowed(d *Decision) {
 	d.Window, d.Kind = allow.Name, Allow
 	switch {
 	case closes.IsZero():
-		d.Reason = fmt.Sprintf("window '%s' is open, with no end within five years", allow.Name)
+		d.Reason = fmt.Sprintf("window '%s' is open, with no end in sight (its openings touch)", allow.Name)
 	case deny != nil:
 		d.Reason = fmt.Sprintf("window '%s' is open until %s, when freeze '%s' begins", allow.Name, FormatTime(closes, deny.Location, e.now), deny.Name)
 	default:
