@@ -41,6 +41,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
+	"github.com/kubevirt/virt-advisor/pkg/registry/maintenancewindow"
 	"github.com/kubevirt/virt-advisor/pkg/registry/virtplatformconfig"
 	"github.com/kubevirt/virt-advisor/pkg/sharedstorage"
 	"github.com/kubevirt/virt-advisor/pkg/version"
@@ -228,12 +229,17 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	windows, err := maintenancewindow.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, maintenancewindow.Options{})
+	if err != nil {
+		return nil, err
+	}
 	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(advisor.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	apiGroupInfo.VersionedResourcesStorageMap["v1alpha1"] = map[string]rest.Storage{
 		"virtplatformconfigs":         storage.Config,
 		"virtplatformconfigs/status":  storage.Status,
 		"virtplatformconfigs/plan":    storage.Plan,
 		"virtplatformconfigs/approve": storage.Approve,
+		"maintenancewindows":          windows,
 	}
 	if err := s.GenericAPIServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, err

@@ -26,11 +26,17 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(Equal("True"))
 
-		out, err = kubectl("api-resources", "--api-group=advisor.kubevirt.io", "--no-headers")
+		out, err = kubectl("api-resources", "--api-group=advisor.kubevirt.io", "--no-headers", "--sort-by=name")
 		Expect(err).NotTo(HaveOccurred(), out)
-		fields := strings.Fields(out)
+		var rows [][]string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			rows = append(rows, strings.Fields(line))
+		}
 		// NAME SHORTNAMES APIVERSION NAMESPACED KIND
-		Expect(fields).To(Equal([]string{"virtplatformconfigs", "vpc", "advisor.kubevirt.io/v1alpha1", "false", "VirtPlatformConfig"}))
+		Expect(rows).To(Equal([][]string{
+			{"maintenancewindows", "mw", "advisor.kubevirt.io/v1alpha1", "false", "MaintenanceWindow"},
+			{"virtplatformconfigs", "vpc", "advisor.kubevirt.io/v1alpha1", "false", "VirtPlatformConfig"},
+		}))
 
 		list, err := kube.Discovery().ServerResourcesForGroupVersion("advisor.kubevirt.io/v1alpha1")
 		Expect(err).NotTo(HaveOccurred())
@@ -43,6 +49,9 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		Expect(verbs["virtplatformconfigs/status"]).To(ConsistOf("get", "patch", "update"))
 		Expect(verbs["virtplatformconfigs/plan"]).To(ConsistOf("get"))
 		Expect(verbs["virtplatformconfigs/approve"]).To(ConsistOf("create"))
+		// Status is computed on read: no status subresource to write.
+		Expect(verbs["maintenancewindows"]).To(ConsistOf("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"))
+		Expect(verbs).To(HaveLen(5))
 	})
 
 	It("applies the defaults", func() {

@@ -34,6 +34,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&VirtPlatformConfigList{},
 		&Plan{},
 		&Approval{},
+		&MaintenanceWindow{},
+		&MaintenanceWindowList{},
 	)
 	return nil
 }

@@ -42,6 +42,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.KSMConfigurationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LoadAwareConfig"):
 		return &advisorv1alpha1.LoadAwareConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceWindow"):
+		return &advisorv1alpha1.MaintenanceWindowApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceWindowSpec"):
+		return &advisorv1alpha1.MaintenanceWindowSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceWindowStatus"):
+		return &advisorv1alpha1.MaintenanceWindowStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ObjectReference"):
 		return &advisorv1alpha1.ObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PoolConfiguration"):

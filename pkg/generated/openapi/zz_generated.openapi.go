@@ -41,6 +41,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ItemRetry{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_ItemRetry(ref),
 		v1alpha1.KSMConfiguration{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_KSMConfiguration(ref),
 		v1alpha1.LoadAwareConfig{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref),
+		v1alpha1.MaintenanceWindow{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_MaintenanceWindow(ref),
+		v1alpha1.MaintenanceWindowList{}.OpenAPIModelName():    schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowList(ref),
+		v1alpha1.MaintenanceWindowSpec{}.OpenAPIModelName():    schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowSpec(ref),
+		v1alpha1.MaintenanceWindowStatus{}.OpenAPIModelName():  schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowStatus(ref),
 		v1alpha1.ObjectReference{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_ObjectReference(ref),
 		v1alpha1.Plan{}.OpenAPIModelName():                     schema_pkg_apis_advisor_v1alpha1_Plan(ref),
 		v1alpha1.PlanItem{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_PlanItem(ref),
@@ -476,6 +480,220 @@ func schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref common.ReferenceCallba
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_MaintenanceWindow(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MaintenanceWindow says when the nodes of MachineConfigPools may be drained and rebooted. A pool selected by at least one Allow window is windowed: approved MachineConfig changes for it are written only while one of its Allow windows is open. A Deny window (a freeze) beats every Allow window. Pools that no window selects are not restricted.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec says when the window opens, for how long, and which pools it selects.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.MaintenanceWindowSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is computed from the spec and the server's clock on every read; it is never stored, and changes with time without a watch event.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.MaintenanceWindowStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.MaintenanceWindowSpec{}.OpenAPIModelName(), v1alpha1.MaintenanceWindowStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MaintenanceWindowList is a list of MaintenanceWindows.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.MaintenanceWindow{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.MaintenanceWindow{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MaintenanceWindowSpec is when a maintenance window opens and which pools it selects.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pools": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pools selects MachineConfigPools by label; an empty selector ({}) selects every pool. At least one of pools and poolNames is required; a pool either selects is selected.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"poolNames": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "poolNames selects MachineConfigPools by name, e.g. [worker].",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"schedule": {
+						SchemaProps: spec.SchemaProps{
+							Description: "schedule is when the window opens: a standard 5-field cron expression (minute hour day-of-month month day-of-week) read on the wall clock of timeZone, e.g. \"0 22 * * 6\" for Saturdays at 22:00. An opening the clocks skip (a change to summer time) happens when they jump; one they repeat happens once.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"duration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "duration is how long the window stays open after each opening, as elapsed time, e.g. \"8h\" or \"90m\". It must be positive and no longer than the shortest time between two openings of the schedule.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"timeZone": {
+						SchemaProps: spec.SchemaProps{
+							Description: "timeZone is the IANA time zone the schedule is read in, e.g. Europe/Berlin (default UTC).",
+							Default:     "UTC",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is Allow (the default: the selected pools may be disrupted only while one of their Allow windows is open) or Deny (a freeze: they are not disrupted while it is open, whatever Allow window is open).\n\nPossible enum values:\n - `\"Allow\"` : the selected pools' nodes may be disrupted only while one of their Allow windows is open.\n - `\"Deny\"` is a freeze: while it is open, the selected pools' nodes are not disrupted, whatever Allow window is open.",
+							Default:     "Allow",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Allow", "Deny"},
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "description says what the window is for, for people.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"schedule", "duration"},
+			},
+		},
+		Dependencies: []string{
+			v1.Duration{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MaintenanceWindowStatus is where a window stands, computed on every read.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"open": {
+						SchemaProps: spec.SchemaProps{
+							Description: "open is true while the window is open.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"opensAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "opensAt is when the current opening began (open) or when the next one begins (closed); unset when it does not open within five years.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"closesAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "closesAt is when that opening ends, openings that touch or overlap counting as one; unset when no end is in sight.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -30,6 +30,15 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				s.FailurePolicy = advisor.FailurePolicyAbort
 			}
 		},
+		func(s *advisor.MaintenanceWindowSpec, c randfill.Continue) {
+			c.FillNoCustom(s)
+			if s.TimeZone == "" {
+				s.TimeZone = "UTC"
+			}
+			if s.Kind == "" {
+				s.Kind = advisor.MaintenanceWindowKindAllow
+			}
+		},
 		func(o *advisor.LoadAwareConfig, c randfill.Continue) {
 			c.FillNoCustom(o)
 			if o.DeschedulingIntervalSeconds == nil {

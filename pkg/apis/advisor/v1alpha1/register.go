@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,7 +29,20 @@ var (
 )
 
 func init() {
-	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs)
+	localSchemeBuilder.Register(addKnownTypes, addDefaultingFuncs, addFieldLabelConversions)
+}
+
+// addFieldLabelConversions lists the fields list and watch requests may
+// select MaintenanceWindows by, e.g. fieldSelector=spec.kind=Deny.
+func addFieldLabelConversions(scheme *runtime.Scheme) error {
+	return scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("MaintenanceWindow"),
+		func(label, value string) (string, string, error) {
+			switch label {
+			case "metadata.name", "metadata.namespace", "spec.kind":
+				return label, value, nil
+			}
+			return "", "", fmt.Errorf("%q is not a known field selector: only \"metadata.name\", \"spec.kind\"", label)
+		})
 }
 
 func addKnownTypes(scheme *runtime.Scheme) error {
@@ -36,6 +51,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&VirtPlatformConfigList{},
 		&Plan{},
 		&Approval{},
+		&MaintenanceWindow{},
+		&MaintenanceWindowList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -29,9 +29,27 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&MaintenanceWindow{}, func(obj interface{}) { SetObjectDefaults_MaintenanceWindow(obj.(*MaintenanceWindow)) })
+	scheme.AddTypeDefaultingFunc(&MaintenanceWindowList{}, func(obj interface{}) { SetObjectDefaults_MaintenanceWindowList(obj.(*MaintenanceWindowList)) })
 	scheme.AddTypeDefaultingFunc(&VirtPlatformConfig{}, func(obj interface{}) { SetObjectDefaults_VirtPlatformConfig(obj.(*VirtPlatformConfig)) })
 	scheme.AddTypeDefaultingFunc(&VirtPlatformConfigList{}, func(obj interface{}) { SetObjectDefaults_VirtPlatformConfigList(obj.(*VirtPlatformConfigList)) })
 	return nil
+}
+
+func SetObjectDefaults_MaintenanceWindow(in *MaintenanceWindow) {
+	if in.Spec.TimeZone == "" {
+		in.Spec.TimeZone = "UTC"
+	}
+	if in.Spec.Kind == "" {
+		in.Spec.Kind = "Allow"
+	}
+}
+
+func SetObjectDefaults_MaintenanceWindowList(in *MaintenanceWindowList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_MaintenanceWindow(a)
+	}
 }
 
 func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {

@@ -62,6 +62,26 @@ func (in LoadAwareConfig) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MaintenanceWindow) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.MaintenanceWindow"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MaintenanceWindowList) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.MaintenanceWindowList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MaintenanceWindowSpec) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.MaintenanceWindowSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MaintenanceWindowStatus) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.MaintenanceWindowStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ObjectReference) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.ObjectReference"
 }

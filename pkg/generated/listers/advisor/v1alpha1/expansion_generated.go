@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+// MaintenanceWindowListerExpansion allows custom methods to be added to
+// MaintenanceWindowLister.
+type MaintenanceWindowListerExpansion interface{}
+
 // VirtPlatformConfigListerExpansion allows custom methods to be added to
 // VirtPlatformConfigLister.
 type VirtPlatformConfigListerExpansion interface{}

@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// MaintenanceWindows returns a MaintenanceWindowInformer.
+	MaintenanceWindows() MaintenanceWindowInformer
 	// VirtPlatformConfigs returns a VirtPlatformConfigInformer.
 	VirtPlatformConfigs() VirtPlatformConfigInformer
 }
@@ -37,6 +39,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// MaintenanceWindows returns a MaintenanceWindowInformer.
+func (v *version) MaintenanceWindows() MaintenanceWindowInformer {
+	return &maintenanceWindowInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // VirtPlatformConfigs returns a VirtPlatformConfigInformer.

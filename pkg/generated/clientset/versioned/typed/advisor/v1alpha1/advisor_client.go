@@ -28,12 +28,17 @@ import (
 
 type AdvisorV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	MaintenanceWindowsGetter
 	VirtPlatformConfigsGetter
 }
 
 // AdvisorV1alpha1Client is used to interact with features provided by the advisor.kubevirt.io group.
 type AdvisorV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *AdvisorV1alpha1Client) MaintenanceWindows() MaintenanceWindowInterface {
+	return newMaintenanceWindows(c)
 }
 
 func (c *AdvisorV1alpha1Client) VirtPlatformConfigs() VirtPlatformConfigInterface {

@@ -1,0 +1,302 @@
+package maintenance
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+)
+
+// Kind says what an open window does to the pools it selects.
+type Kind string
+
+const (
+	// Allow: a pool selected by an Allow window is windowed: its nodes
+	// may be disrupted only while one of its Allow windows is open.
+	Allow Kind = "Allow"
+	// Deny: a freeze. While a Deny window is open, the pools it selects
+	// may not be disrupted, whatever Allow window is open.
+	Deny Kind = "Deny"
+)
+
+// Spec is what a window is made of (MaintenanceWindowSpec).
+type Spec struct {
+	// Pools selects MachineConfigPools by label; nil selects none by
+	// label, an empty selector selects every pool.
+	Pools *metav1.LabelSelector
+	// PoolNames selects MachineConfigPools by name.
+	PoolNames []string
+	// Schedule is a standard 5-field cron expression: when the window opens.
+	Schedule string
+	// Duration is how long the window stays open (elapsed time).
+	Duration time.Duration
+	// TimeZone is the IANA time zone the schedule is read in; "" is UTC.
+	TimeZone string
+	// Kind is Allow or Deny; "" is Allow.
+	Kind Kind
+}
+
+// Window is a parsed maintenance window. Build it with New or FromAPI.
+type Window struct {
+	// Name is the MaintenanceWindow's name.
+	Name string
+	// Kind is Allow or Deny.
+	Kind Kind
+	// Schedule says when it opens, read in Location.
+	Schedule Schedule
+	// Duration is how long it stays open.
+	Duration time.Duration
+	// Location is the time zone of Schedule, and of the times messages show.
+	Location *time.Location
+
+	poolNames sets.Set[string]
+	pools     labels.Selector // nil: no selector
+}
+
+// New parses a window. It checks what the arithmetic needs; the API
+// validation reports the same problems with field paths, and also refuses
+// a duration longer than the schedule's period (CheckDuration), which New
+// leaves out because it is costly and the arithmetic merges openings that
+// overlap anyway: status is computed with New on every read.
+func New(name string, spec Spec) (*Window, error) {
+	w := &Window{Name: name, Kind: spec.Kind, Duration: spec.Duration, poolNames: sets.New(spec.PoolNames...)}
+	if w.Kind == "" {
+		w.Kind = Allow
+	}
+	if w.Kind != Allow && w.Kind != Deny {
+		return nil, fmt.Errorf("window %q: kind %q is neither Allow nor Deny", name, spec.Kind)
+	}
+	var err error
+	if w.Schedule, err = ParseSchedule(spec.Schedule); err != nil {
+		return nil, fmt.Errorf("window %q: schedule %q: %w", name, spec.Schedule, err)
+	}
+	if w.Location, err = LoadLocation(spec.TimeZone); err != nil {
+		return nil, fmt.Errorf("window %q: %w", name, err)
+	}
+	if spec.Duration <= 0 {
+		return nil, fmt.Errorf("window %q: duration %s must be positive", name, FormatDuration(spec.Duration))
+	}
+	if spec.Pools == nil && len(spec.PoolNames) == 0 {
+		return nil, fmt.Errorf("window %q selects no pool", name)
+	}
+	if spec.Pools != nil {
+		if w.pools, err = metav1.LabelSelectorAsSelector(spec.Pools); err != nil {
+			return nil, fmt.Errorf("window %q: pools: %w", name, err)
+		}
+	}
+	return w, nil
+}
+
+// FromAPI parses a MaintenanceWindow of the API.
+func FromAPI(mw *v1alpha1.MaintenanceWindow) (*Window, error) {
+	return New(mw.Name, Spec{
+		Pools:     mw.Spec.Pools,
+		PoolNames: mw.Spec.PoolNames,
+		Schedule:  mw.Spec.Schedule,
+		Duration:  mw.Spec.Duration.Duration,
+		TimeZone:  mw.Spec.TimeZone,
+		Kind:      Kind(mw.Spec.Kind),
+	})
+}
+
+// LoadLocation loads an IANA time zone; "" is UTC. "Local" is refused: it
+// would be the server's own zone, which nobody who writes a window knows.
+func LoadLocation(name string) (*time.Location, error) {
+	switch name {
+	case "", "UTC":
+		return time.UTC, nil
+	case "Local":
+		return nil, errors.New(`time zone "Local" is the server's own: name an IANA time zone such as Europe/Berlin or UTC`)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q: name an IANA time zone such as Europe/Berlin, America/New_York or UTC", name)
+	}
+	return loc, nil
+}
+
+// CheckDuration checks that a window of the schedule may last d: positive,
+// and no longer than the schedule's period, or its openings would overlap.
+func CheckDuration(d time.Duration, s Schedule) error {
+	if d <= 0 {
+		return fmt.Errorf("duration %s must be positive, e.g. 4h", FormatDuration(d))
+	}
+	if p := s.Period(); d > p {
+		return fmt.Errorf("duration %s is longer than the schedule's period %s (the shortest time between two openings of %q): its openings would overlap; shorten the duration or open it less often", FormatDuration(d), FormatDuration(p), s)
+	}
+	return nil
+}
+
+// FormatDuration writes a duration compactly, whole units only: "7d",
+// "1d12h", "8h", "1h30m", "20s", "-5m".
+func FormatDuration(d time.Duration) string {
+	if d == 0 {
+		return "0s"
+	}
+	var b strings.Builder
+	if d < 0 {
+		b.WriteByte('-')
+		d = -d
+	}
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if n := d / u.unit; n > 0 {
+			fmt.Fprintf(&b, "%d%s", n, u.name)
+			d -= n * u.unit
+		}
+	}
+	if d > 0 {
+		fmt.Fprintf(&b, "%s", d)
+	}
+	return b.String()
+}
+
+// Pool is a MachineConfigPool as windows select it.
+type Pool struct {
+	Name   string
+	Labels map[string]string
+}
+
+// Selects reports whether the window applies to the pool: the pool is
+// named in poolNames or its labels match pools.
+func (w *Window) Selects(p Pool) bool {
+	return w.poolNames.Has(p.Name) || (w.pools != nil && w.pools.Matches(labels.Set(p.Labels)))
+}
+
+// PoolNames returns the names the window selects, sorted.
+func (w *Window) PoolNames() []string { return sets.List(w.poolNames) }
+
+// PoolSelector returns the label selector of the window; nil when it has none.
+func (w *Window) PoolSelector() labels.Selector { return w.pools }
+
+// NextOpening returns the window's first opening strictly after t; the
+// zero time when it does not open within five years.
+func (w *Window) NextOpening(t time.Time) time.Time {
+	return w.Schedule.Next(t, w.Location)
+}
+
+// openAt reports whether the window is open at t, and the start and end
+// of the openings that contain t: an opening [a, a+Duration) contains t
+// when t-Duration < a <= t. Two can, when a change of time shortened the
+// day between them; start is the earliest, end the latest end.
+func (w *Window) openAt(t time.Time) (start, end time.Time, open bool) {
+	a := w.NextOpening(t.Add(-w.Duration))
+	if a.IsZero() || a.After(t) {
+		return time.Time{}, time.Time{}, false
+	}
+	start, end = a, a.Add(w.Duration)
+	for i := 0; i < maxScan; i++ {
+		b := w.NextOpening(a)
+		if b.IsZero() || b.After(t) {
+			break
+		}
+		a, end = b, b.Add(w.Duration)
+	}
+	return start, end, true
+}
+
+// IsOpen reports whether the window is open at t.
+func (w *Window) IsOpen(t time.Time) bool {
+	_, _, open := w.openAt(t)
+	return open
+}
+
+// State is where a window stands at an instant.
+type State struct {
+	// Open is true while the window is open.
+	Open bool
+	// OpensAt is when the current opening began (Open), or the next
+	// opening (closed); zero when it does not open within five years.
+	OpensAt time.Time
+	// ClosesAt is when that opening ends, counting openings that touch or
+	// overlap it as one; zero when it does not end within the search
+	// horizon (a window that is open all the time).
+	ClosesAt time.Time
+}
+
+// State returns where the window stands at now.
+func (w *Window) State(now time.Time) State {
+	one := []*Window{w}
+	horizon := now.Add(searchHorizon)
+	if start, _, open := w.openAt(now); open {
+		return State{Open: true, OpensAt: start, ClosesAt: closedAfter(one, now, horizon)}
+	}
+	next := w.NextOpening(now)
+	if next.IsZero() {
+		return State{}
+	}
+	return State{OpensAt: next, ClosesAt: closedAfter(one, next, horizon)}
+}
+
+// maxScan bounds the openings one search steps through: a chain of
+// openings that touch, or the Allow openings a freeze covers.
+const maxScan = 4096
+
+// searchHorizon bounds how far ahead answers are searched: the cron
+// library finds activations up to five years ahead.
+const searchHorizon = 5 * 366 * 24 * time.Hour
+
+// closedAfter returns the first instant at or after t at which none of ws
+// is open: openings that touch or overlap count as one. The zero time when
+// that is beyond horizon or more than maxScan openings away.
+func closedAfter(ws []*Window, t, horizon time.Time) time.Time {
+	for i := 0; i < maxScan; i++ {
+		var end time.Time
+		for _, w := range ws {
+			if _, e, open := w.openAt(t); open && e.After(end) {
+				end = e
+			}
+		}
+		if end.IsZero() {
+			return t
+		}
+		if end.After(horizon) {
+			return time.Time{}
+		}
+		t = end
+	}
+	return time.Time{}
+}
+
+// nextOpening returns the first opening of any of ws strictly after t,
+// and that window; zero and nil when none opens within five years.
+func nextOpening(ws []*Window, t time.Time) (time.Time, *Window) {
+	var first time.Time
+	var which *Window
+	for _, w := range ws {
+		if a := w.NextOpening(t); !a.IsZero() && (first.IsZero() || a.Before(first) || (a.Equal(first) && w.Name < which.Name)) {
+			first, which = a, w
+		}
+	}
+	return first, which
+}
+
+// openOne returns the window of ws open at t whose opening lasts longest
+// (by name on a tie); nil when none is open.
+func openOne(ws []*Window, t time.Time) *Window {
+	var best *Window
+	var bestEnd time.Time
+	for _, w := range ws {
+		if _, end, open := w.openAt(t); open && (best == nil || end.After(bestEnd) || (end.Equal(bestEnd) && w.Name < best.Name)) {
+			best, bestEnd = w, end
+		}
+	}
+	return best
+}
+
+// byName sorts windows by name, so every answer is the same whatever the
+// order the caller listed them in.
+func byName(ws []*Window) []*Window {
+	out := append([]*Window(nil), ws...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
