@@ -38,6 +38,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/controller"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
@@ -263,10 +264,13 @@ func (c CompletedConfig) New() (*Server, error) {
 		// cache is warm when it takes over.
 		configs := externalversions.NewSharedInformerFactory(client, 10*time.Minute)
 		crds := metadatainformer.NewSharedInformerFactory(d.metadata, 0)
+		windows := configs.Advisor().V1alpha1().MaintenanceWindows()
+		d.engine.SetMaintenanceWindows(maintenance.CacheLister{Lister: windows.Lister()})
 		ctrl := controller.New(controller.Config{
-			Informer: configs.Advisor().V1alpha1().VirtPlatformConfigs().Informer(),
-			CRDs:     crds.ForResource(crdGVR).Informer(),
-			Status:   storage.StatusWriter, Planner: d.engine, Cluster: d.engine.Cluster, Pools: d.engine.Cluster, Watches: d.engine.Cluster.Watches,
+			Informer:           configs.Advisor().V1alpha1().VirtPlatformConfigs().Informer(),
+			MaintenanceWindows: maintenance.CacheLister{Lister: windows.Lister()}, WindowInformer: windows.Informer(),
+			CRDs:   crds.ForResource(crdGVR).Informer(),
+			Status: storage.StatusWriter, Planner: d.engine, Cluster: d.engine.Cluster, Pools: d.engine.Cluster, Watches: d.engine.Cluster.Watches,
 			Profiles: d.profiles, Recorder: d.recorder,
 			LeaderElection: c.ExtraConfig.LeaderElection, LeaseClient: d.leaderElectionKube, Version: version.Version,
 			RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
@@ -292,7 +296,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		}, func(ctx context.Context) {
 			configs.Start(ctx.Done())
 			crds.Start(ctx.Done())
-			if !cache.WaitForCacheSync(ctx.Done(), ctrl.Informer.HasSynced) {
+			if !cache.WaitForCacheSync(ctx.Done(), ctrl.Informer.HasSynced, ctrl.WindowInformer.HasSynced) {
 				return
 			}
 			ctrl.Run(ctx, controllerWorkers)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -77,6 +79,12 @@ type Config struct {
 	// CoalesceWindow is how long pools stay paused after a MachineConfig
 	// write so that further approved changes roll out with it; 0 disables.
 	CoalesceWindow time.Duration
+	// MaintenanceWindows lists the maintenance windows; nil: none, pools
+	// roll out whenever an approved change is written.
+	MaintenanceWindows maintenance.Lister
+	// WindowInformer, when set, tells of changed maintenance windows: the
+	// configs and the pool pauses are looked at again.
+	WindowInformer cache.SharedInformer
 	// TransientErrorDeadline is how long a write failing transiently is
 	// retried when the config sets no waitTimeout; 0 means 10 minutes.
 	TransientErrorDeadline time.Duration
@@ -253,6 +261,22 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	})
 	defer c.stopWatching()
 
+	if c.WindowInformer != nil {
+		again := func() {
+			c.enqueueAll()
+			c.windows.Add(windowsKey)
+		}
+		windows, err := c.WindowInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(interface{}) { again() },
+			UpdateFunc: func(interface{}, interface{}) { again() },
+			DeleteFunc: func(interface{}) { again() },
+		})
+		if err != nil {
+			klog.ErrorS(err, "Cannot watch MaintenanceWindows")
+			return
+		}
+		defer removeHandler(c.WindowInformer, windows)
+	}
 	if c.CRDs != nil {
 		crds, err := c.CRDs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(interface{}) { c.enqueueAll() },

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
@@ -27,6 +28,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/fake"
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/status"
@@ -173,6 +175,8 @@ func (p *fakePlanner) Apply(_ context.Context, _ *v1alpha1.VirtPlatformConfig, i
 // fakeCluster holds objects of the main cluster by kind, namespace, name.
 type fakeCluster struct {
 	objects map[string]*unstructured.Unstructured
+	// pauses are the pool pauses applied (true) and ended (false).
+	pauses []bool
 }
 
 func clusterKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
@@ -196,6 +200,32 @@ func (c *fakeCluster) List(_ context.Context, gvk schema.GroupVersionKind) ([]un
 }
 
 func (c *fakeCluster) PreferredVersion(gk schema.GroupKind) (string, error) { return "v1", nil }
+
+// ApplyPool applies our pause (spec.paused with its end) or its end, as
+// server-side apply with our field manager would.
+func (c *fakeCluster) ApplyPool(_ context.Context, applied *unstructured.Unstructured) error {
+	pool := c.objects[clusterKey("MachineConfigPool", "", applied.GetName())]
+	if pool == nil {
+		return fmt.Errorf("MachineConfigPool %s not found", applied.GetName())
+	}
+	pool = pool.DeepCopy()
+	paused, _, _ := unstructured.NestedBool(applied.Object, "spec", "paused")
+	_ = unstructured.SetNestedField(pool.Object, paused, "spec", "paused")
+	pool.SetAnnotations(applied.GetAnnotations())
+	pool.SetManagedFields(nil)
+	if paused {
+		pool.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: plan.FieldManager, Operation: metav1.ManagedFieldsOperationApply,
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:paused":{}}}`)}}})
+	}
+	c.put(pool)
+	c.pauses = append(c.pauses, paused)
+	return nil
+}
+
+// fakeWindows are the maintenance windows.
+type fakeWindows []*maintenance.Window
+
+func (w fakeWindows) Windows() ([]*maintenance.Window, error) { return w, nil }
 
 // fakeWatches records what each config watches.
 type fakeWatches struct {
@@ -272,11 +302,13 @@ func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
 		indexer:  informer.GetIndexer(),
 	}
 	h.c = New(Config{
-		Informer: informer, Status: h.status, Planner: h.planner, Cluster: h.cluster, Watches: h.watches,
+		Informer: informer, Status: h.status, Planner: h.planner, Cluster: h.cluster, Pools: h.cluster, Watches: h.watches,
 		Profiles: catalog.Default(), Recorder: h.recorder, Clock: h.clock, Version: version,
 		RequireDistinctApprover: distinctApprover,
 	})
 	h.c.jitter = func() float64 { return 0.5 }
+	h.c.windows = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	t.Cleanup(h.c.windows.ShutDown)
 	return h
 }
 

@@ -31,15 +31,30 @@ import (
 
 // holdPools runs before a MachineConfig item is written: it returns why
 // the item must wait, or pauses the pools that need it and returns "".
-func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem) (string, error) {
+// A wait for a maintenance window comes with the time it opens (after) and
+// is recorded on the item.
+func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem) (reason string, window bool, after time.Duration, err error) {
 	pools, err := c.writePools(ctx, it)
 	if err != nil {
-		return "", fmt.Errorf("reading the MachineConfigPools of MachineConfig '%s': %w", it.TargetRef.Name, err)
+		return "", false, 0, fmt.Errorf("reading the MachineConfigPools of MachineConfig '%s': %w", it.TargetRef.Name, err)
 	}
 	var waits, names []string
 	var pause []*unstructured.Unstructured
+	it.MaintenanceWindow = nil
+	now := c.clock.Now()
 	for _, pool := range pools {
 		names = append(names, pool.GetName())
+		// No node is drained outside a maintenance window: the change
+		// is written only while every pool it rolls may be disrupted.
+		if w := c.windowFor(pool); !w.Allowed {
+			waits = append(waits, fmt.Sprintf("MachineConfigPool '%s': %s; the change is written when it opens", pool.GetName(), w.Reason))
+			if !window || w.after(now) > after {
+				after = w.after(now)
+				it.MaintenanceWindow = w.wait(false)
+			}
+			window = true
+			continue
+		}
 		switch action, reason := machineconfig.DecideWrite(machineconfig.ReadPool(pool, plan.FieldManager, it.TargetRef.Name, it.Operation), it.TargetRef.Name, c.CoalesceWindow); action {
 		case machineconfig.WaitToWrite:
 			waits = append(waits, reason)
@@ -49,13 +64,13 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 	}
 	c.pools.add(config, names...)
 	if len(waits) > 0 {
-		return "Waiting: " + strings.Join(waits, "; "), nil
+		return "Waiting: " + strings.Join(waits, "; "), window, after, nil
 	}
 	until := c.clock.Now().Add(c.CoalesceWindow).Truncate(time.Second).Add(time.Second)
 	for _, pool := range pause {
 		name := pool.GetName()
 		if err := c.applyPause(ctx, name, &until); err != nil {
-			return "", fmt.Errorf("pausing MachineConfigPool '%s' before writing MachineConfig '%s' (the server needs patch on machineconfigpools): %w", name, it.TargetRef.Name, err)
+			return "", false, 0, fmt.Errorf("pausing MachineConfigPool '%s' before writing MachineConfig '%s' (the server needs patch on machineconfigpools): %w", name, it.TargetRef.Name, err)
 		}
 		klog.InfoS("Paused MachineConfigPool to roll out MachineConfig changes together", "pool", name, "until", until, "config", config, "item", it.Name)
 		// The pool is the administrator's: say on it who paused it and why.
@@ -66,7 +81,7 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 	if len(pause) > 0 {
 		c.windows.AddAfter(windowsKey, until.Sub(c.clock.Now()))
 	}
-	return "", nil
+	return "", false, 0, nil
 }
 
 // writePools are the pools that render a MachineConfig item's change; a
@@ -101,8 +116,9 @@ func (c *Controller) applyPause(ctx context.Context, pool string, until *time.Ti
 	return c.Pools.ApplyPool(ctx, obj)
 }
 
-// finishWindows ends every window we hold whose end passed, once the
-// MachineConfig items due for its pool were written. It runs at leader
+// finishWindows ends every pause we hold whose end passed, once the
+// MachineConfig items due for its pool were written and its maintenance
+// window, if any, is open. It runs at leader
 // start (a window of a replica that crashed or lost its Lease) and when a
 // window ends.
 func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
@@ -111,6 +127,9 @@ func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	var next time.Duration
+	if c.reportWindows(pools) {
+		next = windowReport // keeps the next-opening gauges fresh
+	}
 	now := c.clock.Now()
 	for i := range pools {
 		pool := &pools[i]
@@ -119,7 +138,8 @@ func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
 			continue
 		}
 		due := c.writesDueOn(pool)
-		unpause, after := machineconfig.DecideUnpause(p, now, len(due) > 0, c.CoalesceWindow)
+		w := c.windowFor(pool)
+		unpause, after := machineconfig.DecideUnpause(p, now, len(due) > 0, c.CoalesceWindow, !w.Allowed, w.after(now))
 		if unpause {
 			if err := c.applyPause(ctx, p.Name, nil); err != nil {
 				return 0, fmt.Errorf("unpausing MachineConfigPool '%s': %w", p.Name, err)
@@ -178,13 +198,19 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	if !isMachineConfig(it) || it.Operation == v1alpha1.OperationNone {
 		return gateOpen, 0, nil
 	}
-	reason, err := c.holdPools(ctx, cfg.Name, it)
+	reason, window, after, err := c.holdPools(ctx, cfg.Name, it)
 	if err != nil {
 		it.Message = "Not written yet: " + err.Error()
 		return gateWaiting, 0, err
 	}
 	if reason == "" {
 		return gateOpen, 0, nil
+	}
+	if window {
+		// Waiting for a maintenance window is what the windows ask for,
+		// not a stuck write: waitTimeout does not count it.
+		it.Message = reason
+		return gateWaiting, after, nil
 	}
 	waited := c.since(status.ItemDue(&cfg.Status, it))
 	if timeout > 0 && waited >= timeout {
@@ -206,5 +232,10 @@ func selects(pool *unstructured.Unstructured, mcLabels map[string]string) bool {
 	return err == nil && ok
 }
 
-// windowsKey is the one key of the windows queue.
-const windowsKey = "pools"
+const (
+	// windowsKey is the one key of the windows queue.
+	windowsKey = "pools"
+	// windowReport is how often the pools' next openings are reported
+	// while maintenance windows select any pool.
+	windowReport = 30 * time.Second
+)

@@ -327,9 +327,17 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) {
 			r := c.rollout(ctx, cfg.Name, it)
 			waited := c.since(it.LastTransitionTime)
+			if r.after > 0 && (requeue == 0 || r.after < requeue) {
+				requeue = r.after
+			}
 			switch {
 			case r.Done:
 				c.setItem(it, v1alpha1.ItemStateCompleted, r.Message)
+				it.MaintenanceWindow = nil
+			case r.windowed:
+				// Maintenance windows bound this rollout, not waitTimeout:
+				// it may span several of them.
+				it.Message = r.Message
 			case timeout > 0 && waited >= timeout:
 				c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s",
 					waited.Round(time.Second), timeout, r.Message))
@@ -599,12 +607,33 @@ func (c *Controller) setItem(it *v1alpha1.VirtPlatformConfigItem, state v1alpha1
 	it.State, it.Message = state, message
 }
 
-// rollout evaluates every pool that renders a MachineConfig item.
-func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem) machineconfig.Rollout {
+// itemRollout is how far the pools of a MachineConfig item rolled it out,
+// and what their maintenance windows say.
+type itemRollout struct {
+	machineconfig.Rollout
+	// windowed: a maintenance window governs a pool of the item; its
+	// rollout may then span windows and waitTimeout does not bound it.
+	windowed bool
+	// after: look again then (a window closes or opens); 0 for no reason.
+	after time.Duration
+}
+
+// rollout evaluates every pool that renders a MachineConfig item. A pool
+// whose maintenance window closed while it still has nodes to update is
+// paused until the window opens again.
+func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem) itemRollout {
 	pools, err := c.itemPools(ctx, it)
 	if err != nil {
-		return machineconfig.Rollout{Message: fmt.Sprintf("Cannot read the MachineConfigPools of MachineConfig '%s': %v", it.TargetRef.Name, err)}
+		return itemRollout{Rollout: machineconfig.Rollout{Message: fmt.Sprintf("Cannot read the MachineConfigPools of MachineConfig '%s': %v", it.TargetRef.Name, err)}}
 	}
+	var out itemRollout
+	soonest := func(d time.Duration) {
+		if d > 0 && (out.after == 0 || d < out.after) {
+			out.after = d
+		}
+	}
+	now := c.clock.Now()
+	it.MaintenanceWindow = nil
 	names := make([]string, len(pools))
 	results := make([]machineconfig.Rollout, len(pools))
 	for i, pool := range pools {
@@ -613,10 +642,28 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 			pool = nil // noted at apply time, gone since
 		}
 		results[i] = machineconfig.EvaluateRollout(pool, names[i], it.TargetRef.Name, it.Operation, machineconfig.ConfigBefore(it, names[i]))
-		if until, ours := machineconfig.PausedBy(pool, plan.FieldManager); ours && !results[i].Done {
+		if pool == nil || results[i].Done {
+			continue
+		}
+		w := c.windowFor(pool)
+		out.windowed = out.windowed || len(w.Windows) > 0
+		if !w.Allowed {
+			msg, err := c.pauseForWindow(ctx, config, it, pool, w)
+			if err != nil {
+				msg = err.Error()
+			}
+			results[i].Message = msg
+			it.MaintenanceWindow = w.wait(true)
+			soonest(w.after(now))
+			continue
+		}
+		if w.Windowed && !w.ClosesAt.IsZero() {
+			soonest(w.ClosesAt.Sub(now)) // pause as the window closes
+		}
+		if until, ours := machineconfig.PausedBy(pool, plan.FieldManager); ours {
 			results[i].Message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor until %s so that the changes approved meanwhile roll out with this one (one reboot per node)",
 				names[i], until.UTC().Format(time.RFC3339))
-			if !c.clock.Now().Before(until) {
+			if !now.Before(until) {
 				// Never a "paused until" in the past.
 				results[i].Message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor; its window ended at %s and the pause ends as soon as the changes approved meanwhile are written",
 					names[i], until.UTC().Format(time.RFC3339))
@@ -627,7 +674,8 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 	if !seen.HasAll(names...) {
 		c.pools.set(config, seen.Insert(names...))
 	}
-	return machineconfig.CombineRollouts(it.TargetRef.Name, results)
+	out.Rollout = machineconfig.CombineRollouts(it.TargetRef.Name, results)
+	return out
 }
 
 // watch declares what the config depends on: its targets, the pools of

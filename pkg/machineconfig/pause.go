@@ -154,12 +154,18 @@ func DecideWrite(p PoolPause, mc string, window time.Duration) (WriteAction, str
 // After the window ends, the pause is held while approved MachineConfig
 // items for the pool are still due (due), at most one more window, so that
 // they join this rollout rather than start another.
-func DecideUnpause(p PoolPause, now time.Time, due bool, window time.Duration) (bool, time.Duration) {
+//
+// closed: the pool's maintenance window is closed (its nodes may not be
+// disrupted) and opens again after opensIn; our pause then lasts until it
+// opens, whatever its recorded end.
+func DecideUnpause(p PoolPause, now time.Time, due bool, window time.Duration, closed bool, opensIn time.Duration) (bool, time.Duration) {
 	switch {
 	case !p.Ours:
 		return false, 0
 	case p.Held:
 		return false, HeldRetry // an administrator's hold outlasts our window
+	case closed:
+		return false, opensIn
 	case p.Until.IsZero():
 		return true, 0 // a pause of ours without its end: end it
 	case now.Before(p.Until):
@@ -187,4 +193,21 @@ func UnpauseMessage(p PoolPause) string {
 		return fmt.Sprintf("virt-advisor ended its pause; spec.paused stays as field manager %s set it", strings.Join(p.Others, ", "))
 	}
 	return "virt-advisor ended its pause: the MachineConfig changes written meanwhile roll out together"
+}
+
+// DecideWindowPause is whether to pause a pool now because its
+// maintenance window closed during a rollout: its nodes may no longer be
+// disrupted, it still has nodes to update, and nobody paused it yet (a
+// pool paused by someone else stays theirs; one paused by us stays paused
+// until the window opens, see DecideUnpause).
+func DecideWindowPause(p PoolPause, rolling, allowed bool) bool {
+	return !allowed && rolling && !p.Paused
+}
+
+// RollingOut is true while the pool has nodes to update: its spec names
+// another rendered config than its nodes run, or it reports Updating.
+func RollingOut(pool *unstructured.Unstructured) bool {
+	spec, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
+	status, _, _ := unstructured.NestedString(pool.Object, "status", "configuration", "name")
+	return spec != status || ConditionTrue(pool, "Updating")
 }

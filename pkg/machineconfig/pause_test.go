@@ -100,23 +100,47 @@ func TestDecideUnpause(t *testing.T) {
 		name    string
 		pool    PoolPause
 		due     bool
+		closed  bool
 		unpause bool
 		after   time.Duration
 	}{
-		{"not ours: never touched", PoolPause{Name: "worker", Paused: true, Others: []string{"admin"}}, true, false, 0},
-		{"the window runs", ours, false, false, 10 * time.Second},
-		{"the window ended", with(func(p *PoolPause) { p.Until = now }), false, true, 0},
-		{"ended, items still being written: held", with(func(p *PoolPause) { p.Until = now.Add(-time.Second) }), true, false, HoldRetry},
-		{"held at most one more window", with(func(p *PoolPause) { p.Until = now.Add(-30 * time.Second) }), true, true, 0},
-		{"a degraded pool is not held", with(func(p *PoolPause) { p.Until, p.Degraded = now.Add(-time.Second), true }), true, true, 0},
-		{"an administrator's hold outlasts our window", with(func(p *PoolPause) { p.Until, p.Held = now.Add(-time.Minute), true }), false, false, HeldRetry},
-		{"a pause of ours without its end is ended", with(func(p *PoolPause) { p.Until = time.Time{} }), false, true, 0},
-		{"ended although someone else holds it too: our part is withdrawn", with(func(p *PoolPause) { p.Until, p.Others = now, []string{"admin"} }), false, true, 0},
+		{"not ours: never touched", PoolPause{Name: "worker", Paused: true, Others: []string{"admin"}}, true, false, false, 0},
+		{"the window runs", ours, false, false, false, 10 * time.Second},
+		{"the window ended", with(func(p *PoolPause) { p.Until = now }), false, false, true, 0},
+		{"ended, items still being written: held", with(func(p *PoolPause) { p.Until = now.Add(-time.Second) }), true, false, false, HoldRetry},
+		{"held at most one more window", with(func(p *PoolPause) { p.Until = now.Add(-30 * time.Second) }), true, false, true, 0},
+		{"a degraded pool is not held", with(func(p *PoolPause) { p.Until, p.Degraded = now.Add(-time.Second), true }), true, false, true, 0},
+		{"an administrator's hold outlasts our window", with(func(p *PoolPause) { p.Until, p.Held = now.Add(-time.Minute), true }), false, false, false, HeldRetry},
+		{"closed window: stays paused until it opens, whatever the recorded end", with(func(p *PoolPause) { p.Until = now.Add(-time.Minute) }), true, true, false, time.Hour},
+		{"closed window, not ours: never touched", PoolPause{Name: "worker", Paused: true, Others: []string{"admin"}}, false, true, false, 0},
+		{"a pause of ours without its end is ended", with(func(p *PoolPause) { p.Until = time.Time{} }), false, false, true, 0},
+		{"ended although someone else holds it too: our part is withdrawn", with(func(p *PoolPause) { p.Until, p.Others = now, []string{"admin"} }), false, false, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			unpause, after := DecideUnpause(tc.pool, now, tc.due, 30*time.Second)
+			unpause, after := DecideUnpause(tc.pool, now, tc.due, 30*time.Second, tc.closed, time.Hour)
 			if unpause != tc.unpause || after != tc.after {
 				t.Errorf("got %v after %v, want %v after %v", unpause, after, tc.unpause, tc.after)
+			}
+		})
+	}
+}
+
+func TestDecideWindowPause(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		pool             PoolPause
+		rolling, allowed bool
+		want             bool
+	}{
+		{"window closed mid-rollout: pause", PoolPause{Name: "worker"}, true, false, true},
+		{"window open: no pause", PoolPause{Name: "worker"}, true, true, false},
+		{"nothing left to roll out: no pause", PoolPause{Name: "worker"}, false, false, false},
+		{"already paused by us: stays paused, no second pause", PoolPause{Name: "worker", Paused: true, Ours: true}, true, false, false},
+		{"paused by someone else: never taken over", PoolPause{Name: "worker", Paused: true, Others: []string{"admin"}}, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DecideWindowPause(tc.pool, tc.rolling, tc.allowed); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -37,6 +37,12 @@ var (
 	partiallyAppliedDesc = metrics.NewDesc(namespace+"_config_partially_applied",
 		"1 while a VirtPlatformConfig's last approved plan was written only in part (condition PartiallyApplied True): the cluster is partially configured.",
 		[]string{"name", "profile"}, nil, metrics.ALPHA, "")
+	windowWaitingDesc = metrics.NewDesc(namespace+"_config_window_waiting_since_timestamp_seconds",
+		"When an approved MachineConfig item of a VirtPlatformConfig in phase InProgress started waiting for a maintenance window of its pools (before its write, or with its rollout paused), in Unix seconds.",
+		[]string{"name", "profile", "item", "window"}, nil, metrics.ALPHA, "")
+	windowPausesDesc = metrics.NewDesc(namespace+"_config_rollout_window_pauses",
+		"How many times closing maintenance windows paused the rollout of a MachineConfig item of a VirtPlatformConfig in phase InProgress.",
+		[]string{"name", "profile", "item"}, nil, metrics.ALPHA, "")
 	waitTimeoutDesc = metrics.NewDesc(namespace+"_config_wait_timeout_seconds",
 		"spec.waitTimeout of a VirtPlatformConfig, in seconds; no series when unset (wait forever).",
 		[]string{"name", "profile"}, nil, metrics.ALPHA, "")
@@ -76,6 +82,8 @@ func (c *configCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- writeWaitingDesc
 	ch <- waitTimeoutDesc
 	ch <- partiallyAppliedDesc
+	ch <- windowWaitingDesc
+	ch <- windowPausesDesc
 }
 
 func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
@@ -111,6 +119,17 @@ func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
 			continue // items left InProgress by a failed apply are not rolling out
 		}
 		for _, it := range cfg.Status.Items {
+			if it.WindowPauses > 0 && it.State == v1alpha1.ItemStateInProgress {
+				ch <- metrics.NewLazyConstMetric(windowPausesDesc, metrics.GaugeValue, float64(it.WindowPauses), cfg.Name, profile, it.Name)
+			}
+			if w := it.MaintenanceWindow; w != nil && it.State != v1alpha1.ItemStateCompleted && it.State != v1alpha1.ItemStateFailed {
+				// Waiting for a window is expected, not a stuck write.
+				since := status.ItemDue(&cfg.Status, &it)
+				if since != nil && !since.IsZero() {
+					ch <- metrics.NewLazyConstMetric(windowWaitingDesc, metrics.GaugeValue, unixSeconds(since.Time), cfg.Name, profile, it.Name, w.Name)
+				}
+				continue
+			}
 			switch {
 			case it.State == v1alpha1.ItemStateInProgress && machineconfig.IsMachineConfig(it.TargetRef) && it.LastTransitionTime != nil:
 				ch <- metrics.NewLazyConstMetric(rolloutStartedDesc, metrics.GaugeValue, unixSeconds(it.LastTransitionTime.Time), cfg.Name, profile, it.Name)

@@ -51,13 +51,44 @@ var (
 	})
 )
 
+// PoolWindowOpensIn is, per MachineConfigPool a maintenance window
+// selects, the seconds until its nodes may be disrupted again (0 while
+// they may).
+var PoolWindowOpensIn = metrics.NewGaugeVec(&metrics.GaugeOpts{
+	Namespace: namespace, Name: "pool_maintenance_window_opens_in_seconds",
+	Help:           "Seconds until the nodes of a MachineConfigPool that maintenance windows select may be disrupted again; 0 while they may.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"pool"})
+
+// SetPoolWindowOpensIn reports a pool's next opening.
+func SetPoolWindowOpensIn(pool string, seconds float64) {
+	PoolWindowOpensIn.WithLabelValues(pool).Set(seconds)
+}
+
+// KeepPoolWindows drops the series of pools no window selects any more.
+func KeepPoolWindows(pools map[string]bool) {
+	poolWindows.Lock()
+	defer poolWindows.Unlock()
+	for p := range poolWindows.seen {
+		if !pools[p] {
+			PoolWindowOpensIn.DeleteLabelValues(p)
+		}
+	}
+	poolWindows.seen = pools
+}
+
+var poolWindows struct {
+	sync.Mutex
+	seen map[string]bool
+}
+
 var once sync.Once
 
 // Register registers the metrics once; counters of each profile start at
 // zero, so that a rate or an alert sees them before the first event.
 func Register(profiles ...string) {
 	once.Do(func() {
-		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency)
+		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency, PoolWindowOpensIn)
 		legacyregistry.CustomMustRegister(configs)
 		now := unixSeconds(time.Now())
 		for _, p := range profiles {

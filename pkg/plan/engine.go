@@ -12,6 +12,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,6 +43,23 @@ type Engine struct {
 	// Gate bounds and shares the computations of API requests
 	// (ComputeShared, ComputeBounded); nil leaves them unbounded.
 	Gate *Gate
+	// Clock is the real clock if nil.
+	Clock clock.PassiveClock
+
+	// windows are the maintenance windows the plan tells the approver
+	// about (when each MachineConfig item would be written).
+	windows atomic.Pointer[maintenance.Lister]
+}
+
+// SetMaintenanceWindows sets where the plan reads the maintenance windows;
+// until set, plans say nothing of them.
+func (e *Engine) SetMaintenanceWindows(l maintenance.Lister) { e.windows.Store(&l) }
+
+func (e *Engine) now() time.Time {
+	if e.Clock == nil {
+		return time.Now()
+	}
+	return e.Clock.Now()
 }
 
 // Result is a computed plan and what the controller needs to apply it.
@@ -236,6 +259,9 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 		res.Status.ImpactSeverity = MaxImpact(res.Status.ImpactSeverity, p.item.ImpactSeverity)
 	}
 	addRebootNotes(res.Status.Items, rollLabels(planned), listPools)
+	if l := e.windows.Load(); l != nil {
+		addWindowNotes(res.Status.Items, listPools, *l, e.now())
+	}
 	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
 		return nil, false, err
 	}

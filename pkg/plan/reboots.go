@@ -2,8 +2,13 @@ package plan
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"time"
+
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -59,4 +64,46 @@ func (e *Engine) poolLister(ctx context.Context, profile profiles.Profile, input
 		go func() { _, _ = list() }()
 	}
 	return list
+}
+
+// addWindowNotes ends the message of every MachineConfig item whose pools
+// maintenance windows govern with when it would be written, e.g.
+// "maintenance windows: pool 'worker': window 'weekend' opens Sat 28 Nov
+// 22:00 CET (21:00 UTC), in 3d4h; it is written then". Like the reboot
+// note it never fails the plan.
+func addWindowNotes(items []v1alpha1.PlanItem, listPools func() ([]unstructured.Unstructured, error), windows maintenance.Lister, now time.Time) {
+	for i := range items {
+		it := &items[i]
+		if len(it.Reboots) == 0 {
+			continue
+		}
+		pools, err := listPools()
+		if err != nil {
+			continue // the reboot note said so
+		}
+		ws, err := windows.Windows()
+		if err != nil {
+			it.Message += "; maintenance windows: unknown (" + err.Error() + ")"
+			continue
+		}
+		var notes []string
+		for _, r := range it.Reboots {
+			for p := range pools {
+				if pools[p].GetName() != r.Pool {
+					continue
+				}
+				d := maintenance.Evaluate(now, maintenance.Pool{Name: r.Pool, Labels: pools[p].GetLabels()}, ws)
+				switch {
+				case len(d.Windows) == 0:
+				case d.Allowed:
+					notes = append(notes, fmt.Sprintf("pool '%s': %s", r.Pool, d.Reason))
+				default:
+					notes = append(notes, fmt.Sprintf("pool '%s': %s; it is written then", r.Pool, d.Reason))
+				}
+			}
+		}
+		if len(notes) > 0 {
+			it.Message += "; maintenance windows: " + strings.Join(notes, "; ")
+		}
+	}
 }

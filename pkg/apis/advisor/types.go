@@ -263,6 +263,22 @@ type VirtPlatformConfigItem struct {
 	ReviewedTarget *ReviewedTarget
 	// retry is the transient error the write of this item is retried after.
 	Retry *ItemRetry
+	// maintenanceWindow is set while the item waits for a maintenance
+	// window of a pool it rolls.
+	MaintenanceWindow *WindowWait
+	// windowPauses counts how many times a closing maintenance window
+	// paused this item's rollout.
+	WindowPauses int32
+}
+
+// WindowWait is the maintenance window an item waits for.
+type WindowWait struct {
+	// name is the MaintenanceWindow that decides.
+	Name string
+	// opensAt is when the pool may be disrupted again.
+	OpensAt *metav1.Time
+	// rolloutPaused: written, rollout paused until opensAt.
+	RolloutPaused bool
 }
 
 // ItemRetry is the transient error an item's write is retried after.

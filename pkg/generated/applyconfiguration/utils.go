@@ -66,6 +66,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.VirtPlatformConfigSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VirtPlatformConfigStatus"):
 		return &advisorv1alpha1.VirtPlatformConfigStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WindowWait"):
+		return &advisorv1alpha1.WindowWaitApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("WrittenObject"):
 		return &advisorv1alpha1.WrittenObjectApplyConfiguration{}
 

@@ -61,6 +61,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.VirtPlatformConfigList{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigList(ref),
 		v1alpha1.VirtPlatformConfigSpec{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigSpec(ref),
 		v1alpha1.VirtPlatformConfigStatus{}.OpenAPIModelName(): schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref),
+		v1alpha1.WindowWait{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_WindowWait(ref),
 		v1alpha1.WrittenObject{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_WrittenObject(ref),
 		resource.Quantity{}.OpenAPIModelName():                 schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_APIGroup(ref),
@@ -1449,12 +1450,25 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref common.Referenc
 							Ref:         ref(v1alpha1.ItemRetry{}.OpenAPIModelName()),
 						},
 					},
+					"maintenanceWindow": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maintenanceWindow is set while the item waits for a maintenance window of a pool it rolls: before its write, or with its rollout paused because a window closed.",
+							Ref:         ref(v1alpha1.WindowWait{}.OpenAPIModelName()),
+						},
+					},
+					"windowPauses": {
+						SchemaProps: spec.SchemaProps{
+							Description: "windowPauses counts how many times a closing maintenance window paused this item's rollout.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 				},
 				Required: []string{"name", "targetRef"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ItemRetry{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.PoolConfiguration{}.OpenAPIModelName(), v1alpha1.ReviewedTarget{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.ItemRetry{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.PoolConfiguration{}.OpenAPIModelName(), v1alpha1.ReviewedTarget{}.OpenAPIModelName(), v1alpha1.WindowWait{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -1725,6 +1739,41 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref common.Refere
 		},
 		Dependencies: []string{
 			v1alpha1.AppliedItem{}.OpenAPIModelName(), v1alpha1.ApprovalRecord{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName(), v1alpha1.WrittenObject{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_WindowWait(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "WindowWait is the maintenance window an item waits for.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the MaintenanceWindow that decides, \"\" when none opens in sight.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"opensAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "opensAt is when the pool may be disrupted again.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"rolloutPaused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rolloutPaused: the item was written and its rollout is paused until opensAt; otherwise it is not written yet.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -343,6 +343,30 @@ type VirtPlatformConfigItem struct {
 	// retry is the transient error the write of this item is retried after.
 	// +optional
 	Retry *ItemRetry `json:"retry,omitempty"`
+	// maintenanceWindow is set while the item waits for a maintenance
+	// window of a pool it rolls: before its write, or with its rollout
+	// paused because a window closed.
+	// +optional
+	MaintenanceWindow *WindowWait `json:"maintenanceWindow,omitempty"`
+	// windowPauses counts how many times a closing maintenance window
+	// paused this item's rollout.
+	// +optional
+	WindowPauses int32 `json:"windowPauses,omitempty"`
+}
+
+// WindowWait is the maintenance window an item waits for.
+type WindowWait struct {
+	// name is the MaintenanceWindow that decides, "" when none opens in
+	// sight.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// opensAt is when the pool may be disrupted again.
+	// +optional
+	OpensAt *metav1.Time `json:"opensAt,omitempty"`
+	// rolloutPaused: the item was written and its rollout is paused until
+	// opensAt; otherwise it is not written yet.
+	// +optional
+	RolloutPaused bool `json:"rolloutPaused,omitempty"`
 }
 
 // ItemRetry is the transient error an item's write is retried after.

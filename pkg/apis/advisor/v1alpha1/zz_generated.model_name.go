@@ -162,6 +162,11 @@ func (in VirtPlatformConfigStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WindowWait) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.WindowWait"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in WrittenObject) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.WrittenObject"
 }

@@ -60,6 +60,13 @@ type VirtPlatformConfigItemApplyConfiguration struct {
 	ReviewedTarget *ReviewedTargetApplyConfiguration `json:"reviewedTarget,omitempty"`
 	// retry is the transient error the write of this item is retried after.
 	Retry *ItemRetryApplyConfiguration `json:"retry,omitempty"`
+	// maintenanceWindow is set while the item waits for a maintenance
+	// window of a pool it rolls: before its write, or with its rollout
+	// paused because a window closed.
+	MaintenanceWindow *WindowWaitApplyConfiguration `json:"maintenanceWindow,omitempty"`
+	// windowPauses counts how many times a closing maintenance window
+	// paused this item's rollout.
+	WindowPauses *int32 `json:"windowPauses,omitempty"`
 }
 
 // VirtPlatformConfigItemApplyConfiguration constructs a declarative configuration of the VirtPlatformConfigItem type for use with
@@ -184,5 +191,21 @@ func (b *VirtPlatformConfigItemApplyConfiguration) WithReviewedTarget(value *Rev
 // If called multiple times, the Retry field is set to the value of the last call.
 func (b *VirtPlatformConfigItemApplyConfiguration) WithRetry(value *ItemRetryApplyConfiguration) *VirtPlatformConfigItemApplyConfiguration {
 	b.Retry = value
+	return b
+}
+
+// WithMaintenanceWindow sets the MaintenanceWindow field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaintenanceWindow field is set to the value of the last call.
+func (b *VirtPlatformConfigItemApplyConfiguration) WithMaintenanceWindow(value *WindowWaitApplyConfiguration) *VirtPlatformConfigItemApplyConfiguration {
+	b.MaintenanceWindow = value
+	return b
+}
+
+// WithWindowPauses sets the WindowPauses field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WindowPauses field is set to the value of the last call.
+func (b *VirtPlatformConfigItemApplyConfiguration) WithWindowPauses(value int32) *VirtPlatformConfigItemApplyConfiguration {
+	b.WindowPauses = &value
 	return b
 }

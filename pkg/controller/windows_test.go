@@ -1,0 +1,136 @@
+package controller
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
+)
+
+// nightly opens every day at 22:00 UTC for an hour, for the worker pool;
+// the harness's clock starts at 10:00 UTC.
+func nightly(t *testing.T, kind maintenance.Kind, schedule string, d time.Duration) *maintenance.Window {
+	t.Helper()
+	w, err := maintenance.New("night", maintenance.Spec{PoolNames: []string{machineconfig.WorkerPool}, Schedule: schedule, Duration: d, Kind: kind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func psiItemOf(h *harness) *v1alpha1.VirtPlatformConfigItem {
+	for i := range h.get().Status.Items {
+		if it := &h.get().Status.Items[i]; it.Name == psi {
+			return it
+		}
+	}
+	h.t.Fatalf("no item %s", psi)
+	return nil
+}
+
+// An approved MachineConfig change waits for its pool's window (however
+// long: waitTimeout does not count it), is written when it opens, and its
+// rollout is paused when the window closes and resumed at the next opening.
+func TestMaintenanceWindowGatesWritesAndPausesRollouts(t *testing.T) {
+	h := newHarness(t, "v1", true)
+	h.c.MaintenanceWindows = fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)}
+	h.cluster.put(workerPool{}.obj())
+	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun, WaitTimeout: "30s"}, "alice")
+	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	h.approve("admin")
+
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	it := psiItemOf(h)
+	if len(h.planner.applied) != 0 || it.State != v1alpha1.ItemStatePending || !strings.Contains(it.Message, "window 'night' opens") {
+		t.Fatalf("before the window: applied %v, item %s %q", h.planner.applied, it.State, it.Message)
+	}
+	if it.MaintenanceWindow == nil || it.MaintenanceWindow.Name != "night" || it.MaintenanceWindow.RolloutPaused {
+		t.Errorf("maintenanceWindow %+v, want waiting for 'night' before the write", it.MaintenanceWindow)
+	}
+	if want := 12 * time.Hour; h.requeue != want {
+		t.Errorf("requeue after %v, want %v (the opening)", h.requeue, want)
+	}
+	h.clock.Step(time.Hour) // far past waitTimeout
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if it := psiItemOf(h); it.State != v1alpha1.ItemStatePending {
+		t.Fatalf("a wait for a window failed the item: %s %q", it.State, it.Message)
+	}
+
+	h.clock.SetTime(time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC))
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if len(h.planner.applied) != 1 {
+		t.Fatalf("the window opened: applied %v, want the PSI item", h.planner.applied)
+	}
+	h.cluster.put(workerPool{updating: true, updated: 1}.obj())
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if len(h.cluster.pauses) != 0 {
+		t.Fatalf("paused %v while the window is open", h.cluster.pauses)
+	}
+	if want := time.Hour - time.Second; h.requeue != want {
+		t.Errorf("requeue after %v, want %v (the close)", h.requeue, want)
+	}
+
+	// The window closes mid-rollout: the pool is paused until it opens.
+	h.clock.SetTime(time.Date(2026, 11, 20, 23, 0, 1, 0, time.UTC))
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	it = psiItemOf(h)
+	if len(h.cluster.pauses) != 1 || !h.cluster.pauses[0] {
+		t.Fatalf("pauses %v, want one pause at the close", h.cluster.pauses)
+	}
+	if it.State != v1alpha1.ItemStateInProgress || it.WindowPauses != 1 || it.MaintenanceWindow == nil || !it.MaintenanceWindow.RolloutPaused ||
+		!strings.Contains(it.Message, "maintenance window closed: 1 of 3 nodes updated; resumes Sat 21 Nov 22:00 UTC, in 22h59m") {
+		t.Errorf("item %s pauses %d window %+v %q", it.State, it.WindowPauses, it.MaintenanceWindow, it.Message)
+	}
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if len(h.cluster.pauses) != 1 || psiItemOf(h).WindowPauses != 1 {
+		t.Errorf("pauses %v, windowPauses %d: a paused pool is not paused again", h.cluster.pauses, psiItemOf(h).WindowPauses)
+	}
+	if _, err := h.c.finishWindows(context.Background()); err != nil || len(h.cluster.pauses) != 1 {
+		t.Fatalf("finishWindows while closed: %v, pauses %v", err, h.cluster.pauses)
+	}
+
+	// At the next opening the pause ends and the rollout resumes.
+	h.clock.SetTime(time.Date(2026, 11, 21, 22, 0, 1, 0, time.UTC))
+	if _, err := h.c.finishWindows(context.Background()); err != nil || len(h.cluster.pauses) != 2 || h.cluster.pauses[1] {
+		t.Fatalf("finishWindows at the opening: %v, pauses %v, want the pause ended", err, h.cluster.pauses)
+	}
+	h.cluster.put(workerPool{rolled: true}.obj())
+	h.mustReconcile(v1alpha1.PhaseCompleted)
+	if it := psiItemOf(h); it.MaintenanceWindow != nil {
+		t.Errorf("a completed item still waits for %+v", it.MaintenanceWindow)
+	}
+}
+
+// A freeze (Deny) covering now beats an open Allow window: nothing is
+// written until it ends.
+func TestFreezeBeatsAnOpenWindow(t *testing.T) {
+	h := newHarness(t, "v1", true)
+	always := nightly(t, maintenance.Allow, "0 * * * *", time.Hour) // always open
+	freeze, err := maintenance.New("holidays", maintenance.Spec{PoolNames: []string{machineconfig.WorkerPool}, Schedule: "0 9 * * *", Duration: 3 * time.Hour, Kind: maintenance.Deny})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c.MaintenanceWindows = fakeWindows{always, freeze}
+	h.cluster.put(workerPool{}.obj())
+	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
+	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	h.approve("admin")
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if it := psiItemOf(h); len(h.planner.applied) != 0 || !strings.Contains(it.Message, "freeze 'holidays' until") {
+		t.Fatalf("during the freeze: applied %v, %q", h.planner.applied, it.Message)
+	}
+	if want := 2 * time.Hour; h.requeue != want {
+		t.Errorf("requeue after %v, want %v (the end of the freeze)", h.requeue, want)
+	}
+	h.clock.Step(2*time.Hour + time.Second)
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if len(h.planner.applied) != 1 {
+		t.Errorf("after the freeze: applied %v", h.planner.applied)
+	}
+}
