@@ -79,7 +79,7 @@ type ExtraConfig struct {
 	// LeaderElection configures the controller's Lease.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	// MaxConcurrentPlans and PlanWaitTimeout bound the plan computations
-	// of API requests (see plan.Gate).
+	// of API requests (see virtplatformconfig.Gate).
 	MaxConcurrentPlans int
 	PlanWaitTimeout    time.Duration
 	// RequireDistinctApprover refuses approvals by the author of the spec
@@ -200,7 +200,6 @@ func (x ExtraConfig) build() (*dependencies, error) {
 		engine: &plan.Engine{
 			Cluster:  cluster,
 			Profiles: profiles,
-			Gate:     plan.NewGate(x.MaxConcurrentPlans, x.PlanWaitTimeout),
 		},
 		kube:               kube,
 		leaderElectionKube: leaderElectionKube,
@@ -222,6 +221,7 @@ func (c CompletedConfig) New() (*Server, error) {
 
 	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, virtplatformconfig.Options{
 		Planner:                 d.engine,
+		Gate:                    virtplatformconfig.NewGate(c.ExtraConfig.MaxConcurrentPlans, c.ExtraConfig.PlanWaitTimeout),
 		Recorder:                d.recorder,
 		Authorizer:              c.GenericConfig.Authorization.Authorizer,
 		RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,

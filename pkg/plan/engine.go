@@ -40,9 +40,6 @@ const FieldManager = "virt-advisor-operator"
 type Engine struct {
 	Cluster  *Cluster
 	Profiles *catalog.Catalog
-	// Gate bounds and shares the computations of API requests
-	// (ComputeShared, ComputeBounded); nil leaves them unbounded.
-	Gate *Gate
 	// Clock is the real clock if nil.
 	Clock clock.PassiveClock
 
@@ -118,6 +115,13 @@ func (r *Result) MissingMessage() string {
 // their events, so its cache is at least as new as what made it look.
 func (e *Engine) Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*Result, error) {
 	return e.computeFrom(ctx, cfg, watchedInputs)
+}
+
+// ComputeLive returns the live plan of a config for an API request: its
+// inputs are read from the cluster as the request is served (see
+// liveInputs).
+func (e *Engine) ComputeLive(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*Result, error) {
+	return e.computeFrom(ctx, cfg, liveInputs)
 }
 
 // inputSource says where a computation reads the profile's input objects.

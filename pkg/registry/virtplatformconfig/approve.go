@@ -27,6 +27,7 @@ type ApproveREST struct {
 	configs   rest.Getter
 	approvals rest.Updater
 	planner   Planner
+	gate      *Gate
 	scheme    *runtime.Scheme
 	recorder  record.EventRecorder
 	authz     authorizer.Authorizer
@@ -73,7 +74,7 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 		return nil, err
 	}
 	// An approval is checked against a computation of its own.
-	res, err := r.planner.ComputeBounded(ctx, cfg)
+	res, err := r.gate.boundedPlan(ctx, r.planner, cfg)
 	if err != nil {
 		return nil, planError(name, err)
 	}

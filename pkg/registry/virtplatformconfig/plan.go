@@ -23,6 +23,7 @@ import (
 type PlanREST struct {
 	configs rest.Getter
 	planner Planner
+	gate    *Gate
 	scheme  *runtime.Scheme
 }
 
@@ -46,7 +47,7 @@ func (r *PlanREST) Get(ctx context.Context, name string, options *metav1.GetOpti
 	}
 	start := time.Now()
 	// Concurrent GETs of the same revision share one computation.
-	res, err := r.planner.ComputeShared(ctx, cfg)
+	res, err := r.gate.sharedPlan(ctx, r.planner, cfg)
 	metrics.PlanDuration.WithLabelValues(cfg.Spec.Profile).Observe(time.Since(start).Seconds())
 	if err != nil {
 		return nil, planError(name, err)
@@ -70,7 +71,7 @@ const busyRetrySeconds = 1
 // planError turns a failure to reach or read the main cluster into an
 // error the caller can act on; it is never the caller's fault.
 func planError(name string, err error) error {
-	if plan.IsBusy(err) {
+	if IsBusy(err) {
 		return apierrors.NewTooManyRequests(fmt.Sprintf("cannot compute the plan of %q now: %v; retry in %ds", name, err, busyRetrySeconds), busyRetrySeconds)
 	}
 	msg := fmt.Sprintf("cannot compute the plan of %q: %v; check that the main cluster is reachable and retry", name, err)

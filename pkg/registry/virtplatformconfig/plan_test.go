@@ -10,8 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/kubevirt/virt-advisor/pkg/plan"
 )
 
 func TestPlanError(t *testing.T) {
@@ -22,7 +20,7 @@ func TestPlanError(t *testing.T) {
 		retryAfter int32
 		message    string
 	}{
-		{name: "every slot taken", err: fmt.Errorf("wrapped: %w", &plan.BusyError{Limit: 8, Waited: 5 * time.Second}),
+		{name: "every slot taken", err: fmt.Errorf("wrapped: %w", &BusyError{Limit: 8, Waited: 5 * time.Second}),
 			code: 429, retryAfter: busyRetrySeconds, message: "--max-concurrent-plans"},
 		{name: "main cluster too slow", err: fmt.Errorf("computing the plan: %w", context.DeadlineExceeded),
 			code: 504, message: "check that the main cluster is reachable"},

@@ -10,14 +10,11 @@ import (
 // Planner is what the plan and approve subresources use of the plan engine
 // (*plan.Engine): the plan a user reviews and the plan an approval is
 // checked against are computed by the code the controller applies with.
+// The Gate bounds and shares the computations.
 type Planner interface {
-	// ComputeShared computes the live plan of a config for a review:
-	// concurrent requests for the same revision share one computation, so
-	// the result must not be modified.
-	ComputeShared(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error)
-	// ComputeBounded computes the live plan of a config for an approval:
-	// a computation of its own, never shared.
-	ComputeBounded(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error)
+	// ComputeLive computes the live plan of a config, its inputs read
+	// from the cluster as the request is served.
+	ComputeLive(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error)
 }
 
 var _ Planner = &plan.Engine{}

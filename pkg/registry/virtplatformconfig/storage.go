@@ -37,6 +37,9 @@ type Storage struct {
 type Options struct {
 	// Planner computes plans against the main cluster (*plan.Engine).
 	Planner Planner
+	// Gate bounds and shares the plan computations of requests; nil
+	// leaves them unbounded.
+	Gate *Gate
 	// Recorder emits the Approved events.
 	Recorder record.EventRecorder
 	// Authorizer answers whether a user may approve or read plans: action
@@ -145,8 +148,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o 
 	return &Storage{
 		Config: &REST{Store: store, authz: o.Authorizer},
 		Status: &StatusREST{store: &statusStore},
-		Plan:   &PlanREST{configs: store, planner: o.Planner, scheme: scheme},
-		Approve: &ApproveREST{configs: store, approvals: &approvalStore, planner: o.Planner, scheme: scheme, recorder: o.Recorder, authz: o.Authorizer,
+		Plan:   &PlanREST{configs: store, planner: o.Planner, gate: o.Gate, scheme: scheme},
+		Approve: &ApproveREST{configs: store, approvals: &approvalStore, planner: o.Planner, gate: o.Gate, scheme: scheme, recorder: o.Recorder, authz: o.Authorizer,
 			admission: admission{requireDistinctApprover: o.RequireDistinctApprover}},
 		StatusWriter: &StatusWriter{store: &statusStore, scheme: scheme},
 	}, nil

@@ -1,9 +1,10 @@
-package plan
+package virtplatformconfig
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"runtime/debug"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 )
 
-// Gate bounds the plan computations that API requests start, so a burst
+// Gate, the 429 of the plan and approve subresources, bounds the plan
+// computations that API requests start, so a burst
 // of requests cannot turn into an unbounded burst of GETs and dry-runs
 // against the main API server, and lets concurrent requests for the same
 // config revision share one computation.
@@ -58,7 +60,7 @@ func IsBusy(err error) bool {
 
 // run computes under a slot, waiting for one for at most maxWait (or until
 // ctx ends, which also counts as busy: the caller gave up waiting).
-func (g *Gate) run(ctx context.Context, compute func(context.Context) (*Result, error)) (*Result, error) {
+func (g *Gate) run(ctx context.Context, compute func(context.Context) (*plan.Result, error)) (*plan.Result, error) {
 	start := time.Now()
 	waitCtx, cancel := context.WithTimeout(ctx, g.maxWait)
 	err := g.slots.Acquire(waitCtx, 1)
@@ -74,7 +76,7 @@ func (g *Gate) run(ctx context.Context, compute func(context.Context) (*Result, 
 // that is already running. The computation does not depend on the caller
 // that started it staying: it runs until the deadline of that caller's
 // request, and each caller stops waiting when its own context ends.
-func (g *Gate) shared(ctx context.Context, key string, compute func(context.Context) (*Result, error)) (*Result, error) {
+func (g *Gate) shared(ctx context.Context, key string, compute func(context.Context) (*plan.Result, error)) (*plan.Result, error) {
 	results := g.flights.DoChan(key, func() (_ interface{}, err error) {
 		// The computation runs outside the request's goroutine, where the
 		// server's panic recovery does not reach: a panic must fail the
@@ -98,7 +100,7 @@ func (g *Gate) shared(ctx context.Context, key string, compute func(context.Cont
 		if r.Err != nil {
 			return nil, r.Err
 		}
-		return r.Val.(*Result), nil
+		return r.Val.(*plan.Result), nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for the plan: %w", ctx.Err())
 	}
@@ -110,27 +112,25 @@ func revisionKey(cfg *v1alpha1.VirtPlatformConfig) string {
 	return fmt.Sprintf("%s/%d/%s", cfg.Name, cfg.Generation, cfg.ResourceVersion)
 }
 
-// ComputeShared is Compute for a request that reviews a plan (GET …/plan):
-// inputs read live, bounded by the engine's Gate and shared with
-// concurrent requests for the same config revision. The result may be
-// shared: do not modify it.
-func (e *Engine) ComputeShared(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*Result, error) {
-	if e.Gate == nil {
-		return e.computeFrom(ctx, cfg, liveInputs)
+// shared is a live plan for a request that reviews it (GET …/plan):
+// bounded by the gate and shared with concurrent requests for the same
+// config revision. The result may be shared: do not modify it.
+func (g *Gate) sharedPlan(ctx context.Context, planner Planner, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
+	if g == nil {
+		return planner.ComputeLive(ctx, cfg)
 	}
-	return e.Gate.shared(ctx, revisionKey(cfg), func(ctx context.Context) (*Result, error) {
-		return e.computeFrom(ctx, cfg, liveInputs)
+	return g.shared(ctx, revisionKey(cfg), func(ctx context.Context) (*plan.Result, error) {
+		return planner.ComputeLive(ctx, cfg)
 	})
 }
 
-// ComputeBounded is Compute for a request that must see its own
-// computation (an approval): inputs read live, bounded by the engine's
-// Gate, never shared.
-func (e *Engine) ComputeBounded(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*Result, error) {
-	if e.Gate == nil {
-		return e.computeFrom(ctx, cfg, liveInputs)
+// boundedPlan is a live plan for a request that must see its own
+// computation (an approval): bounded by the gate, never shared.
+func (g *Gate) boundedPlan(ctx context.Context, planner Planner, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
+	if g == nil {
+		return planner.ComputeLive(ctx, cfg)
 	}
-	return e.Gate.run(ctx, func(ctx context.Context) (*Result, error) {
-		return e.computeFrom(ctx, cfg, liveInputs)
+	return g.run(ctx, func(ctx context.Context) (*plan.Result, error) {
+		return planner.ComputeLive(ctx, cfg)
 	})
 }

@@ -1,4 +1,4 @@
-package plan
+package virtplatformconfig
 
 import (
 	"context"
@@ -9,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // blockingCompute counts computations and holds each until release is
@@ -24,12 +28,12 @@ func newBlockingCompute() *blockingCompute {
 	return &blockingCompute{started: make(chan struct{}, 100), release: make(chan struct{})}
 }
 
-func (b *blockingCompute) compute(ctx context.Context) (*Result, error) {
+func (b *blockingCompute) compute(ctx context.Context) (*plan.Result, error) {
 	b.calls.Add(1)
 	b.started <- struct{}{}
 	select {
 	case <-b.release:
-		return &Result{SnapshotHash: "h"}, nil
+		return &plan.Result{SnapshotHash: "h"}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -41,7 +45,7 @@ func TestGateSharesOneComputationAmongConcurrentRequests(t *testing.T) {
 	ctx := context.Background()
 
 	const callers = 20
-	results := make(chan *Result, callers)
+	results := make(chan *plan.Result, callers)
 	go func() {
 		r, _ := g.shared(ctx, "cfg/1/100", b.compute)
 		results <- r
@@ -74,9 +78,9 @@ func TestGateSharesOneComputationAmongConcurrentRequests(t *testing.T) {
 func TestGateKeepsNoFinishedResult(t *testing.T) {
 	g := NewGate(8, time.Second)
 	var calls atomic.Int32
-	compute := func(context.Context) (*Result, error) {
+	compute := func(context.Context) (*plan.Result, error) {
 		calls.Add(1)
-		return &Result{}, nil
+		return &plan.Result{}, nil
 	}
 	for i := 0; i < 3; i++ {
 		if _, err := g.shared(context.Background(), "cfg/1/100", compute); err != nil {
@@ -153,7 +157,7 @@ func TestGateComputationOutlivesTheCallerThatStartedIt(t *testing.T) {
 		first <- err
 	}()
 	<-b.started
-	second := make(chan *Result, 1)
+	second := make(chan *plan.Result, 1)
 	go func() {
 		r, _ := g.shared(context.Background(), "cfg/1/100", b.compute)
 		second <- r
@@ -175,14 +179,43 @@ func TestGateComputationOutlivesTheCallerThatStartedIt(t *testing.T) {
 
 func TestGateTurnsAPanicIntoAnError(t *testing.T) {
 	g := NewGate(1, 50*time.Millisecond)
-	_, err := g.shared(context.Background(), "cfg/1/100", func(context.Context) (*Result, error) {
+	_, err := g.shared(context.Background(), "cfg/1/100", func(context.Context) (*plan.Result, error) {
 		panic("boom")
 	})
 	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("got %v, want an internal error naming the panic", err)
 	}
 	// The slot was given back.
-	if _, err := g.shared(context.Background(), "cfg/1/100", func(context.Context) (*Result, error) { return &Result{}, nil }); err != nil {
+	if _, err := g.shared(context.Background(), "cfg/1/100", func(context.Context) (*plan.Result, error) { return &plan.Result{}, nil }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// livePlanner computes through a blockingCompute.
+type livePlanner struct{ b *blockingCompute }
+
+func (p livePlanner) ComputeLive(ctx context.Context, _ *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
+	return p.b.compute(ctx)
+}
+
+// An approval is checked against a computation of its own: it never joins
+// the computation of a review of the same revision that is running.
+func TestApprovalNeverJoinsAReviewsComputation(t *testing.T) {
+	g := NewGate(8, time.Second)
+	b := newBlockingCompute()
+	cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "c", Generation: 1, ResourceVersion: "7"}}
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = g.sharedPlan(context.Background(), livePlanner{b}, cfg) })
+	<-b.started
+	wg.Go(func() { _, _ = g.boundedPlan(context.Background(), livePlanner{b}, cfg) })
+	select {
+	case <-b.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the approval waited for the review's computation instead of starting its own")
+	}
+	close(b.release)
+	wg.Wait()
+	if n := b.calls.Load(); n != 2 {
+		t.Errorf("%d computations, want 2: one for the review, one for the approval", n)
 	}
 }
