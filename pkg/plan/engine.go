@@ -29,17 +29,22 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
 // FieldManager owns the fields we apply; the earlier operator used the same
 // name, so clusters that ran it keep their field ownership.
 const FieldManager = "virt-advisor-operator"
 
+// Profiles finds a profile by name (the catalogue of this build,
+// pkg/profiles/catalog): the engine depends on no concrete profile.
+type Profiles interface {
+	Get(name string) (profiles.Profile, bool)
+}
+
 // Engine computes plans.
 type Engine struct {
 	Cluster  *Cluster
-	Profiles *catalog.Catalog
+	Profiles Profiles
 	// Clock is the real clock if nil.
 	Clock clock.PassiveClock
 
