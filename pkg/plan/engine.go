@@ -475,25 +475,23 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 	}
 
 	if it.Absent {
-		// Only objects we created are ever deleted.
-		if live == nil {
+		switch decideAbsent(live != nil, ours) {
+		case gone:
 			p.skip = true
-			return p
-		}
-		if !ours {
+		case leaveInPlace:
 			p.item.Operation = v1alpha1.OperationNone
 			p.item.DesiredState = nil
 			p.desired = nil
 			p.item.ImpactSeverity = v1alpha1.ImpactLow
 			p.item.Message = fmt.Sprintf("%s '%s' was not created by virt-advisor: it is left in place (delete it yourself if it is no longer wanted)", gvk.Kind, name)
 			p.item.Diff, _ = unifiedDiff(liveYAML, liveYAML, label, label)
-			return p
-		}
-		p.item.Operation = v1alpha1.OperationDelete
-		p.item.DesiredState = nil
-		p.desired = nil
-		if p.item.Diff, err = unifiedDiff(liveYAML, "", label, devNull); err != nil {
-			return fail(err)
+		default:
+			p.item.Operation = v1alpha1.OperationDelete
+			p.item.DesiredState = nil
+			p.desired = nil
+			if p.item.Diff, err = unifiedDiff(liveYAML, "", label, devNull); err != nil {
+				return fail(err)
+			}
 		}
 		return p
 	}
@@ -506,14 +504,9 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 		return fail(err)
 	}
 	fromLabel := label
-	switch {
-	case live == nil:
-		p.item.Operation = v1alpha1.OperationCreate
+	p.item.Operation = decideWanted(live != nil, liveYAML == dryYAML)
+	if p.item.Operation == v1alpha1.OperationCreate {
 		fromLabel = devNull
-	case liveYAML == dryYAML:
-		p.item.Operation = v1alpha1.OperationNone
-	default:
-		p.item.Operation = v1alpha1.OperationUpdate
 	}
 	if p.item.Diff, err = unifiedDiff(liveYAML, dryYAML, fromLabel, label); err != nil {
 		return fail(err)
@@ -538,4 +531,38 @@ func MaxImpact(a, b v1alpha1.Impact) v1alpha1.Impact {
 		return b
 	}
 	return a
+}
+
+// absentAction is what an item whose object the profile no longer wants
+// does.
+type absentAction int
+
+const (
+	gone         absentAction = iota // nothing to delete: no item
+	leaveInPlace                     // someone else made it: left alone, said so
+	deleteIt                         // we made it: deleted
+)
+
+// decideAbsent: only objects virt-advisor created are ever deleted.
+func decideAbsent(exists, ours bool) absentAction {
+	switch {
+	case !exists:
+		return gone
+	case !ours:
+		return leaveInPlace
+	}
+	return deleteIt
+}
+
+// decideWanted is the operation of an item whose object the profile
+// wants, from whether it exists and whether the dry-run of the apply
+// leaves it as it is.
+func decideWanted(exists, unchanged bool) v1alpha1.Operation {
+	switch {
+	case !exists:
+		return v1alpha1.OperationCreate
+	case unchanged:
+		return v1alpha1.OperationNone
+	}
+	return v1alpha1.OperationUpdate
 }

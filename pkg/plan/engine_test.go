@@ -17,6 +17,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -224,5 +225,38 @@ func TestPanicWhilePlanningFailsTheItem(t *testing.T) {
 	p := e.planItemSafely(context.Background(), "load-aware-rebalancing", Ownership{}, it, e.Cluster.inputReader(context.Background(), nil, watchedInputs, nil))
 	if p.item.Name != "broken" || !strings.Contains(p.item.Error, "internal error while planning this item") {
 		t.Fatalf("item = %+v, want an item error", p.item)
+	}
+}
+
+func TestDecideWhatAnItemDoes(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		exists, ours bool
+		want         absentAction
+	}{
+		{"an unwanted object that is gone: no item", false, false, gone},
+		{"an unwanted object someone else made: left in place", true, false, leaveInPlace},
+		{"an unwanted object we made: deleted", true, true, deleteIt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decideAbsent(tc.exists, tc.ours); got != tc.want {
+				t.Errorf("decideAbsent = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name              string
+		exists, unchanged bool
+		want              v1alpha1.Operation
+	}{
+		{"a wanted object that does not exist: created", false, false, v1alpha1.OperationCreate},
+		{"a wanted object the apply leaves as it is: nothing to do", true, true, v1alpha1.OperationNone},
+		{"a wanted object the apply changes: updated", true, false, v1alpha1.OperationUpdate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decideWanted(tc.exists, tc.unchanged); got != tc.want {
+				t.Errorf("decideWanted = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
