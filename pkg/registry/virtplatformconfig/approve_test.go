@@ -186,9 +186,9 @@ func TestAdmitPlan(t *testing.T) {
 
 // fakePlanner returns a given plan or error and counts its computations.
 type fakePlanner struct {
-	res    *plan.Result
-	err    error
-	mu     sync.Mutex
+	res *plan.Result
+	err error
+	mu  sync.Mutex
 	// computed counts the computations.
 	computed int
 }
