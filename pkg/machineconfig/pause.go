@@ -83,6 +83,30 @@ func ReadPool(pool *unstructured.Unstructured, manager, mc string, op v1alpha1.O
 // PausedOwners tells who owns spec.paused: the applies of manager (ours),
 // and the others.
 func PausedOwners(pool *unstructured.Unstructured, manager string) (ours bool, others []string) {
+	for _, mf := range pausedEntries(pool) {
+		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply {
+			ours = true
+		} else {
+			others = append(others, mf.Manager)
+		}
+	}
+	sort.Strings(others)
+	return ours, others
+}
+
+// PausedManagers names every field manager that owns spec.paused.
+func PausedManagers(pool *unstructured.Unstructured) []string {
+	var out []string
+	for _, mf := range pausedEntries(pool) {
+		out = append(out, mf.Manager)
+	}
+	return out
+}
+
+// pausedEntries are the managed-fields entries of the pool (not of its
+// status) that own spec.paused.
+func pausedEntries(pool *unstructured.Unstructured) []metav1.ManagedFieldsEntry {
+	var out []metav1.ManagedFieldsEntry
 	for _, mf := range pool.GetManagedFields() {
 		if mf.Subresource != "" || mf.FieldsV1 == nil {
 			continue
@@ -93,17 +117,11 @@ func PausedOwners(pool *unstructured.Unstructured, manager string) (ours bool, o
 		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
 			continue
 		}
-		if _, ok := fields.Spec["f:paused"]; !ok {
-			continue
-		}
-		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply {
-			ours = true
-		} else {
-			others = append(others, mf.Manager)
+		if _, ok := fields.Spec["f:paused"]; ok {
+			out = append(out, mf)
 		}
 	}
-	sort.Strings(others)
-	return ours, others
+	return out
 }
 
 type WriteAction int

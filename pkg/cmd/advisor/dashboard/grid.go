@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
@@ -17,7 +16,6 @@ const (
 	desiredConfigAnnotation = "machineconfiguration.openshift.io/desiredConfig"
 	stateAnnotation         = "machineconfiguration.openshift.io/state"
 	reasonAnnotation        = "machineconfiguration.openshift.io/reason"
-	pausedUntilAnnotation   = "advisor.kubevirt.io/paused-until"
 )
 
 // nodeState is where a node is in its pool's rollout.
@@ -77,7 +75,7 @@ func newGridPool(pool *unstructured.Unstructured, configs []string, nodes []core
 	g.Paused, _, _ = unstructured.NestedBool(pool.Object, "spec", "paused")
 	if g.Paused {
 		g.PausedBy = pausedBy(pool)
-		g.PausedUntil = pool.GetAnnotations()[pausedUntilAnnotation]
+		g.PausedUntil = pool.GetAnnotations()[machineconfig.PausedUntilAnnotation]
 	}
 	if cells := nodesFromAnnotations(g.Target, nodes); len(cells) > 0 {
 		g.Nodes = cells
@@ -155,21 +153,7 @@ func nodesFromCounts(machines, updated, degraded, unavailable int64, paused bool
 
 // pausedBy names the field managers that own spec.paused.
 func pausedBy(pool *unstructured.Unstructured) string {
-	paused := fieldpath.MakePathOrDie("spec", "paused")
-	var managers []string
-	for _, mf := range pool.GetManagedFields() {
-		if mf.FieldsV1 == nil {
-			continue
-		}
-		set := &fieldpath.Set{}
-		if err := set.FromJSON(strings.NewReader(string(mf.FieldsV1.Raw))); err != nil {
-			continue
-		}
-		if set.Has(paused) {
-			managers = append(managers, mf.Manager)
-		}
-	}
-	return strings.Join(managers, ", ")
+	return strings.Join(machineconfig.PausedManagers(pool), ", ")
 }
 
 // poolState sums a pool up in words, as kubectl get mcp and the

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
 func states(nodes []gridNode) string {
@@ -92,7 +94,7 @@ func TestGridPool(t *testing.T) {
 	degraded := map[string]any{"machineCount": int64(3), "updatedMachineCount": int64(1), "degradedMachineCount": int64(1), "unavailableMachineCount": int64(1),
 		"conditions": []any{map[string]any{"type": "Degraded", "status": "True", "message": `Node worker-1 is reporting: "injected failure"`}}}
 
-	paused := testPool(true, map[string]any{pausedUntilAnnotation: "2026-01-01T00:00:30Z"}, rolling)
+	paused := testPool(true, map[string]any{machineconfig.PausedUntilAnnotation: "2026-01-01T00:00:30Z"}, rolling)
 	paused.SetManagedFields([]metav1.ManagedFieldsEntry{
 		{Manager: "machine-config-controller", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:configuration":{}}}`)}},
 		{Manager: "virt-advisor-operator", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:paused":{}}}`)}},
