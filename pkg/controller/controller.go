@@ -130,8 +130,8 @@ type Controller struct {
 	// one term of leadership.
 	queue   workqueue.TypedRateLimitingInterface[string]
 	windows workqueue.TypedRateLimitingInterface[string]
-	lister listers.VirtPlatformConfigLister
-	clock  clock.Clock
+	lister  listers.VirtPlatformConfigLister
+	clock   clock.Clock
 	// events records when a watch event was seen per config, for the
 	// drift detection latency metric.
 	events *eventTimes
