@@ -239,6 +239,8 @@ type inputReader struct {
 	c      *Cluster
 	inputs sets.Set[ObjectKey]
 	live   map[ObjectKey]func() (*unstructured.Unstructured, error)
+	// pools and nodes list once per plan, shared with the reboot notes.
+	pools, nodes func() ([]unstructured.Unstructured, error)
 
 	// read remembers the objects read live, so that an item whose target
 	// the profile already read needs no second GET.
@@ -247,7 +249,7 @@ type inputReader struct {
 }
 
 func (c *Cluster) inputReader(ctx context.Context, refs []profiles.ObjectRef, from inputSource, listPools func() ([]unstructured.Unstructured, error)) *inputReader {
-	r := &inputReader{c: c, inputs: sets.New[ObjectKey](), read: map[ObjectKey]*unstructured.Unstructured{}}
+	r := &inputReader{c: c, inputs: sets.New[ObjectKey](), read: map[ObjectKey]*unstructured.Unstructured{}, pools: listPools}
 	for _, ref := range refs {
 		r.inputs.Insert(ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
 	}
@@ -313,6 +315,12 @@ func (r *inputReader) PreferredVersion(gk schema.GroupKind) (string, error) {
 }
 
 func (r *inputReader) List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	switch {
+	case gvk.GroupKind() == machineconfig.MachineConfigPoolGVK.GroupKind() && r.pools != nil:
+		return r.pools()
+	case gvk.GroupKind() == profiles.NodeGVK.GroupKind() && r.nodes != nil:
+		return r.nodes()
+	}
 	return r.c.List(ctx, gvk)
 }
 
