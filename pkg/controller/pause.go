@@ -171,14 +171,23 @@ const (
 )
 
 // gateItem runs before an approved item is written: a MachineConfig item
-// waits while a pool that renders it is busy, paused by someone else or
-// degraded, and otherwise pauses its pools for the coalescing window.
-// waitTimeout counts from when the item became due.
+// waits while its preflight finds a reason (a cluster upgrade, a VM that
+// would block a drain), or a pool that renders it is busy, paused by
+// someone else or degraded, and otherwise pauses its pools for the
+// coalescing window. waitTimeout counts from when the item became due.
 func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, timeout time.Duration) (itemGate, time.Duration, error) {
 	if !isMachineConfig(it) || it.Operation == v1alpha1.OperationNone {
 		return gateOpen, 0, nil
 	}
-	reason, err := c.holdPools(ctx, cfg.Name, it)
+	// Preflight (preflight.go), before any pool is paused: a cluster
+	// upgrade in progress, a VM that would block a drain.
+	reason, retry, stopped, err := c.preflight(ctx, cfg, it)
+	if stopped {
+		return gateStopped, 0, nil
+	}
+	if err == nil && reason == "" {
+		reason, err = c.holdPools(ctx, cfg.Name, it)
+	}
 	if err != nil {
 		it.Message = "Not written yet: " + err.Error()
 		return gateWaiting, 0, err
@@ -193,10 +202,10 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		return gateTimedOut, 0, nil
 	}
 	it.Message = reason
-	if timeout > 0 {
-		return gateWaiting, timeout - waited, nil
+	if left := timeout - waited; timeout > 0 && (retry == 0 || left < retry) {
+		retry = left
 	}
-	return gateWaiting, 0, nil
+	return gateWaiting, retry, nil
 }
 
 // selects: an invalid selector selects nothing (the item's own gate

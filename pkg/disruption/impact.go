@@ -305,8 +305,9 @@ func fateWords(f v1alpha1.VMFate) string {
 	return "live-migrates"
 }
 
-// BlockedMessage is why an approved MachineConfig item waits: a drain of
-// one of its pools' nodes would block on these VMs.
+// BlockedMessage is why an approved MachineConfig item waits (the
+// controller prefixes "Waiting: "): a drain of one of its pools' nodes
+// would block on these VMs.
 func BlockedMessage(mc string, blocking []v1alpha1.DisruptedVM) string {
 	list := make([]string, len(blocking))
 	for i, v := range blocking {
@@ -317,6 +318,6 @@ func BlockedMessage(mc string, blocking []v1alpha1.DisruptedVM) string {
 	if len(blocking) > 1 {
 		vms, its = fmt.Sprintf("%d VMs that", len(blocking)), "their"
 	}
-	return fmt.Sprintf("Waiting: writing MachineConfig '%s' would drain nodes that run %s would block the drain: %s; migrate, stop, or change %s eviction strategy (or set spec.rollout.allowBlockingDrains: true to write it anyway); the change is written when no VM blocks",
+	return fmt.Sprintf("writing MachineConfig '%s' would drain nodes that run %s would block the drain: %s; migrate, stop, or change %s eviction strategy (or set spec.rollout.allowBlockingDrains: true to write it anyway); the change is written when no VM blocks",
 		mc, vms, names(list), its)
 }

@@ -284,7 +284,38 @@ func TestDisruptedAndBlocking(t *testing.T) {
 		t.Errorf("Blocking = %+v", b)
 	}
 	msg := BlockedMessage("99-worker-psi-karg", want[:1])
-	if want := "Waiting: writing MachineConfig '99-worker-psi-karg' would drain nodes that run a VM that would block the drain: default/gpu-a (HostDeviceNotLiveMigratable, pool worker); migrate, stop, or change its eviction strategy (or set spec.rollout.allowBlockingDrains: true to write it anyway); the change is written when no VM blocks"; msg != want {
+	if want := "writing MachineConfig '99-worker-psi-karg' would drain nodes that run a VM that would block the drain: default/gpu-a (HostDeviceNotLiveMigratable, pool worker); migrate, stop, or change its eviction strategy (or set spec.rollout.allowBlockingDrains: true to write it anyway); the change is written when no VM blocks"; msg != want {
 		t.Errorf("BlockedMessage\n got %q\nwant %q", msg, want)
+	}
+}
+
+func TestUpgradeInProgress(t *testing.T) {
+	cv := func(conds ...interface{}) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{
+			"metadata": map[string]interface{}{"name": "version"},
+			"status":   map[string]interface{}{"conditions": conds}}}
+	}
+	cond := func(typ, status, reason, msg string) interface{} {
+		return map[string]interface{}{"type": typ, "status": status, "reason": reason, "message": msg}
+	}
+	tests := []struct {
+		name string
+		cv   *unstructured.Unstructured
+		want string
+	}{
+		{"no ClusterVersion", nil, ""},
+		{"no conditions", cv(), ""},
+		{"settled", cv(cond("Available", "True", "", ""), cond("Progressing", "False", "", "Cluster version is 4.20.1")), ""},
+		{"updating", cv(cond("Progressing", "True", "", "Working towards 4.20.2: 512 of 903 done (56% complete)")),
+			"cluster upgrade in progress (ClusterVersion version Progressing: Working towards 4.20.2: 512 of 903 done (56% complete)); the change is written when it is done"},
+		{"no message: the reason", cv(cond("Progressing", "True", "ClusterOperatorUpdating", "")),
+			"cluster upgrade in progress (ClusterVersion version Progressing: ClusterOperatorUpdating); the change is written when it is done"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := UpgradeInProgress(tc.cv); got != tc.want {
+				t.Errorf("UpgradeInProgress = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
