@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,7 @@ var (
 	objects     = flag.Int("objects", 10000, "unrelated MachineConfigs and ConfigMaps (each) for the memory figure; 0 skips it")
 	dir         = flag.String("dir", "", "environment directory (default: a temporary one)")
 	asJSON      = flag.Bool("json", false, "print the figures as JSON on stdout (progress goes to stderr)")
+	steps       = flag.String("steps", strings.Join(stepNames, ","), "the measurements to run, comma-separated")
 
 	// Targets.
 	planP50Factor      = flag.Float64("plan-p50-factor", 2.5, "target: plan GET p50 at most this many times the floor p50, per profile")
@@ -141,12 +143,45 @@ func run(out io.Writer) (*bench, error) {
 		adv: versioned.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg),
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 	}
-	for _, step := range []func() error{b.planLatency, b.planBurst, b.applyLatency, b.driftLatency, b.memory} {
-		if err := step(); err != nil {
+	all := map[string]func() error{"plan": b.planLatency, "burst": b.planBurst, "apply": b.applyLatency, "drift": b.driftLatency,
+		"memory": b.memory, "vms": b.vmImpact}
+	chosen, err := chooseSteps(*steps)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range chosen {
+		if err := all[name](); err != nil {
 			return nil, err
 		}
 	}
 	return b, nil
+}
+
+// stepNames are the measurements, in the order they run.
+var stepNames = []string{"plan", "burst", "apply", "drift", "memory", "vms"}
+
+// chooseSteps parses --steps: known names, run in their own order.
+func chooseSteps(list string) ([]string, error) {
+	want := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(stepNames, s) {
+			return nil, fmt.Errorf("--steps: unknown measurement %q; the measurements are %s", s, strings.Join(stepNames, ", "))
+		}
+		want[s] = true
+	}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("--steps: no measurement chosen; the measurements are %s", strings.Join(stepNames, ", "))
+	}
+	var out []string
+	for _, s := range stepNames {
+		if want[s] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 func (b *bench) printf(format string, args ...any) { fmt.Fprintf(b.out, format, args...) }
