@@ -186,6 +186,8 @@ func (x ExtraConfig) build() (*dependencies, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The VMI list is read raw and decoded field by field (plan.ListVMIs).
+	cluster.Raw = kube.Discovery().RESTClient()
 	// Events of cluster-scoped VirtPlatformConfigs land in "default".
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
@@ -26,6 +27,9 @@ import (
 type Cluster struct {
 	Dynamic dynamic.Interface
 	Mapper  meta.ResettableRESTMapper
+	// Raw reads what the dynamic client would decode whole (the VMI list,
+	// ListVMIs); nil lists through Dynamic.
+	Raw rest.Interface
 	// Watches caches the objects profiles read as inputs (and tells the
 	// controller when they change); nil reads everything live.
 	Watches *Watches

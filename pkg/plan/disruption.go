@@ -35,7 +35,7 @@ const MachineConfigurationName = "cluster"
 // Nodes and one of VMIs, however many nodes and pools there are.
 type clusterReads struct {
 	nodes    func() ([]unstructured.Unstructured, error)
-	vmis     func() ([]unstructured.Unstructured, bool, error)
+	vmis     func() ([]disruption.VMI, bool, error)
 	policies func() (*disruption.Policies, string, error)
 	hco      func() (*unstructured.Unstructured, error)
 }
@@ -48,8 +48,8 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 		nodes: sync.OnceValues(func() ([]unstructured.Unstructured, error) {
 			return c.List(ctx, profiles.NodeGVK)
 		}),
-		vmis: onceValues3(func() ([]unstructured.Unstructured, bool, error) {
-			return c.ListIfServed(ctx, VirtualMachineInstanceGVK)
+		vmis: onceValues3(func() ([]disruption.VMI, bool, error) {
+			return c.ListVMIs(ctx)
 		}),
 		policies: onceValues3(func() (*disruption.Policies, string, error) {
 			mc, err := c.Get(ctx, MachineConfigurationGVK, "", MachineConfigurationName)
@@ -110,11 +110,10 @@ func (r *clusterReads) cluster(ctx context.Context, pools []unstructured.Unstruc
 	case !served:
 		c.VMIsUnknown = disruption.VMIsNotServed
 	}
+	c.VMIs = vmis
 	unset := false
-	for i := range vmis {
-		v := disruption.ReadVMI(&vmis[i])
+	for _, v := range vmis {
 		unset = unset || (v.Strategy == "" && v.Running())
-		c.VMIs = append(c.VMIs, v)
 	}
 	if unset {
 		// Only then does the cluster default matter.

@@ -46,7 +46,13 @@ func testVMI(name, node, strategy, migratable, reason string) unstructured.Unstr
 func fakeReads(nodes []unstructured.Unstructured, vmis []unstructured.Unstructured, served bool, vmiErr error, policies *disruption.Policies) *clusterReads {
 	return &clusterReads{
 		nodes: func() ([]unstructured.Unstructured, error) { return nodes, nil },
-		vmis:  func() ([]unstructured.Unstructured, bool, error) { return vmis, served, vmiErr },
+		vmis: func() ([]disruption.VMI, bool, error) {
+			out := make([]disruption.VMI, len(vmis))
+			for i := range vmis {
+				out[i] = disruption.ReadVMI(&vmis[i])
+			}
+			return out, served, vmiErr
+		},
 		policies: func() (*disruption.Policies, string, error) {
 			return policies, "there is no MachineConfiguration 'cluster'", nil
 		},

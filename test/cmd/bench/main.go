@@ -135,6 +135,8 @@ func run(out io.Writer) (*bench, error) {
 	defer e.Stop()
 	cfg := rest.CopyConfig(e.AdminConfig)
 	cfg.QPS, cfg.Burst = 500, 1000
+	// The plans' warnings (VMs a drain would shut down) are expected.
+	cfg.WarningHandler = rest.NoWarnings{}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
