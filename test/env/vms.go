@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubevirt/virt-advisor/test/names"
 )
@@ -110,7 +111,9 @@ func (v VMI) Object() *unstructured.Unstructured {
 }
 
 func (e *Env) vmis(namespace string) (dynamic.ResourceInterface, error) {
-	dyn, err := dynamic.NewForConfig(e.AdminConfig)
+	cfg := rest.CopyConfig(e.AdminConfig)
+	cfg.QPS = -1 // the bench creates thousands
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
