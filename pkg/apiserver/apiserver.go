@@ -193,6 +193,8 @@ func (x ExtraConfig) build() (*dependencies, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The VMI list is read raw and decoded field by field (plan.ListVMIs).
+	cluster.Raw = kube.Discovery().RESTClient()
 	broadcaster := record.NewBroadcaster()
 	profiles := catalog.Default()
 	return &dependencies{

@@ -53,7 +53,8 @@ type Config struct {
 	Status StatusWriter
 	// Planner computes, snapshots and applies plans (the plan engine).
 	Planner Planner
-	// Cluster reads the main cluster: MachineConfigPools, MachineConfigs.
+	// Cluster reads the main cluster: MachineConfigPools, MachineConfigs,
+	// the ClusterVersion.
 	Cluster profiles.Cluster
 	// Pools pauses and unpauses MachineConfigPools (one reboot per node).
 	Pools PoolPauser
@@ -118,6 +119,10 @@ type Planner interface {
 	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (*unstructured.Unstructured, error)
 	// Apply writes one item to the main cluster and returns what it wrote.
 	Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, error)
+	// DrainImpact assesses an approved MachineConfig item from the live
+	// cluster: per pool it rolls out on, the disruption and what draining
+	// the nodes does to the VMs there now.
+	DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error)
 }
 
 // Watcher is what the controller uses of the watches on the main cluster

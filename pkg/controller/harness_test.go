@@ -118,6 +118,18 @@ type fakePlanner struct {
 	checks map[string]int
 	// readErr, by item name, is the error reading the target before its write.
 	readErr map[string]error
+	// drain is what DrainImpact answers (drainErr its error); drains
+	// counts its calls.
+	drain    []v1alpha1.PoolReboot
+	drainErr error
+	drains   int
+}
+
+func (p *fakePlanner) DrainImpact(context.Context, *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drains++
+	return p.drain, p.drainErr
 }
 
 func (p *fakePlanner) CheckTarget(_ context.Context, _ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _, _ bool) (*unstructured.Unstructured, error) {

@@ -31,30 +31,15 @@ import (
 
 // holdPools runs before a MachineConfig item is written: it returns why
 // the item must wait, or pauses the pools that need it and returns "".
-// A wait for a maintenance window comes with the time it opens (after) and
-// is recorded on the item.
-func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem) (reason string, window bool, after time.Duration, err error) {
+func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem) (string, error) {
 	pools, err := c.writePools(ctx, it)
 	if err != nil {
-		return "", false, 0, fmt.Errorf("reading the MachineConfigPools of MachineConfig '%s': %w", it.TargetRef.Name, err)
+		return "", fmt.Errorf("reading the MachineConfigPools of MachineConfig '%s': %w", it.TargetRef.Name, err)
 	}
 	var waits, names []string
 	var pause []*unstructured.Unstructured
-	it.MaintenanceWindow = nil
-	now := c.clock.Now()
 	for _, pool := range pools {
 		names = append(names, pool.GetName())
-		// No node is drained outside a maintenance window: the change
-		// is written only while every pool it rolls may be disrupted.
-		if w := c.windowFor(pool); !w.Allowed {
-			waits = append(waits, fmt.Sprintf("MachineConfigPool '%s': %s; the change is written when it opens", pool.GetName(), w.Reason))
-			if !window || w.after(now) > after {
-				after = w.after(now)
-				it.MaintenanceWindow = w.wait(false)
-			}
-			window = true
-			continue
-		}
 		switch action, reason := machineconfig.DecideWrite(machineconfig.ReadPool(pool, plan.FieldManager, it.TargetRef.Name, it.Operation), it.TargetRef.Name, c.CoalesceWindow); action {
 		case machineconfig.WaitToWrite:
 			waits = append(waits, reason)
@@ -64,13 +49,13 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 	}
 	c.pools.add(config, names...)
 	if len(waits) > 0 {
-		return "Waiting: " + strings.Join(waits, "; "), window, after, nil
+		return "Waiting: " + strings.Join(waits, "; "), nil
 	}
 	until := c.clock.Now().Add(c.CoalesceWindow).Truncate(time.Second).Add(time.Second)
 	for _, pool := range pause {
 		name := pool.GetName()
 		if err := c.applyPause(ctx, name, &until); err != nil {
-			return "", false, 0, fmt.Errorf("pausing MachineConfigPool '%s' before writing MachineConfig '%s' (the server needs patch on machineconfigpools): %w", name, it.TargetRef.Name, err)
+			return "", fmt.Errorf("pausing MachineConfigPool '%s' before writing MachineConfig '%s' (the server needs patch on machineconfigpools): %w", name, it.TargetRef.Name, err)
 		}
 		klog.InfoS("Paused MachineConfigPool to roll out MachineConfig changes together", "pool", name, "until", until, "config", config, "item", it.Name)
 		// The pool is the administrator's: say on it who paused it and why.
@@ -81,7 +66,7 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 	if len(pause) > 0 {
 		c.windows.AddAfter(windowsKey, until.Sub(c.clock.Now()))
 	}
-	return "", false, 0, nil
+	return "", nil
 }
 
 // writePools are the pools that render a MachineConfig item's change; a
@@ -191,26 +176,42 @@ const (
 )
 
 // gateItem runs before an approved item is written: a MachineConfig item
-// waits while a pool that renders it is busy, paused by someone else or
-// degraded, and otherwise pauses its pools for the coalescing window.
-// waitTimeout counts from when the item became due.
+// waits while its preflight finds a reason (a cluster upgrade, a VM that
+// would block a drain), or a pool that renders it is busy, paused by
+// someone else or degraded, and otherwise pauses its pools for the
+// coalescing window. waitTimeout counts from when the item became due.
 func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, timeout time.Duration) (itemGate, time.Duration, error) {
 	if !isMachineConfig(it) || it.Operation == v1alpha1.OperationNone {
 		return gateOpen, 0, nil
 	}
-	reason, window, after, err := c.holdPools(ctx, cfg.Name, it)
+	// No node is drained outside a maintenance window: first of all, the
+	// change waits until every pool it rolls may be disrupted. That wait
+	// is what the windows ask for, not a stuck write: waitTimeout does not
+	// count it, and the item is due from when the window opened.
+	reason, after, err := c.windowGate(ctx, it)
+	if err == nil && reason != "" {
+		it.Message = reason
+		return gateWaiting, after, nil
+	}
+	// Preflight (preflight.go), before any pool is paused: a cluster
+	// upgrade in progress, a VM that would block a drain.
+	var retry time.Duration
+	var stopped bool
+	if err == nil {
+		reason, retry, stopped, err = c.preflight(ctx, cfg, it)
+	}
+	if stopped {
+		return gateStopped, 0, nil
+	}
+	if err == nil && reason == "" {
+		reason, err = c.holdPools(ctx, cfg.Name, it)
+	}
 	if err != nil {
 		it.Message = "Not written yet: " + err.Error()
 		return gateWaiting, 0, err
 	}
 	if reason == "" {
 		return gateOpen, 0, nil
-	}
-	if window {
-		// Waiting for a maintenance window is what the windows ask for,
-		// not a stuck write: waitTimeout does not count it.
-		it.Message = reason
-		return gateWaiting, after, nil
 	}
 	waited := c.since(status.ItemDue(&cfg.Status, it))
 	if timeout > 0 && waited >= timeout {
@@ -219,10 +220,10 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		return gateTimedOut, 0, nil
 	}
 	it.Message = reason
-	if timeout > 0 {
-		return gateWaiting, timeout - waited, nil
+	if left := timeout - waited; timeout > 0 && (retry == 0 || left < retry) {
+		retry = left
 	}
-	return gateWaiting, 0, nil
+	return gateWaiting, retry, nil
 }
 
 // selects: an invalid selector selects nothing (the item's own gate

@@ -17,6 +17,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
+	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/failpoint"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
@@ -690,6 +691,8 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 		it := &cfg.Status.Items[i]
 		keys = append(keys, plan.ObjectKey{GVK: plan.TargetGVK(it.TargetRef), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
 		if isMachineConfig(it) {
+			// A cluster upgrade's end lets a waiting item go on (preflight).
+			keys = append(keys, plan.ObjectKey{GVK: disruption.ClusterVersionGVK, Name: disruption.ClusterVersionName})
 			keys = append(keys, plan.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.RoleOf(it.DesiredState)})
 			for _, pc := range it.PoolConfigsBefore {
 				keys = append(keys, plan.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pc.Pool})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -870,6 +871,7 @@ func TestReconcileWatchesTargetsPoolsAndInputs(t *testing.T) {
 		{GVK: machineconfig.MachineConfigGVK, Name: psiMC},                                          // the target
 		{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.WorkerPool},                   // its pool
 		{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}, // an input
+		{GVK: disruption.ClusterVersionGVK, Name: disruption.ClusterVersionName},                    // the preflight's upgrade
 	} {
 		found := false
 		for _, k := range keys {

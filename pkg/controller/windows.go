@@ -11,6 +11,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +72,43 @@ func (w windowCheck) wait(rolloutPaused bool) *v1alpha1.WindowWait {
 		ww.OpensAt = &t
 	}
 	return ww
+}
+
+// windowGate runs before a MachineConfig item is written: it returns why
+// the item must wait for a maintenance window of a pool it rolls, and
+// when to look again, recording the wait on the item. The first pass
+// after a wait ends makes the item due from then.
+func (c *Controller) windowGate(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) (string, time.Duration, error) {
+	pools, err := c.writePools(ctx, it)
+	if err != nil {
+		return "", 0, fmt.Errorf("reading the MachineConfigPools of MachineConfig '%s': %w", it.TargetRef.Name, err)
+	}
+	waited := it.MaintenanceWindow != nil && !it.MaintenanceWindow.RolloutPaused
+	it.MaintenanceWindow = nil
+	now := c.clock.Now()
+	var waits []string
+	var after time.Duration
+	for _, pool := range pools {
+		w := c.windowFor(pool)
+		if w.Allowed {
+			continue
+		}
+		waits = append(waits, fmt.Sprintf("MachineConfigPool '%s': %s; the change is written when it opens", pool.GetName(), w.Reason))
+		if w.after(now) > after {
+			after = w.after(now)
+			it.MaintenanceWindow = w.wait(false)
+		}
+	}
+	if len(waits) > 0 {
+		return "Waiting: " + strings.Join(waits, "; "), after, nil
+	}
+	if waited {
+		// Due from the opening: waitTimeout and the stuck-write alert
+		// count the waits after it only.
+		t := metav1.NewTime(now)
+		it.LastTransitionTime = &t
+	}
+	return "", 0, nil
 }
 
 // pauseForWindow pauses a pool whose maintenance window closed while it

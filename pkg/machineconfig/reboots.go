@@ -89,16 +89,31 @@ func FormatReboots(changes []Change, reboots []Reboot) string {
 // a MachineConfig: the pools it rolls, for status, and the note of its
 // message ("reboots: pool worker, 3 nodes, once").
 func ItemReboots(pools []unstructured.Unstructured, change Change) ([]v1alpha1.PoolReboot, string) {
-	reboots, err := Rolls(pools, []Change{change})
+	out, err := PoolReboots(pools, change)
 	if err != nil {
 		return nil, "reboots: unknown (" + err.Error() + ")"
 	}
-	out := make([]v1alpha1.PoolReboot, 0, len(reboots))
+	return out, "reboots: " + FormatReboots([]Change{change}, rebootsOf(out))
+}
+
+// PoolReboots are the pools a change rolls out on, sorted by name; nil
+// when no pool selects it.
+func PoolReboots(pools []unstructured.Unstructured, change Change) ([]v1alpha1.PoolReboot, error) {
+	reboots, err := Rolls(pools, []Change{change})
+	if err != nil {
+		return nil, err
+	}
+	var out []v1alpha1.PoolReboot
 	for _, r := range reboots {
 		out = append(out, v1alpha1.PoolReboot{Pool: r.Pool, Nodes: r.Machines, Paused: r.Paused})
 	}
-	if len(out) == 0 {
-		out = nil
+	return out, nil
+}
+
+func rebootsOf(prs []v1alpha1.PoolReboot) []Reboot {
+	out := make([]Reboot, len(prs))
+	for i, r := range prs {
+		out[i] = Reboot{Pool: r.Pool, Machines: r.Nodes, Paused: r.Paused}
 	}
-	return out, "reboots: " + FormatReboots([]Change{change}, reboots)
+	return out
 }

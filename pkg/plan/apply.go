@@ -35,6 +35,7 @@ func (r *Result) StatusItems(now metav1.Time) []v1alpha1.VirtPlatformConfigItem 
 		} else if t, ok := r.Targets[it.Name]; ok {
 			si.ReviewedTarget = &t
 		}
+		si.ReviewedVMImpact = r.Disrupted[it.Name]
 		items = append(items, si)
 	}
 	return items

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
@@ -27,6 +28,9 @@ import (
 type Cluster struct {
 	Dynamic dynamic.Interface
 	Mapper  meta.ResettableRESTMapper
+	// Raw reads what the dynamic client would decode whole (the VMI list,
+	// ListVMIs); nil lists through Dynamic.
+	Raw rest.Interface
 	// Watches caches the objects profiles read as inputs (and tells the
 	// controller when they change); nil reads everything live.
 	Watches *Watches
@@ -237,12 +241,13 @@ const inputsOwner = "\x00plan-inputs"
 // targets. Everything else is read live. The inputs are watched either
 // way, so that the controller sees them change.
 type inputReader struct {
-	c         *Cluster
-	inputs    sets.Set[ObjectKey]
-	listPools func() ([]unstructured.Unstructured, error)
+	c      *Cluster
+	inputs sets.Set[ObjectKey]
 	// targets are the inputs that are targets too: read live unless optimistic.
 	targets sets.Set[ObjectKey]
 	live    map[ObjectKey]func() (*unstructured.Unstructured, error)
+	// pools and nodes list once per plan, shared with the reboot notes.
+	pools, nodes func() ([]unstructured.Unstructured, error)
 
 	// optimistic: inputs are read from their watch caches while their
 	// live reads run; consistent tells afterwards whether both agreed.
@@ -260,7 +265,7 @@ type inputReader struct {
 
 func (c *Cluster) inputReader(ctx context.Context, refs []profiles.ObjectRef, from inputSource, listPools func() ([]unstructured.Unstructured, error)) *inputReader {
 	r := &inputReader{c: c, inputs: sets.New[ObjectKey](), targets: sets.New[ObjectKey](), read: map[ObjectKey]*unstructured.Unstructured{},
-		cached: map[ObjectKey]string{}, optimistic: from == optimisticInputs && c.Watches != nil, listPools: listPools}
+		cached: map[ObjectKey]string{}, optimistic: from == optimisticInputs && c.Watches != nil, pools: listPools}
 	for _, ref := range refs {
 		r.inputs.Insert(ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
 		if ref.Target {
@@ -337,9 +342,11 @@ func (r *inputReader) PreferredVersion(gk schema.GroupKind) (string, error) {
 }
 
 func (r *inputReader) List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
-	if gvk.GroupKind() == machineconfig.MachineConfigPoolGVK.GroupKind() && r.listPools != nil {
-		// The plan lists the pools anyway (reboot notes), once.
-		return r.listPools()
+	switch {
+	case gvk.GroupKind() == machineconfig.MachineConfigPoolGVK.GroupKind() && r.pools != nil:
+		return r.pools()
+	case gvk.GroupKind() == profiles.NodeGVK.GroupKind() && r.nodes != nil:
+		return r.nodes()
 	}
 	return r.c.List(ctx, gvk)
 }

@@ -27,6 +27,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -79,6 +80,9 @@ type Result struct {
 	// Targets are, by item name, the targets as this plan saw them; an
 	// approved item is written only while its live target still matches.
 	Targets map[string]v1alpha1.ReviewedTarget
+	// Disrupted are, by item name, the VMs draining the nodes of the
+	// item's pools shuts down or would block on (none: not listed).
+	Disrupted map[string][]v1alpha1.DisruptedVM
 }
 
 // Satisfied is true when no prerequisite is missing.
@@ -206,6 +210,13 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	refs := profile.InputObjects(opts)
 	listPools := e.poolLister(ctx, profile, refs, from)
 	inputs := e.Cluster.inputReader(ctx, refs, from, listPools)
+	// What the MachineConfig items do to nodes and VMs is read once per
+	// plan, and the profile's own reads of Nodes share the list.
+	reads := e.newClusterReads(ctx, inputs.Get)
+	inputs.nodes = reads.nodes
+	if from == liveInputs && writesMachineConfigs(profile) {
+		reads.start()
+	}
 	items, err := profile.Items(ctx, profiles.Inputs{ConfigName: cfg.Name, Options: opts, Cluster: inputs})
 	if err != nil {
 		return nil, false, err
@@ -267,31 +278,48 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 		})
 		res.Status.ImpactSeverity = MaxImpact(res.Status.ImpactSeverity, p.item.ImpactSeverity)
 	}
-	addRebootNotes(res.Status.Items, rollLabels(planned), listPools)
+	warnings, disrupted := addRebootNotes(ctx, res.Status.Items, rollChanges(planned), listPools, reads, cfg.Spec.AllowsBlockingDrains())
+	res.Status.Warnings = append(res.Status.Warnings, warnings...)
+	res.Disrupted = disrupted
 	if l := e.windows.Load(); l != nil {
 		addWindowNotes(res.Status.Items, listPools, *l, e.now())
 	}
 	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
 		return nil, false, err
 	}
-	// The generation binds the spec too: failurePolicy, waitTimeout or
-	// bypassOptimisticLock changed after a review change what applying
-	// does, so the reviewed hash no longer approves it; they are also
-	// hashed and shown by name. The UID binds the object: a config deleted
-	// and created again under the same name has plans of its own.
-	if res.Status.PlanHash, err = hashJSON(map[string]interface{}{
-		"profile": cfg.Spec.Profile, "generation": cfg.Generation, "uid": cfg.UID, "settings": res.Status.Settings,
-		"items": hashed, "snapshot": snapshot,
-	}); err != nil {
+	if res.Status.PlanHash, err = hashPlan(cfg, res.Status.Settings, hashed, snapshot, disrupted); err != nil {
 		return nil, false, err
 	}
 	return res, inputs.consistent(), nil
 }
 
+// hashPlan is the plan hash: what approving the plan approves.
+func hashPlan(cfg *v1alpha1.VirtPlatformConfig, settings v1alpha1.PlanSettings, items []interface{}, snapshot map[string]interface{}, disrupted map[string][]v1alpha1.DisruptedVM) (string, error) {
+	// The generation binds the spec too: failurePolicy, waitTimeout,
+	// bypassOptimisticLock or rollout.allowBlockingDrains changed after a
+	// review change what applying does, so the reviewed hash no longer
+	// approves it; they are also hashed and shown by name. The UID binds
+	// the object: a config deleted and created again under the same name
+	// has plans of its own.
+	hashed := map[string]interface{}{
+		"profile": cfg.Spec.Profile, "generation": cfg.Generation, "uid": cfg.UID, "settings": settings,
+		"items": items, "snapshot": snapshot,
+	}
+	// What the approver accepts to suffer is part of what they approve:
+	// the VMs drains shut down or would block on (not those that migrate,
+	// so that ordinary migrations leave a review valid). A plan without
+	// such VMs hashes as it did before they were hashed.
+	if len(disrupted) > 0 {
+		hashed["vmImpact"] = disrupted
+	}
+	return hashJSON(hashed)
+}
+
 // settingsOf are the spec settings a plan's hash binds, defaults resolved.
 func settingsOf(spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.PlanSettings {
 	s := v1alpha1.PlanSettings{Action: spec.Action, FailurePolicy: spec.FailurePolicy,
-		BypassOptimisticLock: spec.BypassOptimisticLock, WaitTimeout: spec.WaitTimeout}
+		BypassOptimisticLock: spec.BypassOptimisticLock, WaitTimeout: spec.WaitTimeout,
+		AllowBlockingDrains: spec.AllowsBlockingDrains()}
 	if s.FailurePolicy == "" {
 		s.FailurePolicy = v1alpha1.FailurePolicyAbort
 	}
@@ -313,6 +341,8 @@ type plannedItem struct {
 	// state, or of the live object for a Delete (the pools that select
 	// it are the pools that roll its removal).
 	labels map[string]string
+	// change is the spec before and after, for a MachineConfig.
+	change mcChange
 }
 
 // planItemSafely plans an item; a panic in a profile or in the engine
@@ -334,12 +364,13 @@ func (e *Engine) planItemSafely(ctx context.Context, configName string, owned Ow
 	return e.planItem(ctx, configName, owned, it, inputs)
 }
 
-// rollLabels are the labels of each planned item that is kept, in order.
-func rollLabels(planned []plannedItem) []map[string]string {
-	out := make([]map[string]string, 0, len(planned))
+// rollChanges are the labels and changes of each planned item that is
+// kept, in order.
+func rollChanges(planned []plannedItem) []itemChange {
+	out := make([]itemChange, 0, len(planned))
 	for _, p := range planned {
 		if !p.skip {
-			out = append(out, p.labels)
+			out = append(out, itemChange{labels: p.labels, spec: p.change})
 		}
 	}
 	return out
@@ -461,6 +492,14 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 	}
 	if live != nil && !it.Absent {
 		p.differs = differingFields(live.Object, desired.Object, it.ManagedFields)
+	}
+	if gvk.GroupKind() == machineconfig.MachineConfigGVK.GroupKind() {
+		// What the node disruption of the change is decided from: the
+		// live spec and what the write leaves (the dry-run's answer).
+		p.change.before = specOf(live)
+		if !it.Absent && dryErr == nil {
+			p.change.after = specOf(dry)
+		}
 	}
 	p.item.ImpactSeverity = it.Impact
 	if p.item.ImpactSeverity == "" {

@@ -64,8 +64,9 @@ func hashJSON(v interface{}) (string, error) {
 }
 
 // ItemsHash is the hash of what applying the items writes: for each item,
-// in order, its name, target, operation, desired state and the target as
-// reviewed. An approval
+// in order, its name, target, operation, desired state, the target as
+// reviewed and the VMs it was reviewed to shut down or be blocked by. An
+// approval
 // records it, and the controller writes an item only while the items
 // still hash to the recorded value; states and messages, which change as
 // the plan is applied, are left out.
@@ -87,6 +88,10 @@ func ItemsHash(items []v1alpha1.VirtPlatformConfigItem) (string, error) {
 		// recorded before it existed hash as they did.
 		if it.ReviewedTarget != nil {
 			h["reviewedTarget"] = it.ReviewedTarget
+		}
+		// So are the VMs it was said to shut down or be blocked by.
+		if len(it.ReviewedVMImpact) > 0 {
+			h["reviewedVMImpact"] = it.ReviewedVMImpact
 		}
 		hashed = append(hashed, h)
 	}

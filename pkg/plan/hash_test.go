@@ -70,3 +70,31 @@ func rawJSON(s string) interface{} {
 	}
 	return v
 }
+
+// The VMs an item was reviewed to shut down or be blocked by are part of
+// what its approval binds; items without any hash as they did before.
+func TestItemsHashBindsReviewedVMImpact(t *testing.T) {
+	item := v1alpha1.VirtPlatformConfigItem{Name: "enable-psi-metrics", Operation: v1alpha1.OperationCreate}
+	before, _ := hashJSON([]interface{}{map[string]interface{}{"name": item.Name, "targetRef": item.TargetRef, "operation": item.Operation, "desiredState": nil}})
+	tests := []struct {
+		name string
+		vms  []v1alpha1.DisruptedVM
+		same bool
+	}{
+		{"none", nil, true},
+		{"one", []v1alpha1.DisruptedVM{{Pool: "worker", Namespace: "default", Name: "gpu-0", Fate: v1alpha1.VMFateBlocksDrain}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			it := item
+			it.ReviewedVMImpact = tc.vms
+			got, err := ItemsHash([]v1alpha1.VirtPlatformConfigItem{it})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got == before) != tc.same {
+				t.Errorf("hash equal to the one without VMs: %t, want %t", got == before, tc.same)
+			}
+		})
+	}
+}

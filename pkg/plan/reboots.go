@@ -14,20 +14,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
 // addRebootNotes ends the message of every MachineConfig item that writes
-// with what it does to nodes, e.g. "reboots: pool worker, 3 nodes, once",
-// and fills its reboots: the pools that select the labels of what it
-// writes (for a Delete, those of the live object it deletes) reboot each
-// of their nodes once, the MachineConfig changes approved together rolling
-// out together. labels are the items' labels, in order. The pools are read
-// only for a plan that writes a MachineConfig (most plans, the
-// controller's drift checks among them, write none). The note never fails
-// the plan.
-func addRebootNotes(items []v1alpha1.PlanItem, labels []map[string]string, listPools func() ([]unstructured.Unstructured, error)) {
+// with what it does to nodes and the VMs on them, e.g. "reboots: pool
+// worker, 3 nodes, once; 2 VMs live-migrate, 1 shuts down: …", and fills
+// its reboots: the pools that select the labels of what it writes (for a
+// Delete, those of the live object it deletes) go through the disruption
+// of its change, each node once, the MachineConfig changes approved
+// together rolling out together. changes are the items' changes, in order.
+// The pools, Nodes and VMs are read only for a plan that writes a
+// MachineConfig (most plans, the controller's drift checks among them,
+// write none). The note never fails the plan. It returns the plan's
+// warnings about VMs that drains shut down or would block on, and those
+// VMs per item: what approving the plan accepts.
+func addRebootNotes(ctx context.Context, items []v1alpha1.PlanItem, changes []itemChange, listPools func() ([]unstructured.Unstructured, error), reads *clusterReads, allowBlocking bool) ([]string, map[string][]v1alpha1.DisruptedVM) {
+	var warnings []string
+	disrupted := map[string][]v1alpha1.DisruptedVM{}
 	for i := range items {
 		it := &items[i]
 		if !machineconfig.IsMachineConfig(it.TargetRef) || it.Operation == v1alpha1.OperationNone || it.Error != "" {
@@ -39,9 +45,26 @@ func addRebootNotes(items []v1alpha1.PlanItem, labels []map[string]string, listP
 			continue
 		}
 		var note string
-		it.Reboots, note = machineconfig.ItemReboots(pools, machineconfig.Change{Name: it.TargetRef.Name, Labels: labels[i]})
+		it.Reboots, note = machineconfig.ItemReboots(pools, machineconfig.Change{Name: it.TargetRef.Name, Labels: changes[i].labels})
+		if len(it.Reboots) > 0 && reads != nil {
+			note, _ = reads.assess(ctx, it.Reboots, pools, changes[i].spec, false)
+			if w := disruption.Warning(it.Name, it.Reboots, allowBlocking); w != "" {
+				warnings = append(warnings, w)
+			}
+			if d := disruption.Disrupted(it.Reboots); len(d) > 0 {
+				disrupted[it.Name] = d
+			}
+		}
 		it.Message += "; " + note
 	}
+	return warnings, disrupted
+}
+
+// itemChange is what a planned item changes: the labels the pools select
+// it by and, for a MachineConfig, its spec before and after.
+type itemChange struct {
+	labels map[string]string
+	spec   mcChange
 }
 
 // poolLister lists the MachineConfigPools at most once per plan, for the
@@ -57,10 +80,7 @@ func (e *Engine) poolLister(ctx context.Context, profile profiles.Profile, input
 	readsPools := slices.ContainsFunc(inputs, func(ref profiles.ObjectRef) bool {
 		return ref.GVK.GroupKind() == machineconfig.MachineConfigPoolGVK.GroupKind()
 	})
-	writesMachineConfigs := slices.ContainsFunc(profile.ManagedKinds(), func(gvk schema.GroupVersionKind) bool {
-		return gvk.GroupKind() == machineconfig.MachineConfigGVK.GroupKind()
-	})
-	if (from == liveInputs || from == optimisticInputs) && (readsPools || writesMachineConfigs) {
+	if (from == liveInputs || from == optimisticInputs) && (readsPools || writesMachineConfigs(profile)) {
 		go func() { _, _ = list() }()
 	}
 	return list
@@ -106,4 +126,11 @@ func addWindowNotes(items []v1alpha1.PlanItem, listPools func() ([]unstructured.
 			it.Message += "; maintenance windows: " + strings.Join(notes, "; ")
 		}
 	}
+}
+
+// writesMachineConfigs is true for a profile that manages MachineConfigs.
+func writesMachineConfigs(profile profiles.Profile) bool {
+	return slices.ContainsFunc(profile.ManagedKinds(), func(gvk schema.GroupVersionKind) bool {
+		return gvk.GroupKind() == machineconfig.MachineConfigGVK.GroupKind()
+	})
 }

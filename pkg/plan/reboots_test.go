@@ -1,13 +1,19 @@
 package plan
 
 import (
+	"context"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
 
@@ -15,26 +21,123 @@ func testPool(name string, roles []interface{}, machines int64, paused bool) uns
 	return unstructured.Unstructured{Object: map[string]interface{}{
 		"metadata": map[string]interface{}{"name": name},
 		"spec": map[string]interface{}{"paused": paused, "machineConfigSelector": map[string]interface{}{"matchExpressions": []interface{}{
-			map[string]interface{}{"key": "machineconfiguration.openshift.io/role", "operator": "In", "values": roles}}}},
+			map[string]interface{}{"key": "machineconfiguration.openshift.io/role", "operator": "In", "values": roles}}},
+			"nodeSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"node-role.kubernetes.io/" + name: ""}}},
 		"status": map[string]interface{}{"machineCount": machines},
 	}}
 }
 
-// A Delete has no desired state: the pools that select the live object's
-// labels roll its removal, and the item says so.
-func TestRebootNotesOfEveryOperation(t *testing.T) {
-	pools := []unstructured.Unstructured{testPool("worker", []interface{}{"worker"}, 3, false)}
-	mc := v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "90-worker-kubelet-swap"}
-	worker := map[string]string{"machineconfiguration.openshift.io/role": "worker"}
-	for _, op := range []v1alpha1.Operation{v1alpha1.OperationCreate, v1alpha1.OperationUpdate, v1alpha1.OperationDelete} {
-		t.Run(string(op), func(t *testing.T) {
-			items := []v1alpha1.PlanItem{{Name: "swap", TargetRef: mc, Operation: op, Message: "m"}}
-			addRebootNotes(items, []map[string]string{worker}, func() ([]unstructured.Unstructured, error) { return pools, nil })
-			if want := "m; reboots: pool worker, 3 nodes, once"; items[0].Message != want {
-				t.Errorf("message %q, want %q", items[0].Message, want)
+func testNode(name string) unstructured.Unstructured {
+	u := unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Node"}}
+	u.SetName(name)
+	u.SetLabels(map[string]string{"node-role.kubernetes.io/worker": ""})
+	return u
+}
+
+func testVMI(name, node, strategy, migratable, reason string) unstructured.Unstructured {
+	return unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+		"metadata": map[string]interface{}{"namespace": "default", "name": name, "labels": map[string]interface{}{"kubevirt.io/nodeName": node}},
+		"spec":     map[string]interface{}{"evictionStrategy": strategy, "domain": map[string]interface{}{"devices": map[string]interface{}{}}},
+		"status": map[string]interface{}{"nodeName": node, "phase": "Running", "conditions": []interface{}{
+			map[string]interface{}{"type": "LiveMigratable", "status": migratable, "reason": reason}}},
+	}}
+}
+
+// fakeReads serves the disruption reads from memory.
+func fakeReads(nodes []unstructured.Unstructured, vmis []unstructured.Unstructured, served bool, vmiErr error, policies *disruption.Policies) *clusterReads {
+	return &clusterReads{
+		nodes: func() ([]unstructured.Unstructured, error) { return nodes, nil },
+		vmis: func() ([]disruption.VMI, bool, error) {
+			out := make([]disruption.VMI, len(vmis))
+			for i := range vmis {
+				out[i] = disruption.ReadVMI(&vmis[i])
 			}
-			if want := []v1alpha1.PoolReboot{{Pool: "worker", Nodes: 3}}; !reflect.DeepEqual(items[0].Reboots, want) {
-				t.Errorf("reboots %+v, want %+v", items[0].Reboots, want)
+			return out, served, vmiErr
+		},
+		policies: func() (*disruption.Policies, string, error) {
+			return policies, "there is no MachineConfiguration 'cluster'", nil
+		},
+		hco: func() (*unstructured.Unstructured, error) { return nil, nil },
+	}
+}
+
+var (
+	psiSpec  = map[string]interface{}{"kernelArguments": []interface{}{"psi=1"}}
+	swapSpec = map[string]interface{}{"config": map[string]interface{}{"storage": map[string]interface{}{"files": []interface{}{
+		map[string]interface{}{"path": "/etc/find-swap-partition", "mode": int64(493)}}}}}
+	workerLabels = map[string]string{"machineconfiguration.openshift.io/role": "worker"}
+	workers      = []unstructured.Unstructured{testNode("worker-0"), testNode("worker-1"), testNode("worker-2")}
+	e2eVMIs      = []unstructured.Unstructured{
+		testVMI("migratable", "worker-0", "LiveMigrate", "True", ""),
+		testVMI("vm-none", "worker-1", "None", "True", ""),
+		testVMI("disk-0", "worker-1", "LiveMigrateIfPossible", "False", "DisksNotLiveMigratable"),
+		testVMI("gpu-0", "worker-2", "LiveMigrate", "False", "HostDeviceNotLiveMigratable"),
+	}
+)
+
+// Every operation that rolls a pool gets its note: a Delete has no
+// desired state, the pools that select the live object's labels roll its
+// removal. What the drain does to the VMs is added, warned about and
+// returned for the hash.
+func TestRebootNotes(t *testing.T) {
+	pools := []unstructured.Unstructured{testPool("worker", []interface{}{"worker"}, 3, false)}
+	mc := v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "99-worker-psi-karg"}
+	noneForSwap, _ := disruption.ReadPolicies(&unstructured.Unstructured{Object: map[string]interface{}{
+		"metadata": map[string]interface{}{"name": "cluster"},
+		"status": map[string]interface{}{"nodeDisruptionPolicyStatus": map[string]interface{}{"clusterPolicies": map[string]interface{}{
+			"files": []interface{}{map[string]interface{}{"path": "/etc/find-swap-partition", "actions": []interface{}{map[string]interface{}{"type": "None"}}}}}}}}})
+	tests := []struct {
+		name      string
+		op        v1alpha1.Operation
+		change    mcChange
+		reads     *clusterReads
+		message   string
+		warning   string
+		disrupted []string
+	}{
+		{name: "create, no VM", op: v1alpha1.OperationCreate, change: mcChange{after: psiSpec},
+			reads: fakeReads(workers, nil, true, nil, nil), message: "m; reboots: pool worker, 3 nodes, once"},
+		{name: "update, no VM", op: v1alpha1.OperationUpdate, change: mcChange{before: map[string]interface{}{}, after: psiSpec},
+			reads: fakeReads(workers, nil, true, nil, nil), message: "m; reboots: pool worker, 3 nodes, once"},
+		{name: "delete, no VM", op: v1alpha1.OperationDelete, change: mcChange{before: psiSpec},
+			reads: fakeReads(workers, nil, true, nil, nil), message: "m; reboots: pool worker, 3 nodes, once"},
+		{name: "the four VMs of the e2e spec", op: v1alpha1.OperationCreate, change: mcChange{after: psiSpec},
+			reads: fakeReads(workers, e2eVMIs, true, nil, nil),
+			message: "m; reboots: pool worker, 3 nodes, once; 1 VM live-migrates, 2 shut down: default/disk-0 (DisksNotLiveMigratable), default/vm-none (EvictionStrategyNone); " +
+				"1 blocks the drain: default/gpu-0 (HostDeviceNotLiveMigratable)",
+			warning:   "item 'enable-psi-metrics': draining the nodes shuts down 2 VMs",
+			disrupted: []string{"default/disk-0 ShutDown", "default/gpu-0 BlocksDrain", "default/vm-none ShutDown"}},
+		{name: "a policy that does not drain: no VM affected, no warning", op: v1alpha1.OperationCreate, change: mcChange{after: swapSpec},
+			reads:   fakeReads(workers, e2eVMIs, true, nil, noneForSwap),
+			message: "m; reboots: none; pool worker, 3 nodes: not drained, None (node disruption policies: None for /etc/find-swap-partition); not drained: no VM is affected"},
+		{name: "the same change without policies reboots", op: v1alpha1.OperationCreate, change: mcChange{after: swapSpec},
+			reads: fakeReads(workers, nil, true, nil, nil), message: "m; reboots: pool worker, 3 nodes, once"},
+		{name: "no VMI API: unknown, never a failure", op: v1alpha1.OperationCreate, change: mcChange{after: psiSpec},
+			reads: fakeReads(workers, nil, false, nil, nil), message: "m; reboots: pool worker, 3 nodes, once; VM impact unknown: kubevirt.io/v1 VirtualMachineInstance not served"},
+		{name: "VMIs not readable: unknown", op: v1alpha1.OperationCreate, change: mcChange{after: psiSpec},
+			reads: fakeReads(workers, nil, false, errors.New("forbidden"), nil), message: "m; reboots: pool worker, 3 nodes, once; VM impact unknown: cannot list VirtualMachineInstances: forbidden"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			items := []v1alpha1.PlanItem{{Name: "enable-psi-metrics", TargetRef: mc, Operation: tc.op, Message: "m"}}
+			warnings, disrupted := addRebootNotes(context.Background(), items, []itemChange{{labels: workerLabels, spec: tc.change}},
+				func() ([]unstructured.Unstructured, error) { return pools, nil }, tc.reads, false)
+			if items[0].Message != tc.message {
+				t.Errorf("message\n got %q\nwant %q", items[0].Message, tc.message)
+			}
+			if len(items[0].Reboots) != 1 || items[0].Reboots[0].Pool != "worker" || items[0].Reboots[0].Nodes != 3 {
+				t.Errorf("reboots %+v", items[0].Reboots)
+			}
+			if tc.warning == "" && len(warnings) > 0 || tc.warning != "" && (len(warnings) != 1 || !strings.HasPrefix(warnings[0], tc.warning)) {
+				t.Errorf("warnings %q, want one starting %q", warnings, tc.warning)
+			}
+			var got []string
+			for _, v := range disrupted["enable-psi-metrics"] {
+				got = append(got, v.Namespace+"/"+v.Name+" "+string(v.Fate))
+			}
+			if !reflect.DeepEqual(got, tc.disrupted) {
+				t.Errorf("disrupted %q, want %q", got, tc.disrupted)
 			}
 		})
 	}
@@ -70,5 +173,67 @@ func TestWindowNotes(t *testing.T) {
 				t.Errorf("message %q\nwant    %q", items[0].Message, tc.want)
 			}
 		})
+	}
+}
+
+// The VMs that are shut down or block the drain are part of the plan
+// hash; those that migrate are not, and a plan without any hashes as it
+// did before VMs were hashed.
+func TestPlanHashBindsDisruptedVMs(t *testing.T) {
+	cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "load-aware-rebalancing", Generation: 2, UID: "u"},
+		Spec: v1alpha1.VirtPlatformConfigSpec{Profile: "load-aware-rebalancing"}}
+	items := []interface{}{map[string]interface{}{"name": "enable-psi-metrics"}}
+	snapshot := map[string]interface{}{"k": "v"}
+	hash := func(d map[string][]v1alpha1.DisruptedVM) string {
+		h, err := hashPlan(cfg, v1alpha1.PlanSettings{Action: "DryRun"}, items, snapshot, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	legacy, _ := hashJSON(map[string]interface{}{"profile": cfg.Spec.Profile, "generation": cfg.Generation, "uid": cfg.UID,
+		"settings": v1alpha1.PlanSettings{Action: "DryRun"}, "items": items, "snapshot": snapshot})
+	gpu := v1alpha1.DisruptedVM{Pool: "worker", Namespace: "default", Name: "gpu-0", Fate: v1alpha1.VMFateBlocksDrain, Reason: "HostDeviceNotLiveMigratable"}
+	none := v1alpha1.DisruptedVM{Pool: "worker", Namespace: "default", Name: "vm-none", Fate: v1alpha1.VMFateShutDown, Reason: "EvictionStrategyNone"}
+	tests := []struct {
+		name string
+		a, b map[string][]v1alpha1.DisruptedVM
+		same bool
+	}{
+		{"no VM disrupted hashes as before", nil, map[string][]v1alpha1.DisruptedVM{}, true},
+		{"a VM becomes non-migratable", nil, map[string][]v1alpha1.DisruptedVM{"enable-psi-metrics": {gpu}}, false},
+		{"a new VM with strategy None", map[string][]v1alpha1.DisruptedVM{"enable-psi-metrics": {gpu}}, map[string][]v1alpha1.DisruptedVM{"enable-psi-metrics": {gpu, none}}, false},
+		{"another reason", map[string][]v1alpha1.DisruptedVM{"enable-psi-metrics": {gpu}},
+			map[string][]v1alpha1.DisruptedVM{"enable-psi-metrics": {{Pool: "worker", Namespace: "default", Name: "gpu-0", Fate: v1alpha1.VMFateBlocksDrain, Reason: "DisksNotLiveMigratable"}}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if (hash(tc.a) == hash(tc.b)) != tc.same {
+				t.Errorf("hash(%v) == hash(%v) is %t, want %t", tc.a, tc.b, !tc.same, tc.same)
+			}
+		})
+	}
+	if hash(nil) != legacy {
+		t.Error("a plan without disrupted VMs hashes differently than before")
+	}
+}
+
+// One list of Nodes per plan: the profile's reads share the disruption's.
+func TestInputReaderSharesPoolAndNodeLists(t *testing.T) {
+	calls := map[string]int{}
+	r := &inputReader{
+		pools: func() ([]unstructured.Unstructured, error) { calls["pools"]++; return nil, nil },
+		nodes: func() ([]unstructured.Unstructured, error) { calls["nodes"]++; return nil, nil },
+	}
+	for _, gvk := range []schema.GroupVersionKind{
+		{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool"},
+		{Version: "v1", Kind: "Node"},
+	} {
+		if _, err := r.List(context.Background(), gvk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls["pools"] != 1 || calls["nodes"] != 1 {
+		t.Errorf("calls %v", calls)
 	}
 }

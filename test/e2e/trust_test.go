@@ -150,7 +150,9 @@ var _ = Describe("trust: an approved plan is applied and ends Completed; someone
 		Expect(it.Operation).To(Equal(v1alpha1.OperationDelete))
 		Expect(it.Message).To(ContainSubstring("reboots: pool worker, 3 nodes, once"))
 		Expect(it.Message).NotTo(ContainSubstring("reboots: none"))
-		Expect(it.Reboots).To(Equal([]v1alpha1.PoolReboot{{Pool: "worker", Nodes: 3}}))
+		Expect(it.Reboots).To(HaveLen(1))
+		Expect(it.Reboots[0]).To(And(HaveField("Pool", "worker"), HaveField("Nodes", int64(3)),
+			HaveField("Disruption", v1alpha1.NodeDisruptionReboot), HaveField("Drains", true)))
 		Expect(item(getConfig("virt-higher-density"), "enable-kubelet-swap").Message).To(ContainSubstring("reboots: pool worker, 3 nodes, once"))
 	})
 })

@@ -107,6 +107,15 @@ type VirtPlatformConfigSpec struct {
 	WaitTimeout string
 	// options tune the selected profile; only the block of that profile may be set.
 	Options *ProfileOptions
+	// rollout tunes how approved MachineConfig changes are rolled out onto nodes.
+	Rollout *RolloutSpec
+}
+
+// RolloutSpec tunes how approved MachineConfig changes are rolled out onto nodes.
+type RolloutSpec struct {
+	// allowBlockingDrains writes an approved MachineConfig change even while a
+	// node it rolls out on runs a VM that would block the node's drain.
+	AllowBlockingDrains bool
 }
 
 // ProfileOptions holds one options block per profile.
@@ -220,6 +229,45 @@ type PoolReboot struct {
 	Nodes int64
 	// paused is true when the pool is paused: it rolls out when unpaused.
 	Paused bool
+	// disruption is what each node of the pool goes through for this change.
+	Disruption NodeDisruption
+	// disruptionReason says what of the change decided the disruption.
+	DisruptionReason string
+	// drains is true when each node is drained before it is updated.
+	Drains bool
+	// vmImpacts are the VirtualMachineInstances on the pool's nodes and what the drain does to each.
+	VMImpacts []VMImpact
+	// vmSummary says in words what the pool's VMs go through.
+	VMSummary string
+	// vmImpactUnknown says why the VMs could not be assessed.
+	VMImpactUnknown string
+}
+
+// NodeDisruption is what a node goes through when a MachineConfig change
+// rolls out on it: Reboot, Drain, Restart, Reload, DaemonReload or None.
+type NodeDisruption string
+
+// VMFate is what draining a node does to a VirtualMachineInstance on it:
+// LiveMigrate, ShutDown or BlocksDrain.
+type VMFate string
+
+// VMImpact is what draining its node does to one VirtualMachineInstance.
+type VMImpact struct {
+	Node      string
+	Namespace string
+	Name      string
+	Fate      VMFate
+	Reason    string
+}
+
+// DisruptedVM is a VM an approved plan said would be shut down or block
+// the drain of a pool's node.
+type DisruptedVM struct {
+	Pool      string
+	Namespace string
+	Name      string
+	Fate      VMFate
+	Reason    string
 }
 
 // ObjectReference points at a target object in the main cluster.
@@ -263,6 +311,9 @@ type VirtPlatformConfigItem struct {
 	ReviewedTarget *ReviewedTarget
 	// retry is the transient error the write of this item is retried after.
 	Retry *ItemRetry
+	// reviewedVMImpact are the VMs the approved plan said draining the
+	// item's pools would shut down or be blocked by.
+	ReviewedVMImpact []DisruptedVM
 	// maintenanceWindow is set while the item waits for a maintenance
 	// window of a pool it rolls.
 	MaintenanceWindow *WindowWait
@@ -383,6 +434,7 @@ type PlanSettings struct {
 	FailurePolicy        FailurePolicy
 	BypassOptimisticLock bool
 	WaitTimeout          string
+	AllowBlockingDrains  bool
 }
 
 // Prerequisite is an API a profile needs.

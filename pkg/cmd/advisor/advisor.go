@@ -98,6 +98,9 @@ func newRootCmd(o *options) *cobra.Command {
 func newClients(cfg *rest.Config) (*clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "kubectl-advisor/" + version.Version
+	// The server's warnings are the plan's (status.warnings): the plugin
+	// prints them with the plan, not as log lines.
+	cfg.WarningHandler = rest.NoWarnings{}
 	a, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

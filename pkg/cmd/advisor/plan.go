@@ -158,6 +158,9 @@ func printPlan(w io.Writer, p *v1alpha1.Plan, reboots string, color bool) {
 	}
 
 	fmt.Fprintln(w)
+	for _, warning := range s.Warnings {
+		fmt.Fprintln(w, c.red("warning: "+warning))
+	}
 	fmt.Fprintln(w, "reboots: "+reboots)
 	switch {
 	case len(s.Items) == 0 && len(missing) == 0:

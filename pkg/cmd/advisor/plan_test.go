@@ -100,12 +100,14 @@ func TestPrintPlan(t *testing.T) {
 	}
 	failed := v1alpha1.PlanItem{Name: "enable-load-aware-descheduling", Error: "server-side apply dry-run of KubeDescheduler was rejected:\n field not declared",
 		TargetRef: v1alpha1.ObjectReference{Kind: "KubeDescheduler", Namespace: "ns", Name: "cluster"}}
-	p := &v1alpha1.Plan{Status: v1alpha1.PlanStatus{PlanHash: "0123456789abcdef", Items: []v1alpha1.PlanItem{mc, failed}}}
+	p := &v1alpha1.Plan{Status: v1alpha1.PlanStatus{PlanHash: "0123456789abcdef", Items: []v1alpha1.PlanItem{mc, failed},
+		Warnings: []string{"item 'enable-psi-metrics': draining the nodes would block on 1 VM: default/gpu-0"}}}
 	p.Name = "load-aware-rebalancing"
 
 	var plain bytes.Buffer
 	printPlan(&plain, p, "pool worker, 3 nodes, once", false)
 	mustContain(t, "plain", plain.String(),
+		"\nwarning: item 'enable-psi-metrics': draining the nodes would block on 1 VM: default/gpu-0\nreboots: pool worker, 3 nodes, once\n",
 		"Plan 0123456789ab for load-aware-rebalancing (generation 0), impact -\n",
 		"[2/2] enable-load-aware-descheduling: ? KubeDescheduler ns/cluster, impact -\n",
 		"      error: server-side apply dry-run of KubeDescheduler was rejected: field not declared\n",

@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.AppliedItemApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalRecord"):
 		return &advisorv1alpha1.ApprovalRecordApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DisruptedVM"):
+		return &advisorv1alpha1.DisruptedVMApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ItemRetry"):
 		return &advisorv1alpha1.ItemRetryApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KSMConfiguration"):
@@ -56,6 +58,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.ProfileOptionsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedTarget"):
 		return &advisorv1alpha1.ReviewedTargetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutSpec"):
+		return &advisorv1alpha1.RolloutSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VirtHigherDensityConfig"):
 		return &advisorv1alpha1.VirtHigherDensityConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VirtPlatformConfig"):

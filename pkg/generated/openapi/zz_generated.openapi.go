@@ -38,6 +38,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ApprovalRecord{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref),
 		v1alpha1.ApprovalSpec{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ApprovalSpec(ref),
 		v1alpha1.ApprovalStatus{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref),
+		v1alpha1.DisruptedVM{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_DisruptedVM(ref),
 		v1alpha1.ItemRetry{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_ItemRetry(ref),
 		v1alpha1.KSMConfiguration{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_KSMConfiguration(ref),
 		v1alpha1.LoadAwareConfig{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref),
@@ -55,6 +56,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.Prerequisite{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_Prerequisite(ref),
 		v1alpha1.ProfileOptions{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref),
 		v1alpha1.ReviewedTarget{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref),
+		v1alpha1.RolloutSpec{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref),
+		v1alpha1.VMImpact{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_VMImpact(ref),
 		v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName():  schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref),
 		v1alpha1.VirtPlatformConfig{}.OpenAPIModelName():       schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfig(ref),
 		v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref),
@@ -356,6 +359,60 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref common.ReferenceCallbac
 		},
 		Dependencies: []string{
 			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_DisruptedVM(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DisruptedVM is a VM an approved plan said would be shut down or block the drain of a pool's node.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pool": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pool is the MachineConfigPool whose node the VM runs on.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace of the VirtualMachineInstance.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the VirtualMachineInstance.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"fate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "fate is ShutDown or BlocksDrain.\n\nPossible enum values:\n - `\"BlocksDrain\"` : the eviction is refused; the drain waits until the VM is stopped, moved or changed, and the node stays cordoned.\n - `\"LiveMigrate\"` : the VM is live-migrated to another node.\n - `\"ShutDown\"` : the VM is shut down (its VirtualMachine's run strategy decides whether it starts again elsewhere).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"BlocksDrain", "LiveMigrate", "ShutDown"},
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason as the plan said it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"pool", "namespace", "name", "fate"},
+			},
+		},
 	}
 }
 
@@ -931,6 +988,13 @@ func schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref common.ReferenceCallback)
 							Format:      "",
 						},
 					},
+					"allowBlockingDrains": {
+						SchemaProps: spec.SchemaProps{
+							Description: "allowBlockingDrains is spec.rollout.allowBlockingDrains.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
@@ -1111,10 +1175,67 @@ func schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref common.ReferenceCallback) c
 							Format:      "",
 						},
 					},
+					"disruption": {
+						SchemaProps: spec.SchemaProps{
+							Description: "disruption is what each node of the pool goes through for this change: Reboot, Drain (drained, not rebooted), Restart, Reload or DaemonReload (a service restarted or reloaded in place, no drain) or None. It comes from the change itself (kernel arguments, extensions, the kernel type, FIPS and the OS image always reboot) and the cluster's node disruption policies for the files and units it changes.\n\nPossible enum values:\n - `\"DaemonReload\"` : systemd reloads its units; no drain.\n - `\"Drain\"` : the node is drained, then updated without a reboot.\n - `\"None\"` : the files are written, nothing else happens.\n - `\"Reboot\"` : the node is drained and rebooted.\n - `\"Reload\"` : a service is reloaded in place; no drain.\n - `\"Restart\"` : a service is restarted in place; no drain.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"DaemonReload", "Drain", "None", "Reboot", "Reload", "Restart"},
+						},
+					},
+					"disruptionReason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "disruptionReason says what of the change decided the disruption.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"drains": {
+						SchemaProps: spec.SchemaProps{
+							Description: "drains is true when each node is drained (cordoned, its pods and VMs evicted) before it is updated.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"vmImpacts": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "vmImpacts are the VirtualMachineInstances running on the pool's nodes and what the drain does to each; empty when the nodes are not drained.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.VMImpact{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"vmSummary": {
+						SchemaProps: spec.SchemaProps{
+							Description: "vmSummary says in words what the pool's VMs go through.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"vmImpactUnknown": {
+						SchemaProps: spec.SchemaProps{
+							Description: "vmImpactUnknown, when set, says why the VMs could not be assessed (for example: the cluster does not serve kubevirt.io/v1 VirtualMachineInstance).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"pool", "nodes"},
 			},
 		},
+		Dependencies: []string{
+			v1alpha1.VMImpact{}.OpenAPIModelName()},
 	}
 }
 
@@ -1226,6 +1347,80 @@ func schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref common.ReferenceCallbac
 						},
 					},
 				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutSpec tunes how approved MachineConfig changes are rolled out onto nodes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"allowBlockingDrains": {
+						SchemaProps: spec.SchemaProps{
+							Description: "allowBlockingDrains writes an approved MachineConfig change even while a node of a pool it rolls out on runs a VM that would block the node's drain (eviction strategy LiveMigrate on a VM that cannot migrate, or External): that node then stays cordoned, and the pool stuck, until someone stops, moves or changes the VM. By default such a change waits, naming the VMs, until none would block. Approving a plan approves this setting too (it is part of the plan hash).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_VMImpact(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VMImpact is what draining its node does to one VirtualMachineInstance.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"node": {
+						SchemaProps: spec.SchemaProps{
+							Description: "node is the node the VM runs on.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace of the VirtualMachineInstance.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the VirtualMachineInstance.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"fate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "fate is LiveMigrate, ShutDown or BlocksDrain.\n\nPossible enum values:\n - `\"BlocksDrain\"` : the eviction is refused; the drain waits until the VM is stopped, moved or changed, and the node stays cordoned.\n - `\"LiveMigrate\"` : the VM is live-migrated to another node.\n - `\"ShutDown\"` : the VM is shut down (its VirtualMachine's run strategy decides whether it starts again elsewhere).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"BlocksDrain", "LiveMigrate", "ShutDown"},
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason says why: the eviction strategy, or why the VM cannot migrate (its LiveMigratable condition's reason).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"node", "namespace", "name", "fate"},
 			},
 		},
 	}
@@ -1450,6 +1645,25 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref common.Referenc
 							Ref:         ref(v1alpha1.ItemRetry{}.OpenAPIModelName()),
 						},
 					},
+					"reviewedVMImpact": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "reviewedVMImpact are the VMs the approved plan said draining the item's pools would shut down or be blocked by. Just before the item is written, a VM that now would and is not among them makes the plan stale.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.DisruptedVM{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"maintenanceWindow": {
 						SchemaProps: spec.SchemaProps{
 							Description: "maintenanceWindow is set while the item waits for a maintenance window of a pool it rolls: before its write, or with its rollout paused because a window closed.",
@@ -1468,7 +1682,7 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref common.Referenc
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ItemRetry{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.PoolConfiguration{}.OpenAPIModelName(), v1alpha1.ReviewedTarget{}.OpenAPIModelName(), v1alpha1.WindowWait{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.DisruptedVM{}.OpenAPIModelName(), v1alpha1.ItemRetry{}.OpenAPIModelName(), v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.PoolConfiguration{}.OpenAPIModelName(), v1alpha1.ReviewedTarget{}.OpenAPIModelName(), v1alpha1.WindowWait{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -1574,12 +1788,18 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigSpec(ref common.Referenc
 							Ref:         ref(v1alpha1.ProfileOptions{}.OpenAPIModelName()),
 						},
 					},
+					"rollout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rollout tunes how approved MachineConfig changes are rolled out onto nodes.",
+							Ref:         ref(v1alpha1.RolloutSpec{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"profile"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ProfileOptions{}.OpenAPIModelName()},
+			v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.RolloutSpec{}.OpenAPIModelName()},
 	}
 }
 

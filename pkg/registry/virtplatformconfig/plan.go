@@ -132,7 +132,7 @@ func (r *PlanREST) ConvertToTable(ctx context.Context, obj runtime.Object, table
 	set := p.Status.Settings
 	table.Rows = append(table.Rows, metav1.TableRow{
 		Cells: []interface{}{"settings", "-", "-", "-", "-", "approving also approves " + v1alpha1.PlanSettings{Action: v1alpha1.PlanAction(set.Action), FailurePolicy: v1alpha1.FailurePolicy(set.FailurePolicy),
-			BypassOptimisticLock: set.BypassOptimisticLock, WaitTimeout: set.WaitTimeout}.Summary() +
+			BypassOptimisticLock: set.BypassOptimisticLock, WaitTimeout: set.WaitTimeout, AllowBlockingDrains: set.AllowBlockingDrains}.Summary() +
 			fmt.Sprintf(" (generation %d)", p.Status.Generation)},
 		Object: runtime.RawExtension{Object: p},
 	})

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,6 +54,7 @@ var (
 	asJSON      = flag.Bool("json", false, "print the figures as JSON on stdout (progress goes to stderr)")
 	readme      = flag.String("readme", "", "measure nothing: write the figures of the -figures-json file into this Markdown file, between its markers (make bench-figures)")
 	figuresJSON = flag.String("figures-json", "", "with -readme: the -json output of a run")
+	steps       = flag.String("steps", strings.Join(stepNames, ","), "the measurements to run, comma-separated")
 
 	// Targets.
 	planP50Factor      = flag.Float64("plan-p50-factor", 1.5, "target: plan GET p50 at most this many times the floor p50, per profile")
@@ -148,6 +150,8 @@ func run(out io.Writer) (*bench, error) {
 	defer e.Stop()
 	cfg := rest.CopyConfig(e.AdminConfig)
 	cfg.QPS, cfg.Burst = 500, 1000
+	// The plans' warnings (VMs a drain would shut down) are expected.
+	cfg.WarningHandler = rest.NoWarnings{}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -156,12 +160,45 @@ func run(out io.Writer) (*bench, error) {
 		adv: versioned.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg),
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 	}
-	for _, step := range []func() error{b.planLatency, b.planBurst, b.applyLatency, b.driftLatency, b.memory} {
-		if err := step(); err != nil {
+	all := map[string]func() error{"plan": b.planLatency, "burst": b.planBurst, "apply": b.applyLatency, "drift": b.driftLatency,
+		"memory": b.memory, "vms": b.vmImpact}
+	chosen, err := chooseSteps(*steps)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range chosen {
+		if err := all[name](); err != nil {
 			return nil, err
 		}
 	}
 	return b, nil
+}
+
+// stepNames are the measurements, in the order they run.
+var stepNames = []string{"plan", "burst", "apply", "drift", "memory", "vms"}
+
+// chooseSteps parses --steps: known names, run in their own order.
+func chooseSteps(list string) ([]string, error) {
+	want := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(stepNames, s) {
+			return nil, fmt.Errorf("--steps: unknown measurement %q; the measurements are %s", s, strings.Join(stepNames, ", "))
+		}
+		want[s] = true
+	}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("--steps: no measurement chosen; the measurements are %s", strings.Join(stepNames, ", "))
+	}
+	var out []string
+	for _, s := range stepNames {
+		if want[s] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 func (b *bench) printf(format string, args ...any) { fmt.Fprintf(b.out, format, args...) }

@@ -79,3 +79,24 @@ func TestReportCheck(t *testing.T) {
 		t.Errorf("a figure without target has Max %v, Met %v", f.Max, f.Met)
 	}
 }
+
+func TestChooseSteps(t *testing.T) {
+	tests := []struct {
+		list, want, err string
+	}{
+		{list: "plan,burst,apply,drift,memory,vms", want: "plan,burst,apply,drift,memory,vms"},
+		{list: "vms", want: "vms"},
+		{list: "vms, plan", want: "plan,vms"},
+		{list: "vm", err: `unknown measurement "vm"`},
+		{list: "", err: "no measurement chosen"},
+	}
+	for _, tt := range tests {
+		got, err := chooseSteps(tt.list)
+		switch {
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("chooseSteps(%q) error = %v, want %q", tt.list, err, tt.err)
+		case tt.err == "" && (err != nil || strings.Join(got, ",") != tt.want):
+			t.Errorf("chooseSteps(%q) = %v, %v; want %s", tt.list, got, err, tt.want)
+		}
+	}
+}

@@ -9,12 +9,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubevirt/virt-advisor/test/env"
 	"github.com/kubevirt/virt-advisor/test/env/fakemco"
@@ -32,6 +35,7 @@ func run() error {
 	binDir := flag.String("bin-dir", "_output/bin", "directory with kube-apiserver, kubectl, etcd and virt-advisor-apiserver")
 	mcoRenderDelay := flag.Duration("mco-render-delay", fakemco.DefaultRenderDelay, "fake MachineConfig operator: delay before a MachineConfig change is rendered into the pool's spec.configuration")
 	mcoStep := flag.Duration("mco-step", fakemco.DefaultStepTime, "fake MachineConfig operator: time each pool node takes to update")
+	sampleVMs := flag.Bool("sample-vms", false, "give the worker pool its 3 Nodes and run 4 sample VirtualMachineInstances on them (one migrates, two are shut down, one blocks the drain; see docs/disruption.md)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [-- virt-advisor-apiserver flags]\n", os.Args[0])
 		flag.PrintDefaults()
@@ -53,6 +57,11 @@ func run() error {
 		return err
 	}
 	defer e.Stop()
+	if *sampleVMs {
+		if err := runSampleVMs(ctx, e); err != nil {
+			return err
+		}
+	}
 
 	kubectl := filepath.Join(e.BinDir, "kubectl")
 	fmt.Printf(`
@@ -88,5 +97,27 @@ Press Ctrl-C to stop (data stays in %s).
 
 	<-ctx.Done()
 	fmt.Println("\nstopping…")
+	return nil
+}
+
+// SampleVMs are the VMs --sample-vms runs on the worker nodes: what a
+// drain does to each is in every plan that reboots the worker pool.
+var SampleVMs = []env.VMI{
+	{Namespace: "default", Name: "vm-migratable", Node: "worker-0", EvictionStrategy: "LiveMigrate", Migratable: true},
+	{Namespace: "default", Name: "vm-none", Node: "worker-1", EvictionStrategy: "None", Migratable: true},
+	{Namespace: "default", Name: "vm-disk", Node: "worker-1", EvictionStrategy: "LiveMigrateIfPossible", Reason: "DisksNotLiveMigratable"},
+	{Namespace: "default", Name: "vm-gpu", Node: "worker-2", EvictionStrategy: "LiveMigrate", Reason: "HostDeviceNotLiveMigratable"},
+}
+
+func runSampleVMs(ctx context.Context, e *env.Env) error {
+	if _, err := e.CreateWorkerNodes(ctx, "worker", 3); err != nil {
+		return err
+	}
+	for _, v := range SampleVMs {
+		if err := e.CreateVMI(ctx, v); err != nil && !apierrors.IsAlreadyExists(errors.Unwrap(err)) {
+			return err
+		}
+	}
+	fmt.Printf("worker Nodes worker-0..2 run %d sample VMIs (kubectl get virtualmachineinstances -A)\n", len(SampleVMs))
 	return nil
 }

@@ -126,6 +126,22 @@ type VirtPlatformConfigSpec struct {
 	// options tune the selected profile; only the block of that profile may be set.
 	// +optional
 	Options *ProfileOptions `json:"options,omitempty"`
+	// rollout tunes how approved MachineConfig changes are rolled out onto nodes.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
+}
+
+// RolloutSpec tunes how approved MachineConfig changes are rolled out onto nodes.
+type RolloutSpec struct {
+	// allowBlockingDrains writes an approved MachineConfig change even while a
+	// node of a pool it rolls out on runs a VM that would block the node's
+	// drain (eviction strategy LiveMigrate on a VM that cannot migrate, or
+	// External): that node then stays cordoned, and the pool stuck, until
+	// someone stops, moves or changes the VM. By default such a change waits,
+	// naming the VMs, until none would block. Approving a plan approves this
+	// setting too (it is part of the plan hash).
+	// +optional
+	AllowBlockingDrains bool `json:"allowBlockingDrains,omitempty"`
 }
 
 // ProfileOptions holds one options block per profile.
@@ -274,6 +290,41 @@ type ReviewedTarget struct {
 	FieldHashes map[string]string `json:"fieldHashes,omitempty"`
 }
 
+// NodeDisruption is what a node goes through when a MachineConfig change
+// rolls out on it.
+// +enum
+type NodeDisruption string
+
+const (
+	// NodeDisruptionReboot: the node is drained and rebooted.
+	NodeDisruptionReboot NodeDisruption = "Reboot"
+	// NodeDisruptionDrain: the node is drained, then updated without a reboot.
+	NodeDisruptionDrain NodeDisruption = "Drain"
+	// NodeDisruptionRestart: a service is restarted in place; no drain.
+	NodeDisruptionRestart NodeDisruption = "Restart"
+	// NodeDisruptionReload: a service is reloaded in place; no drain.
+	NodeDisruptionReload NodeDisruption = "Reload"
+	// NodeDisruptionDaemonReload: systemd reloads its units; no drain.
+	NodeDisruptionDaemonReload NodeDisruption = "DaemonReload"
+	// NodeDisruptionNone: the files are written, nothing else happens.
+	NodeDisruptionNone NodeDisruption = "None"
+)
+
+// VMFate is what draining a node does to a VirtualMachineInstance on it.
+// +enum
+type VMFate string
+
+const (
+	// VMFateLiveMigrate: the VM is live-migrated to another node.
+	VMFateLiveMigrate VMFate = "LiveMigrate"
+	// VMFateShutDown: the VM is shut down (its VirtualMachine's run
+	// strategy decides whether it starts again elsewhere).
+	VMFateShutDown VMFate = "ShutDown"
+	// VMFateBlocksDrain: the eviction is refused; the drain waits until the
+	// VM is stopped, moved or changed, and the node stays cordoned.
+	VMFateBlocksDrain VMFate = "BlocksDrain"
+)
+
 // PoolReboot is what writing a MachineConfig item does to one pool.
 type PoolReboot struct {
 	// pool is the MachineConfigPool name.
@@ -283,6 +334,65 @@ type PoolReboot struct {
 	// paused is true when the pool is paused: it rolls out when unpaused.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+	// disruption is what each node of the pool goes through for this change:
+	// Reboot, Drain (drained, not rebooted), Restart, Reload or DaemonReload
+	// (a service restarted or reloaded in place, no drain) or None. It comes
+	// from the change itself (kernel arguments, extensions, the kernel type,
+	// FIPS and the OS image always reboot) and the cluster's node disruption
+	// policies for the files and units it changes.
+	// +optional
+	Disruption NodeDisruption `json:"disruption,omitempty"`
+	// disruptionReason says what of the change decided the disruption.
+	// +optional
+	DisruptionReason string `json:"disruptionReason,omitempty"`
+	// drains is true when each node is drained (cordoned, its pods and VMs
+	// evicted) before it is updated.
+	// +optional
+	Drains bool `json:"drains,omitempty"`
+	// vmImpacts are the VirtualMachineInstances running on the pool's nodes and
+	// what the drain does to each; empty when the nodes are not drained.
+	// +optional
+	// +listType=atomic
+	VMImpacts []VMImpact `json:"vmImpacts,omitempty"`
+	// vmSummary says in words what the pool's VMs go through.
+	// +optional
+	VMSummary string `json:"vmSummary,omitempty"`
+	// vmImpactUnknown, when set, says why the VMs could not be assessed (for
+	// example: the cluster does not serve kubevirt.io/v1 VirtualMachineInstance).
+	// +optional
+	VMImpactUnknown string `json:"vmImpactUnknown,omitempty"`
+}
+
+// VMImpact is what draining its node does to one VirtualMachineInstance.
+type VMImpact struct {
+	// node is the node the VM runs on.
+	Node string `json:"node"`
+	// namespace of the VirtualMachineInstance.
+	Namespace string `json:"namespace"`
+	// name of the VirtualMachineInstance.
+	Name string `json:"name"`
+	// fate is LiveMigrate, ShutDown or BlocksDrain.
+	Fate VMFate `json:"fate"`
+	// reason says why: the eviction strategy, or why the VM cannot migrate
+	// (its LiveMigratable condition's reason).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// DisruptedVM is a VM an approved plan said would be shut down or block
+// the drain of a pool's node.
+type DisruptedVM struct {
+	// pool is the MachineConfigPool whose node the VM runs on.
+	Pool string `json:"pool"`
+	// namespace of the VirtualMachineInstance.
+	Namespace string `json:"namespace"`
+	// name of the VirtualMachineInstance.
+	Name string `json:"name"`
+	// fate is ShutDown or BlocksDrain.
+	Fate VMFate `json:"fate"`
+	// reason as the plan said it.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // ObjectReference points at a target object in the main cluster.
@@ -343,6 +453,12 @@ type VirtPlatformConfigItem struct {
 	// retry is the transient error the write of this item is retried after.
 	// +optional
 	Retry *ItemRetry `json:"retry,omitempty"`
+	// reviewedVMImpact are the VMs the approved plan said draining the
+	// item's pools would shut down or be blocked by. Just before the item is
+	// written, a VM that now would and is not among them makes the plan stale.
+	// +optional
+	// +listType=atomic
+	ReviewedVMImpact []DisruptedVM `json:"reviewedVMImpact,omitempty"`
 	// maintenanceWindow is set while the item waits for a maintenance
 	// window of a pool it rolls: before its write, or with its rollout
 	// paused because a window closed.
@@ -502,6 +618,9 @@ type PlanSettings struct {
 	// waitTimeout is spec.waitTimeout; empty waits without limit.
 	// +optional
 	WaitTimeout string `json:"waitTimeout,omitempty"`
+	// allowBlockingDrains is spec.rollout.allowBlockingDrains.
+	// +optional
+	AllowBlockingDrains bool `json:"allowBlockingDrains,omitempty"`
 }
 
 // Prerequisite is an API a profile needs.

@@ -47,6 +47,11 @@ func (in ApprovalStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DisruptedVM) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.DisruptedVM"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ItemRetry) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.ItemRetry"
 }
@@ -129,6 +134,16 @@ func (in ProfileOptions) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReviewedTarget) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.ReviewedTarget"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutSpec) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.RolloutSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in VMImpact) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.VMImpact"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -195,15 +195,16 @@ func newSummary(cfg *v1alpha1.VirtPlatformConfig) summaryView {
 // (docs/design.md, the governance invariant): changing any of them after
 // the review makes the reviewed hash stale.
 type boundSettings struct {
-	Action, FailurePolicy, WaitTimeout string
-	BypassOptimisticLock               bool
-	Generation                         int64
+	Action, FailurePolicy, WaitTimeout        string
+	BypassOptimisticLock, AllowBlockingDrains bool
+	Generation                                int64
 }
 
 func newBoundSettings(cfg *v1alpha1.VirtPlatformConfig) boundSettings {
 	b := boundSettings{
 		Action: string(cfg.Spec.Action), FailurePolicy: string(cfg.Spec.FailurePolicy),
 		BypassOptimisticLock: cfg.Spec.BypassOptimisticLock, WaitTimeout: cfg.Spec.WaitTimeout, Generation: cfg.Generation,
+		AllowBlockingDrains: cfg.Spec.AllowsBlockingDrains(),
 	}
 	if b.Action == "" {
 		b.Action = string(v1alpha1.PlanActionDryRun) + " (default)"
@@ -322,7 +323,8 @@ func (s *Server) buildPlan(ctx context.Context, name string) (planView, int) {
 	if set := p.Status.Settings; set.Action != "" {
 		// The server says what its hash binds: show exactly that.
 		v.Bound = newBoundSettings(&v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Generation: p.Status.Generation},
-			Spec: v1alpha1.VirtPlatformConfigSpec{Action: set.Action, FailurePolicy: set.FailurePolicy, BypassOptimisticLock: set.BypassOptimisticLock, WaitTimeout: set.WaitTimeout}})
+			Spec: v1alpha1.VirtPlatformConfigSpec{Action: set.Action, FailurePolicy: set.FailurePolicy, BypassOptimisticLock: set.BypassOptimisticLock, WaitTimeout: set.WaitTimeout,
+				Rollout: &v1alpha1.RolloutSpec{AllowBlockingDrains: set.AllowBlockingDrains}}})
 	} else if p.Status.Generation != cfg.Generation {
 		v.BoundNote = fmt.Sprintf("The plan was computed from generation %d, the settings shown are of generation %d: reload the page.", p.Status.Generation, cfg.Generation)
 	}

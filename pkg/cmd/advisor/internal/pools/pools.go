@@ -24,7 +24,7 @@ import (
 func Changes(ctx context.Context, dyn dynamic.Interface, items []v1alpha1.PlanItem, all bool) ([]machineconfig.Change, error) {
 	var out []machineconfig.Change
 	for _, it := range items {
-		changes := it.Operation != v1alpha1.OperationNone && it.Operation != "" && it.Error == ""
+		changes := it.Operation != v1alpha1.OperationNone && it.Operation != "" && it.Error == "" && reboots(it)
 		if !machineconfig.IsMachineConfig(it.TargetRef) || !(changes || all) {
 			continue
 		}
@@ -42,6 +42,18 @@ func Changes(ctx context.Context, dyn dynamic.Interface, items []v1alpha1.PlanIt
 		out = append(out, machineconfig.Change{Name: it.TargetRef.Name, Labels: l})
 	}
 	return out, nil
+}
+
+// reboots is false for an item the server says reboots no node (a node
+// disruption policy applies its change in place); a server that does not
+// say is taken to reboot.
+func reboots(it v1alpha1.PlanItem) bool {
+	for _, r := range it.Reboots {
+		if r.Disruption == "" || r.Disruption == v1alpha1.NodeDisruptionReboot {
+			return true
+		}
+	}
+	return len(it.Reboots) == 0
 }
 
 // List lists the MachineConfigPools.

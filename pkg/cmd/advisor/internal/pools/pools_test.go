@@ -45,6 +45,12 @@ func TestSummaryNeverFails(t *testing.T) {
 			`unknown (cannot read MachineConfigPools: the server could not find the requested resource (list machineconfigpools.machineconfiguration.openshift.io))`},
 		{"a delete reads the live labels", []v1alpha1.PlanItem{deleted}, []runtime.Object{liveSwap, pool("worker", roleSelector("worker"), 3, 3, false)}, nil,
 			"pool worker, 3 nodes, once"},
+		{"a change the server says reboots counts", []v1alpha1.PlanItem{withDisruption(create, v1alpha1.NodeDisruptionReboot)},
+			[]runtime.Object{pool("worker", roleSelector("worker"), 3, 3, false)}, nil, "pool worker, 3 nodes, once"},
+		{"a change a node disruption policy applies in place reboots nothing", []v1alpha1.PlanItem{withDisruption(create, v1alpha1.NodeDisruptionNone)},
+			nil, errors.New("must not be listed"), "none"},
+		{"nor does a drain without a reboot", []v1alpha1.PlanItem{withDisruption(create, v1alpha1.NodeDisruptionDrain)},
+			nil, errors.New("must not be listed"), "none"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dyn := fakeDynamic(tc.objects...)
@@ -79,4 +85,9 @@ func pool(name string, selector map[string]interface{}, machines, updated int64,
 func roleSelector(roles ...interface{}) map[string]interface{} {
 	return map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{
 		"key": "machineconfiguration.openshift.io/role", "operator": "In", "values": roles}}}
+}
+
+func withDisruption(it v1alpha1.PlanItem, d v1alpha1.NodeDisruption) v1alpha1.PlanItem {
+	it.Reboots = []v1alpha1.PoolReboot{{Pool: "worker", Nodes: 3, Disruption: d}}
+	return it
 }

@@ -60,6 +60,10 @@ type VirtPlatformConfigItemApplyConfiguration struct {
 	ReviewedTarget *ReviewedTargetApplyConfiguration `json:"reviewedTarget,omitempty"`
 	// retry is the transient error the write of this item is retried after.
 	Retry *ItemRetryApplyConfiguration `json:"retry,omitempty"`
+	// reviewedVMImpact are the VMs the approved plan said draining the
+	// item's pools would shut down or be blocked by. Just before the item is
+	// written, a VM that now would and is not among them makes the plan stale.
+	ReviewedVMImpact []DisruptedVMApplyConfiguration `json:"reviewedVMImpact,omitempty"`
 	// maintenanceWindow is set while the item waits for a maintenance
 	// window of a pool it rolls: before its write, or with its rollout
 	// paused because a window closed.
@@ -191,6 +195,19 @@ func (b *VirtPlatformConfigItemApplyConfiguration) WithReviewedTarget(value *Rev
 // If called multiple times, the Retry field is set to the value of the last call.
 func (b *VirtPlatformConfigItemApplyConfiguration) WithRetry(value *ItemRetryApplyConfiguration) *VirtPlatformConfigItemApplyConfiguration {
 	b.Retry = value
+	return b
+}
+
+// WithReviewedVMImpact adds the given value to the ReviewedVMImpact field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ReviewedVMImpact field.
+func (b *VirtPlatformConfigItemApplyConfiguration) WithReviewedVMImpact(values ...*DisruptedVMApplyConfiguration) *VirtPlatformConfigItemApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithReviewedVMImpact")
+		}
+		b.ReviewedVMImpact = append(b.ReviewedVMImpact, *values[i])
+	}
 	return b
 }
 

@@ -44,6 +44,8 @@ type VirtPlatformConfigSpecApplyConfiguration struct {
 	WaitTimeout *string `json:"waitTimeout,omitempty"`
 	// options tune the selected profile; only the block of that profile may be set.
 	Options *ProfileOptionsApplyConfiguration `json:"options,omitempty"`
+	// rollout tunes how approved MachineConfig changes are rolled out onto nodes.
+	Rollout *RolloutSpecApplyConfiguration `json:"rollout,omitempty"`
 }
 
 // VirtPlatformConfigSpecApplyConfiguration constructs a declarative configuration of the VirtPlatformConfigSpec type for use with
@@ -97,5 +99,13 @@ func (b *VirtPlatformConfigSpecApplyConfiguration) WithWaitTimeout(value string)
 // If called multiple times, the Options field is set to the value of the last call.
 func (b *VirtPlatformConfigSpecApplyConfiguration) WithOptions(value *ProfileOptionsApplyConfiguration) *VirtPlatformConfigSpecApplyConfiguration {
 	b.Options = value
+	return b
+}
+
+// WithRollout sets the Rollout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Rollout field is set to the value of the last call.
+func (b *VirtPlatformConfigSpecApplyConfiguration) WithRollout(value *RolloutSpecApplyConfiguration) *VirtPlatformConfigSpecApplyConfiguration {
+	b.Rollout = value
 	return b
 }

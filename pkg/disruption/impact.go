@@ -1,0 +1,323 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+)
+
+const (
+	// WorkerRoleLabel marks worker nodes.
+	WorkerRoleLabel = "node-role.kubernetes.io/worker"
+	// TopologyAnnotation is what the MachineConfig operator's node controller
+	// puts on every Node: SingleReplica on a single-node cluster, whose node
+	// is never drained (docs/SingleNodeOpenShift.md).
+	TopologyAnnotation = "machineconfiguration.openshift.io/controlPlaneTopology"
+	singleReplica      = "SingleReplica"
+
+	// VMIsNotServed is why VM impact is unknown on a cluster without KubeVirt.
+	VMIsNotServed = "kubevirt.io/v1 VirtualMachineInstance not served"
+)
+
+// Cluster is what the assessment reads of the cluster, once per plan.
+type Cluster struct {
+	// Pools are every MachineConfigPool: a node both the worker pool and a
+	// custom pool select belongs to the custom pool.
+	Pools []unstructured.Unstructured
+	Nodes []unstructured.Unstructured
+	// NodesUnknown says why the Nodes could not be read, if they could not.
+	NodesUnknown string
+	// VMIs are the VirtualMachineInstances; VMIsUnknown says why they could
+	// not be read (VMIsNotServed, a forbidden list…), if they could not.
+	VMIs        []VMI
+	VMIsUnknown string
+	Default     Default
+}
+
+// SingleNode is true on a single-node cluster: the MachineConfig operator
+// annotates its node SingleReplica (and a cluster with one Node is one).
+func (c *Cluster) SingleNode() bool {
+	for i := range c.Nodes {
+		if c.Nodes[i].GetAnnotations()[TopologyAnnotation] == singleReplica {
+			return true
+		}
+	}
+	return len(c.Nodes) == 1
+}
+
+// WorkerNodes counts the worker nodes (for the default eviction strategy).
+func WorkerNodes(nodes []unstructured.Unstructured) int {
+	n := 0
+	for i := range nodes {
+		if _, ok := nodes[i].GetLabels()[WorkerRoleLabel]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+// PoolNodes are the names of the nodes a pool's nodeSelector selects,
+// sorted. A node the worker pool and a custom pool both select is the
+// custom pool's, as the MachineConfig operator assigns it.
+func (c *Cluster) PoolNodes(pool *unstructured.Unstructured) ([]string, error) {
+	sel, err := machineconfig.PoolSelector(pool, "nodeSelector")
+	if err != nil {
+		return nil, fmt.Errorf("MachineConfigPool '%s' has an invalid nodeSelector: %w", pool.GetName(), err)
+	}
+	var custom []labels.Selector
+	if pool.GetName() == machineconfig.WorkerPool {
+		for i := range c.Pools {
+			if name := c.Pools[i].GetName(); name != machineconfig.WorkerPool && name != machineconfig.MasterPool {
+				if s, err := machineconfig.PoolSelector(&c.Pools[i], "nodeSelector"); err == nil {
+					custom = append(custom, s)
+				}
+			}
+		}
+	}
+	var out []string
+	for i := range c.Nodes {
+		set := labels.Set(c.Nodes[i].GetLabels())
+		if !sel.Matches(set) {
+			continue
+		}
+		other := false
+		for _, s := range custom {
+			other = other || s.Matches(set)
+		}
+		if !other {
+			out = append(out, c.Nodes[i].GetName())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Assess fills what the decided change does to one pool's nodes and VMs:
+// the disruption, whether the nodes drain and, if they do, the fate of
+// every VMI running on them, with a summary in words.
+func (c *Cluster) Assess(r *v1alpha1.PoolReboot, pool *unstructured.Unstructured, d Decision) {
+	r.Disruption, r.DisruptionReason = d.Action, d.Reason
+	r.VMImpacts, r.VMSummary, r.VMImpactUnknown = nil, "", ""
+	r.Drains = Drains(d.Action) && !c.SingleNode()
+	switch {
+	case !Drains(d.Action):
+		r.VMSummary = "not drained: no VM is affected"
+		return
+	case !r.Drains:
+		r.VMSummary = "not drained (single-node cluster): no VM is evicted; the VMs there stop while the node reboots"
+		if d.Action == v1alpha1.NodeDisruptionDrain {
+			r.VMSummary = "not drained (single-node cluster): no VM is affected"
+		}
+		return
+	case c.NodesUnknown != "":
+		r.VMImpactUnknown = c.NodesUnknown
+	case c.VMIsUnknown != "":
+		r.VMImpactUnknown = c.VMIsUnknown
+	}
+	if r.VMImpactUnknown != "" {
+		r.VMSummary = "VM impact unknown: " + r.VMImpactUnknown
+		return
+	}
+	nodes, err := c.PoolNodes(pool)
+	if err != nil {
+		r.VMImpactUnknown = err.Error()
+		r.VMSummary = "VM impact unknown: " + r.VMImpactUnknown
+		return
+	}
+	on := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		on[n] = true
+	}
+	for _, v := range c.VMIs {
+		if !v.Running() || !on[v.Node] {
+			continue
+		}
+		fate, reason := Fate(v, c.Default)
+		r.VMImpacts = append(r.VMImpacts, v1alpha1.VMImpact{Node: v.Node, Namespace: v.Namespace, Name: v.Name, Fate: fate, Reason: reason})
+	}
+	sort.Slice(r.VMImpacts, func(i, j int) bool {
+		a, b := r.VMImpacts[i], r.VMImpacts[j]
+		if a.Node != b.Node {
+			return a.Node < b.Node
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	r.VMSummary = Summarize(r.VMImpacts)
+	if r.VMSummary == "" {
+		r.VMSummary = "no VM runs on its nodes"
+	}
+}
+
+// maxNamed bounds the VMs a summary names per fate; the plan's vmImpacts
+// list them all.
+const maxNamed = 5
+
+// Summarize says what a drain does to these VMs, e.g. "14 VMs
+// live-migrate, 1 shuts down: default/db-0 (EvictionStrategyNone); 2 block
+// the drain: default/gpu-0 (HostDeviceNotLiveMigratable), …"; "" for none.
+// VMs that migrate are counted, the others named.
+func Summarize(vms []v1alpha1.VMImpact) string {
+	var migrate int
+	var shut, block []string
+	for _, v := range vms {
+		named := fmt.Sprintf("%s/%s (%s)", v.Namespace, v.Name, v.Reason)
+		switch v.Fate {
+		case v1alpha1.VMFateLiveMigrate:
+			migrate++
+		case v1alpha1.VMFateShutDown:
+			shut = append(shut, named)
+		default:
+			block = append(block, named)
+		}
+	}
+	var parts []string
+	first := true
+	count := func(n int, one, many string) string {
+		noun := ""
+		if first {
+			noun = " VMs"
+			if n == 1 {
+				noun = " VM"
+			}
+		}
+		first = false
+		if n == 1 {
+			return fmt.Sprintf("%d%s %s", n, noun, one)
+		}
+		return fmt.Sprintf("%d%s %s", n, noun, many)
+	}
+	if migrate > 0 {
+		parts = append(parts, count(migrate, "live-migrates", "live-migrate"))
+	}
+	if len(shut) > 0 {
+		parts = append(parts, count(len(shut), "shuts down", "shut down")+": "+names(shut))
+	}
+	if len(block) > 0 {
+		parts = append(parts, count(len(block), "blocks the drain", "block the drain")+": "+names(block))
+	}
+	// Groups that name VMs end in a list: a semicolon tells where it ends.
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			if strings.Contains(parts[i-1], ": ") {
+				b.WriteString("; ")
+			} else {
+				b.WriteString(", ")
+			}
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func names(list []string) string {
+	if len(list) <= maxNamed {
+		return strings.Join(list, ", ")
+	}
+	return strings.Join(list[:maxNamed], ", ") + fmt.Sprintf(", … (%d more)", len(list)-maxNamed)
+}
+
+// Disrupted are the VMs of the pools that a drain shuts down or is
+// blocked by: what an approver accepts to suffer, part of the plan hash.
+// VMs that migrate are left out, so ordinary migrations do not make a
+// reviewed plan stale. Sorted by pool, namespace and name.
+func Disrupted(reboots []v1alpha1.PoolReboot) []v1alpha1.DisruptedVM {
+	var out []v1alpha1.DisruptedVM
+	for _, r := range reboots {
+		for _, v := range r.VMImpacts {
+			if v.Fate != v1alpha1.VMFateLiveMigrate {
+				out = append(out, v1alpha1.DisruptedVM{Pool: r.Pool, Namespace: v.Namespace, Name: v.Name, Fate: v.Fate, Reason: v.Reason})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Pool != b.Pool {
+			return a.Pool < b.Pool
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	return out
+}
+
+// Unreviewed are the VMs now shut down or blocking a drain that the
+// review did not show with that fate (in that pool): a VM that became
+// non-migratable or a new VM with strategy None since. Fewer such VMs than
+// reviewed is fine, and so is another reason for the same fate.
+func Unreviewed(reviewed, now []v1alpha1.DisruptedVM) []v1alpha1.DisruptedVM {
+	type key struct {
+		pool, ns, name string
+		fate           v1alpha1.VMFate
+	}
+	seen := make(map[key]bool, len(reviewed))
+	for _, v := range reviewed {
+		seen[key{v.Pool, v.Namespace, v.Name, v.Fate}] = true
+	}
+	var out []v1alpha1.DisruptedVM
+	for _, v := range now {
+		if !seen[key{v.Pool, v.Namespace, v.Name, v.Fate}] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Blocking are the VMs that would block the drain of a node of the pools,
+// with their pool.
+func Blocking(reboots []v1alpha1.PoolReboot) []v1alpha1.DisruptedVM {
+	var out []v1alpha1.DisruptedVM
+	for _, v := range Disrupted(reboots) {
+		if v.Fate == v1alpha1.VMFateBlocksDrain {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// DescribeVMs names VMs with their fate and reason, for messages.
+func DescribeVMs(vms []v1alpha1.DisruptedVM) string {
+	list := make([]string, len(vms))
+	for i, v := range vms {
+		list[i] = fmt.Sprintf("%s/%s (%s, %s, pool %s)", v.Namespace, v.Name, fateWords(v.Fate), v.Reason, v.Pool)
+	}
+	return names(list)
+}
+
+func fateWords(f v1alpha1.VMFate) string {
+	switch f {
+	case v1alpha1.VMFateShutDown:
+		return "shuts down"
+	case v1alpha1.VMFateBlocksDrain:
+		return "blocks the drain"
+	}
+	return "live-migrates"
+}
+
+// BlockedMessage is why an approved MachineConfig item waits (the
+// controller prefixes "Waiting: "): a drain of one of its pools' nodes
+// would block on these VMs.
+func BlockedMessage(mc string, blocking []v1alpha1.DisruptedVM) string {
+	list := make([]string, len(blocking))
+	for i, v := range blocking {
+		list[i] = fmt.Sprintf("%s/%s (%s, pool %s)", v.Namespace, v.Name, v.Reason, v.Pool)
+	}
+	vms := "a VM that"
+	its := "its"
+	if len(blocking) > 1 {
+		vms, its = fmt.Sprintf("%d VMs that", len(blocking)), "their"
+	}
+	return fmt.Sprintf("writing MachineConfig '%s' would drain nodes that run %s would block the drain: %s; migrate, stop, or change %s eviction strategy (or set spec.rollout.allowBlockingDrains: true to write it anyway); the change is written when no VM blocks",
+		mc, vms, names(list), its)
+}

@@ -1,0 +1,135 @@
+package disruption
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+// KubeVirt's eviction strategies (kubevirt.io/api core/v1 EvictionStrategy).
+const (
+	StrategyNone                  = "None"
+	StrategyLiveMigrate           = "LiveMigrate"
+	StrategyLiveMigrateIfPossible = "LiveMigrateIfPossible"
+	StrategyExternal              = "External"
+)
+
+// Reasons a VM's fate carries besides its LiveMigratable condition's own.
+const (
+	ReasonStrategyNone     = "EvictionStrategyNone"
+	ReasonExternal         = "External"
+	ReasonConditionMissing = "LiveMigratableConditionMissing"
+	ReasonNotMigratable    = "NotLiveMigratable"
+)
+
+// NodeNameLabel is the label KubeVirt puts on a VirtualMachineInstance with
+// the node it runs on (as status.nodeName).
+const NodeNameLabel = "kubevirt.io/nodeName"
+
+// VMI is what the eviction webhook reads of a VirtualMachineInstance.
+type VMI struct {
+	Namespace, Name string
+	// Node is status.nodeName (the label kubevirt.io/nodeName if unset).
+	Node  string
+	Phase string
+	// Strategy is spec.evictionStrategy, "" when unset.
+	Strategy string
+	// Migratable is the LiveMigratable condition being True; Condition
+	// whether the condition is there at all, Reason its reason.
+	Migratable, Condition bool
+	Reason                string
+}
+
+// ReadVMI reads a VirtualMachineInstance.
+func ReadVMI(u *unstructured.Unstructured) VMI {
+	v := VMI{Namespace: u.GetNamespace(), Name: u.GetName()}
+	v.Node, _, _ = unstructured.NestedString(u.Object, "status", "nodeName")
+	if v.Node == "" {
+		v.Node = u.GetLabels()[NodeNameLabel]
+	}
+	v.Phase, _, _ = unstructured.NestedString(u.Object, "status", "phase")
+	v.Strategy, _, _ = unstructured.NestedString(u.Object, "spec", "evictionStrategy")
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]interface{})
+		if !ok || m["type"] != "LiveMigratable" {
+			continue
+		}
+		v.Condition = true
+		v.Migratable = m["status"] == "True"
+		v.Reason, _ = m["reason"].(string)
+	}
+	return v
+}
+
+// Running is true for a VMI that has a node and has not ended: only those
+// have a virt-launcher pod a drain evicts.
+func (v VMI) Running() bool {
+	return v.Node != "" && v.Phase != "Succeeded" && v.Phase != "Failed"
+}
+
+// Default is the cluster's default eviction strategy, which applies to a
+// VMI whose own is unset.
+type Default struct {
+	Strategy string
+	// Source says where it comes from, for messages.
+	Source string
+}
+
+// ClusterDefault is the eviction strategy KubeVirt applies to a VMI
+// without one: the HyperConverged's spec.evictionStrategy (v1:
+// spec.virtualization.evictionStrategy) when it sets one, else the HCO's
+// own default, LiveMigrate with two or more worker nodes and None with
+// fewer (on a single node there is nowhere to migrate to).
+func ClusterDefault(hco *unstructured.Unstructured, workers int) Default {
+	if hco != nil {
+		path := profiles.HCOFieldPath(profiles.VersionOf(hco), "evictionStrategy")
+		if s, _, _ := unstructured.NestedString(hco.Object, path...); s != "" {
+			return Default{Strategy: s, Source: "the HyperConverged's evictionStrategy"}
+		}
+	}
+	if workers >= 2 {
+		return Default{Strategy: StrategyLiveMigrate, Source: "the default with 2 or more worker nodes"}
+	}
+	return Default{Strategy: StrategyNone, Source: "the default with fewer than 2 worker nodes"}
+}
+
+// Fate is what draining its node does to a VMI, as KubeVirt's eviction
+// webhook decides (pod-eviction-admitter.go): LiveMigrate migrates a
+// migratable VMI and refuses the eviction of one that is not (the drain
+// blocks); LiveMigrateIfPossible migrates or lets the VMI shut down;
+// External always refuses (an outside controller is to remove the VMI);
+// None, and a strategy KubeVirt does not act on, lets the eviction shut it
+// down. A VMI without a LiveMigratable condition counts as not migratable.
+func Fate(v VMI, def Default) (v1alpha1.VMFate, string) {
+	strategy, suffix := v.Strategy, ""
+	if strategy == "" {
+		strategy, suffix = def.Strategy, " (cluster default "+def.Strategy+")"
+	}
+	why := v.Reason
+	switch {
+	case !v.Condition:
+		why = ReasonConditionMissing
+	case why == "":
+		why = ReasonNotMigratable
+	}
+	switch strategy {
+	case StrategyLiveMigrate:
+		if v.Migratable {
+			return v1alpha1.VMFateLiveMigrate, ""
+		}
+		return v1alpha1.VMFateBlocksDrain, why + suffix
+	case StrategyLiveMigrateIfPossible:
+		if v.Migratable {
+			return v1alpha1.VMFateLiveMigrate, ""
+		}
+		return v1alpha1.VMFateShutDown, why + suffix
+	case StrategyExternal:
+		return v1alpha1.VMFateBlocksDrain, ReasonExternal + suffix
+	case StrategyNone:
+		return v1alpha1.VMFateShutDown, ReasonStrategyNone + suffix
+	default:
+		return v1alpha1.VMFateShutDown, "EvictionStrategy" + strategy + suffix
+	}
+}

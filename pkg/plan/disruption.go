@@ -1,0 +1,264 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+)
+
+// The kinds the disruption of a MachineConfig change is read from.
+var (
+	VirtualMachineInstanceGVK = schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstance"}
+	MachineConfigurationGVK   = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "MachineConfiguration"}
+)
+
+// MachineConfigurationName is the MachineConfiguration singleton.
+const MachineConfigurationName = "cluster"
+
+// clusterReads are what the disruption of a plan's MachineConfig items is
+// read from: the Nodes, the VirtualMachineInstances, the node disruption
+// policies and, when a VMI has no eviction strategy of its own, the
+// HyperConverged. Each is read at most once per plan, live: one list of
+// Nodes and one of VMIs, however many nodes and pools there are.
+type clusterReads struct {
+	nodes    func() ([]unstructured.Unstructured, error)
+	vmis     func() ([]disruption.VMI, bool, error)
+	policies func() (*disruption.Policies, string, error)
+	hco      func() (*unstructured.Unstructured, error)
+}
+
+// newClusterReads reads through inputs where it can (the HyperConverged a
+// profile reads as an input is read once), everything else live.
+func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error)) *clusterReads {
+	c := e.Cluster
+	return &clusterReads{
+		nodes: sync.OnceValues(func() ([]unstructured.Unstructured, error) {
+			return c.List(ctx, profiles.NodeGVK)
+		}),
+		vmis: onceValues3(func() ([]disruption.VMI, bool, error) {
+			return c.ListVMIs(ctx)
+		}),
+		policies: onceValues3(func() (*disruption.Policies, string, error) {
+			mc, err := c.Get(ctx, MachineConfigurationGVK, "", MachineConfigurationName)
+			if err != nil {
+				return nil, "", err
+			}
+			if mc == nil && !c.servedNow(MachineConfigurationGVK) {
+				return nil, "the cluster does not serve operator.openshift.io/v1 MachineConfiguration (no node disruption policies)", nil
+			}
+			p, why := disruption.ReadPolicies(mc)
+			return p, why, nil
+		}),
+		hco: sync.OnceValues(func() (*unstructured.Unstructured, error) {
+			return get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+		}),
+	}
+}
+
+// start begins the reads a plan that writes a MachineConfig will need, so
+// that they go out together with the items' own.
+func (r *clusterReads) start() {
+	go func() { _, _ = r.nodes() }()
+	go func() { _, _, _ = r.vmis() }()
+	go func() { _, _, _ = r.policies() }()
+}
+
+func onceValues3[A, B any](f func() (A, B, error)) func() (A, B, error) {
+	type result struct {
+		a   A
+		b   B
+		err error
+	}
+	g := sync.OnceValue(func() result { a, b, err := f(); return result{a, b, err} })
+	return func() (A, B, error) { r := g(); return r.a, r.b, r.err }
+}
+
+// cluster is the disruption package's view of the cluster. Failures to
+// read Nodes or VMIs are said, not returned (a plan never fails for them);
+// strict returns them instead (the controller's check before a write
+// retries rather than guess).
+func (r *clusterReads) cluster(ctx context.Context, pools []unstructured.Unstructured, strict bool) (*disruption.Cluster, error) {
+	c := &disruption.Cluster{Pools: pools}
+	nodes, err := r.nodes()
+	switch {
+	case err != nil && strict:
+		return nil, fmt.Errorf("listing Nodes: %w", err)
+	case err != nil:
+		c.NodesUnknown = "cannot list Nodes: " + apiMessage(err)
+	default:
+		c.Nodes = nodes
+	}
+	vmis, served, err := r.vmis()
+	switch {
+	case err != nil && strict:
+		return nil, fmt.Errorf("listing VirtualMachineInstances: %w", err)
+	case err != nil:
+		c.VMIsUnknown = "cannot list VirtualMachineInstances: " + apiMessage(err)
+	case !served:
+		c.VMIsUnknown = disruption.VMIsNotServed
+	}
+	c.VMIs = vmis
+	unset := false
+	for _, v := range vmis {
+		unset = unset || (v.Strategy == "" && v.Running())
+	}
+	if unset {
+		// Only then does the cluster default matter.
+		hco, err := r.hco()
+		if err != nil && strict {
+			return nil, fmt.Errorf("reading the HyperConverged for the default eviction strategy: %w", err)
+		}
+		c.Default = disruption.ClusterDefault(hco, disruption.WorkerNodes(c.Nodes))
+	}
+	return c, nil
+}
+
+// apiMessage is the API server's own words for an error.
+func apiMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+// mcChange is what a MachineConfig item changes: the spec before (nil for
+// a Create) and after (nil for a Delete).
+type mcChange struct {
+	before, after map[string]interface{}
+}
+
+func specOf(obj *unstructured.Unstructured) map[string]interface{} {
+	if obj == nil {
+		return nil
+	}
+	spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	if spec == nil {
+		spec = map[string]interface{}{}
+	}
+	return spec
+}
+
+// assess fills what an item's change does to the nodes and VMs of each
+// pool it rolls out on, and returns the note of its message.
+func (r *clusterReads) assess(ctx context.Context, reboots []v1alpha1.PoolReboot, pools []unstructured.Unstructured, change mcChange, strict bool) (string, error) {
+	policies, why, err := r.policies()
+	if err != nil {
+		if strict {
+			return "", fmt.Errorf("reading the node disruption policies: %w", err)
+		}
+		policies, why = nil, "the node disruption policies cannot be read ("+apiMessage(err)+")"
+	}
+	decision := disruption.Decide(change.before, change.after, policies, why)
+	cluster, err := r.cluster(ctx, pools, strict)
+	if err != nil {
+		return "", err
+	}
+	for i := range reboots {
+		pool := poolByName(pools, reboots[i].Pool)
+		cluster.Assess(&reboots[i], pool, decision)
+	}
+	return disruption.Note(reboots), nil
+}
+
+func poolByName(pools []unstructured.Unstructured, name string) *unstructured.Unstructured {
+	i := slices.IndexFunc(pools, func(p unstructured.Unstructured) bool { return p.GetName() == name })
+	if i < 0 {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"metadata": map[string]interface{}{"name": name}}}
+	}
+	return &pools[i]
+}
+
+// DrainImpact assesses an approved MachineConfig item again from the live
+// cluster, just before it is written: the pools its change rolls out on
+// and, for each, the disruption and what draining the nodes does to the
+// VMs there now. The change is the item's desired state over the live
+// MachineConfig (nothing after a Delete). Unlike a plan, a failure to read
+// the Nodes or VMs is returned: the caller looks again rather than write
+// on a guess. A cluster that does not serve VMIs says so in the result.
+func (e *Engine) DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error) {
+	live, err := e.Cluster.Get(ctx, machineconfig.MachineConfigGVK, "", it.TargetRef.Name)
+	if err != nil {
+		return nil, err
+	}
+	labels := machineconfig.ItemLabels(it.DesiredState)
+	change := mcChange{before: specOf(live)}
+	if it.Operation == v1alpha1.OperationDelete {
+		if live != nil && len(live.GetLabels()) > 0 {
+			labels = live.GetLabels()
+		}
+	} else {
+		desired := &unstructured.Unstructured{}
+		if it.DesiredState == nil || desired.UnmarshalJSON(it.DesiredState.Raw) != nil {
+			return nil, fmt.Errorf("item '%s' has no readable desired state", it.Name)
+		}
+		change.after = overlay(change.before, specOf(desired))
+	}
+	pools, err := e.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return nil, err
+	}
+	reboots, err := machineconfig.PoolReboots(pools, machineconfig.Change{Name: it.TargetRef.Name, Labels: labels})
+	if err != nil || len(reboots) == 0 {
+		return nil, err
+	}
+	reads := e.newClusterReads(ctx, e.Cluster.Get)
+	if _, err := reads.assess(ctx, reboots, pools, change, true); err != nil {
+		return nil, err
+	}
+	return reboots, nil
+}
+
+// overlay is the spec after applying the desired fields over the live
+// ones: what our server-side apply leaves, the fields we manage replaced.
+func overlay(live, desired map[string]interface{}) map[string]interface{} {
+	out := make(map[string]interface{}, len(live)+len(desired))
+	for k, v := range live {
+		out[k] = v
+	}
+	for k, v := range desired {
+		out[k] = v
+	}
+	return out
+}
+
+// ListIfServed lists every object of a kind; served is false when the
+// cluster does not serve it (no mapping, or its CRD went away and the
+// list answers 404).
+func (c *Cluster) ListIfServed(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, bool, error) {
+	ri, err := c.resource(gvk, metav1.NamespaceAll)
+	if meta.IsNoMatchError(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	list, err := ri.List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+	}
+	return list.Items, true, nil
+}
+
+// servedNow tells from the cached discovery whether a kind is served
+// (the CRD watch keeps it current), without reading discovery again.
+func (c *Cluster) servedNow(gvk schema.GroupVersionKind) bool {
+	_, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil
+}

@@ -1,0 +1,101 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/kubevirt/virt-advisor/pkg/disruption"
+)
+
+// vmiList is what the drain assessment reads of a VirtualMachineInstance
+// list. A VMI is large (its spec and status run to kilobytes on a real
+// cluster); decoded whole into unstructured objects, 2 000 of them cost a
+// plan several times its own time, so only these fields are decoded, with
+// a decoder that skips the rest quickly.
+type vmiList struct {
+	Items []struct {
+		Metadata struct {
+			Name      string            `json:"name"`
+			Namespace string            `json:"namespace"`
+			Labels    map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Spec struct {
+			EvictionStrategy string `json:"evictionStrategy"`
+		} `json:"spec"`
+		Status struct {
+			NodeName   string `json:"nodeName"`
+			Phase      string `json:"phase"`
+			Conditions []struct {
+				Type   string `json:"type"`
+				Status string `json:"status"`
+				Reason string `json:"reason"`
+			} `json:"conditions"`
+		} `json:"status"`
+	} `json:"items"`
+}
+
+// vmis turns the decoded list into what the assessment reads, as
+// disruption.ReadVMI reads a whole object.
+func (l *vmiList) vmis() []disruption.VMI {
+	out := make([]disruption.VMI, len(l.Items))
+	for i := range l.Items {
+		it := &l.Items[i]
+		v := disruption.VMI{Namespace: it.Metadata.Namespace, Name: it.Metadata.Name, Node: it.Status.NodeName,
+			Phase: it.Status.Phase, Strategy: it.Spec.EvictionStrategy}
+		if v.Node == "" {
+			v.Node = it.Metadata.Labels[disruption.NodeNameLabel]
+		}
+		for _, c := range it.Status.Conditions {
+			if c.Type == "LiveMigratable" {
+				v.Condition, v.Migratable, v.Reason = true, c.Status == "True", c.Reason
+			}
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// ListVMIs reads every VirtualMachineInstance with one list; served is
+// false when the cluster does not serve kubevirt.io/v1
+// VirtualMachineInstance (no mapping, or its CRD went away and the list
+// answers 404). Without a raw client (tests) it lists through the dynamic
+// client.
+func (c *Cluster) ListVMIs(ctx context.Context) ([]disruption.VMI, bool, error) {
+	if c.Raw == nil {
+		items, served, err := c.ListIfServed(ctx, VirtualMachineInstanceGVK)
+		out := make([]disruption.VMI, len(items))
+		for i := range items {
+			out[i] = disruption.ReadVMI(&items[i])
+		}
+		return out, served, err
+	}
+	mapping, err := c.Mapper.RESTMapping(VirtualMachineInstanceGVK.GroupKind(), VirtualMachineInstanceGVK.Version)
+	if meta.IsNoMatchError(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	gvr := mapping.Resource
+	body, err := c.Raw.Get().AbsPath(path.Join("/apis", gvr.Group, gvr.Version, gvr.Resource)).
+		SetHeader("Accept", "application/json").Stream(ctx)
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("listing VirtualMachineInstances: %w", err)
+	}
+	defer body.Close()
+	var list vmiList
+	if err := jsonv2.UnmarshalRead(body, &list); err != nil {
+		return nil, false, fmt.Errorf("reading the list of VirtualMachineInstances: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, body)
+	return list.vmis(), true, nil
+}
