@@ -52,7 +52,7 @@ var _ = Describe("rollouts in maintenance windows", Ordered, func() {
 		Expect(w.Name).To(Equal("e2e-every-minute"))
 		Expect(w.RolloutPaused).To(BeFalse())
 		Consistently(func() interface{} { return getObject(mcGVR, "", "99-worker-psi-karg") }).
-			WithTimeout(time.Duration(58-time.Now().Second()) * time.Second).WithPolling(500 * time.Millisecond).
+			WithTimeout(time.Duration(58-time.Now().Second())*time.Second).WithPolling(500*time.Millisecond).
 			Should(BeNil(), "nothing is written while the window is closed")
 
 		Eventually(func() interface{} { return getObject(mcGVR, "", "99-worker-psi-karg") }).WithTimeout(15*time.Second).
@@ -90,7 +90,7 @@ var _ = Describe("rollouts in maintenance windows", Ordered, func() {
 		Eventually(func() string { return itemMessage("load-aware-rebalancing", "enable-psi-metrics") }).WithTimeout(10 * time.Second).
 			Should(MatchRegexp(`^Waiting: MachineConfigPool 'worker': freeze 'e2e-freeze' until .*; the change is written when it opens$`))
 		Consistently(func() interface{} { return getObject(mcGVR, "", "99-worker-psi-karg") }).
-			WithTimeout(time.Duration(29-time.Now().Second()) * time.Second).WithPolling(500 * time.Millisecond).
+			WithTimeout(time.Duration(29-time.Now().Second())*time.Second).WithPolling(500*time.Millisecond).
 			Should(BeNil(), "nothing is written during the freeze")
 		waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 60*time.Second)
 		Expect(time.Now().Second()).To(BeNumerically(">=", 30), "written after the freeze, within the same minute")
