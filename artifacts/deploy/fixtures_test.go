@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/plan"
+	maincluster "github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
@@ -208,7 +208,7 @@ func bump(o *unstructured.Unstructured) {
 }
 
 func managedFields() []interface{} {
-	return []interface{}{map[string]interface{}{"manager": plan.FieldManager, "operation": "Apply", "apiVersion": "v1",
+	return []interface{}{map[string]interface{}{"manager": maincluster.FieldManager, "operation": "Apply", "apiVersion": "v1",
 		"fieldsType": "FieldsV1", "fieldsV1": map[string]interface{}{"f:spec": map[string]interface{}{}}}}
 }
 

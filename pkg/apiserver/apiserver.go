@@ -35,6 +35,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/controller"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
@@ -114,7 +115,9 @@ type CompletedConfig struct {
 type dependencies struct {
 	profiles *catalog.Catalog
 	engine   *plan.Engine
-	kube     kubernetes.Interface
+	// cluster is the main cluster, as the engine and the controller use it.
+	cluster *cluster.Cluster
+	kube    kubernetes.Interface
 	// leaderElectionKube renews the Lease on a client of its own.
 	leaderElectionKube kubernetes.Interface
 	dynamic            dynamic.Interface
@@ -189,18 +192,19 @@ func (x ExtraConfig) build() (*dependencies, error) {
 	if err != nil {
 		return nil, err
 	}
-	cluster, err := plan.NewCluster(dyn, mapper, meta)
+	mainCluster, err := cluster.NewCluster(dyn, mapper, meta)
 	if err != nil {
 		return nil, err
 	}
-	// The VMI list is read raw and decoded field by field (plan.ListVMIs).
-	cluster.Raw = kube.Discovery().RESTClient()
+	// The VMI list is read raw and decoded field by field (cluster.ListVMIs).
+	mainCluster.Raw = kube.Discovery().RESTClient()
 	broadcaster := record.NewBroadcaster()
 	profiles := catalog.Default()
 	return &dependencies{
 		profiles: profiles,
+		cluster:  mainCluster,
 		engine: &plan.Engine{
-			Cluster:  cluster,
+			Cluster:  mainCluster,
 			Profiles: profiles,
 		},
 		kube:               kube,
@@ -272,7 +276,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			Informer:           configs.Advisor().V1alpha1().VirtPlatformConfigs().Informer(),
 			MaintenanceWindows: maintenance.CacheLister{Lister: windows.Lister()}, WindowInformer: windows.Informer(),
 			CRDs:   crds.ForResource(crdGVR).Informer(),
-			Status: storage.StatusWriter, Planner: d.engine, Cluster: d.engine.Cluster, Pools: d.engine.Cluster, Watches: d.engine.Cluster.Watches,
+			Status: storage.StatusWriter, Planner: d.engine, Cluster: d.cluster, Pools: d.cluster, Watches: d.cluster.Watches,
 			Profiles: d.profiles, Recorder: d.recorder,
 			LeaderElection: c.ExtraConfig.LeaderElection, LeaseClient: d.leaderElectionKube, Version: version.Version,
 			RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
@@ -293,7 +297,7 @@ func (c CompletedConfig) New() (*Server, error) {
 				ctrl.LeaseLabels = map[string]string{sharedstorage.LeaseLabel: id}
 				return nil
 			}},
-			{"watch the main cluster", d.engine.Cluster.Start},
+			{"watch the main cluster", d.cluster.Start},
 			{"advertise the profiles", func(ctx context.Context) error { return advertiseProfiles(ctx, client, d.profiles) }},
 		}, func(ctx context.Context) {
 			configs.Start(ctx.Done())

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,14 +127,14 @@ type Planner interface {
 }
 
 // Watcher is what the controller uses of the watches on the main cluster
-// (*plan.Watches).
+// (*cluster.Watches).
 type Watcher interface {
 	// Set declares the objects a config depends on.
-	Set(config string, keys []plan.ObjectKey)
+	Set(config string, keys []cluster.ObjectKey)
 	// Forget drops every watch of a config.
 	Forget(config string)
 	// OnEvent calls fn with the config whose object changed; nil stops.
-	OnEvent(fn func(config string, key plan.ObjectKey))
+	OnEvent(fn func(config string, key cluster.ObjectKey))
 }
 
 // Controller reconciles VirtPlatformConfigs.
@@ -260,7 +261,7 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 		return
 	}
 	defer removeHandler(c.Informer, configs)
-	c.Watches.OnEvent(func(config string, _ plan.ObjectKey) {
+	c.Watches.OnEvent(func(config string, _ cluster.ObjectKey) {
 		c.events.seen(config, c.clock.Now())
 		c.queue.Add(config)
 	})
@@ -356,7 +357,7 @@ func (c *Controller) enqueueAll() {
 		// The engine's own CRD watch (discovery, CRD cache) may see the
 		// event after this one, and the server's discovery lag behind it:
 		// look again once both have.
-		c.queue.AddAfter(cfg.Name, plan.DiscoverySettle)
+		c.queue.AddAfter(cfg.Name, cluster.DiscoverySettle)
 	}
 }
 

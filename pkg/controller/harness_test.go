@@ -25,6 +25,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/fake"
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
@@ -226,7 +227,7 @@ func (c *fakeCluster) ApplyPool(_ context.Context, applied *unstructured.Unstruc
 	pool.SetAnnotations(applied.GetAnnotations())
 	pool.SetManagedFields(nil)
 	if paused {
-		pool.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: plan.FieldManager, Operation: metav1.ManagedFieldsOperationApply,
+		pool.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: cluster.FieldManager, Operation: metav1.ManagedFieldsOperationApply,
 			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:paused":{}}}`)}}})
 	}
 	c.put(pool)
@@ -242,11 +243,11 @@ func (w fakeWindows) Windows() ([]*maintenance.Window, error) { return w, nil }
 // fakeWatches records what each config watches.
 type fakeWatches struct {
 	mu      sync.Mutex
-	keys    map[string][]plan.ObjectKey
-	onEvent func(string, plan.ObjectKey)
+	keys    map[string][]cluster.ObjectKey
+	onEvent func(string, cluster.ObjectKey)
 }
 
-func (w *fakeWatches) Set(config string, keys []plan.ObjectKey) {
+func (w *fakeWatches) Set(config string, keys []cluster.ObjectKey) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(keys) == 0 {
@@ -261,7 +262,7 @@ func (w *fakeWatches) Forget(config string) {
 	delete(w.keys, config)
 }
 
-func (w *fakeWatches) OnEvent(fn func(config string, key plan.ObjectKey)) {
+func (w *fakeWatches) OnEvent(fn func(config string, key cluster.ObjectKey)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.onEvent = fn
@@ -269,7 +270,7 @@ func (w *fakeWatches) OnEvent(fn func(config string, key plan.ObjectKey)) {
 
 // event calls the controller's hook, as a watch event would; false when
 // none is set.
-func (w *fakeWatches) event(config string, key plan.ObjectKey) bool {
+func (w *fakeWatches) event(config string, key cluster.ObjectKey) bool {
 	w.mu.Lock()
 	fn := w.onEvent
 	w.mu.Unlock()
@@ -280,7 +281,7 @@ func (w *fakeWatches) event(config string, key plan.ObjectKey) bool {
 	return true
 }
 
-func (w *fakeWatches) watching(config string) []plan.ObjectKey {
+func (w *fakeWatches) watching(config string) []cluster.ObjectKey {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.keys[config]
@@ -307,7 +308,7 @@ func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
 		t:        t,
 		planner:  &fakePlanner{applyErr: map[string]error{}},
 		cluster:  &fakeCluster{objects: map[string]*unstructured.Unstructured{}},
-		watches:  &fakeWatches{keys: map[string][]plan.ObjectKey{}},
+		watches:  &fakeWatches{keys: map[string][]cluster.ObjectKey{}},
 		status:   &fakeStatus{indexer: informer.GetIndexer()},
 		recorder: record.NewFakeRecorder(100),
 		clock:    clocktesting.NewFakeClock(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)),

@@ -24,8 +24,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
-	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -40,7 +40,7 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 	var pause []*unstructured.Unstructured
 	for _, pool := range pools {
 		names = append(names, pool.GetName())
-		switch action, reason := machineconfig.DecideWrite(machineconfig.ReadPool(pool, plan.FieldManager, it.TargetRef.Name, it.Operation), it.TargetRef.Name, c.CoalesceWindow); action {
+		switch action, reason := machineconfig.DecideWrite(machineconfig.ReadPool(pool, cluster.FieldManager, it.TargetRef.Name, it.Operation), it.TargetRef.Name, c.CoalesceWindow); action {
 		case machineconfig.WaitToWrite:
 			waits = append(waits, reason)
 		case machineconfig.PauseThenWrite:
@@ -118,7 +118,7 @@ func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
 	now := c.clock.Now()
 	for i := range pools {
 		pool := &pools[i]
-		p := machineconfig.ReadPool(pool, plan.FieldManager, "", "")
+		p := machineconfig.ReadPool(pool, cluster.FieldManager, "", "")
 		if !p.Ours {
 			continue
 		}

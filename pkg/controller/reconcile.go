@@ -17,6 +17,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/failpoint"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
@@ -661,7 +662,7 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 		if w.Windowed && !w.ClosesAt.IsZero() {
 			soonest(w.ClosesAt.Sub(now)) // pause as the window closes
 		}
-		if until, ours := machineconfig.PausedBy(pool, plan.FieldManager); ours {
+		if until, ours := machineconfig.PausedBy(pool, cluster.FieldManager); ours {
 			results[i].Message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor until %s so that the changes approved meanwhile roll out with this one (one reboot per node)",
 				names[i], until.UTC().Format(time.RFC3339))
 			if !now.Before(until) {
@@ -686,24 +687,24 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 		c.Watches.Forget(cfg.Name)
 		return
 	}
-	var keys []plan.ObjectKey
+	var keys []cluster.ObjectKey
 	for i := range cfg.Status.Items {
 		it := &cfg.Status.Items[i]
-		keys = append(keys, plan.ObjectKey{GVK: plan.TargetGVK(it.TargetRef), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
+		keys = append(keys, cluster.ObjectKey{GVK: plan.TargetGVK(it.TargetRef), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
 		if isMachineConfig(it) {
 			// A cluster upgrade's end lets a waiting item go on (preflight).
-			keys = append(keys, plan.ObjectKey{GVK: disruption.ClusterVersionGVK, Name: disruption.ClusterVersionName})
-			keys = append(keys, plan.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.RoleOf(it.DesiredState)})
+			keys = append(keys, cluster.ObjectKey{GVK: disruption.ClusterVersionGVK, Name: disruption.ClusterVersionName})
+			keys = append(keys, cluster.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.RoleOf(it.DesiredState)})
 			for _, pc := range it.PoolConfigsBefore {
-				keys = append(keys, plan.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pc.Pool})
+				keys = append(keys, cluster.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pc.Pool})
 			}
 		}
 	}
 	for _, pool := range c.pools.get(cfg.Name) {
-		keys = append(keys, plan.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pool})
+		keys = append(keys, cluster.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pool})
 	}
 	for _, in := range profile.InputObjects(c.Profiles.ResolveOptions(cfg.Spec)) {
-		keys = append(keys, plan.ObjectKey{GVK: in.GVK, Namespace: in.Namespace, Name: in.Name})
+		keys = append(keys, cluster.ObjectKey{GVK: in.GVK, Namespace: in.Namespace, Name: in.Name})
 	}
 	c.Watches.Set(cfg.Name, keys)
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
@@ -867,7 +868,7 @@ func TestReconcileWatchesTargetsPoolsAndInputs(t *testing.T) {
 	h := newHarness(t, thisVersion, false)
 	givenRolling(h, dryRun)
 	keys := h.watches.watching(configName)
-	for _, want := range []plan.ObjectKey{
+	for _, want := range []cluster.ObjectKey{
 		{GVK: machineconfig.MachineConfigGVK, Name: psiMC},                                          // the target
 		{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.WorkerPool},                   // its pool
 		{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}, // an input

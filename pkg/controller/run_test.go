@@ -14,11 +14,11 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/fake"
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
-	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
@@ -63,7 +63,7 @@ func TestRunWhileLeading(t *testing.T) {
 	}
 
 	planner := &fakePlanner{result: deschedulerPlan()}
-	watches := &fakeWatches{keys: map[string][]plan.ObjectKey{}}
+	watches := &fakeWatches{keys: map[string][]cluster.ObjectKey{}}
 	c := New(Config{
 		Informer: informer, CRDs: crdInformer, Status: clientStatus{client}, Planner: planner, Watches: watches,
 		Cluster: &fakeCluster{objects: nil}, Profiles: catalog.Default(), Recorder: record.NewFakeRecorder(100), Version: thisVersion,
@@ -92,7 +92,7 @@ func TestRunWhileLeading(t *testing.T) {
 	}
 	// A watch event on an object the config depends on.
 	planner.set(missingPrerequisite())
-	if !watches.event(configName, plan.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.WorkerPool}) {
+	if !watches.event(configName, cluster.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.WorkerPool}) {
 		t.Fatal("the controller set no watch event hook while leading")
 	}
 	phaseIs(v1alpha1.PhasePrerequisiteFailed)
@@ -111,7 +111,7 @@ func TestRunWhileLeading(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("Run did not return after its context ended")
 	}
-	if watches.event(configName, plan.ObjectKey{}) {
+	if watches.event(configName, cluster.ObjectKey{}) {
 		t.Error("the watch event hook is still set after the term ended")
 	}
 	if keys := watches.watching(configName); len(keys) != 0 {

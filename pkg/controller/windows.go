@@ -20,10 +20,10 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
-	"github.com/kubevirt/virt-advisor/pkg/plan"
 )
 
 // windowCheck is a pool's maintenance window decision at one instant.
@@ -115,7 +115,7 @@ func (c *Controller) windowGate(ctx context.Context, it *v1alpha1.VirtPlatformCo
 // rolls out an item, until the window opens again: the node in flight
 // finishes, no other is drained. It returns the item's message.
 func (c *Controller) pauseForWindow(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, pool *unstructured.Unstructured, w windowCheck) (string, error) {
-	p := machineconfig.ReadPool(pool, plan.FieldManager, it.TargetRef.Name, it.Operation)
+	p := machineconfig.ReadPool(pool, cluster.FieldManager, it.TargetRef.Name, it.Operation)
 	now := c.clock.Now()
 	if machineconfig.DecideWindowPause(p, machineconfig.RollingOut(pool), w.Allowed) {
 		until := now.Add(w.after(now))

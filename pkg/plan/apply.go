@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 )
 
 // StatusItems turns a computed plan into status items waiting to be applied;
@@ -89,7 +90,7 @@ func (e *Engine) Snapshot(ctx context.Context, items []v1alpha1.VirtPlatformConf
 // nothing written).
 func (e *Engine) Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, error) {
 	gvk := TargetGVK(it.TargetRef)
-	ri, err := e.Cluster.resource(gvk, it.TargetRef.Namespace)
+	ri, err := e.Cluster.Resource(gvk, it.TargetRef.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("resolving %s: %w", gvk.Kind, err)
 	}
@@ -122,7 +123,7 @@ func (e *Engine) Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it
 	if err := json.Unmarshal(it.DesiredState.Raw, &obj.Object); err != nil {
 		return nil, fmt.Errorf("decoding the desired state of %s: %w", it.Name, err)
 	}
-	written, err := ri.Apply(ctx, name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	written, err := ri.Apply(ctx, name, obj, metav1.ApplyOptions{FieldManager: cluster.FieldManager, Force: true})
 	if err != nil {
 		return nil, dryRunCause(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -21,8 +19,7 @@ import (
 
 // The kinds the disruption of a MachineConfig change is read from.
 var (
-	VirtualMachineInstanceGVK = schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstance"}
-	MachineConfigurationGVK   = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "MachineConfiguration"}
+	MachineConfigurationGVK = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "MachineConfiguration"}
 )
 
 // MachineConfigurationName is the MachineConfiguration singleton.
@@ -56,7 +53,7 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 			if err != nil {
 				return nil, "", err
 			}
-			if mc == nil && !c.servedNow(MachineConfigurationGVK) {
+			if mc == nil && !c.ServedNow(MachineConfigurationGVK) {
 				return nil, "the cluster does not serve operator.openshift.io/v1 MachineConfiguration (no node disruption policies)", nil
 			}
 			p, why := disruption.ReadPolicies(mc)
@@ -233,32 +230,4 @@ func overlay(live, desired map[string]interface{}) map[string]interface{} {
 		out[k] = v
 	}
 	return out
-}
-
-// ListIfServed lists every object of a kind; served is false when the
-// cluster does not serve it (no mapping, or its CRD went away and the
-// list answers 404).
-func (c *Cluster) ListIfServed(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, bool, error) {
-	ri, err := c.resource(gvk, metav1.NamespaceAll)
-	if meta.IsNoMatchError(err) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	list, err := ri.List(ctx, metav1.ListOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("listing %s: %w", gvk.Kind, err)
-	}
-	return list.Items, true, nil
-}
-
-// servedNow tells from the cached discovery whether a kind is served
-// (the CRD watch keeps it current), without reading discovery again.
-func (c *Cluster) servedNow(gvk schema.GroupVersionKind) bool {
-	_, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	return err == nil
 }

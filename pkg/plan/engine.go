@@ -15,8 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/clock"
 
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -32,9 +36,21 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
-// FieldManager owns the fields we apply; the earlier operator used the same
-// name, so clusters that ran it keep their field ownership.
-const FieldManager = "virt-advisor-operator"
+// Cluster is what the engine uses of the main cluster (*cluster.Cluster):
+// reads, dry-runs and applies by kind, and the watch caches of inputs.
+type Cluster interface {
+	Resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error)
+	Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error)
+	List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error)
+	Served(gvk schema.GroupVersionKind) (bool, error)
+	ServedNow(gvk schema.GroupVersionKind) bool
+	PreferredVersion(gk schema.GroupKind) (string, error)
+	ListVMIs(ctx context.Context) ([]disruption.VMI, bool, error)
+	// InputWatches caches the objects plans read as inputs; nil: none.
+	InputWatches() *cluster.Watches
+}
+
+var _ Cluster = &cluster.Cluster{}
 
 // Profiles finds a profile by name (the catalogue of this build,
 // pkg/profiles/catalog): the engine depends on no concrete profile.
@@ -44,7 +60,7 @@ type Profiles interface {
 
 // Engine computes plans.
 type Engine struct {
-	Cluster  *Cluster
+	Cluster  Cluster
 	Profiles Profiles
 	// Clock is the real clock if nil.
 	Clock clock.PassiveClock
@@ -154,7 +170,7 @@ const (
 func (e *Engine) computeFrom(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, from inputSource) (*Result, error) {
 	var res *Result
 	var err error
-	if from == liveInputs && e.Cluster.Watches != nil {
+	if from == liveInputs && e.Cluster.InputWatches() != nil {
 		var consistent bool
 		res, consistent, err = e.compute(ctx, cfg, optimisticInputs)
 		if err != nil || !consistent {
@@ -209,7 +225,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 
 	refs := profile.InputObjects(opts)
 	listPools := e.poolLister(ctx, profile, refs, from)
-	inputs := e.Cluster.inputReader(ctx, refs, from, listPools)
+	inputs := newInputReader(ctx, e.Cluster, refs, from, listPools)
 	// What the MachineConfig items do to nodes and VMs is read once per
 	// plan, and the profile's own reads of Nodes share the list.
 	reads := e.newClusterReads(ctx, inputs.Get)
@@ -418,7 +434,7 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 	if it.Err != nil {
 		return fail(it.Err)
 	}
-	ri, err := e.Cluster.resource(gvk, ns)
+	ri, err := e.Cluster.Resource(gvk, ns)
 	if it.Absent && meta.IsNoMatchError(err) {
 		// The kind is not served (no MachineConfig API on a hosted
 		// control plane, say): there is nothing of it to delete.
@@ -438,14 +454,14 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 		if !it.Absent {
 			go func() {
 				defer close(done)
-				dry, dryErr = ri.Apply(ctx, name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
+				dry, dryErr = ri.Apply(ctx, name, desired, metav1.ApplyOptions{FieldManager: cluster.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
 			}()
 		} else {
 			close(done)
 		}
 		// The profile may have just read the target: use that read, checked
 		// against the dry-run's resourceVersion like a fresh GET.
-		if prev, ok := inputs.readLive(ObjectKey{GVK: gvk, Namespace: ns, Name: name}); ok && attempt == 0 && prev != nil {
+		if prev, ok := inputs.readLive(cluster.ObjectKey{GVK: gvk, Namespace: ns, Name: name}); ok && attempt == 0 && prev != nil {
 			live, err = prev, nil
 		} else {
 			live, err = ri.Get(ctx, name, metav1.GetOptions{})
@@ -455,12 +471,12 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 			live, err = nil, nil
 		}
 		if err != nil {
-			return fail(fmt.Errorf("reading %s %s: %w", gvk.Kind, objectName(ns, name), err))
+			return fail(fmt.Errorf("reading %s %s: %w", gvk.Kind, cluster.ObjectName(ns, name), err))
 		}
 		if attempt > 0 || it.Absent || dryErr != nil || live == nil || dry.GetResourceVersion() == live.GetResourceVersion() {
 			break
 		}
-		if inputs.readFromCache(ObjectKey{GVK: gvk, Namespace: ns, Name: name}) {
+		if inputs.readFromCache(cluster.ObjectKey{GVK: gvk, Namespace: ns, Name: name}) {
 			// The profile computed the desired state from an older copy.
 			inputs.overtake()
 		}
@@ -472,7 +488,7 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 		labels := desired.GetLabels()
 		delete(labels, profiles.ManagedByLabel)
 		desired.SetLabels(labels)
-		dry, dryErr = ri.Apply(ctx, name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
+		dry, dryErr = ri.Apply(ctx, name, desired, metav1.ApplyOptions{FieldManager: cluster.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
 		p.desired = desired.Object
 		if raw, err := json.Marshal(desired.Object); err == nil {
 			p.item.DesiredState = &runtime.RawExtension{Raw: raw}
@@ -536,7 +552,7 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 	}
 
 	if dryErr != nil {
-		return fail(fmt.Errorf("server-side apply dry-run of %s %s was rejected: %w", gvk.Kind, objectName(ns, name), dryRunCause(dryErr)))
+		return fail(fmt.Errorf("server-side apply dry-run of %s %s was rejected: %w", gvk.Kind, cluster.ObjectName(ns, name), dryRunCause(dryErr)))
 	}
 	dryYAML, err := toYAML(sanitize(dry))
 	if err != nil {

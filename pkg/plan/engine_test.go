@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -40,89 +40,21 @@ func mapperWith(gvks ...schema.GroupVersionKind) resettable {
 }
 
 func TestAbsentItemOfUnservedKindIsSkipped(t *testing.T) {
-	e := &Engine{Cluster: &Cluster{Mapper: mapperWith(profiles.KubeDeschedulerGVK)}}
+	e := &Engine{Cluster: &cluster.Cluster{Mapper: mapperWith(profiles.KubeDeschedulerGVK)}}
 	mc := &unstructured.Unstructured{}
 	mc.SetGroupVersionKind(machineconfig.MachineConfigGVK)
 	mc.SetName("99-worker-psi-karg")
 	it := profiles.Item{Name: "enable-psi-metrics", Desired: mc, Owned: true, Absent: true}
 
-	p := e.planItem(context.Background(), "load-aware-rebalancing", Ownership{}, it, e.Cluster.inputReader(context.Background(), nil, watchedInputs, nil))
+	p := e.planItem(context.Background(), "load-aware-rebalancing", Ownership{}, it, newInputReader(context.Background(), e.Cluster, nil, watchedInputs, nil))
 	if !p.skip || p.item.Error != "" {
 		t.Errorf("skip = %v, error = %q: an Absent item of a kind the cluster does not serve has nothing to delete", p.skip, p.item.Error)
 	}
 
 	it.Absent = false
-	p = e.planItem(context.Background(), "load-aware-rebalancing", Ownership{}, it, e.Cluster.inputReader(context.Background(), nil, watchedInputs, nil))
+	p = e.planItem(context.Background(), "load-aware-rebalancing", Ownership{}, it, newInputReader(context.Background(), e.Cluster, nil, watchedInputs, nil))
 	if p.skip || p.item.Error == "" {
 		t.Errorf("skip = %v, error = %q: a wanted object of an unserved kind is an item error", p.skip, p.item.Error)
-	}
-}
-
-func TestWatchKeysResolveThePreferredVersion(t *testing.T) {
-	hcoV1 := schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1", Kind: "HyperConverged"}
-	w := NewWatches(nil, mapperWith(hcoV1))
-	key := ObjectKey{GVK: profiles.HyperConvergedGVK, Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"}
-	if got := w.resolve(key); got.GVK != hcoV1 {
-		t.Errorf("resolve(%v) = %v, want %v", key.GVK, got.GVK, hcoV1)
-	}
-	unserved := ObjectKey{GVK: profiles.SchedulerGVK.GroupKind().WithVersion(""), Name: "cluster"}
-	if got := w.resolve(unserved); got != unserved {
-		t.Errorf("an unserved kind keeps its key: got %v", got)
-	}
-}
-
-func TestAddReplacesAnObjectWatchedThroughAnotherVersion(t *testing.T) {
-	hcoV1 := schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1", Kind: "HyperConverged"}
-	hcoV1beta1 := hcoV1.GroupKind().WithVersion("v1beta1")
-	listKinds := map[schema.GroupVersionResource]string{
-		{Group: "hco.kubevirt.io", Version: "v1", Resource: "hyperconvergeds"}:      "HyperConvergedList",
-		{Group: "hco.kubevirt.io", Version: "v1beta1", Resource: "hyperconvergeds"}: "HyperConvergedList",
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
-	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{hcoV1beta1.GroupVersion()})
-	mapper.Add(hcoV1beta1, meta.RESTScopeNamespace)
-	w := NewWatches(dyn, mapper)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w.Start(ctx)
-
-	key := ObjectKey{GVK: profiles.HyperConvergedGVK, Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"}
-	w.Add("owner", []ObjectKey{key})
-	// The operator upgrade: v1 is now the only version served.
-	mapper = meta.NewDefaultRESTMapper([]schema.GroupVersion{hcoV1.GroupVersion()})
-	mapper.Add(hcoV1, meta.RESTScopeNamespace)
-	w.mapper = mapper
-	w.Add("owner", []ObjectKey{key})
-
-	got := w.byConfig["owner"].UnsortedList()
-	want := ObjectKey{GVK: hcoV1, Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"}
-	if len(got) != 1 || got[0] != want {
-		t.Errorf("owner watches %v, want only %v", got, want)
-	}
-}
-
-func TestServedIsFalseOnceASeenCRDIsGone(t *testing.T) {
-	kd := profiles.KubeDeschedulerGVK
-	c := &Cluster{Mapper: mapperWith(kd), crdMeta: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
-	crd := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "kubedeschedulers.operator.openshift.io"}}
-	if err := c.crdMeta.Add(crd); err != nil {
-		t.Fatal(err)
-	}
-	c.seenCRDs.Store(crd.Name, struct{}{})
-	if served, err := c.Served(kd); !served || err != nil {
-		t.Fatalf("Served = %v, %v with the CRD present", served, err)
-	}
-	// The CRD is deleted; a discovery cache refreshed too early still maps the kind.
-	if err := c.crdMeta.Delete(crd); err != nil {
-		t.Fatal(err)
-	}
-	if served, err := c.Served(kd); served || err != nil {
-		t.Errorf("Served = %v, %v after the CRD was deleted, want false", served, err)
-	}
-	// Kinds not known to come from a CRD are left to discovery.
-	c.seenCRDs.Delete(crd.Name)
-	if served, _ := c.Served(kd); !served {
-		t.Errorf("Served = false for a kind with no CRD seen")
 	}
 }
 
@@ -142,13 +74,13 @@ func TestInputSourceOfAComputation(t *testing.T) {
 		return true, watch.NewFake(), nil
 	})
 	mapper := mapperWith(hco)
-	c := &Cluster{Dynamic: dyn, Mapper: mapper, Watches: NewWatches(dyn, mapper)}
+	c := &cluster.Cluster{Dynamic: dyn, Mapper: mapper, Watches: cluster.NewWatches(dyn, mapper)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c.Watches.Start(ctx)
 	refs := []profiles.ObjectRef{{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}}
-	key := ObjectKey{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}
-	c.inputReader(ctx, refs, watchedInputs, nil) // starts the watch
+	key := cluster.ObjectKey{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}
+	newInputReader(ctx, c, refs, watchedInputs, nil) // starts the watch
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		_, ok := c.Watches.Cached(key)
 		return ok, nil
@@ -166,7 +98,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 		from inputSource
 		want int64
 	}{{"the controller's, from the watch cache", watchedInputs, 5}, {"an API request's, live", liveInputs, 20}} {
-		got, err := c.inputReader(ctx, refs, tt.from, nil).Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+		got, err := newInputReader(ctx, c, refs, tt.from, nil).Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +110,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 
 	// An optimistic computation plans from the cache while the live read
 	// runs, and finds out that the cache was behind.
-	r := c.inputReader(ctx, refs, optimisticInputs, nil)
+	r := newInputReader(ctx, c, refs, optimisticInputs, nil)
 	got, err := r.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +120,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	}
 	// An input that is a target too is never planned from the cache alone.
 	targets := []profiles.ObjectRef{{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName, Target: true}}
-	got, err = c.inputReader(ctx, targets, watchedInputs, nil).Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+	got, err = newInputReader(ctx, c, targets, watchedInputs, nil).Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +138,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 		return n
 	}
 	before := gets()
-	r = c.inputReader(ctx, refs, liveInputs, nil)
+	r = newInputReader(ctx, c, refs, liveInputs, nil)
 	for i := 0; i < 3; i++ {
 		if _, err := r.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName); err != nil {
 			t.Fatal(err)
@@ -220,9 +152,9 @@ func TestInputSourceOfAComputation(t *testing.T) {
 // A panic while planning one item (here a profile bug: an item without a
 // desired object) fails that item with an error, never the server.
 func TestPanicWhilePlanningFailsTheItem(t *testing.T) {
-	e := &Engine{Cluster: &Cluster{Mapper: mapperWith(profiles.KubeDeschedulerGVK)}}
+	e := &Engine{Cluster: &cluster.Cluster{Mapper: mapperWith(profiles.KubeDeschedulerGVK)}}
 	it := profiles.Item{Name: "broken", Owned: true}
-	p := e.planItemSafely(context.Background(), "load-aware-rebalancing", Ownership{}, it, e.Cluster.inputReader(context.Background(), nil, watchedInputs, nil))
+	p := e.planItemSafely(context.Background(), "load-aware-rebalancing", Ownership{}, it, newInputReader(context.Background(), e.Cluster, nil, watchedInputs, nil))
 	if p.item.Name != "broken" || !strings.Contains(p.item.Error, "internal error while planning this item") {
 		t.Fatalf("item = %+v, want an item error", p.item)
 	}

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -42,7 +43,7 @@ func (o Ownership) MadeByUs(live *unstructured.Unstructured) bool {
 		return false
 	}
 	for _, m := range managers {
-		if m.Manager != FieldManager {
+		if m.Manager != cluster.FieldManager {
 			return false
 		}
 	}

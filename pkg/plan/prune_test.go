@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -32,14 +33,14 @@ func TestMadeByUs(t *testing.T) {
 		want bool
 	}{
 		{"missing", nil, false},
-		{"created by this config (UID recorded), edited since", object("created", ours, FieldManager, "kubectl-edit"), true},
-		{"our label set by someone else: a label is no proof", object("other", ours, FieldManager, "kubectl-patch"), false},
+		{"created by this config (UID recorded), edited since", object("created", ours, cluster.FieldManager, "kubectl-edit"), true},
+		{"our label set by someone else: a label is no proof", object("other", ours, cluster.FieldManager, "kubectl-patch"), false},
 		{"labelled for another config", object("other", map[string]string{profiles.ManagedByLabel: "other"}, "admin"), false},
-		{"made by the earlier operator: only our field manager, UID not recorded", object("old", nil, FieldManager, FieldManager), true},
-		{"someone else's object whose only field we took over", object("written-over", nil, FieldManager), false},
-		{"someone else's object whose only field we took over, labelled by hand", object("written-over", ours, FieldManager), false},
+		{"made by the earlier operator: only our field manager, UID not recorded", object("old", nil, cluster.FieldManager, cluster.FieldManager), true},
+		{"someone else's object whose only field we took over", object("written-over", nil, cluster.FieldManager), false},
+		{"someone else's object whose only field we took over, labelled by hand", object("written-over", ours, cluster.FieldManager), false},
 		{"an administrator's own", object("admin", nil, "kubectl-client-side-apply"), false},
-		{"ours and someone else's fields, unlabelled", object("mixed", nil, FieldManager, "kubectl-client-side-apply"), false},
+		{"ours and someone else's fields, unlabelled", object("mixed", nil, cluster.FieldManager, "kubectl-client-side-apply"), false},
 		{"no managedFields at all", object("bare", nil), false},
 	}
 	for _, tc := range tests {

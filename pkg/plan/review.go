@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -44,7 +45,7 @@ func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 	gvk := TargetGVK(it.TargetRef)
 	live, err := e.Cluster.Get(ctx, gvk, it.TargetRef.Namespace, it.TargetRef.Name)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s %s before writing it: %w", gvk.Kind, objectName(it.TargetRef.Namespace, it.TargetRef.Name), err)
+		return nil, fmt.Errorf("reading %s %s before writing it: %w", gvk.Kind, cluster.ObjectName(it.TargetRef.Namespace, it.TargetRef.Name), err)
 	}
 	ours := retry && live != nil && writtenAsItem(live, it, cfg.Name)
 	if ours {
@@ -57,7 +58,7 @@ func checkTarget(it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstruc
 	rt := it.ReviewedTarget
 	gvk := TargetGVK(it.TargetRef)
 	stale := func(what string) error {
-		return &StaleTargetError{Item: it.Name, Target: fmt.Sprintf("%s '%s'", gvk.Kind, objectName(it.TargetRef.Namespace, it.TargetRef.Name)), What: what}
+		return &StaleTargetError{Item: it.Name, Target: fmt.Sprintf("%s '%s'", gvk.Kind, cluster.ObjectName(it.TargetRef.Namespace, it.TargetRef.Name)), What: what}
 	}
 	switch {
 	case rt.UID == "" && live == nil:
@@ -126,7 +127,7 @@ func writtenAsItem(live *unstructured.Unstructured, it *v1alpha1.VirtPlatformCon
 		return true
 	}
 	for _, m := range live.GetManagedFields() {
-		if m.Manager != FieldManager {
+		if m.Manager != cluster.FieldManager {
 			return false
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -66,19 +67,19 @@ func TestCheckTarget(t *testing.T) {
 			"was created by someone else after the plan was reviewed (field managers: kubectl-client-side-apply)"},
 		{"create, someone made it meanwhile, bypassOptimisticLock does not write over it", adminMC, item(v1alpha1.OperationCreate, reviewed(nil)), false, true,
 			"was created by someone else"},
-		{"create retried after a crash: our own write", mc("our-uid", "psi=1", ours, FieldManager), item(v1alpha1.OperationCreate, reviewed(nil)), true, false, ""},
+		{"create retried after a crash: our own write", mc("our-uid", "psi=1", ours, cluster.FieldManager), item(v1alpha1.OperationCreate, reviewed(nil)), true, false, ""},
 		{"create retried, someone else's object of the same content", mc("x", "psi=1", ours, "kubectl-create"), item(v1alpha1.OperationCreate, reviewed(nil)), true, false,
 			"was created by someone else"},
 		{"update, unchanged", adminMC, item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, false, ""},
 		{"update, managed field changed", mc("admin-uid", "psi=2", nil, "kubectl-edit"), item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, false,
 			"changed after the plan was reviewed (spec.kernelArguments)"},
 		{"update, managed field changed, bypassOptimisticLock", mc("admin-uid", "psi=2", nil, "kubectl-edit"), item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, true, ""},
-		{"update retried: our own write changed it", mc("admin-uid", "psi=1", nil, FieldManager), item(v1alpha1.OperationUpdate, reviewed(adminMC)), true, false, ""},
+		{"update retried: our own write changed it", mc("admin-uid", "psi=1", nil, cluster.FieldManager), item(v1alpha1.OperationUpdate, reviewed(adminMC)), true, false, ""},
 		{"update, deleted meanwhile", nil, item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, false, "was deleted after the plan was reviewed"},
 		{"update, deleted and created again", mc("new-uid", "psi=0", nil, "kubectl-create"), item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, true,
 			"was deleted and created again after the plan was reviewed"},
-		{"delete, gone by our write before a crash", nil, item(v1alpha1.OperationDelete, reviewed(mc("our-uid", "psi=1", ours, FieldManager))), true, false, ""},
-		{"delete, replaced by someone else's", adminMC, item(v1alpha1.OperationDelete, reviewed(mc("our-uid", "psi=1", ours, FieldManager))), false, false,
+		{"delete, gone by our write before a crash", nil, item(v1alpha1.OperationDelete, reviewed(mc("our-uid", "psi=1", ours, cluster.FieldManager))), true, false, ""},
+		{"delete, replaced by someone else's", adminMC, item(v1alpha1.OperationDelete, reviewed(mc("our-uid", "psi=1", ours, cluster.FieldManager))), false, false,
 			"was deleted and created again"},
 		{"approved before targets were recorded", adminMC, item(v1alpha1.OperationUpdate, nil), false, false, ""},
 	} {
@@ -89,7 +90,7 @@ func TestCheckTarget(t *testing.T) {
 				objs = append(objs, tc.live)
 			}
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "MachineConfigList"}, objs...)
-			e := &Engine{Cluster: &Cluster{Dynamic: dyn, Mapper: clusterScoped(machineconfig.MachineConfigGVK)}}
+			e := &Engine{Cluster: &cluster.Cluster{Dynamic: dyn, Mapper: clusterScoped(machineconfig.MachineConfigGVK)}}
 			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: config}}
 			_, err := e.CheckTarget(context.Background(), cfg, tc.item, tc.retry, tc.bypass)
 			var stale *StaleTargetError

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/test/env"
@@ -342,7 +343,7 @@ var _ = Describe("governance: prune only what virt-advisor made", Ordered, func(
 	})
 
 	It("adopts and prunes a MachineConfig whose only manager is virt-advisor-operator (made by the earlier operator)", func() {
-		createMachineConfig(plan.FieldManager)
+		createMachineConfig(cluster.FieldManager)
 		configWith("virt-higher-density", swapOff)
 		waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)
 		Expect(planItem(getPlan("virt-higher-density"), "enable-kubelet-swap").Operation).To(Equal(v1alpha1.OperationDelete))
@@ -479,7 +480,7 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 		By("the same token still makes the writes the controller makes: pause and unpause a pool, apply an HCO field of ours (dry-run), create and delete a MachineConfig of ours")
 		apply := func(gvr schema.GroupVersionResource, ns, name, body string) error {
 			_, err := server.Resource(gvr).Namespace(ns).Patch(suiteCtx, name, types.ApplyPatchType, []byte(body),
-				metav1.PatchOptions{FieldManager: plan.FieldManager, Force: ptrTo(true), DryRun: []string{metav1.DryRunAll}})
+				metav1.PatchOptions{FieldManager: cluster.FieldManager, Force: ptrTo(true), DryRun: []string{metav1.DryRunAll}})
 			return err
 		}
 		Expect(apply(mcpGVR, "", "worker", `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfigPool","metadata":{"name":"worker",`+

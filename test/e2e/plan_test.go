@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/test/names"
 )
 
@@ -240,7 +240,7 @@ var _ = Describe("the live plan", func() {
 		}}
 		// Written only under our field manager, as the earlier operator
 		// did: ours (the label alone would prove nothing).
-		_, err := dyn().Resource(mcGVR).Create(suiteCtx, mc, metav1.CreateOptions{FieldManager: plan.FieldManager})
+		_, err := dyn().Resource(mcGVR).Create(suiteCtx, mc, metav1.CreateOptions{FieldManager: cluster.FieldManager})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { _ = dyn().Resource(mcGVR).Delete(suiteCtx, "90-worker-kubelet-swap", metav1.DeleteOptions{}) })
 

@@ -1,4 +1,4 @@
-package plan
+package cluster
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 )
@@ -99,3 +100,6 @@ func (c *Cluster) ListVMIs(ctx context.Context) ([]disruption.VMI, bool, error) 
 	_, _ = io.Copy(io.Discard, body)
 	return list.vmis(), true, nil
 }
+
+// VirtualMachineInstanceGVK is KubeVirt's VMI.
+var VirtualMachineInstanceGVK = schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstance"}

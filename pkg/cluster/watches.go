@@ -1,4 +1,4 @@
-package plan
+package cluster
 
 import (
 	"context"
@@ -21,6 +21,10 @@ type ObjectKey struct {
 	GVK             schema.GroupVersionKind
 	Namespace, Name string
 }
+
+// InputsOwner holds the watches of every input object a plan has read:
+// the plan engine reads their caches, nobody is told of their events.
+const InputsOwner = "\x00plan-inputs"
 
 // Watches runs one informer per watched object, filtered by a field
 // selector on its name (and namespace), so memory stays flat however many
@@ -208,7 +212,7 @@ func (w *Watches) acquire(config string, key ObjectKey) error {
 			return
 		}
 		for _, c := range configs {
-			if c != inputsOwner { // the engine reads its cache; nobody to tell
+			if c != InputsOwner { // the engine reads its cache; nobody to tell
 				onEvent(c, key)
 			}
 		}

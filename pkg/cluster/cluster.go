@@ -1,9 +1,13 @@
-package plan
+// Package cluster is virt-advisor's access to the main cluster: reads,
+// lists, dry-runs and applies by kind through a RESTMapper that follows
+// CRDs as they come and go (discovery settling), the CRD cache, and the
+// watches of the objects plans depend on. It decides nothing: the plan
+// engine (pkg/plan) and the controller do.
+package cluster
 
 import (
 	"context"
 	"fmt"
-	"maps"
 	"sync"
 	"time"
 
@@ -12,16 +16,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
+
+// FieldManager owns the fields we apply; the earlier operator used the same
+// name, so clusters that ran it keep their field ownership.
+const FieldManager = "virt-advisor-operator"
 
 // Cluster reads and writes objects of the main cluster by kind, through a
 // RESTMapper so that kinds installed after start are found.
@@ -47,8 +51,8 @@ type Cluster struct {
 	seenCRDs sync.Map // name -> struct{}
 }
 
-// resource returns the client of the object's resource.
-func (c *Cluster) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
+// Resource returns the client of the object's resource.
+func (c *Cluster) Resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
 	mapping, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, err
@@ -77,7 +81,7 @@ func (c *Cluster) Get(ctx context.Context, gvk schema.GroupVersionKind, namespac
 }
 
 func (c *Cluster) get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
-	ri, err := c.resource(gvk, namespace)
+	ri, err := c.Resource(gvk, namespace)
 	if meta.IsNoMatchError(err) {
 		return nil, nil
 	}
@@ -89,7 +93,7 @@ func (c *Cluster) get(ctx context.Context, gvk schema.GroupVersionKind, namespac
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s %s: %w", gvk.Kind, objectName(namespace, name), err)
+		return nil, fmt.Errorf("reading %s %s: %w", gvk.Kind, ObjectName(namespace, name), err)
 	}
 	return obj, nil
 }
@@ -115,7 +119,7 @@ func (c *Cluster) PreferredVersion(gk schema.GroupKind) (string, error) {
 // pool sets (the controller's pause), as FieldManager, taking over a
 // field someone else set to the same or another value.
 func (c *Cluster) ApplyPool(ctx context.Context, pool *unstructured.Unstructured) error {
-	ri, err := c.resource(pool.GroupVersionKind(), "")
+	ri, err := c.Resource(pool.GroupVersionKind(), "")
 	if err != nil {
 		return err
 	}
@@ -125,7 +129,7 @@ func (c *Cluster) ApplyPool(ctx context.Context, pool *unstructured.Unstructured
 
 // List returns every object of a kind; none when the kind is not served.
 func (c *Cluster) List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
-	ri, err := c.resource(gvk, metav1.NamespaceAll)
+	ri, err := c.Resource(gvk, metav1.NamespaceAll)
 	if meta.IsNoMatchError(err) {
 		return nil, nil
 	}
@@ -172,7 +176,8 @@ func (c *Cluster) crdDeleted(gvr schema.GroupVersionResource) bool {
 	return err == nil && !exists
 }
 
-func objectName(namespace, name string) string {
+// ObjectName is namespace/name, or name for a cluster-scoped object.
+func ObjectName(namespace, name string) string {
 	if namespace == "" {
 		return name
 	}
@@ -230,174 +235,34 @@ func (c *Cluster) Start(ctx context.Context) error {
 	return nil
 }
 
-// inputsOwner holds the watches of every input object a plan has read.
-const inputsOwner = "\x00plan-inputs"
-
-// inputReader serves a profile's declared input objects from their watch
-// caches once synced (watchedInputs), or live, each read once and all
-// started together as the computation starts (liveInputs): however the
-// profile orders its reads (the Scheduler, then the master pool), its
-// inputs cost one round trip to kube-apiserver, taken while it reads its
-// targets. Everything else is read live. The inputs are watched either
-// way, so that the controller sees them change.
-type inputReader struct {
-	c      *Cluster
-	inputs sets.Set[ObjectKey]
-	// targets are the inputs that are targets too: read live unless optimistic.
-	targets sets.Set[ObjectKey]
-	live    map[ObjectKey]func() (*unstructured.Unstructured, error)
-	// pools and nodes list once per plan, shared with the reboot notes.
-	pools, nodes func() ([]unstructured.Unstructured, error)
-
-	// optimistic: inputs are read from their watch caches while their
-	// live reads run; consistent tells afterwards whether both agreed.
-	optimistic bool
-
-	// read remembers the objects read, so that an item whose target the
-	// profile already read needs no second GET; cached, the
-	// resourceVersions of those read from a watch cache ("" for absent).
-	mu     sync.Mutex
-	read   map[ObjectKey]*unstructured.Unstructured
-	cached map[ObjectKey]string
-	// overtaken: a target read from a cache was written before its dry-run.
-	overtaken bool
-}
-
-func (c *Cluster) inputReader(ctx context.Context, refs []profiles.ObjectRef, from inputSource, listPools func() ([]unstructured.Unstructured, error)) *inputReader {
-	r := &inputReader{c: c, inputs: sets.New[ObjectKey](), targets: sets.New[ObjectKey](), read: map[ObjectKey]*unstructured.Unstructured{},
-		cached: map[ObjectKey]string{}, optimistic: from == optimisticInputs && c.Watches != nil, pools: listPools}
-	for _, ref := range refs {
-		r.inputs.Insert(ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
-		if ref.Target {
-			r.targets.Insert(ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
-		}
+// ListIfServed lists every object of a kind; served is false when the
+// cluster does not serve it (no mapping, or its CRD went away and the
+// list answers 404).
+func (c *Cluster) ListIfServed(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, bool, error) {
+	ri, err := c.Resource(gvk, metav1.NamespaceAll)
+	if meta.IsNoMatchError(err) {
+		return nil, false, nil
 	}
-	if c.Watches != nil && r.inputs.Len() > 0 {
-		c.Watches.Add(inputsOwner, r.inputs.UnsortedList())
-	}
-	if from == liveInputs || from == optimisticInputs {
-		r.live = map[ObjectKey]func() (*unstructured.Unstructured, error){}
-		for key := range r.inputs {
-			read := sync.OnceValues(func() (*unstructured.Unstructured, error) {
-				if key.GVK.GroupKind() == machineconfig.MachineConfigPoolGVK.GroupKind() {
-					// The plan lists the pools anyway (reboot notes).
-					return poolNamed(listPools, key.Name)
-				}
-				return c.Get(ctx, key.GVK, key.Namespace, key.Name)
-			})
-			r.live[key] = read
-			go func() { _, _ = read() }()
-		}
-	}
-	return r
-}
-
-func (r *inputReader) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
-	key := ObjectKey{GVK: gvk, Namespace: namespace, Name: name}
-	var obj *unstructured.Unstructured
-	var err error
-	switch read, live := r.live[key]; {
-	case live && r.optimistic:
-		if cached, ok := r.c.Watches.Cached(key); ok {
-			r.mu.Lock()
-			r.read[key], r.cached[key] = cached, resourceVersion(cached)
-			r.mu.Unlock()
-			return cached, nil
-		}
-		obj, err = read()
-	case live:
-		obj, err = read()
-	case r.inputs.Has(key) && !r.targets.Has(key) && r.c.Watches != nil:
-		if cached, ok := r.c.Watches.Cached(key); ok {
-			return cached, nil
-		}
-		fallthrough
-	default:
-		obj, err = r.c.Get(ctx, gvk, namespace, name)
-	}
-	if err == nil {
-		r.mu.Lock()
-		r.read[key] = obj
-		r.mu.Unlock()
-	}
-	return obj, err
-}
-
-// poolNamed is the pool of that name among the listed ones, nil if none.
-func poolNamed(listPools func() ([]unstructured.Unstructured, error), name string) (*unstructured.Unstructured, error) {
-	pools, err := listPools()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	for i := range pools {
-		if pools[i].GetName() == name {
-			return &pools[i], nil
-		}
+	list, err := ri.List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false, nil
 	}
-	return nil, nil
-}
-
-func (r *inputReader) PreferredVersion(gk schema.GroupKind) (string, error) {
-	return r.c.PreferredVersion(gk)
-}
-
-func (r *inputReader) List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
-	switch {
-	case gvk.GroupKind() == machineconfig.MachineConfigPoolGVK.GroupKind() && r.pools != nil:
-		return r.pools()
-	case gvk.GroupKind() == profiles.NodeGVK.GroupKind() && r.nodes != nil:
-		return r.nodes()
+	if err != nil {
+		return nil, false, fmt.Errorf("listing %s: %w", gvk.Kind, err)
 	}
-	return r.c.List(ctx, gvk)
+	return list.Items, true, nil
 }
 
-// readLive returns the object this reader read live, if it did.
-func (r *inputReader) readLive(key ObjectKey) (*unstructured.Unstructured, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	obj, ok := r.read[key]
-	return obj, ok
+// ServedNow tells from the cached discovery whether a kind is served
+// (the CRD watch keeps it current), without reading discovery again.
+func (c *Cluster) ServedNow(gvk schema.GroupVersionKind) bool {
+	_, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil
 }
 
-// consistent is true when every input read from a watch cache is the
-// object its live read returned (same resourceVersion, or absent in both),
-// and no target read from a cache was written before its dry-run: the
-// plan is then the plan of the live state.
-func (r *inputReader) consistent() bool {
-	r.mu.Lock()
-	cached, overtaken := maps.Clone(r.cached), r.overtaken
-	r.mu.Unlock()
-	if overtaken {
-		return false
-	}
-	for key, rv := range cached {
-		live, err := r.live[key]()
-		if err != nil || resourceVersion(live) != rv {
-			return false
-		}
-	}
-	return true
-}
-
-// readFromCache is true when the object was read from a watch cache.
-func (r *inputReader) readFromCache(key ObjectKey) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.cached[key]
-	return ok
-}
-
-// overtake records that a target read from a cache changed before its
-// dry-run: the desired state may stem from an older object.
-func (r *inputReader) overtake() {
-	r.mu.Lock()
-	r.overtaken = true
-	r.mu.Unlock()
-}
-
-func resourceVersion(obj *unstructured.Unstructured) string {
-	if obj == nil {
-		return ""
-	}
-	return obj.GetResourceVersion()
-}
+// InputWatches caches the objects plans read as inputs; nil when there
+// are no watches (everything is read live).
+func (c *Cluster) InputWatches() *Watches { return c.Watches }

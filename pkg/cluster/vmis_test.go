@@ -1,4 +1,4 @@
-package plan
+package cluster
 
 import (
 	"encoding/json"
@@ -41,4 +41,14 @@ func TestVMIListReadsAsWholeObjects(t *testing.T) {
 			t.Errorf("VMI %d: %+v, want %+v", i, got[i], want)
 		}
 	}
+}
+
+func testVMI(name, node, strategy, migratable, reason string) unstructured.Unstructured {
+	return unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+		"metadata": map[string]interface{}{"namespace": "default", "name": name, "labels": map[string]interface{}{"kubevirt.io/nodeName": node}},
+		"spec":     map[string]interface{}{"evictionStrategy": strategy, "domain": map[string]interface{}{"devices": map[string]interface{}{}}},
+		"status": map[string]interface{}{"nodeName": node, "phase": "Running", "conditions": []interface{}{
+			map[string]interface{}{"type": "LiveMigratable", "status": migratable, "reason": reason}}},
+	}}
 }
