@@ -333,6 +333,15 @@ func TestAllowsWhatTheProfilesWrite(t *testing.T) {
 		unpaused := withdrawn(paused, "spec", "paused")
 		unstructured.RemoveNestedField(unpaused.Object, "metadata", "annotations", machineconfig.PausedUntilAnnotation)
 		admit(pool+": unpause", request{op: admission.Update, gvr: machineConfigPools, obj: unpaused, old: paused})
+		// The pause at the close of a maintenance window, mid-rollout,
+		// and its end at the next opening.
+		forWindow := edited(paused, func(o map[string]interface{}) {
+			set(o, "weekend", "metadata", "annotations", machineconfig.PausedForAnnotation)
+		})
+		admit(pool+": pause for a window", request{op: admission.Update, gvr: machineConfigPools, obj: forWindow, old: old})
+		resumed := withdrawn(forWindow, "spec", "paused")
+		unstructured.RemoveNestedField(resumed.Object, "metadata", "annotations")
+		admit(pool+": resume at the opening", request{op: admission.Update, gvr: machineConfigPools, obj: resumed, old: forWindow})
 	}
 }
 
@@ -511,7 +520,7 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	}
 
 	annotations := literal(t, policy, "ownAnnotationsByResource").(map[string]interface{})
-	if got := stringList(t, annotations["machineconfiguration.openshift.io/machineconfigpools"]); !sameSet(got, []string{machineconfig.PausedUntilAnnotation}) || len(annotations) != 1 {
+	if got := stringList(t, annotations["machineconfiguration.openshift.io/machineconfigpools"]); !sameSet(got, []string{machineconfig.PausedUntilAnnotation, machineconfig.PausedForAnnotation}) || len(annotations) != 1 {
 		t.Errorf("ownAnnotationsByResource = %v, the controller sets %s on pools only", annotations, machineconfig.PausedUntilAnnotation)
 	}
 	labels := literal(t, policy, "ownLabelsByResource").(map[string]interface{})

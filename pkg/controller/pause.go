@@ -54,7 +54,7 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 	until := c.clock.Now().Add(c.CoalesceWindow).Truncate(time.Second).Add(time.Second)
 	for _, pool := range pause {
 		name := pool.GetName()
-		if err := c.applyPause(ctx, name, &until); err != nil {
+		if err := c.applyPause(ctx, name, &until, ""); err != nil {
 			return "", fmt.Errorf("pausing MachineConfigPool '%s' before writing MachineConfig '%s' (the server needs patch on machineconfigpools): %w", name, it.TargetRef.Name, err)
 		}
 		klog.InfoS("Paused MachineConfigPool to roll out MachineConfig changes together", "pool", name, "until", until, "config", config, "item", it.Name)
@@ -85,15 +85,20 @@ func (c *Controller) writePools(ctx context.Context, it *v1alpha1.VirtPlatformCo
 	return c.selectingPools(ctx, mcLabels)
 }
 
-// applyPause pauses a pool until the given time, or, with nil, withdraws
-// our pause: an apply without spec.paused and the annotation drops our
-// ownership of both, so the field goes away unless someone else owns it.
-func (c *Controller) applyPause(ctx context.Context, pool string, until *time.Time) error {
+// applyPause pauses a pool until the given time (for the maintenance
+// window named by forWindow, "" for coalescing), or, with nil, withdraws
+// our pause: an apply without spec.paused and the annotations drops our
+// ownership of them, so they go away unless someone else owns them.
+func (c *Controller) applyPause(ctx context.Context, pool string, until *time.Time, forWindow string) error {
 	metadata := map[string]interface{}{"name": pool}
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": metadata}}
 	obj.SetGroupVersionKind(machineconfig.MachineConfigPoolGVK)
 	if until != nil {
-		obj.SetAnnotations(map[string]string{machineconfig.PausedUntilAnnotation: until.UTC().Format(time.RFC3339)})
+		annotations := map[string]string{machineconfig.PausedUntilAnnotation: until.UTC().Format(time.RFC3339)}
+		if forWindow != "" {
+			annotations[machineconfig.PausedForAnnotation] = forWindow
+		}
+		obj.SetAnnotations(annotations)
 		obj.Object["spec"] = map[string]interface{}{"paused": true}
 	}
 	// Force: a paused: false of someone else is taken over (it is checked
@@ -126,7 +131,7 @@ func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
 		w := c.windowFor(pool)
 		unpause, after := machineconfig.DecideUnpause(p, now, len(due) > 0, c.CoalesceWindow, !w.Allowed, w.after(now))
 		if unpause {
-			if err := c.applyPause(ctx, p.Name, nil); err != nil {
+			if err := c.applyPause(ctx, p.Name, nil, ""); err != nil {
 				return 0, fmt.Errorf("unpausing MachineConfigPool '%s': %w", p.Name, err)
 			}
 			klog.InfoS("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", p.Name, "othersHoldingPause", p.Others)

@@ -119,7 +119,11 @@ func (c *Controller) pauseForWindow(ctx context.Context, config string, it *v1al
 	now := c.clock.Now()
 	if machineconfig.DecideWindowPause(p, machineconfig.RollingOut(pool), w.Allowed) {
 		until := now.Add(w.after(now))
-		if err := c.applyPause(ctx, p.Name, &until); err != nil {
+		forWindow := w.Window
+		if forWindow == "" {
+			forWindow = "unknown" // the windows could not be read
+		}
+		if err := c.applyPause(ctx, p.Name, &until, forWindow); err != nil {
 			return "", fmt.Errorf("pausing MachineConfigPool '%s' at the close of its maintenance window: %w", p.Name, err)
 		}
 		it.WindowPauses++

@@ -134,3 +134,35 @@ func TestFreezeBeatsAnOpenWindow(t *testing.T) {
 		t.Errorf("after the freeze: applied %v", h.planner.applied)
 	}
 }
+
+// A rollout paused by a closing window resumes as soon as its pool may be
+// disrupted again (here an Allow window added for the night), not only at
+// the opening recorded on the pause.
+func TestRolloutPausedForAWindowResumesWhenAWindowOpens(t *testing.T) {
+	h := newHarness(t, "v1", true)
+	night := nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)
+	h.c.MaintenanceWindows = fakeWindows{night}
+	h.cluster.put(workerPool{}.obj())
+	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
+	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	h.approve("admin")
+	h.clock.SetTime(time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC))
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.cluster.put(workerPool{updating: true, updated: 1}.obj())
+	h.clock.SetTime(time.Date(2026, 11, 20, 23, 0, 1, 0, time.UTC))
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	pool, _ := h.cluster.Get(context.Background(), machineconfig.MachineConfigPoolGVK, "", machineconfig.WorkerPool)
+	if got := pool.GetAnnotations()[machineconfig.PausedForAnnotation]; got != "night" || len(h.cluster.pauses) != 1 {
+		t.Fatalf("pauses %v, %s=%q: want one pause for window 'night'", h.cluster.pauses, machineconfig.PausedForAnnotation, got)
+	}
+
+	extra, err := maintenance.New("extra", maintenance.Spec{PoolNames: []string{machineconfig.WorkerPool}, Schedule: "0 23 * * *", Duration: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c.MaintenanceWindows = fakeWindows{night, extra}
+	if _, err := h.c.finishWindows(context.Background()); err != nil || len(h.cluster.pauses) != 2 || h.cluster.pauses[1] {
+		t.Fatalf("finishWindows with a window open: %v, pauses %v, want the pause ended", err, h.cluster.pauses)
+	}
+}

@@ -33,6 +33,10 @@ const (
 	// nothing, so no field ownership records it and ending our pause would
 	// unpause the pool; the annotation is the hold that cannot be lost.
 	HoldAnnotation = "advisor.kubevirt.io/hold"
+	// PausedForAnnotation on a MachineConfigPool names the maintenance
+	// window whose close made us pause it mid-rollout; a pause of ours
+	// without it is a coalescing pause.
+	PausedForAnnotation = "advisor.kubevirt.io/paused-for-window"
 	// HeldRetry is how often a held pool we paused is looked at again.
 	HeldRetry = 10 * time.Second
 	// HoldRetry is how often a window that ended is looked at again while
@@ -50,6 +54,9 @@ type PoolPause struct {
 	Others []string
 	// until is the end of our window, zero when not recorded.
 	Until time.Time
+	// ForWindow: we paused it because this maintenance window closed
+	// mid-rollout ("" for a coalescing pause).
+	ForWindow string
 	// held: an administrator's HoldAnnotation is set (its value, the
 	// reason, in hold).
 	Held                     bool
@@ -72,6 +79,7 @@ func ReadPool(pool *unstructured.Unstructured, manager, mc string, op v1alpha1.O
 	if t, err := time.Parse(time.RFC3339, pool.GetAnnotations()[PausedUntilAnnotation]); err == nil {
 		p.Until = t
 	}
+	p.ForWindow = pool.GetAnnotations()[PausedForAnnotation]
 	p.SpecConfig, _, _ = unstructured.NestedString(pool.Object, "spec", "configuration", "name")
 	p.StatusConfig, _, _ = unstructured.NestedString(pool.Object, "status", "configuration", "name")
 	p.HasChange = HasSource(pool, "spec", mc) == (op != v1alpha1.OperationDelete)
@@ -175,7 +183,9 @@ func DecideWrite(p PoolPause, mc string, window time.Duration) (WriteAction, str
 //
 // closed: the pool's maintenance window is closed (its nodes may not be
 // disrupted) and opens again after opensIn; our pause then lasts until it
-// opens, whatever its recorded end.
+// opens, whatever its recorded end. A pause for a window ends as soon as
+// the pool may be disrupted again (an Allow window added, a freeze lifted),
+// whatever its recorded end.
 func DecideUnpause(p PoolPause, now time.Time, due bool, window time.Duration, closed bool, opensIn time.Duration) (bool, time.Duration) {
 	switch {
 	case !p.Ours:
@@ -184,6 +194,8 @@ func DecideUnpause(p PoolPause, now time.Time, due bool, window time.Duration, c
 		return false, HeldRetry // an administrator's hold outlasts our window
 	case closed:
 		return false, opensIn
+	case p.ForWindow != "":
+		return true, 0
 	case p.Until.IsZero():
 		return true, 0 // a pause of ours without its end: end it
 	case now.Before(p.Until):

@@ -112,6 +112,7 @@ func TestDecideUnpause(t *testing.T) {
 		{"a degraded pool is not held", with(func(p *PoolPause) { p.Until, p.Degraded = now.Add(-time.Second), true }), true, false, true, 0},
 		{"an administrator's hold outlasts our window", with(func(p *PoolPause) { p.Until, p.Held = now.Add(-time.Minute), true }), false, false, false, HeldRetry},
 		{"closed window: stays paused until it opens, whatever the recorded end", with(func(p *PoolPause) { p.Until = now.Add(-time.Minute) }), true, true, false, time.Hour},
+		{"a pause for a window ends once the pool may be disrupted, whatever its recorded end", with(func(p *PoolPause) { p.Until, p.ForWindow = now.Add(20*time.Hour), "night" }), false, false, true, 0},
 		{"closed window, not ours: never touched", PoolPause{Name: "worker", Paused: true, Others: []string{"admin"}}, false, true, false, 0},
 		{"a pause of ours without its end is ended", with(func(p *PoolPause) { p.Until = time.Time{} }), false, false, true, 0},
 		{"ended although someone else holds it too: our part is withdrawn", with(func(p *PoolPause) { p.Until, p.Others = now, []string{"admin"} }), false, false, true, 0},

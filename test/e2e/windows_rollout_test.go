@@ -69,6 +69,9 @@ var _ = Describe("rollouts in maintenance windows", Ordered, func() {
 			paused, managers := pausedManagers(g)
 			g.Expect(paused).To(BeTrue())
 			g.Expect(managers).To(ContainElement(ourManager))
+			pool, err := get(mcpGVR, "", "worker")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pool.GetAnnotations()).To(HaveKeyWithValue("advisor.kubevirt.io/paused-for-window", "e2e-every-minute"))
 		}).WithTimeout(40 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 
 		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 150*time.Second)

@@ -134,7 +134,7 @@ func resetCluster() {
 	replaceSpec(kdGVR, kdNS, "cluster", baselineKubeDescheduler)
 	replaceSpec(hcoGVR, hcoNS, hcoName, map[string]interface{}{})
 	_ = dyn().Resource(configMapGVR).Namespace(hcoNS).Delete(suiteCtx, "example-config", metav1.DeleteOptions{})
-	patchObject(mcpGVR, "", "worker", `{"metadata":{"annotations":{"fake-mco.virt-advisor.io/degraded":null,"advisor.kubevirt.io/paused-until":null,"fake-mco.virt-advisor.io/step-time":null}},"spec":{"paused":false}}`)
+	patchObject(mcpGVR, "", "worker", `{"metadata":{"annotations":{"fake-mco.virt-advisor.io/degraded":null,"advisor.kubevirt.io/paused-until":null,"advisor.kubevirt.io/paused-for-window":null,"fake-mco.virt-advisor.io/step-time":null}},"spec":{"paused":false}}`)
 	waitPoolSettled("00-worker")
 }
 
