@@ -167,6 +167,11 @@ const (
 	optimisticInputs
 )
 
+// live is true for the computations of API requests: their reads start
+// together as the computation starts and go to kube-apiserver (confirmed
+// there when optimistic).
+func (s inputSource) live() bool { return s == liveInputs || s == optimisticInputs }
+
 func (e *Engine) computeFrom(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, from inputSource) (*Result, error) {
 	var res *Result
 	var err error
@@ -230,7 +235,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	// plan, and the profile's own reads of Nodes share the list.
 	reads := e.newClusterReads(ctx, inputs.Get)
 	inputs.nodes = reads.nodes
-	if from == liveInputs && writesMachineConfigs(profile) {
+	if from.live() && writesMachineConfigs(profile) {
 		reads.start()
 	}
 	items, err := profile.Items(ctx, profiles.Inputs{ConfigName: cfg.Name, Options: opts, Cluster: inputs})

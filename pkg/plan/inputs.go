@@ -58,7 +58,7 @@ func newInputReader(ctx context.Context, c Cluster, refs []profiles.ObjectRef, f
 	if r.watches != nil && r.inputs.Len() > 0 {
 		r.watches.Add(cluster.InputsOwner, r.inputs.UnsortedList())
 	}
-	if from == liveInputs || from == optimisticInputs {
+	if from.live() {
 		r.live = map[cluster.ObjectKey]func() (*unstructured.Unstructured, error){}
 		for key := range r.inputs {
 			read := sync.OnceValues(func() (*unstructured.Unstructured, error) {

@@ -80,7 +80,7 @@ func (e *Engine) poolLister(ctx context.Context, profile profiles.Profile, input
 	readsPools := slices.ContainsFunc(inputs, func(ref profiles.ObjectRef) bool {
 		return ref.GVK.GroupKind() == machineconfig.MachineConfigPoolGVK.GroupKind()
 	})
-	if (from == liveInputs || from == optimisticInputs) && (readsPools || writesMachineConfigs(profile)) {
+	if from.live() && (readsPools || writesMachineConfigs(profile)) {
 		go func() { _, _ = list() }()
 	}
 	return list
