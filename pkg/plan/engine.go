@@ -478,6 +478,10 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 		if err != nil {
 			return fail(fmt.Errorf("reading %s %s: %w", gvk.Kind, cluster.ObjectName(ns, name), err))
 		}
+		if attempt == 0 && dryErr == nil && live != nil && !it.Absent && dry.GetResourceVersion() == live.GetResourceVersion() &&
+			inputs.readFromCache(cluster.ObjectKey{GVK: gvk, Namespace: ns, Name: name}) {
+			inputs.confirm(cluster.ObjectKey{GVK: gvk, Namespace: ns, Name: name})
+		}
 		if attempt > 0 || it.Absent || dryErr != nil || live == nil || dry.GetResourceVersion() == live.GetResourceVersion() {
 			break
 		}

@@ -128,6 +128,26 @@ func TestInputSourceOfAComputation(t *testing.T) {
 		t.Errorf("a target input read from the watch cache: parallelMigrationsPerCluster %d, want the live 20", limit)
 	}
 
+	// A target read from the cache that its dry-run confirmed needs no GET.
+	gvr2 := schema.GroupVersionResource{Group: hco.Group, Version: hco.Version, Resource: "hyperconvergeds"}
+	countGets := func() (n int) {
+		for _, a := range dyn.Actions() {
+			if a.GetVerb() == "get" && a.GetResource() == gvr2 {
+				n++
+			}
+		}
+		return n
+	}
+	beforeConfirm := countGets()
+	confirmed := newInputReader(ctx, c, targets, optimisticInputs, nil)
+	if _, err := confirmed.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName); err != nil {
+		t.Fatal(err)
+	}
+	confirmed.confirm(key)
+	if !confirmed.consistent() || countGets() != beforeConfirm {
+		t.Errorf("a confirmed target: consistent %v, %d GETs sent; want consistent and none", confirmed.consistent(), countGets()-beforeConfirm)
+	}
+
 	// A live computation reads each input once, all started at once.
 	gets := func() (n int) {
 		for _, a := range dyn.Actions() {

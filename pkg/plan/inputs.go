@@ -44,11 +44,14 @@ type inputReader struct {
 	cached map[cluster.ObjectKey]string
 	// overtaken: a target read from a cache was written before its dry-run.
 	overtaken bool
+	// confirmed are the targets read from a cache that their dry-run was
+	// applied to: the dry-run confirmed them live, no GET needs to.
+	confirmed sets.Set[cluster.ObjectKey]
 }
 
 func newInputReader(ctx context.Context, c Cluster, refs []profiles.ObjectRef, from inputSource, listPools func() ([]unstructured.Unstructured, error)) *inputReader {
 	r := &inputReader{c: c, inputs: sets.New[cluster.ObjectKey](), targets: sets.New[cluster.ObjectKey](), read: map[cluster.ObjectKey]*unstructured.Unstructured{},
-		cached: map[cluster.ObjectKey]string{}, optimistic: from == optimisticInputs && c.InputWatches() != nil, pools: listPools, watches: c.InputWatches()}
+		cached: map[cluster.ObjectKey]string{}, confirmed: sets.New[cluster.ObjectKey](), optimistic: from == optimisticInputs && c.InputWatches() != nil, pools: listPools, watches: c.InputWatches()}
 	for _, ref := range refs {
 		r.inputs.Insert(cluster.ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
 		if ref.Target {
@@ -69,6 +72,9 @@ func newInputReader(ctx context.Context, c Cluster, refs []profiles.ObjectRef, f
 				return c.Get(ctx, key.GVK, key.Namespace, key.Name)
 			})
 			r.live[key] = read
+			if r.optimistic && r.targets.Has(key) {
+				continue // its dry-run confirms it; read only if it does not
+			}
 			go func() { _, _ = read() }()
 		}
 	}
@@ -149,6 +155,9 @@ func (r *inputReader) readLive(key cluster.ObjectKey) (*unstructured.Unstructure
 func (r *inputReader) consistent() bool {
 	r.mu.Lock()
 	cached, overtaken := maps.Clone(r.cached), r.overtaken
+	for key := range r.confirmed {
+		delete(cached, key)
+	}
 	r.mu.Unlock()
 	if overtaken {
 		return false
@@ -168,6 +177,14 @@ func (r *inputReader) readFromCache(key cluster.ObjectKey) bool {
 	defer r.mu.Unlock()
 	_, ok := r.cached[key]
 	return ok
+}
+
+// confirm records that a target read from a cache is the object its
+// dry-run was applied to (same resourceVersion).
+func (r *inputReader) confirm(key cluster.ObjectKey) {
+	r.mu.Lock()
+	r.confirmed.Insert(key)
+	r.mu.Unlock()
 }
 
 // overtake records that a target read from a cache changed before its
