@@ -1,5 +1,6 @@
 # virt-advisor. `make run` brings up a local control plane with the server
-# registered through an APIService; `make test` runs every test.
+# registered through an APIService; `make test` runs every test; `make soak`
+# runs the soak (SOAK_DURATION, default 20m; not part of make test).
 
 SHELL := /usr/bin/env bash
 BIN := $(CURDIR)/_output/bin
@@ -16,7 +17,7 @@ TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd
 GO_TEST_FLAGS ?=
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: all build build-race tools run test unit e2e chromium screenshots test-alerts bench bench-figures verify update-codegen clean
+.PHONY: all build build-race tools run test unit e2e soak chromium screenshots test-alerts bench bench-figures verify update-codegen clean
 
 all: build
 
@@ -64,7 +65,15 @@ build-race:
 	go build -race -o $(BIN)/virt-advisor-apiserver-race ./cmd/virt-advisor-apiserver
 
 e2e: tools build build-race chromium
-	CHROMIUM=$(CHROMIUM) go test $(GO_TEST_FLAGS) -timeout 40m ./test/e2e/... -args -ginkgo.v
+	CHROMIUM=$(CHROMIUM) go test $(GO_TEST_FLAGS) -timeout 40m ./test/e2e/... -args -ginkgo.v -ginkgo.label-filter='!soak'
+
+# The soak (not part of make test): SOAK_DURATION (default 20m) of review,
+# approve, rollout, drift and revert across both MachineConfig profiles
+# under random faults; SOAK_SEED replays a run. It prints its figures.
+SOAK_DURATION ?= 20m
+SOAK_TIMEOUT ?= 2h
+soak: tools build
+	SOAK_DURATION=$(SOAK_DURATION) SOAK_SEED=$(SOAK_SEED) go test $(GO_TEST_FLAGS) -v -timeout $(SOAK_TIMEOUT) ./test/e2e/... -args -ginkgo.v -ginkgo.label-filter=soak
 
 # The dashboard's e2e specs drive a headless Chromium (CHROMIUM): Debian's
 # package, installed when missing (CI runs as root on a fresh machine).

@@ -155,9 +155,16 @@ type Controller struct {
 	// last status write that needs no further reconcile: its watch event
 	// is dropped instead of planning again for nothing.
 	ownWrites sync.Map
+	// retryAt is when each item retrying a write may be tried again, so
+	// that no event (the status write that says it retries, a pool's)
+	// brings the attempt forward. Kept in memory: a new leader tries at once.
+	retryAt sync.Map // retryKey -> time.Time
 	// jitter spreads retries (a number in [0, 1)); tests fix it.
 	jitter func() float64
 }
+
+// retryKey names an item of a config in retryAt.
+type retryKey struct{ config, item string }
 
 // New returns a controller reading configs from cfg.Informer's cache.
 func New(cfg Config) *Controller {

@@ -113,6 +113,8 @@ type fakePlanner struct {
 	snapshot string // "" answers the result's snapshot hash
 	applyErr map[string]error
 	applied  []string
+	// attempts counts Apply calls, failed ones included, by item name.
+	attempts map[string]int
 	// stale, by item name, is the target change CheckTarget reports.
 	stale map[string]string
 	// checks counts CheckTarget calls, by item name.
@@ -173,6 +175,10 @@ func (p *fakePlanner) Snapshot(context.Context, []v1alpha1.VirtPlatformConfigIte
 func (p *fakePlanner) Apply(_ context.Context, _ *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.attempts == nil {
+		p.attempts = map[string]int{}
+	}
+	p.attempts[it.Name]++
 	if err := p.applyErr[it.Name]; err != nil {
 		return nil, err
 	}

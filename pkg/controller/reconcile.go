@@ -50,6 +50,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	if apierrors.IsNotFound(err) {
 		c.Watches.Forget(name)
 		c.ownWrites.Delete(name)
+		c.forgetRetries(name)
 		return 0, nil
 	}
 	if err != nil {
@@ -303,6 +304,10 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 			if !c.approvalHolds(cfg, it.Name) {
 				return 0, nil
 			}
+			if wait := c.retryWait(cfg.Name, it); wait > 0 {
+				// Items are written in order: the later ones wait too.
+				return wait, nil
+			}
 			gate, left, err := c.writeItem(ctx, cfg, i, timeout)
 			it = &cfg.Status.Items[i]
 			switch {
@@ -310,7 +315,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 				return 0, err
 			case err != nil && transient.Is(err):
 				// Items are written in order: the later ones wait too.
-				if after, retrying := c.retryItem(it, err, timeout); retrying {
+				if after, retrying := c.retryItem(cfg.Name, it, err, timeout); retrying {
 					return after, nil
 				}
 			case err != nil:
@@ -433,7 +438,7 @@ func (c *Controller) writeItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 // to try again; past the deadline (the config's waitTimeout, else
 // --transient-error-deadline, counted from the first failure) the item
 // fails with the last error instead, and retrying is false.
-func (c *Controller) retryItem(it *v1alpha1.VirtPlatformConfigItem, err error, timeout time.Duration) (after time.Duration, retrying bool) {
+func (c *Controller) retryItem(config string, it *v1alpha1.VirtPlatformConfigItem, err error, timeout time.Duration) (after time.Duration, retrying bool) {
 	now := c.clock.Now()
 	if it.Retry == nil {
 		it.Retry = &v1alpha1.ItemRetry{Since: metav1.NewTime(now)}
@@ -451,7 +456,31 @@ func (c *Controller) retryItem(it *v1alpha1.VirtPlatformConfigItem, err error, t
 	}
 	after = transient.Backoff(it.Retry.Attempts, c.jitter())
 	it.Message = fmt.Sprintf("Retrying in %v (attempt %d): %v", after, it.Retry.Attempts, err)
+	c.retryAt.Store(retryKey{config, it.Name}, now.Add(after))
 	return after, true
+}
+
+// retryWait is how long an item retrying its write still waits for its
+// backoff to end; 0 when it may be tried now (or is not retrying).
+func (c *Controller) retryWait(config string, it *v1alpha1.VirtPlatformConfigItem) time.Duration {
+	if it.Retry == nil {
+		return 0
+	}
+	at, ok := c.retryAt.Load(retryKey{config, it.Name})
+	if !ok {
+		return 0
+	}
+	return at.(time.Time).Sub(c.clock.Now())
+}
+
+// forgetRetries drops the retry times of a deleted config's items.
+func (c *Controller) forgetRetries(config string) {
+	c.retryAt.Range(func(k, _ any) bool {
+		if k.(retryKey).config == config {
+			c.retryAt.Delete(k)
+		}
+		return true
+	})
 }
 
 func (c *Controller) transientDeadline() time.Duration {

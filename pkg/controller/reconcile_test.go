@@ -411,10 +411,44 @@ func TestReconcileEdges(t *testing.T) {
 				h.mustReconcile(v1alpha1.PhaseInProgress)
 				delete(h.planner.applyErr, descheduler)
 			},
-			event: nothing, phase: v1alpha1.PhaseCompleted, applied: []string{descheduler}, events: []string{"Normal Completed"},
+			event: func(h *harness) { h.clock.Step(time.Second) }, // the backoff ends
+			phase: v1alpha1.PhaseCompleted, applied: []string{descheduler}, events: []string{"Normal Completed"},
 			check: func(t *testing.T, h *harness) {
 				if r := h.get().Status.Items[0].Retry; r != nil {
 					t.Errorf("retry = %+v, want none after the write", r)
+				}
+			}},
+		{name: "InProgress (retrying) --an event before the backoff ends (its own status write, a pool)--> InProgress, no attempt, looked at again when it ends", spec: dryRun,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				givenApproved(h, s)
+				h.planner.applyErr[descheduler] = connectionRefused
+				h.mustReconcile(v1alpha1.PhaseInProgress) // attempt 1: retrying in 1s
+				h.clock.Step(400 * time.Millisecond)
+			},
+			event: nothing, phase: v1alpha1.PhaseInProgress,
+			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStateInProgress, "Retrying in 1s (attempt 1): "}},
+			requeue: 600 * time.Millisecond,
+			check: func(t *testing.T, h *harness) {
+				if n := h.planner.attempts[descheduler]; n != 1 {
+					t.Errorf("%d write attempts, want 1: the backoff is not over", n)
+				}
+				if h.status.writes != 0 {
+					t.Errorf("%d status writes, want none", h.status.writes)
+				}
+			}},
+		{name: "InProgress (retrying) --the backoff ends--> InProgress, attempt 2 with a longer backoff", spec: dryRun,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				givenApproved(h, s)
+				h.planner.applyErr[descheduler] = connectionRefused
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+			},
+			event:   func(h *harness) { h.clock.Step(time.Second) },
+			phase:   v1alpha1.PhaseInProgress,
+			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStateInProgress, "Retrying in 2s (attempt 2): "}},
+			requeue: 2 * time.Second,
+			check: func(t *testing.T, h *harness) {
+				if n := h.planner.attempts[descheduler]; n != 2 {
+					t.Errorf("%d write attempts, want 2", n)
 				}
 			}},
 		{name: "InProgress --reading the target before the write fails transiently--> InProgress, the item still pending, retrying", spec: dryRun, given: givenApproved,

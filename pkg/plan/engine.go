@@ -579,13 +579,24 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 }
 
 // dryRunCause keeps the API server's own words for a rejected dry-run.
+// The error still wraps the API status, so that callers can tell a 500 or
+// a 429 (retried) from a 422 or a 403 (not).
 func dryRunCause(err error) error {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Message != "" {
-		return errors.New(status.Status().Message)
+		return &statusCause{message: status.Status().Message, err: err}
 	}
 	return err
 }
+
+// statusCause is an API error told in the API server's own words.
+type statusCause struct {
+	message string
+	err     error
+}
+
+func (e *statusCause) Error() string { return e.message }
+func (e *statusCause) Unwrap() error { return e.err }
 
 var impactRank = map[v1alpha1.Impact]int{"": 0, v1alpha1.ImpactLow: 1, v1alpha1.ImpactMedium: 2, v1alpha1.ImpactHigh: 3}
 

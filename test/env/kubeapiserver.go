@@ -63,8 +63,12 @@ func startKubeAPIServer(ctx context.Context, bin, dir string, p *pki, etcdURL st
 			return nil, nil, err
 		}
 		url := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+		audit, err := writeAuditPolicy(dir)
+		if err != nil {
+			return nil, nil, err
+		}
 		proc, err := startProcess("kube-apiserver", bin, dir, filepath.Join(dir, "logs", "kube-apiserver.log"),
-			kubeAPIServerArgs(p, dir, etcdURL, ports[0]), nil)
+			append(kubeAPIServerArgs(p, dir, etcdURL, ports[0]), audit...), nil)
 		if err != nil {
 			return nil, nil, err
 		}
