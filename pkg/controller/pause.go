@@ -148,6 +148,15 @@ func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
 	return next, nil
 }
 
+// checkWindows asks for finishWindows to run soon (while leading); at
+// most once per HoldRetry, as finishWindows may in turn look at the
+// configs that asked.
+func (c *Controller) checkWindows() {
+	if c.windows != nil {
+		c.windows.AddAfter(windowsKey, machineconfig.HoldRetry)
+	}
+}
+
 // writesDueOn lists the configs with an approved MachineConfig item for
 // the pool that is not written yet.
 func (c *Controller) writesDueOn(pool *unstructured.Unstructured) []string {

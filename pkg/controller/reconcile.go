@@ -695,6 +695,10 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 			results[i].Message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor until %s so that the changes approved meanwhile roll out with this one (one reboot per node)",
 				names[i], until.UTC().Format(time.RFC3339))
 			if !now.Before(until) {
+				// The window's own check may have run while this replica
+				// could not see the pool (during an outage, or as it took
+				// over): nothing else would end the pause.
+				c.checkWindows()
 				// Never a "paused until" in the past.
 				results[i].Message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor; its window ended at %s and the pause ends as soon as the changes approved meanwhile are written",
 					names[i], until.UTC().Format(time.RFC3339))

@@ -6,7 +6,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/workqueue"
+
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
@@ -164,5 +169,56 @@ func TestRolloutPausedForAWindowResumesWhenAWindowOpens(t *testing.T) {
 	h.c.MaintenanceWindows = fakeWindows{night, extra}
 	if _, err := h.c.finishWindows(context.Background()); err != nil || len(h.cluster.pauses) != 2 || h.cluster.pauses[1] {
 		t.Fatalf("finishWindows with a window open: %v, pauses %v, want the pause ended", err, h.cluster.pauses)
+	}
+}
+
+// A config whose MachineConfig waits on a pool we still hold past its
+// coalescing window asks for the window check: the one planned when the
+// pool was paused may have run while the pool could not be read (an
+// outage, a takeover), and nothing else would end the pause.
+func TestRolloutPastOurPauseAsksToEndIt(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		until   time.Duration // from now
+		checked bool
+		message string
+	}{
+		{"pause over", -time.Second, true, "its window ended at"},
+		{"pause running", time.Minute, false, "is paused by virt-advisor until"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "v1", true)
+			h.c.windows = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+				workqueue.TypedRateLimitingQueueConfig[string]{Clock: h.clock})
+			h.cluster.put(workerPool{}.obj())
+			h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
+			h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
+			h.mustReconcile(v1alpha1.PhaseReviewRequired)
+			h.approve("admin")
+			h.mustReconcile(v1alpha1.PhaseInProgress)
+			held := workerPool{updating: true, updated: 1, paused: true}.obj()
+			held.SetAnnotations(map[string]string{machineconfig.PausedUntilAnnotation: h.clock.Now().Add(tc.until).UTC().Format(time.RFC3339)})
+			held.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: cluster.FieldManager, Operation: metav1.ManagedFieldsOperationApply,
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:paused":{}}}`)}}})
+			h.cluster.put(held)
+
+			h.mustReconcile(v1alpha1.PhaseInProgress)
+			if msg := psiItemOf(h).Message; !strings.Contains(msg, tc.message) {
+				t.Errorf("item message %q, want it to contain %q", msg, tc.message)
+			}
+			h.clock.Step(machineconfig.HoldRetry)
+			queued := false
+			_ = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, time.Second, true, func(context.Context) (bool, error) {
+				for h.c.windows.Len() > 0 {
+					key, _ := h.c.windows.Get()
+					queued = queued || key == windowsKey
+					h.c.windows.Done(key)
+				}
+				return queued, nil
+			})
+			if queued != tc.checked {
+				t.Errorf("window check queued: %v, want %v", queued, tc.checked)
+			}
+		})
 	}
 }
