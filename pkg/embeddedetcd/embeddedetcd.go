@@ -32,6 +32,14 @@ const (
 	// maxSocketPath is the longest path a unix socket address holds
 	// (sun_path, 108 bytes on Linux, NUL included).
 	maxSocketPath = 107
+	// etcd keeps its raft log in memory up to a snapshot, every
+	// snapshotCount writes (etcd's default: 10 000), and then keeps
+	// catchUpEntries of it (5 000) for slow followers. Each entry holds a
+	// whole config (several KiB): with the defaults the server's memory
+	// grows by tens of MiB before the first snapshot. A single member has
+	// no followers, and snapshots of its few objects are cheap.
+	snapshotCount  = 1000
+	catchUpEntries = 100
 )
 
 // Etcd is a running embedded etcd.
@@ -148,6 +156,8 @@ func start(dir string, readyTimeout time.Duration) (*Etcd, error) {
 	// A data dir of an earlier version was created with a TCP peer URL: a
 	// single member has no peers to tell, so it does not matter.
 	cfg.StrictReconfigCheck = false
+	cfg.SnapshotCount = snapshotCount
+	cfg.SnapshotCatchUpEntries = catchUpEntries
 	cfg.AutoCompactionMode = "periodic"
 	cfg.AutoCompactionRetention = "1h"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewCore(
