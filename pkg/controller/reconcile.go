@@ -21,6 +21,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/failpoint"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -199,7 +200,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 			}
 			it.State, it.Message = v1alpha1.ItemStateCompleted, unchangedMessage
 			if isMachineConfig(it) {
-				r := c.rollout(ctx, cfg.Name, it)
+				r := c.rollout(ctx, cfg.Name, it, false)
 				if !r.Done {
 					it.State, it.Message, rolling = v1alpha1.ItemStateInProgress, r.Message, true
 				}
@@ -332,7 +333,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 			}
 		}
 		if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) {
-			r := c.rollout(ctx, cfg.Name, it)
+			r := c.rollout(ctx, cfg.Name, it, true)
 			waited := c.since(it.LastTransitionTime)
 			if r.after > 0 && (requeue == 0 || r.after < requeue) {
 				requeue = r.after
@@ -649,10 +650,12 @@ type itemRollout struct {
 	after time.Duration
 }
 
-// rollout evaluates every pool that renders a MachineConfig item. A pool
-// whose maintenance window closed while it still has nodes to update is
-// paused until the window opens again.
-func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem) itemRollout {
+// rollout evaluates every pool that renders a MachineConfig item. For an
+// item virt-advisor wrote under an approval (written), a pool whose
+// maintenance window closed while it still has nodes to update is paused
+// until the window opens again; a rollout of a plan with nothing to write
+// is not ours to pause.
+func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, written bool) itemRollout {
 	pools, err := c.itemPools(ctx, it)
 	if err != nil {
 		return itemRollout{Rollout: machineconfig.Rollout{Message: fmt.Sprintf("Cannot read the MachineConfigPools of MachineConfig '%s': %v", it.TargetRef.Name, err)}}
@@ -676,7 +679,10 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 		if pool == nil || results[i].Done {
 			continue
 		}
-		w := c.windowFor(pool)
+		w := windowCheck{Decision: maintenance.Decision{Allowed: true}}
+		if written {
+			w = c.windowFor(pool)
+		}
 		out.windowed = out.windowed || len(w.Windows) > 0
 		if !w.Allowed {
 			msg, err := c.pauseForWindow(ctx, config, it, pool, w)
@@ -765,7 +771,7 @@ func (c *Controller) trackRollouts(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 		if it.State != v1alpha1.ItemStateInProgress || !isMachineConfig(it) || writePending(it) {
 			continue
 		}
-		if r := c.rollout(ctx, cfg.Name, it); r.Done {
+		if r := c.rollout(ctx, cfg.Name, it, true); r.Done {
 			c.setItem(it, v1alpha1.ItemStateCompleted, r.Message)
 		} else {
 			it.Message = r.Message

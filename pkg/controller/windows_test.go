@@ -222,3 +222,21 @@ func TestRolloutPastOurPauseAsksToEndIt(t *testing.T) {
 		})
 	}
 }
+
+// A rollout virt-advisor did not write (a plan with nothing to write,
+// nothing approved) is followed, never paused: pausing a pool is a write
+// that needs an approval.
+func TestNoPauseForARolloutNobodyApproved(t *testing.T) {
+	h := newHarness(t, "v1", true)
+	h.c.MaintenanceWindows = fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)}
+	h.cluster.put(workerPool{updating: true, updated: 1}.obj())
+	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
+	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationNone))
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if len(h.cluster.pauses) != 0 {
+		t.Errorf("pauses %v: a pool was paused for a rollout nobody approved", h.cluster.pauses)
+	}
+	if it := psiItemOf(h); it.MaintenanceWindow != nil || it.WindowPauses != 0 {
+		t.Errorf("item %+v waits for a window it is not ours to wait for", it)
+	}
+}
