@@ -31,11 +31,7 @@ import (
 
 // holdPools runs before a MachineConfig item is written: it returns why
 // the item must wait, or pauses the pools that need it and returns "".
-func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem) (string, error) {
-	pools, err := c.writePools(ctx, it)
-	if err != nil {
-		return "", fmt.Errorf("reading the MachineConfigPools of MachineConfig '%s': %w", it.TargetRef.Name, err)
-	}
+func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, pools []*unstructured.Unstructured) (string, error) {
 	var waits, names []string
 	var pause []*unstructured.Unstructured
 	for _, pool := range pools {
@@ -202,7 +198,16 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	// change waits until every pool it rolls may be disrupted. That wait
 	// is what the windows ask for, not a stuck write: waitTimeout does not
 	// count it, and the item is due from when the window opened.
-	reason, after, err := c.windowGate(ctx, it)
+	// The pools are read once for the whole gate.
+	pools, err := c.writePools(ctx, it)
+	if err != nil {
+		err = fmt.Errorf("reading the MachineConfigPools of MachineConfig '%s': %w", it.TargetRef.Name, err)
+	}
+	var reason string
+	var after time.Duration
+	if err == nil {
+		reason, after = c.windowGate(it, pools)
+	}
 	if err == nil && reason != "" {
 		it.Message = reason
 		return gateWaiting, after, nil
@@ -218,7 +223,7 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		return gateStopped, 0, nil
 	}
 	if err == nil && reason == "" {
-		reason, err = c.holdPools(ctx, cfg.Name, it)
+		reason, err = c.holdPools(ctx, cfg.Name, it, pools)
 	}
 	if err != nil {
 		it.Message = "Not written yet: " + err.Error()

@@ -75,14 +75,10 @@ func (w windowCheck) wait(rolloutPaused bool) *v1alpha1.WindowWait {
 }
 
 // windowGate runs before a MachineConfig item is written: it returns why
-// the item must wait for a maintenance window of a pool it rolls, and
-// when to look again, recording the wait on the item. The first pass
+// the item must wait for a maintenance window of one of the pools it
+// rolls, and when to look again, recording the wait on the item. The first pass
 // after a wait ends makes the item due from then.
-func (c *Controller) windowGate(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) (string, time.Duration, error) {
-	pools, err := c.writePools(ctx, it)
-	if err != nil {
-		return "", 0, fmt.Errorf("reading the MachineConfigPools of MachineConfig '%s': %w", it.TargetRef.Name, err)
-	}
+func (c *Controller) windowGate(it *v1alpha1.VirtPlatformConfigItem, pools []*unstructured.Unstructured) (string, time.Duration) {
 	waited := it.MaintenanceWindow != nil && !it.MaintenanceWindow.RolloutPaused
 	it.MaintenanceWindow = nil
 	now := c.clock.Now()
@@ -100,7 +96,7 @@ func (c *Controller) windowGate(ctx context.Context, it *v1alpha1.VirtPlatformCo
 		}
 	}
 	if len(waits) > 0 {
-		return "Waiting: " + strings.Join(waits, "; "), after, nil
+		return "Waiting: " + strings.Join(waits, "; "), after
 	}
 	if waited {
 		// Due from the opening: waitTimeout and the stuck-write alert
@@ -108,7 +104,7 @@ func (c *Controller) windowGate(ctx context.Context, it *v1alpha1.VirtPlatformCo
 		t := metav1.NewTime(now)
 		it.LastTransitionTime = &t
 	}
-	return "", 0, nil
+	return "", 0
 }
 
 // pauseForWindow pauses a pool whose maintenance window closed while it

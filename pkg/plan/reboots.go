@@ -92,6 +92,8 @@ func (e *Engine) poolLister(ctx context.Context, profile profiles.Profile, input
 // 22:00 CET (21:00 UTC), in 3d4h; it is written then". Like the reboot
 // note it never fails the plan.
 func addWindowNotes(items []v1alpha1.PlanItem, listPools func() ([]unstructured.Unstructured, error), windows maintenance.Lister, now time.Time) {
+	// Listed at most once per plan, and only for a plan that rolls a pool.
+	listWindows := sync.OnceValues(windows.Windows)
 	for i := range items {
 		it := &items[i]
 		if len(it.Reboots) == 0 {
@@ -101,7 +103,7 @@ func addWindowNotes(items []v1alpha1.PlanItem, listPools func() ([]unstructured.
 		if err != nil {
 			continue // the reboot note said so
 		}
-		ws, err := windows.Windows()
+		ws, err := listWindows()
 		if err != nil {
 			it.Message += "; maintenance windows: unknown (" + err.Error() + ")"
 			continue
