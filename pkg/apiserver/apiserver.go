@@ -271,10 +271,11 @@ func (c CompletedConfig) New() (*Server, error) {
 		configs := externalversions.NewSharedInformerFactory(client, 10*time.Minute)
 		crds := metadatainformer.NewSharedInformerFactory(d.metadata, 0)
 		windows := configs.Advisor().V1alpha1().MaintenanceWindows()
-		d.engine.SetMaintenanceWindows(maintenance.CacheLister{Lister: windows.Lister()})
+		windowLister := &maintenance.CacheLister{Lister: windows.Lister()}
+		d.engine.SetMaintenanceWindows(windowLister)
 		ctrl := controller.New(controller.Config{
 			Informer:           configs.Advisor().V1alpha1().VirtPlatformConfigs().Informer(),
-			MaintenanceWindows: maintenance.CacheLister{Lister: windows.Lister()}, WindowInformer: windows.Informer(),
+			MaintenanceWindows: windowLister, WindowInformer: windows.Informer(),
 			CRDs:   crds.ForResource(crdGVR).Informer(),
 			Status: storage.StatusWriter, Planner: d.engine, Cluster: d.cluster, Pools: d.cluster, Watches: d.cluster.Watches,
 			Profiles: d.profiles, Recorder: d.recorder,
