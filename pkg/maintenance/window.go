@@ -172,12 +172,6 @@ func (w *Window) Selects(p Pool) bool {
 	return w.poolNames.Has(p.Name) || (w.pools != nil && w.pools.Matches(labels.Set(p.Labels)))
 }
 
-// PoolNames returns the names the window selects, sorted.
-func (w *Window) PoolNames() []string { return sets.List(w.poolNames) }
-
-// PoolSelector returns the label selector of the window; nil when it has none.
-func (w *Window) PoolSelector() labels.Selector { return w.pools }
-
 // NextOpening returns the window's first opening strictly after t; the
 // zero time when it does not open within five years.
 func (w *Window) NextOpening(t time.Time) time.Time {

@@ -50,6 +50,9 @@ const (
 	// aggregator's and the probes' HTTP/2 connections to the server come
 	// and go (a few goroutines each); everything else is fixed workers.
 	soakGoroutineTolerance = 10
+	// soakSettle is how long the server is left alone before it is
+	// measured: longer than client-go's longest watch backoff (30 s).
+	soakSettle = 40 * time.Second
 )
 
 // soakProfile is how the soak turns a profile on, drifts it and reverts it.
@@ -563,14 +566,17 @@ func (s *soakRun) more() bool {
 	return time.Since(s.start) < s.duration || s.warmPid == 0 || s.cycles <= s.warmCycle
 }
 
-// sampleServer reads the server's RSS and goroutines once it settled.
-// Goroutines of requests in flight and of connections being replaced
-// after an outage come and go: it takes the fewest of scrapes 2 s apart,
-// for 10 s, or up to a minute while above settled (when > 0). The
-// goroutines' stacks go to _output/e2e-artifacts/soak-goroutines-
-// <when>.txt, to compare when they grew.
+// sampleServer reads the server's RSS and goroutines once it settled:
+// after the last fault, watches that failed wait up to 30 s (client-go's
+// backoff) before they watch again, each with its goroutines, so it waits
+// soakSettle first. Then goroutines of requests in flight come and go: it
+// takes the fewest of scrapes 2 s apart, for 10 s, or up to a minute while
+// above settled (when > 0). The goroutines' stacks and the heap profile go
+// to _output/e2e-artifacts/soak-{goroutines,heap}-<when>.*, to compare
+// when they grew.
 func (s *soakRun) sampleServer(when string, settled float64) (rss, float64) {
 	GinkgoHelper()
+	time.Sleep(soakSettle)
 	goroutines := -1.0
 	for start := time.Now(); ; time.Sleep(2 * time.Second) {
 		var m env.Metrics
