@@ -80,6 +80,10 @@ func (s *fakeStatus) UpdateStatus(_ context.Context, cfg *v1alpha1.VirtPlatformC
 		return nil, apierrors.NewNotFound(gr, cfg.Name)
 	}
 	stored := obj.(*v1alpha1.VirtPlatformConfig)
+	if s.ahead != nil {
+		// Storage holds a newer config than the cache.
+		stored = s.ahead
+	}
 	if s.conflict {
 		// Someone else writes first.
 		s.conflict = false
@@ -111,6 +115,8 @@ type fakePlanner struct {
 	result   *plan.Result
 	err      error
 	snapshot string // "" answers the result's snapshot hash
+	// snapshotErr is the error reading the targets for the snapshot.
+	snapshotErr error
 	applyErr map[string]error
 	applied  []string
 	// attempts counts Apply calls, failed ones included, by item name.
@@ -166,6 +172,9 @@ func (p *fakePlanner) Compute(_ context.Context, _ *v1alpha1.VirtPlatformConfig)
 func (p *fakePlanner) Snapshot(context.Context, []v1alpha1.VirtPlatformConfigItem) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.snapshotErr != nil {
+		return "", p.snapshotErr
+	}
 	if p.snapshot != "" {
 		return p.snapshot, nil
 	}

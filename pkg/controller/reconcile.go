@@ -274,28 +274,10 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	if writesPending(st.Items) && !c.approvalHolds(cfg, "") {
 		return 0, nil
 	}
-	if notStarted(st.Items) {
-		// The last look before the first write: the targets must still be
-		// as they were when the plan was approved.
-		snap, err := c.Planner.Snapshot(ctx, st.Items)
-		if err != nil {
-			return 0, err
-		}
-		if snap != st.SourceSnapshotHash && !cfg.Spec.BypassOptimisticLock {
-			// Name the item whose target changed (plans record their
-			// targets; older approvals do not).
-			for i := range st.Items {
-				_, err := c.Planner.CheckTarget(ctx, cfg, &st.Items[i], false, false)
-				var stale *plan.StaleTargetError
-				if errors.As(err, &stale) {
-					c.staleItem(cfg, i, stale)
-					return 0, nil
-				}
-			}
-			status.SetPhase(st, v1alpha1.PhaseFailed, "StalePlan", status.MessageStale)
-			return 0, nil
-		}
-	}
+	// The last look before a plan's first write: every target must still
+	// be as it was when the plan was approved. It is made with the first
+	// item's own checks.
+	planDue := notStarted(st.Items)
 	abort := cfg.Spec.FailurePolicy != v1alpha1.FailurePolicyContinue
 	timeout, _ := advisor.ParseWaitTimeout(cfg.Spec.WaitTimeout) // validated
 	var requeue time.Duration
@@ -309,7 +291,8 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 				// Items are written in order: the later ones wait too.
 				return wait, nil
 			}
-			gate, left, err := c.writeItem(ctx, cfg, i, timeout)
+			gate, left, err := c.writeItem(ctx, cfg, i, timeout, planDue)
+			planDue = false
 			it = &cfg.Status.Items[i]
 			switch {
 			case errors.Is(err, errLookAgain) || ctx.Err() != nil:
@@ -417,22 +400,31 @@ func (c *Controller) approvalHolds(cfg *v1alpha1.VirtPlatformConfig, item string
 var errLookAgain = errors.New("look again")
 
 // writeItem makes the checks before an approved item's write and writes
-// it: the review, the pools' gate, then the write.
-func (c *Controller) writeItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, timeout time.Duration) (itemGate, time.Duration, error) {
-	// Before the pool pause, which is a write too.
-	holds, err := c.reviewHolds(ctx, cfg, i)
-	if err != nil {
-		return gateWaiting, 0, err
+// it: the review, the pools' gate, then the write. planDue: the whole
+// plan is checked with this item (its first write).
+func (c *Controller) writeItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, timeout time.Duration, planDue bool) (itemGate, time.Duration, error) {
+	due := preWrite{plan: planDue, stored: true, target: true}
+	if it := &cfg.Status.Items[i]; isMachineConfig(it) && it.Operation != v1alpha1.OperationNone {
+		// Before the pools' gate, which may pause them: a write too.
+		holds, _, err := c.checkBeforeWrite(ctx, cfg, i, due, false)
+		if err != nil {
+			return gateWaiting, 0, err
+		}
+		if !holds {
+			return gateStopped, 0, nil
+		}
+		gate, left, err := c.gateItem(ctx, cfg, &cfg.Status.Items[i], timeout)
+		if err != nil || gate != gateOpen {
+			return gate, left, err
+		}
+		failpoint.Hit("after-pool-pause")
+		// The pause and the pools' reads took time: the target once more.
+		due = preWrite{target: true}
 	}
-	if !holds {
-		return gateStopped, 0, nil
+	if holds, err := c.applyItem(ctx, cfg, i, due); err != nil || !holds {
+		return gateStopped, 0, err
 	}
-	gate, left, err := c.gateItem(ctx, cfg, &cfg.Status.Items[i], timeout)
-	if err != nil || gate != gateOpen {
-		return gate, left, err
-	}
-	failpoint.Hit("after-pool-pause")
-	return gateOpen, 0, c.applyItem(ctx, cfg, i)
+	return gateOpen, 0, nil
 }
 
 // retryItem records a transient failure of item it's write and says when
@@ -491,34 +483,6 @@ func (c *Controller) transientDeadline() time.Duration {
 	return 10 * time.Minute
 }
 
-// reviewHolds is asked just before item i is written, and before a pool
-// is paused for it: the approval is read from storage, not the cache (a
-// spec change or a new approval this replica has not seen yet stops the
-// write), and the item's live target must still be the one reviewed.
-// A stale target fails the config with StalePlan naming the item and
-// what changed; nothing is written.
-func (c *Controller) reviewHolds(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int) (bool, error) {
-	stored, err := c.Status.GetStored(ctx, cfg.Name)
-	if err != nil {
-		return false, fmt.Errorf("%w: reading the approval of %s from storage before writing: %v", errLookAgain, cfg.Name, err)
-	}
-	if stored.UID != cfg.UID || stored.ResourceVersion != cfg.ResourceVersion {
-		// This replica's cache is behind storage: look again with what
-		// is stored (the watch brings it) rather than write on old news.
-		return false, fmt.Errorf("%w: the stored config %s (resourceVersion %s) is newer than the cached one (%s); nothing written",
-			errLookAgain, cfg.Name, stored.ResourceVersion, cfg.ResourceVersion)
-	}
-	it := &cfg.Status.Items[i]
-	retry := it.State == v1alpha1.ItemStateInProgress
-	_, err = c.Planner.CheckTarget(ctx, cfg, it, retry, cfg.Spec.BypassOptimisticLock)
-	var stale *plan.StaleTargetError
-	if errors.As(err, &stale) {
-		c.staleItem(cfg, i, stale)
-		return false, nil
-	}
-	return err == nil, err
-}
-
 // staleItem fails a config whose item i is no longer what was reviewed.
 func (c *Controller) staleItem(cfg *v1alpha1.VirtPlatformConfig, i int, stale *plan.StaleTargetError) {
 	it := &cfg.Status.Items[i]
@@ -552,55 +516,48 @@ func (c *Controller) notePartial(cfg *v1alpha1.VirtPlatformConfig) string {
 	return ". " + msg
 }
 
-// applyItem writes one item. The intent is recorded first, so that a crash
-// between the write and the status update leads to writing the same
-// desired state again, never to a false "stale plan".
-func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int) error {
+// applyItem writes one item after the checks due. The intent is recorded
+// before the write (while the checks read), so that a crash between the
+// write and the status update leads to writing the same desired state
+// again, never to a false "stale plan".
+func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, due preWrite) (bool, error) {
 	it := &cfg.Status.Items[i]
-	if plan.LeftInPlace(it) {
+	writes := !plan.LeftInPlace(it) && it.Operation != v1alpha1.OperationNone
+	// The intent is stored with the resourceVersion this reconcile read,
+	// so the approval just checked is the stored one. An item that writes
+	// nothing needs no stored approval: nothing is written for it.
+	intent := writes && it.State == v1alpha1.ItemStatePending
+	if intent || !writes {
+		due.stored = false
+	}
+	if intent && isMachineConfig(it) && len(it.PoolConfigsBefore) == 0 {
+		if err := c.notePoolConfigs(ctx, it); err != nil {
+			return true, err
+		}
+	}
+	// The checks right before the write (a write already started before a
+	// crash or failover may have been made: a retry finds it).
+	holds, written, err := c.checkBeforeWrite(ctx, cfg, i, due, intent)
+	if err != nil || !holds {
+		return holds, err
+	}
+	it = &cfg.Status.Items[i]
+	switch {
+	case plan.LeftInPlace(it):
 		c.setItem(it, v1alpha1.ItemStateCompleted, it.Message)
-		return nil
-	}
-	if it.Operation == v1alpha1.OperationNone {
-		if isMachineConfig(it) {
-			c.setItem(it, v1alpha1.ItemStateInProgress, "Waiting for the MachineConfigPool rollout")
-		} else {
-			c.setItem(it, v1alpha1.ItemStateCompleted, unchangedMessage)
-		}
-		return nil
-	}
-	// A write already started before a crash or failover may have been made.
-	retry := it.State == v1alpha1.ItemStateInProgress
-	if it.State == v1alpha1.ItemStatePending {
-		// The intent is stored with the resourceVersion this reconcile
-		// read, so the approval just checked is the stored one.
-		if isMachineConfig(it) && len(it.PoolConfigsBefore) == 0 {
-			if err := c.notePoolConfigs(ctx, it); err != nil {
-				return err
-			}
-		}
-		c.setItem(it, v1alpha1.ItemStateInProgress, applyingMessage)
-		if err := c.writeStatus(ctx, cfg, cfg.Status.DeepCopy()); err != nil {
-			return fmt.Errorf("%w: recording the intent to write item '%s': %v", errLookAgain, it.Name, err)
-		}
-		it = &cfg.Status.Items[i]
-	}
-	// The target once more, right before the write: the pool pause and
-	// the intent took time.
-	written, err := c.Planner.CheckTarget(ctx, cfg, it, retry, cfg.Spec.BypassOptimisticLock)
-	var stale *plan.StaleTargetError
-	if errors.As(err, &stale) {
-		c.staleItem(cfg, i, stale)
-		return nil
-	}
-	if err != nil {
-		return err
+		return true, nil
+	case !writes && isMachineConfig(it):
+		c.setItem(it, v1alpha1.ItemStateInProgress, "Waiting for the MachineConfigPool rollout")
+		return true, nil
+	case !writes:
+		c.setItem(it, v1alpha1.ItemStateCompleted, unchangedMessage)
+		return true, nil
 	}
 	// written: a retry found our own earlier write (made before a crash
 	// or a lost answer); it is not made a second time.
 	if written == nil {
 		if written, err = c.Planner.Apply(ctx, cfg, *it); err != nil {
-			return err // progress retries it when transient
+			return true, err // progress retries it when transient
 		}
 	}
 	// After the write, before the status records it: a crash here must
@@ -616,10 +573,10 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	}
 	if isMachineConfig(it) {
 		it.Message = "Applied; waiting for the MachineConfigPool rollout"
-		return nil
+		return true, nil
 	}
 	c.setItem(it, v1alpha1.ItemStateCompleted, appliedMessage)
-	return nil
+	return true, nil
 }
 
 func (c *Controller) completed(cfg *v1alpha1.VirtPlatformConfig, message string) {

@@ -269,7 +269,26 @@ func TestReconcileEdges(t *testing.T) {
 			events: []string{"Warning Failed"}},
 		{name: "InProgress --targets changed since the review (stale snapshot)--> Failed (StalePlan, nothing written)", spec: dryRun, given: givenApproved,
 			event: func(h *harness) { h.planner.snapshot = "snap-changed" },
-			phase: v1alpha1.PhaseFailed, reason: "StalePlan", message: status.MessageStale, events: []string{"Warning Failed"}},
+			phase: v1alpha1.PhaseFailed, reason: "StalePlan", message: status.MessageStale, events: []string{"Warning Failed"},
+			// The intent, recorded while the targets were read, is taken back.
+			items: map[string]itemWant{descheduler: {v1alpha1.ItemStatePending, ""}}},
+		{name: "InProgress --reading the targets for the whole-plan check fails--> nothing written, the item still pending, looked at again", spec: dryRun, given: givenApproved,
+			event: func(h *harness) { h.planner.snapshotErr = connectionRefused },
+			phase: v1alpha1.PhaseInProgress, err: true,
+			items: map[string]itemWant{descheduler: {v1alpha1.ItemStatePending, ""}},
+			check: func(t *testing.T, h *harness) {
+				// The intent recorded while the targets were read is taken
+				// back in storage too: the whole plan is still due, and the
+				// next look checks it again.
+				if it := h.get().Status.Items[0]; it.State != v1alpha1.ItemStatePending {
+					t.Errorf("stored item %s, want Pending", it.State)
+				}
+				h.planner.snapshotErr, h.planner.snapshot = nil, "snap-changed"
+				h.mustReconcile(v1alpha1.PhaseFailed)
+				if len(h.planner.applied) != 0 {
+					t.Errorf("applied %v after a stale snapshot, want nothing", h.planner.applied)
+				}
+			}},
 		{name: "InProgress --stale snapshot with bypassOptimisticLock--> Completed", spec: v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun, BypassOptimisticLock: true},
 			given: givenApproved, event: func(h *harness) { h.planner.snapshot = "snap-changed" },
 			phase: v1alpha1.PhaseCompleted, applied: []string{descheduler}, events: []string{"Normal Completed"}},
@@ -305,8 +324,10 @@ func TestReconcileEdges(t *testing.T) {
 			},
 			phase: v1alpha1.PhaseInProgress, err: true, check: func(t *testing.T, h *harness) {
 				noWrite(t, h)
-				if n := h.planner.checks[descheduler]; n != 0 {
-					t.Errorf("the target was read %d times, want 0: the stored approval is checked first", n)
+				// The intent write is refused (its resourceVersion is the
+				// cache's): the checks read beside it, but nothing is applied.
+				if n := h.planner.attempts[descheduler]; n != 0 {
+					t.Errorf("the target was written %d times, want 0", n)
 				}
 			}},
 		{name: "InProgress --config deleted and created again (other UID, same generation)--> Failed (ApprovalMismatch, nothing written)", spec: dryRun, given: givenApproved,

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -68,17 +70,31 @@ func TargetGVK(ref v1alpha1.ObjectReference) schema.GroupVersionKind {
 // snapshot hash. Failed items are left out, as Compute leaves out items it
 // could not plan.
 func (e *Engine) Snapshot(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, error) {
-	snapshot := map[string]interface{}{}
-	for _, it := range items {
+	// The targets are read at the same time: the first write waits for
+	// the slowest read, not for their sum.
+	values := make([]interface{}, len(items))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, it := range items {
 		if it.State == v1alpha1.ItemStateFailed {
 			continue
 		}
-		gvk := TargetGVK(it.TargetRef)
-		live, err := e.Cluster.Get(ctx, gvk, it.TargetRef.Namespace, it.TargetRef.Name)
-		if err != nil {
-			return "", err
+		g.Go(func() error {
+			live, err := e.Cluster.Get(gctx, TargetGVK(it.TargetRef), it.TargetRef.Namespace, it.TargetRef.Name)
+			if err != nil {
+				return err
+			}
+			values[i] = snapshotValue(live, it.ManagedFields)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return "", err
+	}
+	snapshot := map[string]interface{}{}
+	for i, it := range items {
+		if it.State != v1alpha1.ItemStateFailed {
+			snapshot[snapshotKey(TargetGVK(it.TargetRef), it.TargetRef.Namespace, it.TargetRef.Name)] = values[i]
 		}
-		snapshot[snapshotKey(gvk, it.TargetRef.Namespace, it.TargetRef.Name)] = snapshotValue(live, it.ManagedFields)
 	}
 	return hashJSON(snapshot)
 }
