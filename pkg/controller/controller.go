@@ -112,12 +112,17 @@ type PoolPauser interface {
 type Planner interface {
 	// Compute returns the live plan of a config.
 	Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error)
-	// Snapshot hashes the live managed fields of the items as Compute does.
-	Snapshot(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, error)
-	// CheckTarget returns a *plan.StaleTargetError when an approved item's
-	// live target is no longer the one its plan was computed against; on
-	// a retry it returns the live target when our earlier write made it.
+	// ReadTargets reads the live targets of the items, by item index, and
+	// hashes their managed fields as Compute does.
+	ReadTargets(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, []*unstructured.Unstructured, error)
+	// CheckTarget reads an approved item's live target and checks it
+	// (CheckReadTarget).
 	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (*unstructured.Unstructured, error)
+	// CheckReadTarget returns a *plan.StaleTargetError when an approved
+	// item's live target, as read, is no longer the one its plan was
+	// computed against; on a retry it returns the live target when our
+	// earlier write made it.
+	CheckReadTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, retry, bypass bool) (*unstructured.Unstructured, error)
 	// Apply writes one item to the main cluster and returns what it wrote.
 	Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, error)
 	// DrainImpact assesses an approved MachineConfig item from the live

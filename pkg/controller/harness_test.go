@@ -117,15 +117,17 @@ type fakePlanner struct {
 	snapshot string // "" answers the result's snapshot hash
 	// snapshotErr is the error reading the targets for the snapshot.
 	snapshotErr error
-	applyErr map[string]error
-	applied  []string
+	applyErr    map[string]error
+	applied     []string
 	// attempts counts Apply calls, failed ones included, by item name.
 	attempts map[string]int
 	// stale, by item name, is the target change CheckTarget reports.
 	stale map[string]string
-	// checks counts CheckTarget calls, by item name.
+	// checks counts the checks of a target before a write, by item name.
 	checks map[string]int
-	// readErr, by item name, is the error reading the target before its write.
+	// readErr, by item name, is the error reading its target on its own
+	// (CheckTarget: the checks of later items); snapshotErr is that of
+	// the whole plan's read, which a first write's check makes.
 	readErr map[string]error
 	// drain is what DrainImpact answers (drainErr its error); drains
 	// counts its calls.
@@ -141,7 +143,17 @@ func (p *fakePlanner) DrainImpact(context.Context, *v1alpha1.VirtPlatformConfigI
 	return p.drain, p.drainErr
 }
 
-func (p *fakePlanner) CheckTarget(_ context.Context, _ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _, _ bool) (*unstructured.Unstructured, error) {
+func (p *fakePlanner) CheckTarget(_ context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (*unstructured.Unstructured, error) {
+	p.mu.Lock()
+	err := p.readErr[it.Name]
+	p.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return p.CheckReadTarget(cfg, it, nil, retry, bypass)
+}
+
+func (p *fakePlanner) CheckReadTarget(_ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _ *unstructured.Unstructured, _, _ bool) (*unstructured.Unstructured, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.checks == nil {
@@ -151,7 +163,7 @@ func (p *fakePlanner) CheckTarget(_ context.Context, _ *v1alpha1.VirtPlatformCon
 	if what, ok := p.stale[it.Name]; ok {
 		return nil, &plan.StaleTargetError{Item: it.Name, Target: it.TargetRef.Kind + " '" + it.TargetRef.Name + "'", What: what}
 	}
-	return nil, p.readErr[it.Name]
+	return nil, nil
 }
 
 func (p *fakePlanner) set(res *plan.Result) {
@@ -169,16 +181,17 @@ func (p *fakePlanner) Compute(_ context.Context, _ *v1alpha1.VirtPlatformConfig)
 	return p.result, nil
 }
 
-func (p *fakePlanner) Snapshot(context.Context, []v1alpha1.VirtPlatformConfigItem) (string, error) {
+func (p *fakePlanner) ReadTargets(_ context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, []*unstructured.Unstructured, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.snapshotErr != nil {
-		return "", p.snapshotErr
+		return "", nil, p.snapshotErr
 	}
+	targets := make([]*unstructured.Unstructured, len(items))
 	if p.snapshot != "" {
-		return p.snapshot, nil
+		return p.snapshot, targets, nil
 	}
-	return p.result.SnapshotHash, nil
+	return p.result.SnapshotHash, targets, nil
 }
 
 func (p *fakePlanner) Apply(_ context.Context, _ *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, error) {

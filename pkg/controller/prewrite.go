@@ -52,14 +52,21 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 		planErr, storedErr   error
 		targetErr, intentErr error
 	)
-	if due.plan {
-		wg.Go(func() { snap, planErr = c.Planner.Snapshot(ctx, view.Status.Items) })
+	var targets []*unstructured.Unstructured
+	switch {
+	case due.plan:
+		// The whole plan's read includes the item's target: it is read
+		// once and checked twice.
+		wg.Go(func() {
+			if snap, targets, planErr = c.Planner.ReadTargets(ctx, view.Status.Items); planErr == nil && due.target {
+				ours, targetErr = c.Planner.CheckReadTarget(view, it, targets[i], retry, view.Spec.BypassOptimisticLock)
+			}
+		})
+	case due.target:
+		wg.Go(func() { ours, targetErr = c.Planner.CheckTarget(ctx, view, it, retry, view.Spec.BypassOptimisticLock) })
 	}
 	if due.stored {
 		wg.Go(func() { stored, storedErr = c.Status.GetStored(ctx, view.Name) })
-	}
-	if due.target {
-		wg.Go(func() { ours, targetErr = c.Planner.CheckTarget(ctx, view, it, retry, view.Spec.BypassOptimisticLock) })
 	}
 	if intent {
 		c.setItem(&cfg.Status.Items[i], v1alpha1.ItemStateInProgress, applyingMessage)
@@ -69,7 +76,7 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 	}
 	wg.Wait()
 
-	holds, err := c.checked(ctx, view, due, snap, stored, planErr, storedErr, targetErr, intentErr)
+	holds, err := c.checked(view, due, snap, targets, stored, planErr, storedErr, targetErr, intentErr)
 	if holds {
 		return true, ours, nil
 	}
@@ -103,7 +110,7 @@ var errStalePlan = errors.New("stale plan")
 // checked judges what the checks of checkBeforeWrite read, most decisive
 // first: our own storage behind or ahead makes the config be looked at
 // again; then the plan, then the item's target.
-func (c *Controller) checked(ctx context.Context, view *v1alpha1.VirtPlatformConfig, due preWrite, snap string, stored *v1alpha1.VirtPlatformConfig, planErr, storedErr, targetErr, intentErr error) (bool, error) {
+func (c *Controller) checked(view *v1alpha1.VirtPlatformConfig, due preWrite, snap string, targets []*unstructured.Unstructured, stored *v1alpha1.VirtPlatformConfig, planErr, storedErr, targetErr, intentErr error) (bool, error) {
 	if intentErr != nil {
 		return false, intentErr
 	}
@@ -124,7 +131,7 @@ func (c *Controller) checked(ctx context.Context, view *v1alpha1.VirtPlatformCon
 			return false, fmt.Errorf("%w: reading the targets of %s before its first write: %v", errLookAgain, view.Name, planErr)
 		}
 		if snap != view.Status.SourceSnapshotHash && !view.Spec.BypassOptimisticLock {
-			return false, c.staleTarget(ctx, view)
+			return false, c.staleTarget(view, targets)
 		}
 	}
 	if due.target && targetErr != nil {
@@ -134,11 +141,14 @@ func (c *Controller) checked(ctx context.Context, view *v1alpha1.VirtPlatformCon
 }
 
 // staleTarget names the item whose target changed since the review, when
-// the whole plan's snapshot says one did (plans record their targets;
-// older approvals do not: errStalePlan).
-func (c *Controller) staleTarget(ctx context.Context, view *v1alpha1.VirtPlatformConfig) error {
+// the whole plan's snapshot of targets says one did (plans record their
+// targets; older approvals do not: errStalePlan).
+func (c *Controller) staleTarget(view *v1alpha1.VirtPlatformConfig, targets []*unstructured.Unstructured) error {
 	for i := range view.Status.Items {
-		_, err := c.Planner.CheckTarget(ctx, view, &view.Status.Items[i], false, false)
+		if view.Status.Items[i].State == v1alpha1.ItemStateFailed {
+			continue // not read, not part of the snapshot
+		}
+		_, err := c.Planner.CheckReadTarget(view, &view.Status.Items[i], targets[i], false, false)
 		var stale *plan.StaleTargetError
 		if errors.As(err, &stale) {
 			return stale

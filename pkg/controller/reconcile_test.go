@@ -40,6 +40,16 @@ var (
 func deschedulerPlan() *plan.Result {
 	return planOf("snap-1", deschedulerItem(v1alpha1.OperationUpdate, "Automatic", 5))
 }
+
+// laterItem is a second KubeDescheduler item, written after the first.
+func laterItem() v1alpha1.PlanItem {
+	it := deschedulerItem(v1alpha1.OperationUpdate, "Predictive", 3)
+	it.Name, it.TargetRef.Name = later, "later"
+	return it
+}
+
+const later = "later-item"
+
 func deschedulerInSync() *plan.Result {
 	return planOf("snap-2", deschedulerItem(v1alpha1.OperationNone, "Automatic", 5))
 }
@@ -472,10 +482,18 @@ func TestReconcileEdges(t *testing.T) {
 					t.Errorf("%d write attempts, want 2", n)
 				}
 			}},
-		{name: "InProgress --reading the target before the write fails transiently--> InProgress, the item still pending, retrying", spec: dryRun, given: givenApproved,
-			event:   func(h *harness) { h.planner.readErr = map[string]error{descheduler: connectionRefused} },
+		{name: "InProgress --reading a later item's target before its write fails transiently--> InProgress, the first written, the later still pending, retrying", spec: dryRun,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				h.create(s, "alice")
+				h.planner.result = planOf("snap-1", deschedulerItem(v1alpha1.OperationUpdate, "Automatic", 5), laterItem())
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("admin")
+			},
+			event:   func(h *harness) { h.planner.readErr = map[string]error{later: connectionRefused} },
 			phase:   v1alpha1.PhaseInProgress,
-			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStatePending, "Retrying in 1s (attempt 1)"}},
+			applied: []string{descheduler},
+			items: map[string]itemWant{descheduler: {v1alpha1.ItemStateCompleted, ""},
+				later: {v1alpha1.ItemStatePending, "Retrying in 1s (attempt 1)"}},
 			requeue: time.Second},
 		{name: "InProgress (retrying) --past --transient-error-deadline--> Failed with the last error and the deadline", spec: dryRun,
 			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {

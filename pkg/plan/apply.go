@@ -65,38 +65,41 @@ func TargetGVK(ref v1alpha1.ObjectReference) schema.GroupVersionKind {
 	return schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
 }
 
-// Snapshot hashes the live managed fields of the items as Compute does, so
-// that a plan whose targets did not change since it was made has the same
-// snapshot hash. Failed items are left out, as Compute leaves out items it
-// could not plan.
-func (e *Engine) Snapshot(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, error) {
-	// The targets are read at the same time: the first write waits for
-	// the slowest read, not for their sum.
-	values := make([]interface{}, len(items))
+// ReadTargets reads the live targets of a plan's items, all at the same
+// time (the first write waits for the slowest read, not for their sum),
+// and hashes their managed fields as Compute does, so that a plan whose
+// targets did not change since it was made has the same snapshot hash.
+// Failed items are left out, as Compute leaves out items it could not
+// plan. The targets are returned by item index (nil for a failed item or
+// a target that does not exist), so that an item's own check before its
+// write (CheckReadTarget) needs no second read.
+func (e *Engine) ReadTargets(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, []*unstructured.Unstructured, error) {
+	live := make([]*unstructured.Unstructured, len(items))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, it := range items {
 		if it.State == v1alpha1.ItemStateFailed {
 			continue
 		}
 		g.Go(func() error {
-			live, err := e.Cluster.Get(gctx, TargetGVK(it.TargetRef), it.TargetRef.Namespace, it.TargetRef.Name)
+			obj, err := e.Cluster.Get(gctx, TargetGVK(it.TargetRef), it.TargetRef.Namespace, it.TargetRef.Name)
 			if err != nil {
-				return err
+				return fmt.Errorf("reading %s %s: %w", it.TargetRef.Kind, cluster.ObjectName(it.TargetRef.Namespace, it.TargetRef.Name), err)
 			}
-			values[i] = snapshotValue(live, it.ManagedFields)
+			live[i] = obj
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	snapshot := map[string]interface{}{}
 	for i, it := range items {
 		if it.State != v1alpha1.ItemStateFailed {
-			snapshot[snapshotKey(TargetGVK(it.TargetRef), it.TargetRef.Namespace, it.TargetRef.Name)] = values[i]
+			snapshot[snapshotKey(TargetGVK(it.TargetRef), it.TargetRef.Namespace, it.TargetRef.Name)] = snapshotValue(live[i], it.ManagedFields)
 		}
 	}
-	return hashJSON(snapshot)
+	hash, err := hashJSON(snapshot)
+	return hash, live, err
 }
 
 // Apply writes one item of a config to the main cluster: server-side

@@ -27,19 +27,9 @@ func (e *StaleTargetError) Error() string {
 }
 
 // CheckTarget reads an approved item's target from the main cluster (not
-// a cache) just before it is written and returns a *StaleTargetError when
-// it is not the one reviewed: it appeared (for a Create), disappeared or
-// was replaced (another UID), or, unless bypass is set, its managed fields
-// changed. An item that changes nothing is checked too: "no change" was
-// reviewed against that target. retry is true when the write may already have been made
-// before a crash or failover: the target then also passes when it holds
-// exactly what the item writes, as our own write left it, and is returned
-// so that the write is not made a second time. An item
-// approved before targets were recorded passes (the whole-plan snapshot
-// check covers it).
+// a cache) just before it is written and checks it (CheckReadTarget).
 func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (*unstructured.Unstructured, error) {
-	rt := it.ReviewedTarget
-	if rt == nil || LeftInPlace(it) {
+	if it.ReviewedTarget == nil || LeftInPlace(it) {
 		return nil, nil
 	}
 	gvk := TargetGVK(it.TargetRef)
@@ -47,8 +37,25 @@ func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 	if err != nil {
 		return nil, fmt.Errorf("reading %s %s before writing it: %w", gvk.Kind, cluster.ObjectName(it.TargetRef.Namespace, it.TargetRef.Name), err)
 	}
-	ours := retry && live != nil && writtenAsItem(live, it, cfg.Name)
-	if ours {
+	return e.CheckReadTarget(cfg, it, live, retry, bypass)
+}
+
+// CheckReadTarget checks an approved item's target as read from the main
+// cluster just before the write (live, nil when it does not exist) and
+// returns a *StaleTargetError when it is not the one reviewed: it appeared
+// (for a Create), disappeared or was replaced (another UID), or, unless
+// bypass is set, its managed fields changed. An item that changes nothing
+// is checked too: "no change" was reviewed against that target. retry is
+// true when the write may already have been made before a crash or
+// failover: the target then also passes when it holds exactly what the
+// item writes, as our own write left it, and is returned so that the
+// write is not made a second time. An item approved before targets were
+// recorded passes (the whole-plan snapshot check covers it).
+func (e *Engine) CheckReadTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, retry, bypass bool) (*unstructured.Unstructured, error) {
+	if it.ReviewedTarget == nil || LeftInPlace(it) {
+		return nil, nil
+	}
+	if retry && live != nil && writtenAsItem(live, it, cfg.Name) {
 		return live, nil
 	}
 	return nil, checkTarget(it, live, retry, bypass)

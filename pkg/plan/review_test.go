@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -93,6 +94,18 @@ func TestCheckTarget(t *testing.T) {
 			e := &Engine{Cluster: &cluster.Cluster{Dynamic: dyn, Mapper: clusterScoped(machineconfig.MachineConfigGVK)}}
 			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: config}}
 			_, err := e.CheckTarget(context.Background(), cfg, tc.item, tc.retry, tc.bypass)
+			// A first write checks its target as the whole plan's read
+			// found it: the same verdict from one read.
+			_, targets, rerr := e.ReadTargets(context.Background(), []v1alpha1.VirtPlatformConfigItem{*tc.item})
+			if rerr != nil {
+				t.Fatalf("reading the plan's targets: %v", rerr)
+			}
+			if (targets[0] == nil) != (tc.live == nil) {
+				t.Fatalf("ReadTargets read %v, want the live target %v", targets[0], tc.live)
+			}
+			if _, err2 := e.CheckReadTarget(cfg, tc.item, targets[0], tc.retry, tc.bypass); fmt.Sprint(err2) != fmt.Sprint(err) {
+				t.Fatalf("checked from the plan's read: %v, from its own read: %v", err2, err)
+			}
 			var stale *StaleTargetError
 			switch {
 			case tc.stale == "" && err != nil:
