@@ -18,6 +18,13 @@ var (
 	MachineConfigPools   = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigpools"}
 )
 
+// MachineConfigurationGVK is the operator's configuration, whose node
+// disruption policies say what applying a MachineConfig change does to a
+// node; MachineConfigurationName is its singleton.
+var MachineConfigurationGVK = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "MachineConfiguration"}
+
+const MachineConfigurationName = "cluster"
+
 const (
 	// RoleLabel on a MachineConfig names the role (pool) it is for.
 	RoleLabel = "machineconfiguration.openshift.io/role"

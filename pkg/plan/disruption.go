@@ -17,14 +17,6 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
-// The kinds the disruption of a MachineConfig change is read from.
-var (
-	MachineConfigurationGVK = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "MachineConfiguration"}
-)
-
-// MachineConfigurationName is the MachineConfiguration singleton.
-const MachineConfigurationName = "cluster"
-
 // clusterReads are what the disruption of a plan's MachineConfig items is
 // read from: the Nodes, the VirtualMachineInstances, the node disruption
 // policies and, when a VMI has no eviction strategy of its own, the
@@ -49,11 +41,11 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 			return c.ListVMIs(ctx)
 		}),
 		policies: onceValues3(func() (*disruption.Policies, string, error) {
-			mc, err := c.Get(ctx, MachineConfigurationGVK, "", MachineConfigurationName)
+			mc, err := c.Get(ctx, machineconfig.MachineConfigurationGVK, "", machineconfig.MachineConfigurationName)
 			if err != nil {
 				return nil, "", err
 			}
-			if mc == nil && !c.ServedNow(MachineConfigurationGVK) {
+			if mc == nil && !c.ServedNow(machineconfig.MachineConfigurationGVK) {
 				return nil, "the cluster does not serve operator.openshift.io/v1 MachineConfiguration (no node disruption policies)", nil
 			}
 			p, why := disruption.ReadPolicies(mc)
