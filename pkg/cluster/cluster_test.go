@@ -11,29 +11,13 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
-// resettable adds a no-op Reset to a static RESTMapper.
-type resettable struct{ meta.RESTMapper }
-
-func (resettable) Reset() {}
-
-func mapperWith(gvks ...schema.GroupVersionKind) resettable {
-	var gvs []schema.GroupVersion
-	for _, gvk := range gvks {
-		gvs = append(gvs, gvk.GroupVersion())
-	}
-	m := meta.NewDefaultRESTMapper(gvs)
-	for _, gvk := range gvks {
-		m.Add(gvk, meta.RESTScopeNamespace)
-	}
-	return resettable{m}
-}
-
 func TestWatchKeysResolveThePreferredVersion(t *testing.T) {
 	hcoV1 := schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1", Kind: "HyperConverged"}
-	w := NewWatches(nil, mapperWith(hcoV1))
+	w := NewWatches(nil, clustertest.Namespaced(hcoV1))
 	key := ObjectKey{GVK: profiles.HyperConvergedGVK, Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"}
 	if got := w.resolve(key); got.GVK != hcoV1 {
 		t.Errorf("resolve(%v) = %v, want %v", key.GVK, got.GVK, hcoV1)
@@ -76,7 +60,7 @@ func TestAddReplacesAnObjectWatchedThroughAnotherVersion(t *testing.T) {
 
 func TestServedIsFalseOnceASeenCRDIsGone(t *testing.T) {
 	kd := profiles.KubeDeschedulerGVK
-	c := &Cluster{Mapper: mapperWith(kd), crdMeta: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
+	c := &Cluster{Mapper: clustertest.Namespaced(kd), crdMeta: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
 	crd := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "kubedeschedulers.operator.openshift.io"}}
 	if err := c.crdMeta.Add(crd); err != nil {
 		t.Fatal(err)

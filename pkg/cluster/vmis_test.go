@@ -7,6 +7,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 )
 
@@ -14,8 +15,8 @@ import (
 // does.
 func TestVMIListReadsAsWholeObjects(t *testing.T) {
 	objs := []unstructured.Unstructured{
-		testVMI("gpu-0", "worker-2", "LiveMigrate", "False", "HostDeviceNotLiveMigratable"),
-		testVMI("vm-none", "worker-1", "None", "True", ""),
+		clustertest.VMI("gpu-0", "worker-2", "LiveMigrate", "False", "HostDeviceNotLiveMigratable"),
+		clustertest.VMI("vm-none", "worker-1", "None", "True", ""),
 		{Object: map[string]interface{}{"metadata": map[string]interface{}{"namespace": "a", "name": "labelled",
 			"labels": map[string]interface{}{"kubevirt.io/nodeName": "worker-0"}}, "status": map[string]interface{}{"phase": "Running"}}},
 		{Object: map[string]interface{}{"metadata": map[string]interface{}{"namespace": "a", "name": "pending"}, "spec": map[string]interface{}{}}},
@@ -41,14 +42,4 @@ func TestVMIListReadsAsWholeObjects(t *testing.T) {
 			t.Errorf("VMI %d: %+v, want %+v", i, got[i], want)
 		}
 	}
-}
-
-func testVMI(name, node, strategy, migratable, reason string) unstructured.Unstructured {
-	return unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
-		"metadata": map[string]interface{}{"namespace": "default", "name": name, "labels": map[string]interface{}{"kubevirt.io/nodeName": node}},
-		"spec":     map[string]interface{}{"evictionStrategy": strategy, "domain": map[string]interface{}{"devices": map[string]interface{}{}}},
-		"status": map[string]interface{}{"nodeName": node, "phase": "Running", "conditions": []interface{}{
-			map[string]interface{}{"type": "LiveMigratable", "status": migratable, "reason": reason}}},
-	}}
 }

@@ -51,20 +51,20 @@ func TestRollsAndFormatReboots(t *testing.T) {
 		changes []Change
 		want    string
 	}{
-		{"no MachineConfig changes", []*unstructured.Unstructured{mcPool("worker", roleSelector("worker"), 3, 3, false)}, nil, "none"},
-		{"one pool by matchExpressions", []*unstructured.Unstructured{mcPool("worker", roleSelector("worker"), 3, 3, false), mcPool("master", roleSelector("master"), 3, 3, false)},
+		{"no MachineConfig changes", []*unstructured.Unstructured{mcPool("worker", roleSelector("worker"), 3, false)}, nil, "none"},
+		{"one pool by matchExpressions", []*unstructured.Unstructured{mcPool("worker", roleSelector("worker"), 3, false), mcPool("master", roleSelector("master"), 3, false)},
 			[]Change{worker}, "pool worker, 3 nodes, once"},
-		{"by matchLabels", []*unstructured.Unstructured{mcPool("worker", map[string]interface{}{"matchLabels": map[string]interface{}{roleLabel: "worker"}}, 2, 2, false)},
+		{"by matchLabels", []*unstructured.Unstructured{mcPool("worker", map[string]interface{}{"matchLabels": map[string]interface{}{roleLabel: "worker"}}, 2, false)},
 			[]Change{worker}, "pool worker, 2 nodes, once"},
-		{"a custom pool inherits worker MachineConfigs", []*unstructured.Unstructured{mcPool("worker-cnv", roleSelector("worker", "worker-cnv"), 1, 1, false), mcPool("worker", roleSelector("worker"), 3, 3, false)},
+		{"a custom pool inherits worker MachineConfigs", []*unstructured.Unstructured{mcPool("worker-cnv", roleSelector("worker", "worker-cnv"), 1, false), mcPool("worker", roleSelector("worker"), 3, false)},
 			[]Change{worker}, "pool worker, 3 nodes, once; pool worker-cnv, 1 node, once"},
-		{"two MachineConfigs of one pool roll out together", []*unstructured.Unstructured{mcPool("worker", roleSelector("worker"), 3, 3, false)},
+		{"two MachineConfigs of one pool roll out together", []*unstructured.Unstructured{mcPool("worker", roleSelector("worker"), 3, false)},
 			[]Change{worker, swap}, "pool worker, 3 nodes, once (2 MachineConfigs rolled out together: 99-worker-psi-karg, 90-worker-kubelet-swap)"},
-		{"a paused pool reboots when unpaused", []*unstructured.Unstructured{mcPool("worker", roleSelector("worker"), 3, 3, true)},
+		{"a paused pool reboots when unpaused", []*unstructured.Unstructured{mcPool("worker", roleSelector("worker"), 3, true)},
 			[]Change{worker}, "pool worker, 3 nodes, once, when the pool is unpaused"},
 		{"a pool without a selector selects nothing", []*unstructured.Unstructured{{Object: map[string]interface{}{"metadata": map[string]interface{}{"name": "bare"}}}},
 			[]Change{worker}, "none (no MachineConfigPool selects 99-worker-psi-karg)"},
-		{"pools of each change", []*unstructured.Unstructured{mcPool("worker", roleSelector("worker"), 3, 3, false), mcPool("master", roleSelector("master"), 3, 3, false)},
+		{"pools of each change", []*unstructured.Unstructured{mcPool("worker", roleSelector("worker"), 3, false), mcPool("master", roleSelector("master"), 3, false)},
 			[]Change{worker, master}, "pool master, 3 nodes, once; pool worker, 3 nodes, once"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,17 +83,16 @@ func TestRollsAndFormatReboots(t *testing.T) {
 	}
 }
 
-func mcPool(name string, selector map[string]interface{}, machines, updated int64, paused bool) *unstructured.Unstructured {
+// mcPool is a MachineConfigPool as the reboot note reads it: its
+// selector, machine count and spec.paused.
+func mcPool(name string, selector map[string]interface{}, machines int64, paused bool) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
 		"metadata": map[string]interface{}{"name": name},
 		"spec":     map[string]interface{}{"machineConfigSelector": selector, "paused": paused},
-		"status": map[string]interface{}{"machineCount": machines, "updatedMachineCount": updated,
-			"readyMachineCount": updated, "degradedMachineCount": int64(0)},
+		"status":   map[string]interface{}{"machineCount": machines},
 	}}
 }
 
 func roleSelector(roles ...interface{}) map[string]interface{} {
-	return map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{
-		"key": "machineconfiguration.openshift.io/role", "operator": "In", "values": roles}}}
+	return map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{"key": roleLabel, "operator": "In", "values": roles}}}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/transient"
 )
@@ -45,7 +46,7 @@ func TestApplyErrorKeepsTheAPIStatus(t *testing.T) {
 			dyn.PrependReactor("patch", gr.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 				return true, nil, tc.err
 			})
-			e := &Engine{Cluster: &cluster.Cluster{Dynamic: dyn, Mapper: mapperWith(profiles.HyperConvergedGVK)}}
+			e := &Engine{Cluster: &cluster.Cluster{Dynamic: dyn, Mapper: clustertest.Namespaced(profiles.HyperConvergedGVK)}}
 			it := v1alpha1.VirtPlatformConfigItem{
 				Name:         "configure-higher-density",
 				Operation:    v1alpha1.OperationUpdate,

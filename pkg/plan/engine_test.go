@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,29 +17,13 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
-// resettable adds a no-op Reset to a static RESTMapper.
-type resettable struct{ meta.RESTMapper }
-
-func (resettable) Reset() {}
-
-func mapperWith(gvks ...schema.GroupVersionKind) resettable {
-	var gvs []schema.GroupVersion
-	for _, gvk := range gvks {
-		gvs = append(gvs, gvk.GroupVersion())
-	}
-	m := meta.NewDefaultRESTMapper(gvs)
-	for _, gvk := range gvks {
-		m.Add(gvk, meta.RESTScopeNamespace)
-	}
-	return resettable{m}
-}
-
 func TestAbsentItemOfUnservedKindIsSkipped(t *testing.T) {
-	e := &Engine{Cluster: &cluster.Cluster{Mapper: mapperWith(profiles.KubeDeschedulerGVK)}}
+	e := &Engine{Cluster: &cluster.Cluster{Mapper: clustertest.Namespaced(profiles.KubeDeschedulerGVK)}}
 	mc := &unstructured.Unstructured{}
 	mc.SetGroupVersionKind(machineconfig.MachineConfigGVK)
 	mc.SetName("99-worker-psi-karg")
@@ -73,7 +56,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	dyn.PrependWatchReactor("hyperconvergeds", func(clienttesting.Action) (bool, watch.Interface, error) {
 		return true, watch.NewFake(), nil
 	})
-	mapper := mapperWith(hco)
+	mapper := clustertest.Namespaced(hco)
 	c := &cluster.Cluster{Dynamic: dyn, Mapper: mapper, Watches: cluster.NewWatches(dyn, mapper)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -172,7 +155,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 // A panic while planning one item (here a profile bug: an item without a
 // desired object) fails that item with an error, never the server.
 func TestPanicWhilePlanningFailsTheItem(t *testing.T) {
-	e := &Engine{Cluster: &cluster.Cluster{Mapper: mapperWith(profiles.KubeDeschedulerGVK)}}
+	e := &Engine{Cluster: &cluster.Cluster{Mapper: clustertest.Namespaced(profiles.KubeDeschedulerGVK)}}
 	it := profiles.Item{Name: "broken", Owned: true}
 	p := e.planItemSafely(context.Background(), "load-aware-rebalancing", Ownership{}, it, newInputReader(context.Background(), e.Cluster, nil, watchedInputs, nil))
 	if p.item.Name != "broken" || !strings.Contains(p.item.Error, "internal error while planning this item") {

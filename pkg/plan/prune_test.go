@@ -3,13 +3,13 @@ package plan
 import (
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -18,11 +18,7 @@ func TestMadeByUs(t *testing.T) {
 		u := &unstructured.Unstructured{Object: map[string]interface{}{}}
 		u.SetUID(types.UID(uid))
 		u.SetLabels(labels)
-		var entries []metav1.ManagedFieldsEntry
-		for _, m := range managers {
-			entries = append(entries, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationApply})
-		}
-		u.SetManagedFields(entries)
+		clustertest.SetAppliers(u, managers...)
 		return u
 	}
 	ours := map[string]string{profiles.ManagedByLabel: "virt-higher-density"}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
@@ -32,16 +33,6 @@ func testNode(name string) unstructured.Unstructured {
 	u.SetName(name)
 	u.SetLabels(map[string]string{"node-role.kubernetes.io/worker": ""})
 	return u
-}
-
-func testVMI(name, node, strategy, migratable, reason string) unstructured.Unstructured {
-	return unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
-		"metadata": map[string]interface{}{"namespace": "default", "name": name, "labels": map[string]interface{}{"kubevirt.io/nodeName": node}},
-		"spec":     map[string]interface{}{"evictionStrategy": strategy, "domain": map[string]interface{}{"devices": map[string]interface{}{}}},
-		"status": map[string]interface{}{"nodeName": node, "phase": "Running", "conditions": []interface{}{
-			map[string]interface{}{"type": "LiveMigratable", "status": migratable, "reason": reason}}},
-	}}
 }
 
 // fakeReads serves the disruption reads from memory.
@@ -69,10 +60,10 @@ var (
 	workerLabels = map[string]string{"machineconfiguration.openshift.io/role": "worker"}
 	workers      = []unstructured.Unstructured{testNode("worker-0"), testNode("worker-1"), testNode("worker-2")}
 	e2eVMIs      = []unstructured.Unstructured{
-		testVMI("migratable", "worker-0", "LiveMigrate", "True", ""),
-		testVMI("vm-none", "worker-1", "None", "True", ""),
-		testVMI("disk-0", "worker-1", "LiveMigrateIfPossible", "False", "DisksNotLiveMigratable"),
-		testVMI("gpu-0", "worker-2", "LiveMigrate", "False", "HostDeviceNotLiveMigratable"),
+		clustertest.VMI("migratable", "worker-0", "LiveMigrate", "True", ""),
+		clustertest.VMI("vm-none", "worker-1", "None", "True", ""),
+		clustertest.VMI("disk-0", "worker-1", "LiveMigrateIfPossible", "False", "DisksNotLiveMigratable"),
+		clustertest.VMI("gpu-0", "worker-2", "LiveMigrate", "False", "HostDeviceNotLiveMigratable"),
 	}
 )
 

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -29,11 +29,7 @@ func TestCheckTarget(t *testing.T) {
 		u.SetName("99-worker-psi-karg")
 		u.SetUID(types.UID(uid))
 		u.SetLabels(labels)
-		var entries []metav1.ManagedFieldsEntry
-		for _, m := range managers {
-			entries = append(entries, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationApply})
-		}
-		u.SetManagedFields(entries)
+		clustertest.SetAppliers(u, managers...)
 		return u
 	}
 	ours := map[string]string{profiles.ManagedByLabel: config, machineconfig.RoleLabel: "worker"}
@@ -91,7 +87,7 @@ func TestCheckTarget(t *testing.T) {
 				objs = append(objs, tc.live)
 			}
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "MachineConfigList"}, objs...)
-			e := &Engine{Cluster: &cluster.Cluster{Dynamic: dyn, Mapper: clusterScoped(machineconfig.MachineConfigGVK)}}
+			e := &Engine{Cluster: &cluster.Cluster{Dynamic: dyn, Mapper: clustertest.ClusterScoped(machineconfig.MachineConfigGVK)}}
 			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: config}}
 			_, err := e.CheckTarget(context.Background(), cfg, tc.item, tc.retry, tc.bypass)
 			// A first write checks its target as the whole plan's read
@@ -115,17 +111,4 @@ func TestCheckTarget(t *testing.T) {
 			}
 		})
 	}
-}
-
-// clusterScoped maps cluster-scoped kinds, as MachineConfigs are.
-func clusterScoped(gvks ...schema.GroupVersionKind) resettable {
-	var gvs []schema.GroupVersion
-	for _, gvk := range gvks {
-		gvs = append(gvs, gvk.GroupVersion())
-	}
-	m := meta.NewDefaultRESTMapper(gvs)
-	for _, gvk := range gvks {
-		m.Add(gvk, meta.RESTScopeRoot)
-	}
-	return resettable{m}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -93,22 +92,6 @@ func configMapPlan(op v1alpha1.Operation) *v1alpha1.Plan {
 				Message:   "ConfigMap 'example-config' will be configured", Diff: diff,
 			}}},
 	}
-}
-
-// pool is a MachineConfigPool with a machineConfigSelector and counts.
-func pool(name string, selector map[string]interface{}, machines, updated int64, paused bool) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-		"metadata": map[string]interface{}{"name": name},
-		"spec":     map[string]interface{}{"machineConfigSelector": selector, "paused": paused},
-		"status": map[string]interface{}{"machineCount": machines, "updatedMachineCount": updated,
-			"readyMachineCount": updated, "degradedMachineCount": int64(0)},
-	}}
-}
-
-func roleSelector(roles ...interface{}) map[string]interface{} {
-	return map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{
-		"key": "machineconfiguration.openshift.io/role", "operator": "In", "values": roles}}}
 }
 
 func mustContain(t *testing.T, what, got string, want ...string) {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig/machineconfigtest"
 )
 
 func TestPlanExitCode(t *testing.T) {
@@ -141,7 +142,7 @@ func TestPlanRebootSummary(t *testing.T) {
 		TargetRef:    v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "99-worker-psi-karg"},
 		DesiredState: &runtime.RawExtension{Raw: []byte(`{"metadata":{"labels":{"machineconfiguration.openshift.io/role":"worker"}}}`)}}
 	p := &v1alpha1.Plan{Status: v1alpha1.PlanStatus{PlanHash: "h", Items: []v1alpha1.PlanItem{mc}}}
-	h := newHarness(t, pool("worker", roleSelector("worker"), 3, 3, false), pool("master", roleSelector("master"), 3, 3, false))
+	h := newHarness(t, machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, 3, false), machineconfigtest.Pool("master", machineconfigtest.RoleSelector("master"), 3, 3, false))
 	h.servePlan(p, nil)
 	if code := h.run(t, "", "plan", "x"); code != 1 {
 		t.Errorf("exit %d: %s", code, h.err.String())

@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig/machineconfigtest"
 )
 
 var t0 = metav1.NewTime(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
@@ -82,7 +83,7 @@ func rollingOut() *v1alpha1.VirtPlatformConfig {
 }
 
 func TestStatusOfOne(t *testing.T) {
-	h := newHarness(t, pool("worker", roleSelector("worker"), 3, 1, false), pool("master", roleSelector("master"), 3, 3, false))
+	h := newHarness(t, machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, 1, false), machineconfigtest.Pool("master", machineconfigtest.RoleSelector("master"), 3, 3, false))
 	if _, err := h.advisor.AdvisorV1alpha1().VirtPlatformConfigs().Create(context.Background(), rollingOut(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +144,7 @@ virt-higher-density      Ignore   Ignored     High     -                       9
 }
 
 func TestStatusWatchFollowsUntilSettled(t *testing.T) {
-	h := newHarness(t, pool("worker", roleSelector("worker"), 3, 1, false))
+	h := newHarness(t, machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, 1, false))
 	configs := h.advisor.AdvisorV1alpha1().VirtPlatformConfigs()
 	ctx := context.Background()
 	if _, err := configs.Create(ctx, rollingOut(), metav1.CreateOptions{}); err != nil {

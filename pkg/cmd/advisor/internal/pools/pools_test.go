@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig/machineconfigtest"
 )
 
 const roleLabel = "machineconfiguration.openshift.io/role"
@@ -43,10 +44,10 @@ func TestSummaryNeverFails(t *testing.T) {
 			`unknown (cannot read MachineConfigPools: user "bob" may not list machineconfigpools)`},
 		{"pools not served", []v1alpha1.PlanItem{create}, nil, apierrors.NewGenericServerResponse(404, "list", machineconfig.MachineConfigPools.GroupResource(), "", "", 0, false),
 			`unknown (cannot read MachineConfigPools: the server could not find the requested resource (list machineconfigpools.machineconfiguration.openshift.io))`},
-		{"a delete reads the live labels", []v1alpha1.PlanItem{deleted}, []runtime.Object{liveSwap, pool("worker", roleSelector("worker"), 3, 3, false)}, nil,
+		{"a delete reads the live labels", []v1alpha1.PlanItem{deleted}, []runtime.Object{liveSwap, machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, 3, false)}, nil,
 			"pool worker, 3 nodes, once"},
 		{"a change the server says reboots counts", []v1alpha1.PlanItem{withDisruption(create, v1alpha1.NodeDisruptionReboot)},
-			[]runtime.Object{pool("worker", roleSelector("worker"), 3, 3, false)}, nil, "pool worker, 3 nodes, once"},
+			[]runtime.Object{machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, 3, false)}, nil, "pool worker, 3 nodes, once"},
 		{"a change a node disruption policy applies in place reboots nothing", []v1alpha1.PlanItem{withDisruption(create, v1alpha1.NodeDisruptionNone)},
 			nil, errors.New("must not be listed"), "none"},
 		{"nor does a drain without a reboot", []v1alpha1.PlanItem{withDisruption(create, v1alpha1.NodeDisruptionDrain)},
@@ -69,22 +70,6 @@ func TestSummaryNeverFails(t *testing.T) {
 func fakeDynamic(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{machineconfig.MachineConfigPools: "MachineConfigPoolList", machineconfig.MachineConfigs: "MachineConfigList"}, objects...)
-}
-
-// pool is a MachineConfigPool with a machineConfigSelector and counts.
-func pool(name string, selector map[string]interface{}, machines, updated int64, paused bool) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
-		"metadata": map[string]interface{}{"name": name},
-		"spec":     map[string]interface{}{"machineConfigSelector": selector, "paused": paused},
-		"status": map[string]interface{}{"machineCount": machines, "updatedMachineCount": updated,
-			"readyMachineCount": updated, "degradedMachineCount": int64(0)},
-	}}
-}
-
-func roleSelector(roles ...interface{}) map[string]interface{} {
-	return map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{
-		"key": "machineconfiguration.openshift.io/role", "operator": "In", "values": roles}}}
 }
 
 func withDisruption(it v1alpha1.PlanItem, d v1alpha1.NodeDisruption) v1alpha1.PlanItem {
