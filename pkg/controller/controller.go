@@ -7,6 +7,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -416,7 +417,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	case apierrors.IsNotFound(err):
 		c.queue.Forget(name) // deleted meanwhile
 	case err != nil:
-		if !apierrors.IsConflict(err) {
+		switch {
+		case errors.Is(err, errLookAgain):
+			// No failure: this replica looks again with newer news.
+			klog.V(2).InfoS("Looking again", "config", name, "reason", err)
+		case !apierrors.IsConflict(err):
 			klog.ErrorS(err, "Reconciling failed, will retry", "config", name)
 		}
 		c.queue.AddRateLimited(name)

@@ -134,6 +134,8 @@ type fakePlanner struct {
 	drain    []v1alpha1.PoolReboot
 	drainErr error
 	drains   int
+	// onApply is called as Apply starts (the intent is stored then).
+	onApply func()
 }
 
 func (p *fakePlanner) DrainImpact(context.Context, *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error) {
@@ -201,6 +203,9 @@ func (p *fakePlanner) Apply(_ context.Context, _ *v1alpha1.VirtPlatformConfig, i
 		p.attempts = map[string]int{}
 	}
 	p.attempts[it.Name]++
+	if p.onApply != nil {
+		p.onApply()
+	}
 	if err := p.applyErr[it.Name]; err != nil {
 		return nil, err
 	}

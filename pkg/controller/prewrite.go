@@ -72,6 +72,11 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 		c.setItem(&cfg.Status.Items[i], v1alpha1.ItemStateInProgress, applyingMessage)
 		if intentErr = c.writeStatus(ctx, cfg, cfg.Status.DeepCopy()); intentErr != nil {
 			intentErr = fmt.Errorf("%w: recording the intent to write item '%s': %v", errLookAgain, it.Name, intentErr)
+		} else {
+			// This reconcile goes on from its intent and ends with a write
+			// of its own: the intent's event needs no reconcile, which
+			// would only find its cache behind storage.
+			c.ownWrites.Store(cfg.Name, cfg.ResourceVersion)
 		}
 	}
 	wg.Wait()
