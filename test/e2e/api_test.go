@@ -178,6 +178,23 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		Expect(header).To(Equal([]string{"NAME", "ACTION", "IMPACT", "PHASE", "AGE", "PROFILE", "MESSAGE"}))
 	})
 
+	It("selects configs by spec.profile, spec.action and status.phase (--field-selector), and names them when a field is unknown", func() {
+		createConfig(newConfig("example-profile"))
+		out, err := kubectl("get", "vpc", "--field-selector", "spec.profile=example-profile,spec.action=DryRun", "-o", "name")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(strings.TrimSpace(out)).To(Equal("virtplatformconfig.advisor.kubevirt.io/example-profile"))
+		out, err = kubectl("get", "vpc", "--field-selector", "spec.action=Apply", "-o", "name")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).NotTo(ContainSubstring("example-profile"))
+		Eventually(func() (string, error) {
+			return kubectl("get", "vpc", "--field-selector", "status.phase=ReviewRequired", "-o", "name")
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(ContainSubstring("example-profile"))
+
+		_, err = advisor.AdvisorV1alpha1().VirtPlatformConfigs().List(suiteCtx, metav1.ListOptions{FieldSelector: "spec.failurePolicy=Abort"})
+		Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "an unknown field is a 400: %v", err)
+		Expect(err.Error()).To(ContainSubstring(`"status.phase"`))
+	})
+
 	It("documents its fields for kubectl explain (OpenAPI v3)", func() {
 		var out string
 		// The aggregator publishes a new group's OpenAPI v3 shortly after

@@ -2,6 +2,9 @@ package v1alpha1
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,16 +36,42 @@ func init() {
 }
 
 // addFieldLabelConversions lists the fields list and watch requests may
-// select MaintenanceWindows by, e.g. fieldSelector=spec.kind=Deny.
+// select by, e.g. fieldSelector=status.phase=Drifted for configs or
+// fieldSelector=spec.kind=Deny for MaintenanceWindows. A kind without one
+// answers every field selector but metadata.name with 400.
 func addFieldLabelConversions(scheme *runtime.Scheme) error {
-	return scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("MaintenanceWindow"),
-		func(label, value string) (string, string, error) {
-			switch label {
-			case "metadata.name", "metadata.namespace", "spec.kind":
-				return label, value, nil
-			}
-			return "", "", fmt.Errorf("%q is not a known field selector: only \"metadata.name\", \"spec.kind\"", label)
-		})
+	for kind, fields := range selectableFields {
+		if err := scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind(kind), fieldLabelConversion(fields)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// selectableFields are, per kind, the fields its storage's GetAttrs sets
+// besides metadata.name (and metadata.namespace, always empty: both kinds
+// are cluster-scoped).
+var selectableFields = map[string][]string{
+	"VirtPlatformConfig": {"spec.profile", "spec.action", "status.phase"},
+	"MaintenanceWindow":  {"spec.kind"},
+}
+
+func fieldLabelConversion(fields []string) runtime.FieldLabelConversionFunc {
+	known := append([]string{"metadata.name"}, fields...)
+	return func(label, value string) (string, string, error) {
+		if label == "metadata.namespace" || slices.Contains(known, label) {
+			return label, value, nil
+		}
+		return "", "", fmt.Errorf("%q is not a known field selector: only %s", label, strings.Join(quoted(known), ", "))
+	}
+}
+
+func quoted(labels []string) []string {
+	out := make([]string, len(labels))
+	for i, l := range labels {
+		out[i] = strconv.Quote(l)
+	}
+	return out
 }
 
 func addKnownTypes(scheme *runtime.Scheme) error {
