@@ -128,7 +128,7 @@ func main() {
 	fmt.Fprintln(out, "\nevery figure met its target")
 }
 
-func run(out io.Writer) (*bench, error) {
+func run(out io.Writer) (_ *bench, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	d := *dir
@@ -137,7 +137,14 @@ func run(out io.Writer) (*bench, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(tmp)
+		// A run that cannot measure keeps its logs to say why.
+		defer func() {
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: the logs of the control plane are kept in %s\n", filepath.Join(tmp, "logs"))
+				return
+			}
+			os.RemoveAll(tmp)
+		}()
 		d = tmp
 	}
 	fmt.Fprintln(out, "starting the local control plane…")
@@ -231,18 +238,34 @@ func (b *bench) createConfig(profile, spec string) error {
 }
 
 func (b *bench) waitPhase(name string, phase v1alpha1.ConfigPhase) error {
-	var last v1alpha1.ConfigPhase
+	var last *v1alpha1.VirtPlatformConfig
 	err := wait.PollUntilContextTimeout(b.ctx, 20*time.Millisecond, budget, true, func(ctx context.Context) (bool, error) {
 		c, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
-			last = c.Status.Phase
+			last = c
 		}
 		return err == nil && c.Status.Phase == phase, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s did not reach phase %s within %v (last seen %q): %w", name, phase, budget, last, err)
+		return fmt.Errorf("%s did not reach phase %s within %v (%s): %w", name, phase, budget, lastSeen(last), err)
 	}
 	return nil
+}
+
+// lastSeen says what a config that did not reach a phase last showed:
+// its phase with the reason and message, and each item's state.
+func lastSeen(c *v1alpha1.VirtPlatformConfig) string {
+	if c == nil {
+		return "never read"
+	}
+	seen := fmt.Sprintf("last seen %q", c.Status.Phase)
+	if cond := meta.FindStatusCondition(c.Status.Conditions, string(c.Status.Phase)); cond != nil {
+		seen += fmt.Sprintf(", %s: %s", cond.Reason, cond.Message)
+	}
+	for _, it := range c.Status.Items {
+		seen += fmt.Sprintf("; item %s %s %s: %s", it.Name, it.Operation, it.State, it.Message)
+	}
+	return seen
 }
 
 // planLatency: GET …/plan through the aggregator vs. the floor, the same

@@ -100,3 +100,25 @@ func TestChooseSteps(t *testing.T) {
 		}
 	}
 }
+
+func TestLastSeen(t *testing.T) {
+	drifted := &v1alpha1.VirtPlatformConfig{Status: v1alpha1.VirtPlatformConfigStatus{
+		Phase:      v1alpha1.PhaseDrifted,
+		Conditions: []metav1.Condition{{Type: string(v1alpha1.PhaseDrifted), Status: metav1.ConditionTrue, Reason: "DriftDetected", Message: "spec.mode changed"}},
+		Items:      []v1alpha1.VirtPlatformConfigItem{{Name: "enable-load-aware-descheduling", Operation: v1alpha1.OperationUpdate, State: v1alpha1.ItemStateCompleted, Message: "Drifted: spec.mode no longer as applied"}},
+	}}
+	for _, tc := range []struct {
+		name string
+		cfg  *v1alpha1.VirtPlatformConfig
+		want string
+	}{
+		{"never read", nil, "never read"},
+		{"drifted", drifted, `last seen "Drifted", DriftDetected: spec.mode changed; item enable-load-aware-descheduling Update Completed: Drifted: spec.mode no longer as applied`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := lastSeen(tc.cfg); got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
