@@ -20,9 +20,10 @@ var (
 
 // MachineConfigurationGVK is the operator's configuration, whose node
 // disruption policies say what applying a MachineConfig change does to a
-// node; MachineConfigurationName is its singleton.
+// node.
 var MachineConfigurationGVK = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "MachineConfiguration"}
 
+// MachineConfigurationName is the MachineConfiguration singleton.
 const MachineConfigurationName = "cluster"
 
 const (
