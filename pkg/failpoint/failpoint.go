@@ -6,7 +6,11 @@
 //	VIRT_ADVISOR_FAILPOINTS=after-write,before-status@3
 //
 // kills the process at the first Hit("after-write") or at the third
-// Hit("before-status"), whichever comes first. Hit is compiled into the
+// Hit("before-status"), whichever comes first. A point armed with a
+// duration, "before-write~3s" (every hit) or "before-write@2~3s" (the
+// second hit only), holds the goroutine that reaches it for that long
+// instead, so that a test can change the cluster between a check and the
+// write it guards. Hit is compiled into the
 // production binary on purpose (the crash tests run the real server); with
 // the variable unset it costs one nil check.
 package failpoint
@@ -24,13 +28,16 @@ import (
 )
 
 // EnvVar lists the armed points, comma-separated, each "name" (crash on the
-// first hit) or "name@N" (crash on the Nth hit, N >= 1).
+// first hit) or "name@N" (crash on the Nth hit, N >= 1), either followed by
+// "~DURATION" to sleep there instead of crashing ("name~D" sleeps at every
+// hit).
 const EnvVar = "VIRT_ADVISOR_FAILPOINTS"
 
 // point is one armed failpoint.
 type point struct {
-	at   int64 // the hit that crashes, 1 for the first
-	hits atomic.Int64
+	at    int64         // the hit that crashes (or sleeps), 1 for the first; 0: every hit (sleep only)
+	sleep time.Duration // 0: crash
+	hits  atomic.Int64
 }
 
 // armed is read once, at start: a crash test arms a process when it starts
@@ -39,7 +46,8 @@ var armed = mustParse(os.Getenv(EnvVar))
 
 // Hit kills the process with SIGKILL if the point name is armed and this is
 // the hit it waits for; otherwise it does nothing. Nothing after a killing
-// Hit runs, deferred functions included, as in a real crash.
+// Hit runs, deferred functions included, as in a real crash. A point armed
+// with a duration sleeps for it instead (and says so in the log first).
 func Hit(name string) {
 	if armed == nil {
 		return
@@ -48,7 +56,14 @@ func Hit(name string) {
 	if p == nil {
 		return
 	}
-	if n := p.hits.Add(1); n != p.at {
+	n := p.hits.Add(1)
+	if p.at != 0 && n != p.at {
+		return
+	}
+	if p.sleep > 0 {
+		klog.Warningf("failpoint %s: sleeping %v (hit %d)", name, p.sleep, n)
+		time.Sleep(p.sleep)
+		klog.Warningf("failpoint %s: slept %v (hit %d)", name, p.sleep, n)
 		return
 	}
 	klog.Warningf("failpoint %s: killing the process (hit %d)", name, p.at)
@@ -80,7 +95,8 @@ func mustParse(s string) map[string]*point {
 	return points
 }
 
-// parse reads "name,name@N,..."; it returns nil when no point is armed.
+// parse reads "name,name@N,name~D,name@N~D,..."; it returns nil when no
+// point is armed.
 func parse(s string) (map[string]*point, error) {
 	var points map[string]*point
 	for _, entry := range strings.Split(s, ",") {
@@ -88,11 +104,23 @@ func parse(s string) (map[string]*point, error) {
 		if entry == "" {
 			continue
 		}
-		name, count, hasCount := strings.Cut(entry, "@")
+		spec, sleepFor, hasSleep := strings.Cut(entry, "~")
+		name, count, hasCount := strings.Cut(spec, "@")
 		if name == "" || strings.ContainsAny(name, " \t=") {
-			return nil, fmt.Errorf("%q: want name or name@N", entry)
+			return nil, fmt.Errorf("%q: want name, name@N, name~DURATION or name@N~DURATION", entry)
+		}
+		var sleep time.Duration
+		if hasSleep {
+			d, err := time.ParseDuration(sleepFor)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("%q: DURATION must be a positive Go duration such as 3s", entry)
+			}
+			sleep = d
 		}
 		at := int64(1)
+		if hasSleep && !hasCount {
+			at = 0 // every hit sleeps
+		}
 		if hasCount {
 			n, err := strconv.ParseInt(count, 10, 64)
 			if err != nil || n < 1 {
@@ -106,7 +134,7 @@ func parse(s string) (map[string]*point, error) {
 		if _, dup := points[name]; dup {
 			return nil, fmt.Errorf("%q: point %s is listed twice", entry, name)
 		}
-		points[name] = &point{at: at}
+		points[name] = &point{at: at, sleep: sleep}
 	}
 	return points, nil
 }

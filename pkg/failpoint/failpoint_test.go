@@ -8,12 +8,14 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
 	tests := []struct {
 		in      string
 		want    map[string]int64 // name -> crashing hit
+		sleeps  map[string]time.Duration
 		wantErr bool
 	}{
 		{in: "", want: nil},
@@ -29,6 +31,13 @@ func TestParse(t *testing.T) {
 		{in: "a b", wantErr: true},
 		{in: "a=1", wantErr: true},
 		{in: "a,a@2", wantErr: true},
+		{in: "before-write~3s", want: map[string]int64{"before-write": 0}, sleeps: map[string]time.Duration{"before-write": 3 * time.Second}},
+		{in: "a@2~150ms,b", want: map[string]int64{"a": 2, "b": 1}, sleeps: map[string]time.Duration{"a": 150 * time.Millisecond}},
+		{in: "a~", wantErr: true},
+		{in: "a~0s", wantErr: true},
+		{in: "a~-1s", wantErr: true},
+		{in: "a~soon", wantErr: true},
+		{in: "~1s", wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -54,6 +63,8 @@ func TestParse(t *testing.T) {
 			for name, at := range tc.want {
 				if got[name] == nil || got[name].at != at {
 					t.Errorf("parse(%q)[%s] = %+v, want at %d", tc.in, name, got[name], at)
+				} else if got[name].sleep != tc.sleeps[name] {
+					t.Errorf("parse(%q)[%s] sleeps %v, want %v", tc.in, name, got[name].sleep, tc.sleeps[name])
 				}
 			}
 		})
@@ -85,7 +96,11 @@ func TestHitKills(t *testing.T) {
 		armed      string
 		wantKilled string // the point that kills, "" for none
 		wantLines  int    // "after hit" lines the child printed
+		wantSlept  int    // "failpoint crash: slept" lines logged
 	}{
+		{armed: "crash~20ms", wantLines: 4, wantSlept: 4},
+		{armed: "crash@3~20ms", wantLines: 4, wantSlept: 1},
+		{armed: "crash@2~20ms,other", wantKilled: "other", wantLines: 0},
 		{armed: "crash", wantKilled: "crash", wantLines: 0},
 		{armed: "crash@3", wantKilled: "crash", wantLines: 2},
 		{armed: "other@2,crash@2", wantKilled: "crash", wantLines: 1}, // "other" is hit once only
@@ -113,6 +128,9 @@ func TestHitKills(t *testing.T) {
 			}
 			if ran := strings.Contains(stdout.String(), "deferred"); ran == wantKilled {
 				t.Errorf("deferred code ran: %v, want %v:\n%s", ran, !wantKilled, stdout.String())
+			}
+			if n := strings.Count(stderr.String(), "failpoint crash: slept 20ms"); n != tc.wantSlept {
+				t.Errorf("child slept %d times at crash, want %d; stderr:\n%s", n, tc.wantSlept, stderr.String())
 			}
 			if logged := strings.Contains(stderr.String(), "failpoint "+tc.wantKilled+": killing the process"); logged != wantKilled {
 				t.Errorf("kill of %q logged: %v, want %v; stderr:\n%s", tc.wantKilled, logged, wantKilled, stderr.String())
