@@ -98,6 +98,33 @@ func (c *Cluster) get(ctx context.Context, gvk schema.GroupVersionKind, namespac
 	return obj, nil
 }
 
+// GetAbsentAt reads an object that is expected not to exist and says at
+// which resourceVersion it was read: a list of that one name, whose
+// resourceVersion a create carries as its precondition (an object made
+// after the list has a newer one, so the create fails instead of writing
+// over it). It returns the object when it exists after all (and its own
+// resourceVersion), nil and "" when its kind is not served.
+func (c *Cluster) GetAbsentAt(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, string, error) {
+	ri, err := c.Resource(gvk, namespace)
+	if meta.IsNoMatchError(err) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	list, err := ri.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		return nil, "", fmt.Errorf("reading %s %s: %w", gvk.Kind, ObjectName(namespace, name), err)
+	}
+	for i := range list.Items {
+		// A server (or a fake) that ignores the selector lists them all.
+		if obj := &list.Items[i]; obj.GetName() == name {
+			return obj, obj.GetResourceVersion(), nil
+		}
+	}
+	return nil, list.GetResourceVersion(), nil
+}
+
 // PreferredVersion is the version discovery prefers for the kind, "" when
 // it is not served; a miss refreshes discovery once.
 func (c *Cluster) PreferredVersion(gk schema.GroupKind) (string, error) {

@@ -115,17 +115,18 @@ type Planner interface {
 	Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error)
 	// ReadTargets reads the live targets of the items, by item index, and
 	// hashes their managed fields as Compute does.
-	ReadTargets(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, []*unstructured.Unstructured, error)
+	ReadTargets(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, []plan.Target, error)
 	// CheckTarget reads an approved item's live target and checks it
-	// (CheckReadTarget).
-	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (*unstructured.Unstructured, error)
+	// (CheckReadTarget); it returns the read, the write's precondition.
+	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (plan.Target, *unstructured.Unstructured, error)
 	// CheckReadTarget returns a *plan.StaleTargetError when an approved
 	// item's live target, as read, is no longer the one its plan was
 	// computed against; on a retry it returns the live target when our
 	// earlier write made it.
 	CheckReadTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, retry, bypass bool) (*unstructured.Unstructured, error)
-	// Apply writes one item to the main cluster and returns what it wrote.
-	Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, error)
+	// Apply writes one item to the main cluster, conditional on the read
+	// its checks judged (at), and returns what it wrote.
+	Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem, at plan.Target) (*unstructured.Unstructured, error)
 	// DrainImpact assesses an approved MachineConfig item from the live
 	// cluster: per pool it rolls out on, the disruption and what draining
 	// the nodes does to the VMs there now.

@@ -145,15 +145,20 @@ func (p *fakePlanner) DrainImpact(context.Context, *v1alpha1.VirtPlatformConfigI
 	return p.drain, p.drainErr
 }
 
-func (p *fakePlanner) CheckTarget(_ context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (*unstructured.Unstructured, error) {
+func (p *fakePlanner) CheckTarget(_ context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (plan.Target, *unstructured.Unstructured, error) {
 	p.mu.Lock()
 	err := p.readErr[it.Name]
 	p.mu.Unlock()
 	if err != nil {
-		return nil, err
+		return plan.Target{}, nil, err
 	}
-	return p.CheckReadTarget(cfg, it, nil, retry, bypass)
+	ours, err := p.CheckReadTarget(cfg, it, nil, retry, bypass)
+	return readAt(it.Name), ours, err
 }
+
+// readAt is what the fake reads of an item's target: a resourceVersion
+// named after it, which the write must carry.
+func readAt(item string) plan.Target { return plan.Target{ReadAt: "rv-" + item, Read: true} }
 
 func (p *fakePlanner) CheckReadTarget(_ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _ *unstructured.Unstructured, _, _ bool) (*unstructured.Unstructured, error) {
 	p.mu.Lock()
@@ -183,26 +188,32 @@ func (p *fakePlanner) Compute(_ context.Context, _ *v1alpha1.VirtPlatformConfig)
 	return p.result, nil
 }
 
-func (p *fakePlanner) ReadTargets(_ context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, []*unstructured.Unstructured, error) {
+func (p *fakePlanner) ReadTargets(_ context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, []plan.Target, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.snapshotErr != nil {
 		return "", nil, p.snapshotErr
 	}
-	targets := make([]*unstructured.Unstructured, len(items))
+	targets := make([]plan.Target, len(items))
+	for i := range items {
+		targets[i] = readAt(items[i].Name)
+	}
 	if p.snapshot != "" {
 		return p.snapshot, targets, nil
 	}
 	return p.result.SnapshotHash, targets, nil
 }
 
-func (p *fakePlanner) Apply(_ context.Context, _ *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, error) {
+func (p *fakePlanner) Apply(_ context.Context, _ *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem, at plan.Target) (*unstructured.Unstructured, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.attempts == nil {
 		p.attempts = map[string]int{}
 	}
 	p.attempts[it.Name]++
+	if at != readAt(it.Name) {
+		return nil, fmt.Errorf("item %s written with precondition %+v, not the read its checks judged (%+v)", it.Name, at, readAt(it.Name))
+	}
 	if p.onApply != nil {
 		p.onApply()
 	}
@@ -223,6 +234,9 @@ type fakeCluster struct {
 	objects map[string]*unstructured.Unstructured
 	// pauses are the pool pauses applied (true) and ended (false).
 	pauses []bool
+	// onRead, when set, is called on every read of a kind (before the
+	// answer): a change made there lands in the middle of the checks.
+	onRead func(kind string)
 }
 
 func clusterKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
@@ -232,10 +246,16 @@ func (c *fakeCluster) put(obj *unstructured.Unstructured) {
 }
 
 func (c *fakeCluster) Get(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	if c.onRead != nil {
+		c.onRead(gvk.Kind)
+	}
 	return c.objects[clusterKey(gvk.Kind, namespace, name)], nil
 }
 
 func (c *fakeCluster) List(_ context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	if c.onRead != nil {
+		c.onRead(gvk.Kind)
+	}
 	var out []unstructured.Unstructured
 	for _, obj := range c.objects {
 		if obj.GetKind() == gvk.Kind {

@@ -32,14 +32,24 @@ type preWrite struct {
 	target bool
 }
 
+// checked is what the checks before a write read of the item's target.
+type checkedTarget struct {
+	// read: the target as the checks read it; the write carries it as its
+	// precondition, so that nothing the checks did not see is written over.
+	read plan.Target
+	// written: a retry found the target as our own earlier write left it
+	// (not to be written again).
+	written *unstructured.Unstructured
+}
+
 // checkBeforeWrite makes the checks of item i that are due and, when
 // intent, records the intent to write it (the item InProgress) at the
-// same time. It returns whether the write may be made and, for a retry,
-// the target as our own earlier write left it (not to be written again).
+// same time. It returns whether the write may be made and what the checks
+// read of the item's target.
 // When the write may not be made, nothing was written: an intent recorded
 // meanwhile is taken back, and a stale target or plan fails the config
 // with StalePlan naming what changed.
-func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, due preWrite, intent bool) (bool, *unstructured.Unstructured, error) {
+func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, due preWrite, intent bool) (bool, checkedTarget, error) {
 	// The reads work on a copy: the intent write replaces *cfg.
 	view := cfg.DeepCopy()
 	it := &view.Status.Items[i]
@@ -48,22 +58,25 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 		wg                   sync.WaitGroup
 		snap                 string
 		stored               *v1alpha1.VirtPlatformConfig
-		ours                 *unstructured.Unstructured
+		target               checkedTarget
 		planErr, storedErr   error
 		targetErr, intentErr error
 	)
-	var targets []*unstructured.Unstructured
+	var targets []plan.Target
 	switch {
 	case due.plan:
 		// The whole plan's read includes the item's target: it is read
 		// once and checked twice.
 		wg.Go(func() {
 			if snap, targets, planErr = c.Planner.ReadTargets(ctx, view.Status.Items); planErr == nil && due.target {
-				ours, targetErr = c.Planner.CheckReadTarget(view, it, targets[i], retry, view.Spec.BypassOptimisticLock)
+				target.read = targets[i]
+				target.written, targetErr = c.Planner.CheckReadTarget(view, it, targets[i].Object, retry, view.Spec.BypassOptimisticLock)
 			}
 		})
 	case due.target:
-		wg.Go(func() { ours, targetErr = c.Planner.CheckTarget(ctx, view, it, retry, view.Spec.BypassOptimisticLock) })
+		wg.Go(func() {
+			target.read, target.written, targetErr = c.Planner.CheckTarget(ctx, view, it, retry, view.Spec.BypassOptimisticLock)
+		})
 	}
 	if due.stored {
 		wg.Go(func() { stored, storedErr = c.Status.GetStored(ctx, view.Name) })
@@ -83,7 +96,7 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 
 	holds, err := c.checked(view, due, snap, targets, stored, planErr, storedErr, targetErr, intentErr)
 	if holds {
-		return true, ours, nil
+		return true, target, nil
 	}
 	if intent {
 		// Nothing is written: the item is not in progress, and storage
@@ -92,7 +105,7 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 		cfg.Status.Items[i] = view.Status.Items[i]
 		if intentErr == nil {
 			if werr := c.writeStatus(ctx, cfg, cfg.Status.DeepCopy()); werr != nil {
-				return false, nil, fmt.Errorf("%w: taking back the intent to write item '%s' (%v): %v", errLookAgain, it.Name, err, werr)
+				return false, checkedTarget{}, fmt.Errorf("%w: taking back the intent to write item '%s' (%v): %v", errLookAgain, it.Name, err, werr)
 			}
 		}
 	}
@@ -100,12 +113,12 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 	switch {
 	case errors.As(err, &stale):
 		c.staleItem(cfg, c.itemIndex(cfg, stale.Item, i), stale)
-		return false, nil, nil
+		return false, checkedTarget{}, nil
 	case errors.Is(err, errStalePlan):
 		status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "StalePlan", status.MessageStale)
-		return false, nil, nil
+		return false, checkedTarget{}, nil
 	}
-	return false, nil, err
+	return false, checkedTarget{}, err
 }
 
 // errStalePlan: the plan's snapshot changed, yet no item names its target
@@ -115,7 +128,7 @@ var errStalePlan = errors.New("stale plan")
 // checked judges what the checks of checkBeforeWrite read, most decisive
 // first: our own storage behind or ahead makes the config be looked at
 // again; then the plan, then the item's target.
-func (c *Controller) checked(view *v1alpha1.VirtPlatformConfig, due preWrite, snap string, targets []*unstructured.Unstructured, stored *v1alpha1.VirtPlatformConfig, planErr, storedErr, targetErr, intentErr error) (bool, error) {
+func (c *Controller) checked(view *v1alpha1.VirtPlatformConfig, due preWrite, snap string, targets []plan.Target, stored *v1alpha1.VirtPlatformConfig, planErr, storedErr, targetErr, intentErr error) (bool, error) {
 	if intentErr != nil {
 		return false, intentErr
 	}
@@ -132,8 +145,10 @@ func (c *Controller) checked(view *v1alpha1.VirtPlatformConfig, due preWrite, sn
 	}
 	if due.plan {
 		if planErr != nil {
-			// The item keeps its state; the whole plan is checked again.
-			return false, fmt.Errorf("%w: reading the targets of %s before its first write: %v", errLookAgain, view.Name, planErr)
+			// Nothing is written. A transient error is retried with its
+			// message and deadline, a permanent one (a 403) fails the item:
+			// neither waits unseen.
+			return false, fmt.Errorf("reading the targets of %s before its first write: %w", view.Name, planErr)
 		}
 		if snap != view.Status.SourceSnapshotHash && !view.Spec.BypassOptimisticLock {
 			return false, c.staleTarget(view, targets)
@@ -148,12 +163,12 @@ func (c *Controller) checked(view *v1alpha1.VirtPlatformConfig, due preWrite, sn
 // staleTarget names the item whose target changed since the review, when
 // the whole plan's snapshot of targets says one did (plans record their
 // targets; older approvals do not: errStalePlan).
-func (c *Controller) staleTarget(view *v1alpha1.VirtPlatformConfig, targets []*unstructured.Unstructured) error {
+func (c *Controller) staleTarget(view *v1alpha1.VirtPlatformConfig, targets []plan.Target) error {
 	for i := range view.Status.Items {
 		if view.Status.Items[i].State == v1alpha1.ItemStateFailed {
 			continue // not read, not part of the snapshot
 		}
-		_, err := c.Planner.CheckReadTarget(view, &view.Status.Items[i], targets[i], false, false)
+		_, err := c.Planner.CheckReadTarget(view, &view.Status.Items[i], targets[i].Object, false, false)
 		var stale *plan.StaleTargetError
 		if errors.As(err, &stale) {
 			return stale

@@ -418,8 +418,10 @@ func (c *Controller) writeItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 			return gate, left, err
 		}
 		failpoint.Hit("after-pool-pause")
-		// The pause and the pools' reads took time: the target once more.
-		due = preWrite{target: true}
+		// The pause and the pools' reads took time, and the spec or the
+		// approval may have changed meanwhile: the target once more, and
+		// the approval as stored (a retry records no intent to prove it).
+		due = preWrite{target: true, stored: true}
 	}
 	if holds, err := c.applyItem(ctx, cfg, i, due); err != nil || !holds {
 		return gateStopped, 0, err
@@ -537,10 +539,11 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	}
 	// The checks right before the write (a write already started before a
 	// crash or failover may have been made: a retry finds it).
-	holds, written, err := c.checkBeforeWrite(ctx, cfg, i, due, intent)
+	holds, target, err := c.checkBeforeWrite(ctx, cfg, i, due, intent)
 	if err != nil || !holds {
 		return holds, err
 	}
+	written := target.written
 	it = &cfg.Status.Items[i]
 	switch {
 	case plan.LeftInPlace(it):
@@ -556,7 +559,13 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	// written: a retry found our own earlier write (made before a crash
 	// or a lost answer); it is not made a second time.
 	if written == nil {
-		if written, err = c.Planner.Apply(ctx, cfg, *it); err != nil {
+		failpoint.Hit("before-write")
+		if written, err = c.Planner.Apply(ctx, cfg, *it, target.read); apierrors.IsConflict(err) {
+			// The target changed (or appeared) after the checks read it:
+			// nothing was written; the item is checked again from a new read.
+			return true, fmt.Errorf("%w: %s %s changed after it was checked, before it was written: %v",
+				errLookAgain, it.TargetRef.Kind, it.TargetRef.Name, err)
+		} else if err != nil {
 			return true, err // progress retries it when transient
 		}
 	}

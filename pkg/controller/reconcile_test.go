@@ -282,21 +282,53 @@ func TestReconcileEdges(t *testing.T) {
 			phase: v1alpha1.PhaseFailed, reason: "StalePlan", message: status.MessageStale, events: []string{"Warning Failed"},
 			// The intent, recorded while the targets were read, is taken back.
 			items: map[string]itemWant{descheduler: {v1alpha1.ItemStatePending, ""}}},
-		{name: "InProgress --reading the targets for the whole-plan check fails--> nothing written, the item still pending, looked at again", spec: dryRun, given: givenApproved,
-			event: func(h *harness) { h.planner.snapshotErr = connectionRefused },
-			phase: v1alpha1.PhaseInProgress, err: true,
-			items: map[string]itemWant{descheduler: {v1alpha1.ItemStatePending, ""}},
+		{name: "InProgress --reading the targets for the whole-plan check fails transiently--> nothing written, the item pending and retrying with the error, checked again after the backoff", spec: dryRun, given: givenApproved,
+			event:   func(h *harness) { h.planner.snapshotErr = connectionRefused },
+			phase:   v1alpha1.PhaseInProgress,
+			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStatePending, "Retrying in 1s (attempt 1): reading the targets of " + configName + " before its first write: Patch"}},
+			requeue: time.Second,
 			check: func(t *testing.T, h *harness) {
 				// The intent recorded while the targets were read is taken
 				// back in storage too: the whole plan is still due, and the
 				// next look checks it again.
-				if it := h.get().Status.Items[0]; it.State != v1alpha1.ItemStatePending {
-					t.Errorf("stored item %s, want Pending", it.State)
+				if it := h.get().Status.Items[0]; it.State != v1alpha1.ItemStatePending || it.Retry == nil {
+					t.Errorf("stored item %s (retry %+v), want Pending and retrying", it.State, it.Retry)
 				}
 				h.planner.snapshotErr, h.planner.snapshot = nil, "snap-changed"
+				h.clock.Step(time.Second)
 				h.mustReconcile(v1alpha1.PhaseFailed)
 				if len(h.planner.applied) != 0 {
 					t.Errorf("applied %v after a stale snapshot, want nothing", h.planner.applied)
+				}
+			}},
+		// Before: a permanent error became "look again" and the item waited
+		// forever with its old message, the error logged at V(2) only.
+		{name: "InProgress --reading the targets for the whole-plan check is forbidden (permanent)--> Failed naming the error, nothing written", spec: dryRun, given: givenApproved,
+			event: func(h *harness) {
+				h.planner.snapshotErr = apierrors.NewForbidden(schema.GroupResource{Group: "operator.openshift.io", Resource: "kubedeschedulers"}, "cluster", errors.New("RBAC: access denied"))
+			},
+			phase: v1alpha1.PhaseFailed, reason: "ItemFailed", message: "reading the targets of " + configName + " before its first write: kubedeschedulers.operator.openshift.io \"cluster\" is forbidden",
+			items:  map[string]itemWant{descheduler: {v1alpha1.ItemStateFailed, "Failed to apply: reading the targets"}},
+			events: []string{"Warning Failed"}},
+		// The write carries the read its checks judged: a target changed
+		// between the checks and the write is not written over.
+		{name: "InProgress --the target changes between its checks and its write (409)--> nothing written, looked at again; stale on the next look", spec: dryRun, given: givenApproved,
+			event: func(h *harness) {
+				h.planner.applyErr[descheduler] = apierrors.NewConflict(schema.GroupResource{Group: "operator.openshift.io", Resource: "kubedeschedulers"}, "cluster", errors.New("the object has been modified"))
+			},
+			phase: v1alpha1.PhaseInProgress, err: true,
+			check: func(t *testing.T, h *harness) {
+				if len(h.planner.applied) != 0 {
+					t.Errorf("applied %v, want nothing", h.planner.applied)
+				}
+				delete(h.planner.applyErr, descheduler)
+				h.planner.stale = map[string]string{descheduler: "changed after the plan was reviewed (spec.mode)"}
+				h.mustReconcile(v1alpha1.PhaseFailed)
+				if len(h.planner.applied) != 0 {
+					t.Errorf("applied %v after a stale target, want nothing", h.planner.applied)
+				}
+				if st := h.get().Status; !strings.Contains(status.PhaseMessage(&st), "changed after the plan was reviewed (spec.mode)") {
+					t.Errorf("message %q, want the stale target named", status.PhaseMessage(&st))
 				}
 			}},
 		{name: "InProgress --stale snapshot with bypassOptimisticLock--> Completed", spec: v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun, BypassOptimisticLock: true},
@@ -516,6 +548,38 @@ func TestReconcileEdges(t *testing.T) {
 			phase: v1alpha1.PhaseFailed, reason: "ItemFailed", message: "the deadline is 30s, spec.waitTimeout",
 			events: []string{"Warning Failed"}},
 
+		// Before: a retry checked the approval before the pools' gate only;
+		// a spec change made while the gate read the pools was written over.
+		{name: "InProgress (MachineConfig retrying) --action Ignore set while the gate reads the pools--> nothing written, looked at again, Ignored", spec: dryRun,
+			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
+				h.cluster.put(workerPool{}.obj())
+				h.create(s, "alice")
+				h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("admin")
+				h.planner.applyErr[psi] = connectionRefused
+				h.mustReconcile(v1alpha1.PhaseInProgress) // attempt 1: retrying in 1s
+				delete(h.planner.applyErr, psi)
+			},
+			event: func(h *harness) {
+				h.clock.Step(time.Second)
+				h.cluster.onRead = func(kind string) {
+					if kind == "MachineConfigPool" {
+						h.cluster.onRead = nil
+						h.edit(true, "bob", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.Action = v1alpha1.PlanActionIgnore })
+					}
+				}
+			},
+			phase: v1alpha1.PhaseInProgress, err: true,
+			check: func(t *testing.T, h *harness) {
+				if len(h.planner.applied) != 0 {
+					t.Fatalf("applied %v after the action became Ignore, want nothing", h.planner.applied)
+				}
+				h.mustReconcile(v1alpha1.PhaseIgnored)
+				if len(h.planner.applied) != 0 {
+					t.Errorf("applied %v, want nothing", h.planner.applied)
+				}
+			}},
 		{name: "InProgress --a later item fails permanently after a MachineConfig was written--> Failed, PartiallyApplied naming what was written", spec: dryRun,
 			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
 				h.cluster.put(workerPool{}.obj())

@@ -53,7 +53,7 @@ func TestApplyErrorKeepsTheAPIStatus(t *testing.T) {
 				TargetRef:    v1alpha1.ObjectReference{APIVersion: profiles.HyperConvergedGVK.GroupVersion().String(), Kind: "HyperConverged", Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"},
 				DesiredState: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"kubevirt-hyperconverged","namespace":"openshift-cnv"},"spec":{}}`)},
 			}
-			_, err := e.Apply(context.Background(), &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "virt-higher-density"}}, it)
+			_, err := e.Apply(context.Background(), &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "virt-higher-density"}}, it, Target{ReadAt: "7", Read: true})
 			if err == nil {
 				t.Fatal("Apply succeeded, want the server's error")
 			}

@@ -41,6 +41,9 @@ import (
 type Cluster interface {
 	Resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error)
 	Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error)
+	// GetAbsentAt reads an object expected not to exist, and the
+	// resourceVersion of that read (a create's precondition).
+	GetAbsentAt(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, string, error)
 	List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error)
 	Served(gvk schema.GroupVersionKind) (bool, error)
 	ServedNow(gvk schema.GroupVersionKind) bool
@@ -503,7 +506,11 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 			p.item.DesiredState = &runtime.RawExtension{Raw: raw}
 		}
 	}
-	p.snapshot = snapshotValue(live, it.ManagedFields)
+	var bound boundMeta
+	if !it.Absent {
+		bound = boundMetaOf(desired) // a Delete sets nothing
+	}
+	p.snapshot = snapshotValue(live, it.ManagedFields, bound)
 	if p.target.SnapshotHash, err = hashJSON(p.snapshot); err != nil {
 		return fail(err)
 	}

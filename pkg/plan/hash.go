@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,21 +24,80 @@ func snapshotKey(gvk schema.GroupVersionKind, namespace, name string) string {
 }
 
 // snapshotValue is what the plan depends on in a live object: the values of
-// the managed fields (the whole spec when none are named), or NOT_FOUND.
-func snapshotValue(live *unstructured.Unstructured, managedFields []string) map[string]interface{} {
+// the managed fields (the whole spec when none are named) and of the labels
+// and annotations the write sets (bound), or NOT_FOUND. A label is bound as
+// much as a field: a MachineConfig's role label decides the pools it rolls.
+func snapshotValue(live *unstructured.Unstructured, managedFields []string, bound boundMeta) map[string]interface{} {
 	if live == nil {
 		return map[string]interface{}{"__state": "NOT_FOUND"}
 	}
+	out := make(map[string]interface{}, len(managedFields)+len(bound.labels)+len(bound.annotations))
 	if len(managedFields) == 0 {
 		spec, _, _ := unstructured.NestedFieldNoCopy(live.Object, "spec")
-		return map[string]interface{}{"spec": spec}
+		out["spec"] = spec
 	}
-	out := make(map[string]interface{}, len(managedFields))
 	for _, path := range managedFields {
 		v, _, _ := unstructured.NestedFieldNoCopy(live.Object, strings.Split(path, ".")...)
 		out[path] = v
 	}
+	for _, k := range bound.labels {
+		out[metaKey("labels", k)] = metaValue(live.GetLabels(), k)
+	}
+	for _, k := range bound.annotations {
+		out[metaKey("annotations", k)] = metaValue(live.GetAnnotations(), k)
+	}
 	return out
+}
+
+// boundMeta names the labels and annotations a write sets.
+type boundMeta struct {
+	labels, annotations []string
+}
+
+// boundMetaOf is what the desired state of a write sets in metadata.
+func boundMetaOf(desired *unstructured.Unstructured) boundMeta {
+	if desired == nil {
+		return boundMeta{}
+	}
+	return boundMeta{labels: sortedKeys(desired.GetLabels()), annotations: sortedKeys(desired.GetAnnotations())}
+}
+
+// boundMetaOfItem is what an item's approved desired state sets in
+// metadata (nothing for a Delete or an item left in place).
+func boundMetaOfItem(it *v1alpha1.VirtPlatformConfigItem) boundMeta {
+	if it.DesiredState == nil || len(it.DesiredState.Raw) == 0 {
+		return boundMeta{}
+	}
+	desired := &unstructured.Unstructured{}
+	if err := desired.UnmarshalJSON(it.DesiredState.Raw); err != nil {
+		return boundMeta{}
+	}
+	return boundMetaOf(desired)
+}
+
+// metaKey names a label or annotation in a snapshot and in messages:
+// metadata.labels[machineconfiguration.openshift.io/role].
+func metaKey(kind, key string) string { return "metadata." + kind + "[" + key + "]" }
+
+// metaValue is a label's or annotation's value, nil when it is not set
+// (an empty value is a value).
+func metaValue(m map[string]string, key string) interface{} {
+	if v, ok := m[key]; ok {
+		return v
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // fieldHashes shortens each value of a snapshot to 16 hex digits of its

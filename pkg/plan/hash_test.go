@@ -22,23 +22,31 @@ func TestSnapshotKey(t *testing.T) {
 
 func TestSnapshotValue(t *testing.T) {
 	live := &unstructured.Unstructured{Object: map[string]interface{}{
-		"metadata": map[string]interface{}{"resourceVersion": "7"},
-		"spec":     map[string]interface{}{"mode": "Automatic", "profiles": []interface{}{"A"}, "logLevel": "Normal"},
+		"metadata": map[string]interface{}{"resourceVersion": "7",
+			"labels":      map[string]interface{}{"machineconfiguration.openshift.io/role": "worker", "other": "x"},
+			"annotations": map[string]interface{}{"empty": ""}},
+		"spec": map[string]interface{}{"mode": "Automatic", "profiles": []interface{}{"A"}, "logLevel": "Normal"},
 	}}
 	tests := []struct {
 		name    string
 		live    *unstructured.Unstructured
 		managed []string
+		bound   boundMeta
 		want    string
 	}{
-		{"missing", nil, []string{"spec.mode"}, `{"__state":"NOT_FOUND"}`},
-		{"managed fields only", live, []string{"spec.mode", "spec.profiles"}, `{"spec.mode":"Automatic","spec.profiles":["A"]}`},
-		{"whole spec when none named", live, nil, `{"spec":{"logLevel":"Normal","mode":"Automatic","profiles":["A"]}}`},
-		{"absent managed field", live, []string{"spec.evictionLimits"}, `{"spec.evictionLimits":null}`},
+		{"missing", nil, []string{"spec.mode"}, boundMeta{labels: []string{"a"}}, `{"__state":"NOT_FOUND"}`},
+		{"managed fields only", live, []string{"spec.mode", "spec.profiles"}, boundMeta{}, `{"spec.mode":"Automatic","spec.profiles":["A"]}`},
+		{"whole spec when none named", live, nil, boundMeta{}, `{"spec":{"logLevel":"Normal","mode":"Automatic","profiles":["A"]}}`},
+		{"absent managed field", live, []string{"spec.evictionLimits"}, boundMeta{}, `{"spec.evictionLimits":null}`},
+		{"labels and annotations the write sets", live, []string{"spec.mode"},
+			boundMeta{labels: []string{"machineconfiguration.openshift.io/role", "gone"}, annotations: []string{"empty"}},
+			`{"spec.mode":"Automatic","metadata.labels[machineconfiguration.openshift.io/role]":"worker","metadata.labels[gone]":null,"metadata.annotations[empty]":""}`},
+		{"whole spec and a label", live, nil, boundMeta{labels: []string{"other"}},
+			`{"spec":{"logLevel":"Normal","mode":"Automatic","profiles":["A"]},"metadata.labels[other]":"x"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h1, err := hashJSON(snapshotValue(tt.live, tt.managed))
+			h1, err := hashJSON(snapshotValue(tt.live, tt.managed, tt.bound))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -27,17 +27,18 @@ func (e *StaleTargetError) Error() string {
 }
 
 // CheckTarget reads an approved item's target from the main cluster (not
-// a cache) just before it is written and checks it (CheckReadTarget).
-func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (*unstructured.Unstructured, error) {
+// a cache) just before it is written and checks it (CheckReadTarget). It
+// returns the read, which the write carries as its precondition.
+func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (Target, *unstructured.Unstructured, error) {
 	if it.ReviewedTarget == nil || LeftInPlace(it) {
-		return nil, nil
+		return Target{}, nil, nil
 	}
-	gvk := TargetGVK(it.TargetRef)
-	live, err := e.Cluster.Get(ctx, gvk, it.TargetRef.Namespace, it.TargetRef.Name)
+	t, err := e.readTarget(ctx, it)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s %s before writing it: %w", gvk.Kind, cluster.ObjectName(it.TargetRef.Namespace, it.TargetRef.Name), err)
+		return Target{}, nil, fmt.Errorf("reading %s %s before writing it: %w", it.TargetRef.Kind, cluster.ObjectName(it.TargetRef.Namespace, it.TargetRef.Name), err)
 	}
-	return e.CheckReadTarget(cfg, it, live, retry, bypass)
+	ours, err := e.CheckReadTarget(cfg, it, t.Object, retry, bypass)
+	return t, ours, err
 }
 
 // CheckReadTarget checks an approved item's target as read from the main
@@ -82,7 +83,7 @@ func checkTarget(it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstruc
 	case bypass:
 		return nil
 	}
-	now := snapshotValue(live, it.ManagedFields)
+	now := snapshotValue(live, it.ManagedFields, boundMetaOfItem(it))
 	snap, err := hashJSON(now)
 	if err != nil {
 		return err
@@ -125,9 +126,10 @@ func writtenAsItem(live *unstructured.Unstructured, it *v1alpha1.VirtPlatformCon
 	if it.DesiredState == nil || desired.UnmarshalJSON(it.DesiredState.Raw) != nil {
 		return false
 	}
-	if a, errA := hashJSON(snapshotValue(live, it.ManagedFields)); errA != nil {
+	bound := boundMetaOf(desired)
+	if a, errA := hashJSON(snapshotValue(live, it.ManagedFields, bound)); errA != nil {
 		return false
-	} else if b, errB := hashJSON(snapshotValue(desired, it.ManagedFields)); errB != nil || a != b {
+	} else if b, errB := hashJSON(snapshotValue(desired, it.ManagedFields, bound)); errB != nil || a != b {
 		return false
 	}
 	if it.ReviewedTarget.UID != "" {

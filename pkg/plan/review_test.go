@@ -36,7 +36,7 @@ func TestCheckTarget(t *testing.T) {
 	desired := mc("", "psi=1", ours)
 	desiredRaw, _ := desired.MarshalJSON()
 	reviewed := func(live *unstructured.Unstructured) *v1alpha1.ReviewedTarget {
-		snap := snapshotValue(live, []string{"spec.kernelArguments"})
+		snap := snapshotValue(live, []string{"spec.kernelArguments"}, boundMetaOf(desired))
 		h, _ := hashJSON(snap)
 		rt := &v1alpha1.ReviewedTarget{SnapshotHash: h, FieldHashes: fieldHashes(snap)}
 		if live != nil {
@@ -71,7 +71,16 @@ func TestCheckTarget(t *testing.T) {
 		{"update, managed field changed", mc("admin-uid", "psi=2", nil, "kubectl-edit"), item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, false,
 			"changed after the plan was reviewed (spec.kernelArguments)"},
 		{"update, managed field changed, bypassOptimisticLock", mc("admin-uid", "psi=2", nil, "kubectl-edit"), item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, true, ""},
-		{"update retried: our own write changed it", mc("admin-uid", "psi=1", nil, cluster.FieldManager), item(v1alpha1.OperationUpdate, reviewed(adminMC)), true, false, ""},
+		{"update retried: our own write changed it", mc("admin-uid", "psi=1", ours, cluster.FieldManager), item(v1alpha1.OperationUpdate, reviewed(adminMC)), true, false, ""},
+		// The write sets the role label too: a relabel after the review
+		// moves the MachineConfig to pools nobody assessed.
+		{"update, role label set after the review", mc("admin-uid", "psi=0", map[string]string{machineconfig.RoleLabel: "infra"}, "kubectl-label"), item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, false,
+			"changed after the plan was reviewed (metadata.labels[machineconfiguration.openshift.io/role])"},
+		{"update of ours, role label changed after the review", mc("our-uid", "psi=0", map[string]string{profiles.ManagedByLabel: config, machineconfig.RoleLabel: "infra"}, cluster.FieldManager, "kubectl-label"),
+			item(v1alpha1.OperationUpdate, reviewed(mc("our-uid", "psi=0", ours, cluster.FieldManager))), false, false,
+			"changed after the plan was reviewed (metadata.labels[machineconfiguration.openshift.io/role])"},
+		{"update retried, our write's labels relabelled by someone else", mc("admin-uid", "psi=1", map[string]string{profiles.ManagedByLabel: config, machineconfig.RoleLabel: "infra"}, cluster.FieldManager, "kubectl-label"),
+			item(v1alpha1.OperationUpdate, reviewed(adminMC)), true, false, "changed after the plan was reviewed"},
 		{"update, deleted meanwhile", nil, item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, false, "was deleted after the plan was reviewed"},
 		{"update, deleted and created again", mc("new-uid", "psi=0", nil, "kubectl-create"), item(v1alpha1.OperationUpdate, reviewed(adminMC)), false, true,
 			"was deleted and created again after the plan was reviewed"},
@@ -89,17 +98,20 @@ func TestCheckTarget(t *testing.T) {
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "MachineConfigList"}, objs...)
 			e := &Engine{Cluster: &cluster.Cluster{Dynamic: dyn, Mapper: clustertest.ClusterScoped(machineconfig.MachineConfigGVK)}}
 			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: config}}
-			_, err := e.CheckTarget(context.Background(), cfg, tc.item, tc.retry, tc.bypass)
+			read, _, err := e.CheckTarget(context.Background(), cfg, tc.item, tc.retry, tc.bypass)
 			// A first write checks its target as the whole plan's read
 			// found it: the same verdict from one read.
 			_, targets, rerr := e.ReadTargets(context.Background(), []v1alpha1.VirtPlatformConfigItem{*tc.item})
 			if rerr != nil {
 				t.Fatalf("reading the plan's targets: %v", rerr)
 			}
-			if (targets[0] == nil) != (tc.live == nil) {
-				t.Fatalf("ReadTargets read %v, want the live target %v", targets[0], tc.live)
+			if (targets[0].Object == nil) != (tc.live == nil) {
+				t.Fatalf("ReadTargets read %v, want the live target %v", targets[0].Object, tc.live)
 			}
-			if _, err2 := e.CheckReadTarget(cfg, tc.item, targets[0], tc.retry, tc.bypass); fmt.Sprint(err2) != fmt.Sprint(err) {
+			if legacy := tc.item.ReviewedTarget == nil; targets[0].ReadAt != read.ReadAt || read.Read == legacy {
+				t.Fatalf("the plan's read is at resourceVersion %q, the item's own at %q (read: %v)", targets[0].ReadAt, read.ReadAt, read.Read)
+			}
+			if _, err2 := e.CheckReadTarget(cfg, tc.item, targets[0].Object, tc.retry, tc.bypass); fmt.Sprint(err2) != fmt.Sprint(err) {
 				t.Fatalf("checked from the plan's read: %v, from its own read: %v", err2, err)
 			}
 			var stale *StaleTargetError
