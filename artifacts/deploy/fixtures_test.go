@@ -174,6 +174,9 @@ func created(desired *unstructured.Unstructured, config string) *unstructured.Un
 	meta := o.Object["metadata"].(map[string]interface{})
 	meta["uid"], meta["creationTimestamp"], meta["generation"] = "new-uid", "2026-01-01T00:00:00Z", int64(1)
 	meta["managedFields"] = managedFields()
+	// A create carries the resourceVersion at which its target was read
+	// as absent: its precondition (create-only), seen by admission.
+	meta["resourceVersion"] = "4711"
 	return o
 }
 

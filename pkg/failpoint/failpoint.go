@@ -90,7 +90,7 @@ func mustParse(s string) map[string]*point {
 		os.Exit(2)
 	}
 	if points != nil {
-		klog.Warningf("failpoints armed (%s=%s): this process kills itself when it reaches them", EnvVar, s)
+		klog.Warningf("failpoints armed (%s=%s): this process kills itself (or sleeps, for a point with a duration) when it reaches them", EnvVar, s)
 	}
 	return points
 }
