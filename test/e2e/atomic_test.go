@@ -30,7 +30,7 @@ func advisorHeldAt(points string) {
 // the nth time.
 func waitHeld(point string, hit int) {
 	GinkgoHelper()
-	Eventually(func() string { return testEnv.Advisor().LogTail(400) }).WithTimeout(30*time.Second).WithPolling(100*time.Millisecond).
+	Eventually(func() string { return testEnv.Advisor().LogTail(400) }).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).
 		Should(MatchRegexp(`failpoint %s: sleeping [0-9.]+m?s \(hit %d\)`, point, hit))
 }
 
