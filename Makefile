@@ -65,7 +65,9 @@ build-race:
 	go build -race -o $(BIN)/virt-advisor-apiserver-race ./cmd/virt-advisor-apiserver
 
 e2e: tools build build-race chromium
-	CHROMIUM=$(CHROMIUM) go test $(GO_TEST_FLAGS) -timeout 40m ./test/e2e/... -args -ginkgo.v -ginkgo.label-filter='!soak'
+	@mkdir -p _output
+	CHROMIUM=$(CHROMIUM) E2E_TIMES=$(CURDIR)/_output/e2e-times.txt go test $(GO_TEST_FLAGS) -timeout 40m ./test/e2e/... -args -ginkgo.v -ginkgo.label-filter='!soak'
+	@cat _output/e2e-times.txt
 
 # The soak (not part of make test): SOAK_DURATION (default 20m) of review,
 # approve, rollout, drift and revert across both MachineConfig profiles

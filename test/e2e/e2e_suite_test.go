@@ -5,14 +5,17 @@ package e2e
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,6 +99,50 @@ var _ = ReportAfterEach(func(r SpecReport) {
 	}
 	if r.Failed() && testEnv != nil && testEnv.Advisor() != nil {
 		GinkgoWriter.Printf("virt-advisor-apiserver log tail:\n%s\n", testEnv.Advisor().LogTail(40))
+	}
+})
+
+// Where the suite's time goes: the slowest specs and the time of each file,
+// written at the end of every run to $E2E_TIMES (make e2e prints it; go
+// test shows a passing package's output only with -v), else stdout.
+var _ = ReportAfterSuite("where the time went", func(r Report) {
+	out := os.Stdout
+	if path := os.Getenv("E2E_TIMES"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "E2E_TIMES: %v\n", err)
+			return
+		}
+		defer f.Close()
+		out = f
+	}
+	var specs []SpecReport
+	files := map[string]time.Duration{}
+	for _, s := range r.SpecReports {
+		if s.LeafNodeType != types.NodeTypeIt || s.State == types.SpecStateSkipped {
+			continue
+		}
+		specs = append(specs, s)
+		files[filepath.Base(s.LeafNodeLocation.FileName)] += s.RunTime
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].RunTime > specs[j].RunTime })
+	var sum time.Duration
+	for _, s := range specs {
+		sum += s.RunTime
+	}
+	fmt.Fprintf(out, "e2e: %d specs ran in %v (suite %v, setup and teardown included)\n", len(specs), sum.Round(time.Second), r.RunTime.Round(time.Second))
+	fmt.Fprintln(out, "slowest specs:")
+	for _, s := range specs[:min(15, len(specs))] {
+		fmt.Fprintf(out, "  %6.1fs  %s:%d  %s\n", s.RunTime.Seconds(), filepath.Base(s.LeafNodeLocation.FileName), s.LeafNodeLocation.LineNumber, s.FullText())
+	}
+	names := make([]string, 0, len(files))
+	for f := range files {
+		names = append(names, f)
+	}
+	sort.Slice(names, func(i, j int) bool { return files[names[i]] > files[names[j]] })
+	fmt.Fprintln(out, "by file:")
+	for _, f := range names {
+		fmt.Fprintf(out, "  %6.1fs  %s\n", files[f].Seconds(), f)
 	}
 })
 
