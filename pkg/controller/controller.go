@@ -160,7 +160,8 @@ type Controller struct {
 	pools *rolloutPools
 	// ownWrites is, per config, the resourceVersion of the controller's
 	// last status write that needs no further reconcile: its watch event
-	// is dropped instead of planning again for nothing.
+	// is dropped instead of planning again for nothing, unless a
+	// reconcile read the cache before it held the write (see cached).
 	ownWrites sync.Map
 	// retryAt is when each item retrying a write may be tried again, so
 	// that no event (the status write that says it retries, a pool's)
@@ -350,6 +351,24 @@ func (c *Controller) ownWrite(obj interface{}) bool {
 	}
 	rv, ok := c.ownWrites.Load(cfg.Name)
 	return ok && rv == cfg.ResourceVersion
+}
+
+// cached reads a config from the informer's cache for a reconcile. A
+// reconcile that reads the cache before it holds the controller's last
+// status write (its event still on the way, behind a target's) decides
+// from the older object; when it then writes nothing, only that write's
+// event brings the config up to date, so the event is no longer dropped
+// as our own. The mark is dropped before the read: an event the handler
+// dropped before that was in the cache already (an informer updates its
+// cache before it tells its handlers), so the read sees the write.
+func (c *Controller) cached(name string) (*v1alpha1.VirtPlatformConfig, error) {
+	own, marked := c.ownWrites.LoadAndDelete(name)
+	cfg, err := c.lister.Get(name)
+	if marked && err == nil && cfg.ResourceVersion == own {
+		// The cache holds the write: its event still needs no reconcile.
+		c.ownWrites.LoadOrStore(name, own)
+	}
+	return cfg, err
 }
 
 func (c *Controller) enqueue(obj interface{}) {

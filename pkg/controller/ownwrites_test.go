@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 // The controller does not plan again after its own status writes, except
@@ -53,5 +55,93 @@ func TestOwnStatusWritesNeedNoReconcile(t *testing.T) {
 	}
 	if !intentOwn {
 		t.Fatal("the event of the intent write would reconcile again")
+	}
+}
+
+// A reconcile may read the informer's cache before the cache holds the
+// controller's last status write (its watch event is still on its way:
+// the target's event came first). That reconcile decides from the older
+// object; when it finds nothing to write, only the write's own event can
+// bring the config to what the cluster says now, so that event is not
+// dropped as the controller's own. Otherwise a drift reverted that fast
+// left the config Drifted until some other event (seen once in the
+// bench's drift step, which reverts as soon as it sees Drifted), and a
+// drift right after DriftResolved left it Completed.
+func TestOwnWriteEventAfterAReconcileOnAStaleCache(t *testing.T) {
+	drift := newPlan(func() *plan.Result {
+		return differing(planOf("snap-3", deschedulerItem(v1alpha1.OperationUpdate, "Automatic", 5)), descheduler, "spec.mode")
+	})
+	revert := newPlan(deschedulerInSync)
+	tests := []struct {
+		name  string
+		given func(*harness, v1alpha1.VirtPlatformConfigSpec)
+		// write: the event whose reconcile writes the status, in phase written.
+		write   func(*harness)
+		written v1alpha1.ConfigPhase
+		// next: the event of the next reconcile, which reads the cache
+		// while it is behind storage (behind) or after it caught up.
+		next   func(*harness)
+		behind bool
+		// reconciled: the event of the write, once it arrives, is
+		// reconciled (not dropped as the controller's own); phase is the
+		// phase after it.
+		reconciled bool
+		phase      v1alpha1.ConfigPhase
+	}{
+		{name: "Completed --drift--> Drifted --reverted, read before the cache holds Drifted--> Completed",
+			given: givenCompleted, write: drift, written: v1alpha1.PhaseDrifted, next: revert, behind: true,
+			reconciled: true, phase: v1alpha1.PhaseCompleted},
+		{name: "Drifted --reverted--> Completed --drift again, read before the cache holds Completed--> Drifted",
+			given: givenDrifted, write: revert, written: v1alpha1.PhaseCompleted, next: drift, behind: true,
+			reconciled: true, phase: v1alpha1.PhaseDrifted},
+		{name: "Completed --drift--> Drifted --drift goes on, read once the cache holds Drifted--> Drifted (the write's event still needs no reconcile)",
+			given: givenCompleted, write: drift, written: v1alpha1.PhaseDrifted, next: drift, behind: false,
+			reconciled: false, phase: v1alpha1.PhaseDrifted},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, thisVersion, false)
+			tc.given(h, apply)
+			before := h.get()
+			tc.write(h)
+			h.mustReconcile(tc.written)
+			stored := h.get()
+			if tc.behind {
+				// Storage holds the write; the cache does not yet.
+				if err := h.indexer.Update(before); err != nil {
+					t.Fatal(err)
+				}
+				h.status.ahead = stored
+			}
+			h.forget()
+			tc.next(h)
+			h.reconcile() // on the target's watch event
+			if h.err != nil {
+				t.Fatalf("reconcile: %v", h.err)
+			}
+			if h.status.writes != 0 {
+				t.Fatalf("setting up: the reconcile wrote %d times, want none (it decides from the cache)", h.status.writes)
+			}
+
+			// The write's event arrives: the cache holds it, and the
+			// informer's handler decides whether to reconcile.
+			h.status.ahead = nil
+			if err := h.indexer.Update(stored); err != nil {
+				t.Fatal(err)
+			}
+			reconciled := !h.c.ownWrite(stored)
+			if reconciled {
+				h.reconcile()
+				if h.err != nil {
+					t.Fatalf("reconcile of the write's event: %v", h.err)
+				}
+			}
+			if reconciled != tc.reconciled {
+				t.Errorf("the event of the %s write reconciled: %v, want %v", tc.written, reconciled, tc.reconciled)
+			}
+			if got := h.get().Status.Phase; got != tc.phase {
+				t.Errorf("phase = %s, want %s (%s)", got, tc.phase, status.PhaseMessage(&h.get().Status))
+			}
+		})
 	}
 }

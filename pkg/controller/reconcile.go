@@ -47,7 +47,7 @@ const (
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
 	// The first watch event since the last reconcile, for the drift latency.
 	eventAt, _ := c.events.take(name)
-	cached, err := c.lister.Get(name)
+	cached, err := c.cached(name)
 	if apierrors.IsNotFound(err) {
 		c.Watches.Forget(name)
 		c.ownWrites.Delete(name)

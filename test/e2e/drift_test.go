@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -96,6 +97,32 @@ var _ = Describe("drift", Ordered, func() {
 		waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 2*time.Second)
 		Eventually(func() []string { return eventReasons("load-aware-rebalancing") }).WithTimeout(5 * time.Second).
 			Should(ContainElements("Drifted", "DriftResolved"))
+	})
+
+	It("brings a config deleted and created again with action Apply to Completed each time, and back to Completed from a drift reverted as soon as it is seen", func() {
+		// As the bench's steps do: each config replaces one that wrote
+		// another interval, and each drift is reverted at once (issue 24:
+		// once a config stayed Drifted).
+		const cycles = 10
+		for i := 1; i <= cycles; i++ {
+			By(fmt.Sprintf("cycle %d of %d", i, cycles))
+			interval := 60 // the profile's default
+			spec := noPSI
+			if i%2 == 1 {
+				interval = 120 + i
+				spec = fmt.Sprintf(`{"profile":"load-aware-rebalancing","action":"Apply","options":{"loadAware":{"enablePSIMetrics":false,"deschedulingIntervalSeconds":%d}}}`, interval)
+			}
+			configWith("load-aware-rebalancing", spec)
+			waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 30*time.Second)
+			Expect(nested(getObject(kdGVR, kdNS, "cluster").Object, "spec", "deschedulingIntervalSeconds")).To(BeEquivalentTo(interval))
+			Consistently(func() v1alpha1.ConfigPhase { return getConfig("load-aware-rebalancing").Status.Phase }).
+				WithTimeout(time.Second).Should(Equal(v1alpha1.PhaseCompleted), "nothing of the deleted config changes the target after its replacement wrote")
+
+			patchObject(kdGVR, kdNS, "cluster", `{"spec":{"mode":"Predictive"}}`)
+			waitPhase("load-aware-rebalancing", v1alpha1.PhaseDrifted, 5*time.Second)
+			patchObject(kdGVR, kdNS, "cluster", `{"spec":{"mode":"Automatic"}}`)
+			waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 5*time.Second)
+		}
 	})
 
 	It("corrects drift by itself with action Apply and bypassOptimisticLock", func() {
