@@ -25,6 +25,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 )
@@ -69,8 +70,8 @@ type Options struct {
 	Refresh time.Duration
 	// Version is shown in the footer.
 	Version string
-	// Now is the clock (tests); nil: time.Now.
-	Now func() time.Time
+	// Clock tells the time (tests use a fake one); nil: the real clock.
+	Clock clock.PassiveClock
 }
 
 // Server serves the dashboard; it is an http.Handler.
@@ -81,7 +82,7 @@ type Server struct {
 	user, cluster       string
 	refresh             time.Duration
 	version             string
-	now                 func() time.Time
+	clock               clock.PassiveClock
 	pages               map[string]*template.Template
 	handler             http.Handler
 }
@@ -98,13 +99,13 @@ func New(o Options) (*Server, error) {
 		// Cookies ignore the port: one name per port keeps two dashboards
 		// on one machine from overwriting each other's token.
 		cookie: "advisor-dashboard-" + strconv.Itoa(o.Port),
-		user:   o.User, cluster: o.Cluster, refresh: o.Refresh, version: o.Version, now: o.Now,
+		user:   o.User, cluster: o.Cluster, refresh: o.Refresh, version: o.Version, clock: o.Clock,
 	}
 	if s.refresh <= 0 {
 		s.refresh = 2 * time.Second
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
 	}
 	s.pages = map[string]*template.Template{}
 	base, err := template.New("").Funcs(s.funcs()).ParseFS(templateFS, "templates/layout.html", "templates/parts.html")
