@@ -40,6 +40,9 @@ type options struct {
 	// newClients builds the clients from the kubeconfig flags; tests
 	// replace it with fakes.
 	newClients func() (*clients, error)
+	// openBrowser opens an address in the desktop's browser; tests
+	// replace it.
+	openBrowser func(url string) error
 }
 
 // color says whether to colour output: only on a terminal, unless --no-color.
