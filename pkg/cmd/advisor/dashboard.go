@@ -103,7 +103,9 @@ func (o *dashboardOptions) run(ctx context.Context) error {
 		Session: session, CSRF: csrf, LaunchCode: code, Bind: ip, Port: port,
 		User: user, Cluster: c.host, Refresh: o.refresh, Version: version.Version,
 		Launched: func(userAgent string) {
-			fmt.Fprintf(o.streams.Out, "%s: a browser used the launch code (%s); the address no longer opens the dashboard.\n",
+			// Quoted: whoever sent the request chose the User-Agent, which
+			// must not put escape sequences on the terminal.
+			fmt.Fprintf(o.streams.Out, "%s: a browser used the launch code (User-Agent %q); the address no longer opens the dashboard.\n",
 				time.Now().Format("15:04:05"), userAgent)
 		},
 	})

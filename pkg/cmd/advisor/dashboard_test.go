@@ -92,7 +92,7 @@ func TestDashboardServes(t *testing.T) {
 	if code := <-done; code != exitOK {
 		t.Errorf("exit %d: %s", code, errOut.String())
 	}
-	if !regexp.MustCompile(`Press Ctrl-C to stop.\n\d\d:\d\d:\d\d: a browser used the launch code \(Go-http-client/1.1\); the address no longer opens the dashboard.\nStopped.\n$`).MatchString(out.String()) {
+	if !regexp.MustCompile(`Press Ctrl-C to stop.\n\d\d:\d\d:\d\d: a browser used the launch code \(User-Agent "Go-http-client/1.1"\); the address no longer opens the dashboard.\nStopped.\n$`).MatchString(out.String()) {
 		t.Errorf("stdout:\n%s", out.String())
 	}
 	if !strings.Contains(errOut.String(), "Warning: cannot tell who your kubeconfig authenticates as") {
