@@ -1,6 +1,7 @@
 # virt-advisor. `make run` brings up a local control plane with the server
-# registered through an APIService; `make test` runs every test; `make soak`
-# runs the soak (SOAK_DURATION, default 20m; not part of make test).
+# registered through an APIService (`make reset` forgets its state, keeps
+# the built tools); `make test` runs every test; `make soak` runs the soak
+# (SOAK_DURATION, default 20m; not part of make test).
 
 SHELL := /usr/bin/env bash
 BIN := $(CURDIR)/_output/bin
@@ -16,8 +17,10 @@ KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd
 GO_TEST_FLAGS ?=
 CHROMIUM ?= /usr/bin/chromium
+# The state of `make run`: PKI, etcd data, kubeconfigs, logs.
+LOCAL_DIR ?= _output/local
 
-.PHONY: all build build-race tools run test unit e2e soak chromium screenshots test-alerts bench bench-figures verify update-codegen clean
+.PHONY: all build build-race tools run reset test unit e2e soak chromium screenshots test-alerts bench bench-figures verify update-codegen clean
 
 all: build
 
@@ -50,9 +53,20 @@ $(BIN)/promtool: hack/tools/promtool/go.mod hack/tools/promtool/go.sum
 		go build -v -tags remove_all_sd -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool 2>&1 | ../../build-progress.sh promtool $$total
 	@touch $@
 
+# exec: the recipe's process is local-up itself, which stops the control
+# plane on SIGINT or SIGTERM. make forwards SIGTERM to it; SIGINT, as a
+# terminal's Ctrl-C, must reach the process group (make forwards no SIGINT).
 run: tools build
 	@go build -o $(BIN)/local-up ./test/cmd/local-up
-	@$(BIN)/local-up --dir _output/local --bin-dir $(BIN) $(RUN_FLAGS)
+	@exec $(BIN)/local-up --dir $(LOCAL_DIR) --bin-dir $(BIN) $(RUN_FLAGS)
+
+# A fresh control plane for the next `make run`: removes its state
+# (LOCAL_DIR), keeps the tools in _output/bin. Refused while it runs.
+reset:
+	@if [ -e $(LOCAL_DIR)/.lock ] && ! flock -n $(LOCAL_DIR)/.lock true; then \
+		echo "$(LOCAL_DIR) is in use by a running make run: stop it (Ctrl-C) first" >&2; exit 1; fi
+	rm -rf $(LOCAL_DIR)
+	@echo ">> the next make run starts a fresh control plane; the tools in $(BIN) are kept"
 
 test: unit test-alerts e2e
 
