@@ -60,13 +60,13 @@ func chromiumPath() string {
 
 // dashboardRun is a running `kubectl advisor dashboard`.
 type dashboardRun struct {
-	url   string // the address it printed, with the token
-	base  string // http://127.0.0.1:PORT
-	port  string
-	token string
+	url  string // the address it printed, with the one-time launch code
+	base string // http://127.0.0.1:PORT
+	port string
+	code string
 }
 
-var dashboardURL = regexp.MustCompile(`http://(127\.0\.0\.1:(\d+))/\?token=([0-9a-f]{64})`)
+var dashboardURL = regexp.MustCompile(`http://(127\.0\.0\.1:(\d+))/\?code=([0-9a-f]{32})`)
 
 // startDashboard runs _output/bin/kubectl-advisor dashboard with a user's
 // kubeconfig until the spec ends.
@@ -95,7 +95,7 @@ func startDashboard(kubeconfig string) dashboardRun {
 		return m
 	}).WithTimeout(20*time.Second).ShouldNot(BeNil(), func() string { return stdout.String() + stderr.String() })
 	Expect(stdout.String()).To(ContainSubstring("Press Ctrl-C to stop."))
-	return dashboardRun{url: m[0], base: "http://" + m[1], port: m[2], token: m[3]}
+	return dashboardRun{url: m[0], base: "http://" + m[1], port: m[2], code: m[3]}
 }
 
 // browser is one headless Chromium for the container; each spec opens tabs
@@ -260,7 +260,7 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 		By("the configs page")
 		resp := load(tab, chromedp.Navigate(d.url))
 		Expect(resp.Status).To(BeEquivalentTo(200), pageText(tab))
-		Expect(resp.URL).To(Equal(d.base+"/"), "the token leaves the address")
+		Expect(resp.URL).To(Equal(d.base+"/"), "the launch code leaves the address")
 		row := `tr[data-config="load-aware-rebalancing"]`
 		Expect(textOf(tab, row)).To(SatisfyAll(ContainSubstring("DryRun"), ContainSubstring("ReviewRequired"), ContainSubstring("High")))
 		Expect(textOf(tab, "#whoami")).To(Equal(approver))
@@ -365,42 +365,64 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 		Expect(getConfig("example-profile").Status.Phase).To(Equal(v1alpha1.PhaseReviewRequired))
 	})
 
-	It("refuses a request without the token, with a foreign Host, or a POST without the CSRF token; nothing is approved", func() {
+	It("opens with its launch code once; refuses a request without the session cookie, with a foreign Host, or a POST without the CSRF token; nothing is approved", func() {
 		hash := exampleConfigReady()
 		_, kubeconfig := dashboardUser("dave", "virt-advisor-approver")
 		d := startDashboard(kubeconfig)
 
-		By("without the token")
+		By("without the session cookie")
 		tab := newTab()
 		resp := load(tab, chromedp.Navigate(d.base+"/configs/example-profile"))
 		Expect(resp.Status).To(BeEquivalentTo(401))
-		Expect(textOf(tab, "main")).To(ContainSubstring("this page needs the token of this run"))
+		Expect(textOf(tab, "main")).To(ContainSubstring("this page needs the session of this run"))
 		Expect(eval[bool](tab, `document.querySelector('meta[name="csrf-token"]') === null`)).To(BeTrue(), "a refused page carries no CSRF token")
 		screenshot(tab, "refused")
-		resp = load(tab, chromedp.Navigate(d.base+"/?token="+strings.Repeat("0", 64)))
-		Expect(resp.Status).To(BeEquivalentTo(401))
+		resp = load(tab, chromedp.Navigate(d.base+"/?code="+strings.Repeat("0", 32)))
+		Expect(resp.Status).To(BeEquivalentTo(403))
+		Expect(textOf(tab, "main")).To(ContainSubstring("not the launch code of this run"))
 
-		By("with a foreign Host: a name that resolves to 127.0.0.1 (DNS rebinding), even with the token")
+		By("with a foreign Host: a name that resolves to 127.0.0.1 (DNS rebinding), even with the launch code")
 		rebound := newTab()
-		resp = load(rebound, chromedp.Navigate("http://rebind.test:"+d.port+"/?token="+d.token))
+		resp = load(rebound, chromedp.Navigate("http://rebind.test:"+d.port+"/?code="+d.code))
 		Expect(resp.Status).To(BeEquivalentTo(403))
 		Expect(textOf(rebound, "main")).To(ContainSubstring("not a loopback host name"))
 
-		By("a POST without the CSRF token, from a page that has the token")
-		load(tab, chromedp.Navigate(d.url))
+		By("the launch code opens the dashboard in one browser; the session's secret is in no address")
+		resp = load(tab, chromedp.Navigate(d.url))
+		Expect(resp.Status).To(BeEquivalentTo(200), pageText(tab))
+		Expect(resp.URL).To(Equal(d.base + "/"))
+		cookies, err := chromedp.Call(within(tab, 10*time.Second), network.GetCookies, network.GetCookiesParams{URLs: []string{d.base + "/"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cookies.Cookies).To(HaveLen(1))
+		session := cookies.Cookies[0]
+		Expect(session.Name).To(Equal("advisor-dashboard-" + d.port))
+		Expect(session.HTTPOnly).To(BeTrue())
+		Expect(session.SameSite).To(Equal(network.CookieSameSiteStrict))
+		Expect(session.Value).NotTo(ContainSubstring(d.code))
+		Expect(d.url).NotTo(ContainSubstring(session.Value))
+		Expect(eval[string](tab, `document.cookie`)).To(BeEmpty(), "no script reads the session cookie")
+
+		By("the launch code a second time, in another browser: refused")
+		other := newTab()
+		resp = load(other, chromedp.Navigate(d.url))
+		Expect(resp.Status).To(BeEquivalentTo(403))
+		Expect(textOf(other, "main")).To(SatisfyAll(ContainSubstring("this launch code was already used"), ContainSubstring("Run kubectl advisor dashboard again")))
+		screenshot(other, "launch-code-used")
+
+		By("a POST without the CSRF token, from a page that has the session")
 		load(tab, chromedp.Navigate(d.base+"/configs/example-profile"))
 		csrf := csrfOf(tab)
 		resp = submitForm(tab, "/configs/example-profile/approve", map[string]string{"planHash": hash, "confirm": "yes"})
 		Expect(resp.Status).To(BeEquivalentTo(403))
 		Expect(textOf(tab, "main")).To(ContainSubstring("the form did not come from this dashboard"))
 
-		By("a POST with the token and the CSRF token but a foreign Host")
+		By("a POST with the session cookie and the CSRF token but a foreign Host")
 		form := url.Values{"csrf": {csrf}, "planHash": {hash}, "confirm": {"yes"}}
 		req, err := http.NewRequest(http.MethodPost, d.base+"/configs/example-profile/approve", strings.NewReader(form.Encode()))
 		Expect(err).NotTo(HaveOccurred())
 		req.Host = "rebind.test:" + d.port
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.AddCookie(&http.Cookie{Name: "advisor-dashboard-" + d.port, Value: d.token})
+		req.AddCookie(&http.Cookie{Name: session.Name, Value: session.Value})
 		res, err := http.DefaultClient.Do(req)
 		Expect(err).NotTo(HaveOccurred())
 		res.Body.Close()

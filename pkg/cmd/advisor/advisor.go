@@ -6,6 +6,7 @@ package advisor
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/version"
@@ -40,6 +42,9 @@ type options struct {
 	// newClients builds the clients from the kubeconfig flags; tests
 	// replace it with fakes.
 	newClients func() (*clients, error)
+	// openBrowser opens an address in the desktop's browser; tests
+	// replace it.
+	openBrowser func(url string) error
 }
 
 // color says whether to colour output: only on a terminal, unless --no-color.
@@ -91,6 +96,12 @@ func newRootCmd(o *options) *cobra.Command {
 	cmd.SetOut(o.streams.Out)
 	cmd.SetErr(o.streams.ErrOut)
 	cmd.PersistentFlags().BoolVar(&o.noColor, "no-color", false, "Never colour the output (by default it is coloured only on a terminal).")
+	// -v and --v are the log verbosity, as in kubectl (-v=6 logs every
+	// request): defined before cobra adds --version, which then gets no
+	// shorthand.
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	cmd.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 	cmd.AddCommand(newCmdPlan(o), newCmdApprove(o), newCmdStatus(o), newCmdDashboard(o))
 	return cmd
 }

@@ -12,10 +12,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/fake"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/version"
 )
 
 // harness runs the plugin against fake clients.
@@ -100,5 +102,41 @@ func mustContain(t *testing.T, what, got string, want ...string) {
 		if !strings.Contains(got, w) {
 			t.Errorf("%s does not contain %q:\n%s", what, w, got)
 		}
+	}
+}
+
+// TestVerbosityFlag: -v and --v are the log verbosity, as kubectl users
+// expect (-v=6 logs every request), not --version.
+func TestVerbosityFlag(t *testing.T) {
+	defer func() {
+		var l klog.Level
+		_ = l.Set("0")
+	}()
+	for _, tc := range []struct {
+		args      []string
+		code      int
+		stdout    string
+		stderr    string
+		verbosity klog.Level
+	}{
+		{args: []string{"--version"}, code: exitOK, stdout: "kubectl advisor version " + version.Version + "\n"},
+		{args: []string{"-v"}, code: exitError, stderr: "Error: flag needs an argument: 'v' in -v\n"},
+		{args: []string{"-v=6", "--version"}, code: exitOK, stdout: "kubectl advisor version " + version.Version + "\n", verbosity: 6},
+		{args: []string{"--v=4", "--version"}, code: exitOK, stdout: "kubectl advisor version " + version.Version + "\n", verbosity: 4},
+		{args: []string{"-v", "2", "--version"}, code: exitOK, stdout: "kubectl advisor version " + version.Version + "\n", verbosity: 2},
+		{args: []string{"-v=loud"}, code: exitError, stderr: `Error: invalid argument "loud" for "-v, --v" flag: strconv.ParseInt: parsing "loud": invalid syntax` + "\n"},
+	} {
+		h := newHarness(t)
+		if code := h.run(t, "", tc.args...); code != tc.code {
+			t.Errorf("%v: exit %d, want %d: %s", tc.args, code, tc.code, h.err.String())
+		}
+		if h.out.String() != tc.stdout || h.err.String() != tc.stderr {
+			t.Errorf("%v:\nstdout %q, want %q\nstderr %q, want %q", tc.args, h.out.String(), tc.stdout, h.err.String(), tc.stderr)
+		}
+		if tc.code == exitOK && !klog.V(tc.verbosity).Enabled() || klog.V(tc.verbosity+1).Enabled() {
+			t.Errorf("%v: the verbosity is not %d", tc.args, tc.verbosity)
+		}
+		var l klog.Level
+		_ = l.Set("0")
 	}
 }

@@ -42,11 +42,13 @@ The page talks to the cluster with your kubeconfig, as this command does:
 it can do exactly what you can do with kubectl. Every 403 and 409 is the
 server's own; a plan that changed since you loaded it is refused.
 
-The address printed carries a token that is new on every run; the browser
-keeps it in a cookie after the first page. Requests must name a loopback
-host (no DNS rebinding) and forms carry a CSRF token. The server listens on
-127.0.0.1 unless --address says otherwise, and then warns: whoever reaches
-that address with the token acts as you. Stop it with Ctrl-C.`,
+The address printed (and opened with --open) carries a launch code that
+works once, within 2 minutes: the browser that opens it gets a session
+cookie, and the code is refused after that. The session's secret is never
+in an address or a command line. Requests must name a loopback host (no DNS
+rebinding) and forms carry a CSRF token. The server listens on 127.0.0.1
+unless --address says otherwise, and then warns: whoever reaches that
+address with the session cookie acts as you. Stop it with Ctrl-C.`,
 		Example: `  kubectl advisor dashboard
   kubectl advisor dashboard --port 8080 --open
   kubectl advisor dashboard --as=alice`,
@@ -55,7 +57,7 @@ that address with the token acts as you. Stop it with Ctrl-C.`,
 			return do.run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&do.address, "address", "127.0.0.1", "IP address to listen on. Anything but a loopback address exposes your cluster credentials' power to whoever reaches it with the token.")
+	cmd.Flags().StringVar(&do.address, "address", "127.0.0.1", "IP address to listen on. Anything but a loopback address exposes your cluster credentials' power to whoever reaches it with the session cookie.")
 	cmd.Flags().IntVar(&do.port, "port", 0, "Port to listen on; 0 picks a free one.")
 	cmd.Flags().BoolVar(&do.open, "open", false, "Open the page in the default browser.")
 	cmd.Flags().DurationVar(&do.refresh, "refresh-interval", 2*time.Second, "How often an open page reads fresh data from the cluster.")
@@ -86,42 +88,52 @@ func (o *dashboardOptions) run(ctx context.Context) error {
 		return fmt.Errorf("cannot listen on %s port %d: %w", ip, o.port, err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	token, err := dashboard.NewSecret()
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	csrf, err := dashboard.NewSecret()
-	if err != nil {
-		ln.Close()
-		return err
+	var session, csrf, code string
+	for _, secret := range []struct {
+		to  *string
+		new func() (string, error)
+	}{{&session, dashboard.NewSecret}, {&csrf, dashboard.NewSecret}, {&code, dashboard.NewLaunchCode}} {
+		if *secret.to, err = secret.new(); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	srv, err := dashboard.New(dashboard.Options{
 		Clients: dashboard.Clients{Advisor: c.advisor, Kube: c.kube, Dynamic: c.dynamic},
-		Token:   token, CSRF: csrf, Bind: ip, Port: port,
+		Session: session, CSRF: csrf, LaunchCode: code, Bind: ip, Port: port,
 		User: user, Cluster: c.host, Refresh: o.refresh, Version: version.Version,
+		Launched: func(userAgent string) {
+			// Quoted: whoever sent the request chose the User-Agent, which
+			// must not put escape sequences on the terminal.
+			fmt.Fprintf(o.streams.Out, "%s: a browser used the launch code (User-Agent %q); the address no longer opens the dashboard.\n",
+				time.Now().Format("15:04:05"), userAgent)
+		},
 	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	if !ip.IsLoopback() {
-		fmt.Fprintf(o.streams.ErrOut, "Warning: listening on %s, not on loopback: whoever reaches this address and learns the token acts on the cluster as you. "+
+		fmt.Fprintf(o.streams.ErrOut, "Warning: listening on %s, not on loopback: whoever reaches this address and gets the session cookie acts on the cluster as you. "+
 			"Prefer the default (127.0.0.1) and an SSH tunnel.\n", ip)
 	}
 	host := ip.String()
 	if ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	url := fmt.Sprintf("http://%s/?token=%s", net.JoinHostPort(host, strconv.Itoa(port)), token)
+	url := "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + srv.LaunchPath()
 	as := ""
 	if user != "" {
 		as = " as " + user
 	}
-	fmt.Fprintf(o.streams.Out, "Serving the virt-advisor dashboard%s on %s. Open this address (it carries this run's token):\n\n    %s\n\nPress Ctrl-C to stop.\n",
-		as, ln.Addr(), url)
+	fmt.Fprintf(o.streams.Out, "Serving the virt-advisor dashboard%s on %s. Open this address in one browser within %.0f minutes (its code works once):\n\n    %s\n\nPress Ctrl-C to stop.\n",
+		as, ln.Addr(), dashboard.DefaultLaunchTTL.Minutes(), url)
 	if o.open {
-		if err := openBrowser(url); err != nil {
+		open := o.openBrowser
+		if open == nil {
+			open = openBrowser
+		}
+		if err := open(url); err != nil {
 			fmt.Fprintf(o.streams.ErrOut, "Warning: cannot open a browser (%v): open the address above yourself.\n", err)
 		}
 	}

@@ -68,7 +68,7 @@ func TestDashboardServes(t *testing.T) {
 	done := make(chan int)
 	go func() { done <- execute(ctx, newRootCmd(o), []string{"dashboard"}, &errOut) }()
 
-	address := regexp.MustCompile(`http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{64}`)
+	address := regexp.MustCompile(`http://127\.0\.0\.1:\d+/\?code=[0-9a-f]{32}`)
 	var url string
 	for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		url = address.FindString(out.String())
@@ -92,10 +92,78 @@ func TestDashboardServes(t *testing.T) {
 	if code := <-done; code != exitOK {
 		t.Errorf("exit %d: %s", code, errOut.String())
 	}
-	if !strings.HasSuffix(out.String(), "Press Ctrl-C to stop.\nStopped.\n") {
+	if !regexp.MustCompile(`Press Ctrl-C to stop.\n\d\d:\d\d:\d\d: a browser used the launch code \(User-Agent "Go-http-client/1.1"\); the address no longer opens the dashboard.\nStopped.\n$`).MatchString(out.String()) {
 		t.Errorf("stdout:\n%s", out.String())
 	}
 	if !strings.Contains(errOut.String(), "Warning: cannot tell who your kubeconfig authenticates as") {
 		t.Errorf("stderr:\n%s", errOut.String())
+	}
+}
+
+// TestDashboardLaunchCode: the printed and opened address carries a launch
+// code that works once; the session secret the browser gets in a cookie
+// appears in no address and no process argument (the browser's command
+// line is readable by every local user in /proc).
+func TestDashboardLaunchCode(t *testing.T) {
+	h := newHarness(t)
+	var out, errOut lockedBuffer
+	opened := make(chan string, 1)
+	o := &options{
+		streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+		newClients: func() (*clients, error) {
+			return &clients{advisor: h.advisor, dynamic: h.dynamic, kube: kubefake.NewClientset(), host: "https://api.example:6443"}, nil
+		},
+		openBrowser: func(url string) error { opened <- url; return nil },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() { done <- execute(ctx, newRootCmd(o), []string{"dashboard", "--open"}, &errOut) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	var url string
+	select {
+	case url = <-opened:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no browser opened:\n%s%s", out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), url) {
+		t.Errorf("the opened address %s is not the printed one:\n%s", url, out.String())
+	}
+	get := func(c *http.Client) (*http.Response, string) {
+		t.Helper()
+		res, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res, string(body)
+	}
+
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	res, body := get(browser)
+	if res.StatusCode != 200 || res.Request.URL.RawQuery != "" {
+		t.Fatalf("first use: %d at %s\n%s", res.StatusCode, res.Request.URL, body)
+	}
+	cookies := jar.Cookies(res.Request.URL)
+	if len(cookies) != 1 || len(cookies[0].Value) < 32 {
+		t.Fatalf("cookies after the first use: %v", cookies)
+	}
+	session := cookies[0].Value
+	if strings.Contains(url, session) || strings.Contains(out.String(), session) || strings.Contains(errOut.String(), session) {
+		t.Errorf("the session secret %s is in the opened address %s or the output:\n%s%s", session, url, out.String(), errOut.String())
+	}
+
+	res, body = get(&http.Client{})
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(body, "already used") || !strings.Contains(body, "kubectl advisor dashboard") {
+		t.Errorf("second use: %d\n%s", res.StatusCode, body)
+	}
+	res, body = get(browser)
+	if res.StatusCode != 200 || !strings.Contains(body, "No VirtPlatformConfigs found.") {
+		t.Errorf("the browser that used the code, with its cookie: %d\n%s", res.StatusCode, body)
 	}
 }

@@ -88,15 +88,17 @@ kubectl advisor approve load-aware-rebalancing
 kubectl advisor status load-aware-rebalancing -w
 
 Or in a web page on this computer (review, approve, follow the rollout;
-it prints the address to open, with this run's token):
+it prints the address to open, with a launch code that works once):
 
 kubectl advisor dashboard
 
-Press Ctrl-C to stop (data stays in %s).
+Press Ctrl-C to stop (data stays in %s; make reset removes it).
 `, filepath.Join(e.Dir, "logs"), e.Kubeconfig, kubectl, e.BinDir, e.Dir)
 
 	<-ctx.Done()
 	fmt.Println("\nstopping…")
+	e.Stop()
+	fmt.Println("stopped: etcd, kube-apiserver and virt-advisor have exited")
 	return nil
 }
 

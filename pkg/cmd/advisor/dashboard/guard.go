@@ -9,16 +9,72 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// NewSecret returns 32 random bytes, hex encoded: the per-run token and
-// CSRF token.
-func NewSecret() (string, error) {
-	b := make([]byte, 32)
+// NewSecret returns 32 random bytes, hex encoded: the session secret and
+// the CSRF token of a run.
+func NewSecret() (string, error) { return random(32) }
+
+// NewLaunchCode returns 16 random bytes, hex encoded: the one-time code of
+// the address the command prints and opens.
+func NewLaunchCode() (string, error) { return random(16) }
+
+func random(n int) (string, error) {
+	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("cannot make a random token: %w", err)
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// DefaultLaunchTTL is how long the launch code works: long enough to paste
+// the address into a browser, short enough that a code read from a
+// process's arguments or a terminal's scrollback is most likely dead.
+const DefaultLaunchTTL = 2 * time.Minute
+
+// launchParam is the query parameter of the launch code.
+const launchParam = "code"
+
+// launch is the one-time code that a browser trades for the session
+// cookie: it works once, before it expires.
+type launch struct {
+	mu      sync.Mutex
+	code    string
+	ttl     time.Duration
+	expires time.Time
+	used    bool
+}
+
+// LaunchPath is the path and query of the address to print or open: it
+// carries the launch code, never the session secret.
+func (s *Server) LaunchPath() string { return "/?" + launchParam + "=" + s.launch.code }
+
+// useLaunchCode spends the launch code: nil if code is the launch code,
+// unused and unexpired; a refusal otherwise. Any presentation of the right
+// code spends it.
+func (s *Server) useLaunchCode(code string) *refusal {
+	l := &s.launch
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	again := " Run kubectl advisor dashboard again: it prints a new address with a new code."
+	switch {
+	case !equalSecret(code, l.code):
+		return &refusal{http.StatusForbidden, "Refused: not the launch code of this run",
+			"This address carries a launch code that this dashboard did not print. Every run prints its own." + again}
+	case !s.clock.Now().Before(l.expires):
+		return &refusal{http.StatusForbidden, "Refused: this launch code has expired",
+			fmt.Sprintf("A launch code works once, within %s of the dashboard's start.", duration.HumanDuration(l.ttl)) + again}
+	case l.used:
+		return &refusal{http.StatusForbidden, "Refused: this launch code was already used",
+			"A launch code opens the dashboard in one browser, once; the browser that used it keeps a cookie. " +
+				"If that was not you, someone else on this computer may have opened your dashboard: stop it with Ctrl-C." + again}
+	}
+	l.used = true
+	return nil
 }
 
 // maxFormBytes bounds a POST body: an approval form is a few hundred bytes.
@@ -78,33 +134,42 @@ func equalSecret(got, want string) bool {
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-// check decides a request: a refusal, a redirect that trades the token in
-// the URL for a cookie, or nil to serve it.
+// check decides a request: a refusal, a redirect that trades the launch
+// code in the URL for the session cookie, or nil to serve it.
 func (s *Server) check(w http.ResponseWriter, r *http.Request) *refusal {
 	if !hostAllowed(r.Host, s.bind) {
 		return &refusal{http.StatusForbidden, "Refused: not a loopback host name",
 			fmt.Sprintf("The Host header %q does not name this computer's loopback interface, so this request may come from a page that tricked "+
 				"your browser (DNS rebinding). Open the address that kubectl advisor dashboard printed.", r.Host)}
 	}
-	if tok := r.URL.Query().Get("token"); tok != "" {
-		if !equalSecret(tok, s.token) {
-			return &refusal{http.StatusUnauthorized, "Refused: wrong token",
-				"This token is not the one of this run. Open the address that kubectl advisor dashboard printed: every run has a new token."}
+	session := false
+	if c, err := r.Cookie(s.cookie); err == nil && equalSecret(c.Value, s.session) {
+		session = true
+	}
+	if code := r.URL.Query().Get(launchParam); code != "" && r.Method == http.MethodGet {
+		if ref := s.useLaunchCode(code); ref != nil && !session {
+			return ref
 		}
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			// The token moves into a cookie and out of the address bar,
-			// the history and any Referer.
-			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			q := r.URL.Query()
-			q.Del("token")
-			next := *r.URL
-			next.RawQuery = q.Encode()
-			http.Redirect(w, r, next.RequestURI(), http.StatusSeeOther)
-			return &refusal{} // answered
+		if !session {
+			// The only place the session secret leaves the server: an
+			// HttpOnly cookie that no script and no other site gets.
+			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			if s.launched != nil {
+				s.launched(r.UserAgent())
+			}
 		}
-	} else if c, err := r.Cookie(s.cookie); err != nil || !equalSecret(c.Value, s.token) {
-		return &refusal{http.StatusUnauthorized, "Refused: this page needs the token of this run",
-			"Open the address that kubectl advisor dashboard printed; it carries a token that is new on every run. After the first page the browser keeps it in a cookie."}
+		// The code leaves the address bar (and the history's last entry).
+		q := r.URL.Query()
+		q.Del(launchParam)
+		next := *r.URL
+		next.RawQuery = q.Encode()
+		http.Redirect(w, r, next.RequestURI(), http.StatusSeeOther)
+		return &refusal{} // answered
+	}
+	if !session {
+		return &refusal{http.StatusUnauthorized, "Refused: this page needs the session of this run",
+			"Open the address that kubectl advisor dashboard printed: its launch code gives this browser a cookie, once. " +
+				"A dashboard of an earlier run, or another browser, needs the address of a new run."}
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return nil

@@ -6,8 +6,10 @@
 // It talks to the cluster only with the clients it is given, built from
 // the user's kubeconfig: RBAC, four eyes and every 403 or 409 are the
 // server's own, and the page never has more rights than the person. Every
-// request needs the per-run token (a cookie after the first load) and a
-// loopback Host; a POST needs the CSRF token of the page's forms.
+// request needs the session cookie and a loopback Host; a POST needs the
+// CSRF token of the page's forms. The browser gets the cookie by trading
+// the one-time launch code of the printed address, so the session's secret
+// is in no address and no process's arguments.
 package dashboard
 
 import (
@@ -25,6 +27,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 )
@@ -56,8 +59,19 @@ type Clients struct {
 // Options configure a Server.
 type Options struct {
 	Clients Clients
-	// Token is required on every request (NewSecret); CSRF on every POST.
-	Token, CSRF string
+	// Session is the secret of the session cookie, required on every
+	// request, and CSRF the token required on every POST (both NewSecret).
+	// Neither is ever put in an address.
+	Session, CSRF string
+	// LaunchCode is the one-time code of the address the command prints
+	// (NewLaunchCode): the first GET that carries it gets the session
+	// cookie; it is refused after that, and LaunchTTL (default
+	// DefaultLaunchTTL) after New.
+	LaunchCode string
+	LaunchTTL  time.Duration
+	// Launched, if set, is called when a browser trades the launch code
+	// for the cookie, with its User-Agent.
+	Launched func(userAgent string)
 	// Bind is the IP address the server listens on, and Port its port:
 	// they decide which Host headers are accepted and name the cookie.
 	Bind net.IP
@@ -69,43 +83,50 @@ type Options struct {
 	Refresh time.Duration
 	// Version is shown in the footer.
 	Version string
-	// Now is the clock (tests); nil: time.Now.
-	Now func() time.Time
+	// Clock tells the time (tests use a fake one); nil: the real clock.
+	Clock clock.PassiveClock
 }
 
 // Server serves the dashboard; it is an http.Handler.
 type Server struct {
-	c                   Clients
-	token, csrf, cookie string
-	bind                net.IP
-	user, cluster       string
-	refresh             time.Duration
-	version             string
-	now                 func() time.Time
-	pages               map[string]*template.Template
-	handler             http.Handler
+	c                     Clients
+	session, csrf, cookie string
+	launch                launch
+	launched              func(userAgent string)
+	bind                  net.IP
+	user, cluster         string
+	refresh               time.Duration
+	version               string
+	clock                 clock.PassiveClock
+	pages                 map[string]*template.Template
+	handler               http.Handler
 }
 
 var pageNames = []string{"configs", "plan", "confirm", "rollout", "refused"}
 
 // New returns the dashboard's handler.
 func New(o Options) (*Server, error) {
-	if o.Token == "" || o.CSRF == "" {
-		return nil, fmt.Errorf("dashboard: a token and a CSRF token are required")
+	if o.Session == "" || o.CSRF == "" || o.LaunchCode == "" {
+		return nil, fmt.Errorf("dashboard: a session secret, a CSRF token and a launch code are required")
 	}
 	s := &Server{
-		c: o.Clients, token: o.Token, csrf: o.CSRF, bind: o.Bind,
+		c: o.Clients, session: o.Session, csrf: o.CSRF, bind: o.Bind, launched: o.Launched,
 		// Cookies ignore the port: one name per port keeps two dashboards
 		// on one machine from overwriting each other's token.
 		cookie: "advisor-dashboard-" + strconv.Itoa(o.Port),
-		user:   o.User, cluster: o.Cluster, refresh: o.Refresh, version: o.Version, now: o.Now,
+		user:   o.User, cluster: o.Cluster, refresh: o.Refresh, version: o.Version, clock: o.Clock,
 	}
 	if s.refresh <= 0 {
 		s.refresh = 2 * time.Second
 	}
-	if s.now == nil {
-		s.now = time.Now
+	if s.clock == nil {
+		s.clock = clock.RealClock{}
 	}
+	ttl := o.LaunchTTL
+	if ttl <= 0 {
+		ttl = DefaultLaunchTTL
+	}
+	s.launch = launch{code: o.LaunchCode, ttl: ttl, expires: s.clock.Now().Add(ttl)}
 	s.pages = map[string]*template.Template{}
 	base, err := template.New("").Funcs(s.funcs()).ParseFS(templateFS, "templates/layout.html", "templates/parts.html")
 	if err != nil {

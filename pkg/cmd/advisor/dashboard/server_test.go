@@ -24,6 +24,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/fake"
@@ -31,16 +32,18 @@ import (
 )
 
 const (
-	testToken = "tok3n"
-	testCSRF  = "csrf-t0ken"
-	testPort  = 8123
-	hashA     = "aaaaaaaaaaaa1111111111111111111111111111111111111111111111111111"
-	hashB     = "bbbbbbbbbbbb2222222222222222222222222222222222222222222222222222"
+	testSession = "s3ssion-secret"
+	testCode    = "launch-c0de"
+	testCSRF    = "csrf-t0ken"
+	testPort    = 8123
+	hashA       = "aaaaaaaaaaaa1111111111111111111111111111111111111111111111111111"
+	hashB       = "bbbbbbbbbbbb2222222222222222222222222222222222222222222222222222"
 )
 
 // harness is a Server on fake clients.
 type harness struct {
 	srv       *Server
+	clock     *clocktesting.FakePassiveClock
 	advisor   *fake.Clientset
 	kube      *kubefake.Clientset
 	approvals []*v1alpha1.Approval // POSTs of .../approve that were not dry runs
@@ -76,7 +79,7 @@ func planOf(hash, value string) *v1alpha1.Plan {
 
 func newHarness(t *testing.T, user string, cfg *v1alpha1.VirtPlatformConfig, dynObjects ...runtime.Object) *harness {
 	t.Helper()
-	h := &harness{advisor: fake.NewSimpleClientset(cfg), kube: kubefake.NewClientset(), allowed: true, plans: []*v1alpha1.Plan{planOf(hashA, "example-value")}}
+	h := &harness{clock: clocktesting.NewFakePassiveClock(time.Now()), advisor: fake.NewSimpleClientset(cfg), kube: kubefake.NewClientset(), allowed: true, plans: []*v1alpha1.Plan{planOf(hashA, "example-value")}}
 	h.advisor.PrependReactor("get", "virtplatformconfigs", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "plan" {
 			return false, nil, nil
@@ -113,7 +116,7 @@ func newHarness(t *testing.T, user string, cfg *v1alpha1.VirtPlatformConfig, dyn
 		map[schema.GroupVersionResource]string{machineconfig.MachineConfigPools: "MachineConfigPoolList", machineconfig.MachineConfigs: "MachineConfigList"}, dynObjects...)
 	srv, err := New(Options{
 		Clients: Clients{Advisor: h.advisor, Kube: h.kube, Dynamic: dyn},
-		Token:   testToken, CSRF: testCSRF, Bind: net.IPv4(127, 0, 0, 1), Port: testPort, User: user,
+		Session: testSession, CSRF: testCSRF, LaunchCode: testCode, Clock: h.clock, Bind: net.IPv4(127, 0, 0, 1), Port: testPort, User: user,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -122,11 +125,11 @@ func newHarness(t *testing.T, user string, cfg *v1alpha1.VirtPlatformConfig, dyn
 	return h
 }
 
-// request builds a request from 127.0.0.1:8123 with the token cookie.
+// request builds a request from 127.0.0.1:8123 with the session cookie.
 type request struct {
 	method, path string
 	host         string            // default 127.0.0.1:8123
-	cookie       string            // default the token; "-" for none
+	cookie       string            // default the session's; "-" for none
 	form         url.Values        // POST body
 	header       map[string]string // extra headers
 }
@@ -147,7 +150,7 @@ func (h *harness) do(t *testing.T, r request) *httptest.ResponseRecorder {
 	}
 	switch r.cookie {
 	case "":
-		req.AddCookie(&http.Cookie{Name: "advisor-dashboard-8123", Value: testToken})
+		req.AddCookie(&http.Cookie{Name: "advisor-dashboard-8123", Value: testSession})
 	case "-":
 	default:
 		req.AddCookie(&http.Cookie{Name: "advisor-dashboard-8123", Value: r.cookie})
@@ -222,8 +225,8 @@ func TestHostAllowed(t *testing.T) {
 	}
 }
 
-// TestGuard: every request needs a loopback Host and the token; every
-// POST the CSRF token, from a page of this origin. A refused POST
+// TestGuard: every request needs a loopback Host and the session cookie;
+// every POST the CSRF token, from a page of this origin. A refused POST
 // approves nothing.
 func TestGuard(t *testing.T) {
 	approve := "/configs/example-profile/approve"
@@ -234,16 +237,19 @@ func TestGuard(t *testing.T) {
 		contains string
 		approved bool
 	}{
-		{"no token", request{method: "GET", path: "/", cookie: "-"}, 401, "needs the token of this run", false},
-		{"wrong cookie", request{method: "GET", path: "/", cookie: "guess"}, 401, "needs the token of this run", false},
-		{"wrong token in the address", request{method: "GET", path: "/?token=guess", cookie: "-"}, 401, "wrong token", false},
-		{"the token cookie", request{method: "GET", path: "/"}, 200, "example-profile", false},
-		{"static assets need the token too", request{method: "GET", path: "/static/dashboard.css", cookie: "-"}, 401, "", false},
+		{"no cookie", request{method: "GET", path: "/", cookie: "-"}, 401, "needs the session of this run", false},
+		{"wrong cookie", request{method: "GET", path: "/", cookie: "guess"}, 401, "needs the session of this run", false},
+		{"the launch code as a cookie", request{method: "GET", path: "/", cookie: testCode}, 401, "needs the session of this run", false},
+		{"the session secret in the address", request{method: "GET", path: "/?code=" + testSession, cookie: "-"}, 403, "not the launch code of this run", false},
+		{"the old token parameter", request{method: "GET", path: "/?token=" + testSession, cookie: "-"}, 401, "needs the session of this run", false},
+		{"the session cookie", request{method: "GET", path: "/"}, 200, "example-profile", false},
+		{"static assets need the cookie too", request{method: "GET", path: "/static/dashboard.css", cookie: "-"}, 401, "", false},
 		{"a static asset", request{method: "GET", path: "/static/dashboard.css"}, 200, "--accent", false},
 		{"foreign Host (DNS rebinding)", request{method: "GET", path: "/", host: "evil.example:8123"}, 403, "not a loopback host name", false},
-		{"foreign Host with the token in the address", request{method: "GET", path: "/?token=" + testToken, host: "evil.example:8123", cookie: "-"}, 403, "DNS rebinding", false},
+		{"foreign Host with the launch code", request{method: "GET", path: "/?code=" + testCode, host: "evil.example:8123", cookie: "-"}, 403, "DNS rebinding", false},
+		{"POST with the launch code", request{method: "POST", path: approve + "?code=" + testCode, cookie: "-", form: approveForm(testCSRF, hashA, true)}, 401, "", false},
 		{"POST with a foreign Host", request{method: "POST", path: approve, host: "evil.example:8123", form: approveForm(testCSRF, hashA, true)}, 403, "", false},
-		{"POST without the token", request{method: "POST", path: approve, cookie: "-", form: approveForm(testCSRF, hashA, true)}, 401, "", false},
+		{"POST without the cookie", request{method: "POST", path: approve, cookie: "-", form: approveForm(testCSRF, hashA, true)}, 401, "", false},
 		{"POST without the CSRF token", request{method: "POST", path: approve, form: approveForm("", hashA, true)}, 403, "did not come from this dashboard", false},
 		{"POST with a wrong CSRF token", request{method: "POST", path: approve, form: approveForm("guess", hashA, true)}, 403, "Nothing was done", false},
 		{"POST from another site", request{method: "POST", path: approve, form: approveForm(testCSRF, hashA, true), header: map[string]string{"Origin": "http://evil.example"}}, 403, "", false},
@@ -267,7 +273,7 @@ func TestGuard(t *testing.T) {
 				t.Errorf("approved: %t, want %t", got, tc.approved)
 			}
 			if w.Code >= 400 {
-				mustNotContain(t, w.Body.String(), testCSRF, testToken)
+				mustNotContain(t, w.Body.String(), testCSRF, testSession)
 			}
 			if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
 				t.Errorf("Content-Security-Policy %q", csp)
@@ -276,21 +282,99 @@ func TestGuard(t *testing.T) {
 	}
 }
 
-// TestTokenMovesToCookie: the token in the address becomes an HttpOnly,
-// SameSite=Strict cookie named after the port, and leaves the address.
-func TestTokenMovesToCookie(t *testing.T) {
+// TestLaunchCode: the launch code of the printed address gets one browser
+// an HttpOnly, SameSite=Strict session cookie named after the port, once,
+// before it expires, and leaves the address; the session secret is in no
+// address.
+func TestLaunchCode(t *testing.T) {
+	type step struct {
+		req      request
+		after    time.Duration // the clock, since the server started
+		code     int
+		location string // of a redirect
+		cookie   bool   // the session cookie is set
+		contains string
+	}
+	launch := request{method: "GET", path: "/?code=" + testCode, cookie: "-"}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"first use: the cookie, and the code leaves the address", []step{
+			{req: request{method: "GET", path: "/configs/example-profile?code=" + testCode + "&x=1", cookie: "-"}, code: 303, location: "/configs/example-profile?x=1", cookie: true},
+		}},
+		{"the cookie works afterwards", []step{
+			{req: launch, code: 303, location: "/", cookie: true},
+			{req: request{method: "GET", path: "/"}, after: time.Hour, code: 200, contains: "example-profile"},
+		}},
+		{"used twice: refused", []step{
+			{req: launch, code: 303, location: "/", cookie: true},
+			{req: launch, code: 403, contains: "Refused: this launch code was already used"},
+		}},
+		{"used twice: refused, and says to run the command again", []step{
+			{req: launch, code: 303, location: "/", cookie: true},
+			{req: launch, after: time.Second, code: 403, contains: "Run kubectl advisor dashboard again"},
+		}},
+		{"just before it expires", []step{
+			{req: launch, after: DefaultLaunchTTL - time.Second, code: 303, location: "/", cookie: true},
+		}},
+		{"expired: refused", []step{
+			{req: launch, after: DefaultLaunchTTL, code: 403, contains: "Refused: this launch code has expired"},
+			{req: launch, after: DefaultLaunchTTL + time.Hour, code: 403, contains: "within 2m of the dashboard's start"},
+		}},
+		{"a wrong code spends nothing", []step{
+			{req: request{method: "GET", path: "/?code=guess", cookie: "-"}, code: 403, contains: "not the launch code of this run"},
+			{req: launch, code: 303, location: "/", cookie: true},
+		}},
+		{"a HEAD does not spend the code", []step{
+			{req: request{method: "HEAD", path: "/?code=" + testCode, cookie: "-"}, code: 401},
+			{req: launch, code: 303, location: "/", cookie: true},
+		}},
+		{"a browser with the cookie is sent on, and the code is spent", []step{
+			{req: request{method: "GET", path: "/?code=" + testCode}, code: 303, location: "/"},
+			{req: launch, code: 403, contains: "already used"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "bob", exampleConfig())
+			start := h.clock.Now()
+			for i, st := range tc.steps {
+				h.clock.SetTime(start.Add(st.after))
+				w := h.do(t, st.req)
+				if w.Code != st.code {
+					t.Fatalf("step %d: code %d, want %d: %s", i, w.Code, st.code, w.Body)
+				}
+				if loc := w.Header().Get("Location"); loc != st.location {
+					t.Errorf("step %d: Location %q, want %q", i, loc, st.location)
+				}
+				c := w.Result().Cookies()
+				if st.cookie {
+					if len(c) != 1 || c[0].Name != "advisor-dashboard-8123" || c[0].Value != testSession || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode || c[0].Path != "/" {
+						t.Errorf("step %d: cookies %+v", i, c)
+					}
+				} else if len(c) != 0 {
+					t.Errorf("step %d: cookies %+v, want none", i, c)
+				}
+				if st.contains != "" {
+					mustContain(t, w.Body.String(), st.contains)
+				}
+				mustNotContain(t, w.Body.String(), testSession)
+				if w.Code >= 400 {
+					mustNotContain(t, w.Body.String(), testCSRF)
+				}
+			}
+		})
+	}
+}
+
+// TestLaunchPath: the address to print and open carries the launch code,
+// not the session secret nor the CSRF token.
+func TestLaunchPath(t *testing.T) {
 	h := newHarness(t, "bob", exampleConfig())
-	w := h.do(t, request{method: "GET", path: "/configs/example-profile?token=" + testToken + "&x=1", cookie: "-"})
-	if w.Code != http.StatusSeeOther {
-		t.Fatalf("code %d, want 303", w.Code)
+	if got, want := h.srv.LaunchPath(), "/?code="+testCode; got != want {
+		t.Errorf("LaunchPath() = %q, want %q", got, want)
 	}
-	if loc := w.Header().Get("Location"); loc != "/configs/example-profile?x=1" {
-		t.Errorf("Location %q", loc)
-	}
-	c := w.Result().Cookies()
-	if len(c) != 1 || c[0].Name != "advisor-dashboard-8123" || c[0].Value != testToken || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
-		t.Errorf("cookies %+v", c)
-	}
+	mustNotContain(t, h.srv.LaunchPath(), testSession, testCSRF)
 }
 
 func TestApprove(t *testing.T) {
@@ -461,7 +545,7 @@ func TestRolloutPage(t *testing.T) {
 }
 
 // TestRefusedPageIsStyled: a refused page cannot load /static without the
-// token, so it inlines the stylesheet, and the CSP allows exactly that one.
+// session cookie, so it inlines the stylesheet, and the CSP allows exactly that one.
 func TestRefusedPageIsStyled(t *testing.T) {
 	h := newHarness(t, "bob", exampleConfig())
 	w := h.do(t, request{method: "GET", path: "/", cookie: "-"})

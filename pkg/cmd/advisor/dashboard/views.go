@@ -41,7 +41,7 @@ func (s *Server) funcs() template.FuncMap {
 			if t.IsZero() {
 				return "-"
 			}
-			return duration.HumanDuration(s.now().Sub(t))
+			return duration.HumanDuration(s.clock.Since(t))
 		},
 		"phaseTone":  phaseTone,
 		"glyph":      glyph,

@@ -64,7 +64,7 @@
       answers.forEach(function (a) {
         if (a.code === 401) {
           stopped = true;
-          say('Live updates stopped: this dashboard run has ended or has a new token. Open the address that kubectl advisor dashboard printed.');
+          say('Live updates stopped: this dashboard run has ended. Run kubectl advisor dashboard again and open the new address it prints.');
           return;
         }
         var doc = new DOMParser().parseFromString(a.html, 'text/html');
