@@ -303,7 +303,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	res.Status.Warnings = append(res.Status.Warnings, warnings...)
 	res.Disrupted = disrupted
 	if l := e.windows.Load(); l != nil {
-		addWindowNotes(res.Status.Items, listPools, *l, e.now())
+		addWindowNotes(ctx, res.Status.Items, listPools, *l, e.now())
 	}
 	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
 		return nil, false, err

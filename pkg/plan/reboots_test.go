@@ -159,7 +159,7 @@ func TestWindowNotes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			items := []v1alpha1.PlanItem{{Name: "psi", Message: "m", Reboots: []v1alpha1.PoolReboot{{Pool: tc.pool, Nodes: 3}}}}
-			addWindowNotes(items, func() ([]unstructured.Unstructured, error) { return pools, nil }, windowList{weekend}, tc.now)
+			addWindowNotes(context.Background(), items, func() ([]unstructured.Unstructured, error) { return pools, nil }, windowList{weekend}, tc.now)
 			if items[0].Message != tc.want {
 				t.Errorf("message %q\nwant    %q", items[0].Message, tc.want)
 			}
