@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -183,7 +184,7 @@ func TestPlanHashBindsDisruptedVMs(t *testing.T) {
 		return h
 	}
 	legacy, _ := hashJSON(map[string]interface{}{"profile": cfg.Spec.Profile, "generation": cfg.Generation, "uid": cfg.UID,
-		"settings": v1alpha1.PlanSettings{Action: "DryRun"}, "items": items, "snapshot": snapshot})
+		"settings": json.RawMessage(`{"action":"DryRun"}`), "items": items, "snapshot": snapshot})
 	gpu := v1alpha1.DisruptedVM{Pool: "worker", Namespace: "default", Name: "gpu-0", Fate: v1alpha1.VMFateBlocksDrain, Reason: "HostDeviceNotLiveMigratable"}
 	none := v1alpha1.DisruptedVM{Pool: "worker", Namespace: "default", Name: "vm-none", Fate: v1alpha1.VMFateShutDown, Reason: "EvictionStrategyNone"}
 	tests := []struct {
