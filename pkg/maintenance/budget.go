@@ -62,9 +62,9 @@ func (b *budget) spend(n int) {
 	}
 }
 
-// recover turns a budgetExceeded panic into *err, worded by wrap; other
-// panics go on.
-func (b *budget) recover(err *error, wrap func(reason string) error) {
+// recover turns a budgetExceeded panic into *err, worded by wrap (given
+// the cause: ErrTooComplex or the context's error); other panics go on.
+func (b *budget) recover(err *error, wrap func(cause error) error) {
 	r := recover()
 	if r == nil {
 		return
@@ -73,7 +73,7 @@ func (b *budget) recover(err *error, wrap func(reason string) error) {
 	if !ok {
 		panic(r)
 	}
-	*err = &evalError{msg: wrap(be.err.Error()).Error(), cause: be.err}
+	*err = &evalError{msg: wrap(be.err).Error(), cause: be.err}
 }
 
 // evalError keeps the cause (ErrTooComplex, context.Canceled,

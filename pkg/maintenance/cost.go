@@ -48,7 +48,7 @@ func checkCost(s Schedule, d time.Duration, loc *time.Location, steps int) (most
 			b = newBudget(context.Background(), steps)
 			var stateErr error
 			func() {
-				defer b.recover(&stateErr, func(reason string) error { return fmt.Errorf("%s", reason) })
+				defer b.recover(&stateErr, func(cause error) error { return cause })
 				w.state(b, at)
 			}()
 			if stateErr != nil {

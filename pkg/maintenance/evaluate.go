@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -55,9 +56,13 @@ func Evaluate(ctx context.Context, now time.Time, pool Pool, windows []*Window) 
 
 func evaluate(b *budget, now time.Time, pool Pool, windows []*Window) (d Decision, err error) {
 	e := evaluation{pool: pool.Name, now: now, horizon: now.Add(searchHorizon), b: b}
-	defer e.b.recover(&err, func(reason string) error {
-		err := fmt.Errorf("the maintenance windows of pool '%s' (%s) cannot be evaluated: %s; until they are simplified, the pool is not disrupted",
-			pool.Name, strings.Join(d.Windows, ", "), reason)
+	defer e.b.recover(&err, func(cause error) error {
+		then := "the pool is not disrupted"
+		if errors.Is(cause, ErrTooComplex) {
+			then = "until they are simplified, " + then
+		}
+		err := fmt.Errorf("the maintenance windows of pool '%s' (%s) cannot be evaluated: %v; %s",
+			pool.Name, strings.Join(d.Windows, ", "), cause, then)
 		d = Decision{Windowed: d.Windowed, Windows: d.Windows, Reason: err.Error()}
 		return err
 	})

@@ -249,8 +249,8 @@ type State struct {
 // Evaluate's is: it fails when ctx ends or the bound is exceeded.
 func (w *Window) State(ctx context.Context, now time.Time) (st State, err error) {
 	b := newBudget(ctx, MaxSteps)
-	defer b.recover(&err, func(reason string) error {
-		return fmt.Errorf("window %q: its state cannot be computed: %s", w.Name, reason)
+	defer b.recover(&err, func(cause error) error {
+		return fmt.Errorf("window %q: its state cannot be computed: %v", w.Name, cause)
 	})
 	return w.state(b, now), nil
 }

@@ -157,10 +157,16 @@ func TestWindowNotes(t *testing.T) {
 		{"closed: written when it opens", "worker", wednesday, "m; maintenance windows: pool 'worker': window 'weekend' opens Sat 28 Nov 22:00 UTC, in 3d12h; it is written then"},
 		{"open: until when", "worker", time.Date(2026, 11, 28, 23, 0, 0, 0, time.UTC), "m; maintenance windows: pool 'worker': window 'weekend' is open until Sun 29 Nov 06:00 UTC, in 7h"},
 		{"a pool no window selects", "master", wednesday, "m"},
+		{"the plan's request ended: unknown, not allowed", "worker", wednesday, "m; maintenance windows: pool 'worker': unknown (the maintenance windows of pool 'worker' (weekend) cannot be evaluated: context canceled; the pool is not disrupted)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if strings.Contains(tc.name, "request ended") {
+				cancel()
+			}
 			items := []v1alpha1.PlanItem{{Name: "psi", Message: "m", Reboots: []v1alpha1.PoolReboot{{Pool: tc.pool, Nodes: 3}}}}
-			addWindowNotes(context.Background(), items, func() ([]unstructured.Unstructured, error) { return pools, nil }, windowList{weekend}, tc.now)
+			addWindowNotes(ctx, items, func() ([]unstructured.Unstructured, error) { return pools, nil }, windowList{weekend}, tc.now)
 			if items[0].Message != tc.want {
 				t.Errorf("message %q\nwant    %q", items[0].Message, tc.want)
 			}
