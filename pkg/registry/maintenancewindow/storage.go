@@ -110,8 +110,10 @@ func (r *REST) Watch(ctx context.Context, options *metainternalversion.ListOptio
 	if err != nil {
 		return nil, err
 	}
+	// No warning: the response's headers went out with the first event,
+	// and the filter runs on after the request ends.
 	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-		computeStatus(ctx, e.Object, r.clock.Now())
+		computeStatus(ctx, e.Object, r.clock.Now(), false)
 		return e, true
 	}), nil
 }
@@ -120,7 +122,7 @@ func (r *REST) Watch(ctx context.Context, options *metainternalversion.ListOptio
 func (r *REST) withStatus(ctx context.Context) func(runtime.Object, error) (runtime.Object, error) {
 	return func(obj runtime.Object, err error) (runtime.Object, error) {
 		if err == nil {
-			computeStatus(ctx, obj, r.clock.Now())
+			computeStatus(ctx, obj, r.clock.Now(), true)
 		}
 		return obj, err
 	}
@@ -139,14 +141,15 @@ func (u uncached) GetRESTOptions(resource schema.GroupResource, example runtime.
 	return opts, err
 }
 
-// computeStatus fills in the status of a window or a list of windows for now.
-func computeStatus(ctx context.Context, obj runtime.Object, now time.Time) {
+// computeStatus fills in the status of a window or a list of windows for
+// now; warn: the response may still carry warnings.
+func computeStatus(ctx context.Context, obj runtime.Object, now time.Time, warn bool) {
 	switch o := obj.(type) {
 	case *advisor.MaintenanceWindow:
-		o.Status = status(ctx, o, now)
+		o.Status = status(ctx, o, now, warn)
 	case *advisor.MaintenanceWindowList:
 		for i := range o.Items {
-			o.Items[i].Status = status(ctx, &o.Items[i], now)
+			o.Items[i].Status = status(ctx, &o.Items[i], now, warn)
 		}
 	}
 }
@@ -156,15 +159,21 @@ func computeStatus(ctx context.Context, obj runtime.Object, now time.Time) {
 // no window) has an empty status. So has one whose state cannot be
 // computed within the bound of an evaluation (validation refuses those)
 // or before ctx ends: the response then carries a warning that says so
-// (kubectl prints "Warning: …"), and the window reads as not open.
-func status(ctx context.Context, w *advisor.MaintenanceWindow, now time.Time) advisor.MaintenanceWindowStatus {
+// (kubectl prints "Warning: …"; not on watch events), and the window
+// reads as not open.
+func status(ctx context.Context, w *advisor.MaintenanceWindow, now time.Time, warn bool) advisor.MaintenanceWindowStatus {
 	parsed, err := parse(w)
 	if err != nil {
 		return advisor.MaintenanceWindowStatus{}
 	}
 	st, err := parsed.State(ctx, now)
 	if err != nil {
-		warning.AddWarning(ctx, "", fmt.Sprintf("MaintenanceWindow %q: status not computed, it reads as not open: %v", w.Name, err))
+		if ctx.Err() != nil {
+			return advisor.MaintenanceWindowStatus{} // the request is over: nobody reads it
+		}
+		if warn {
+			warning.AddWarning(ctx, "", fmt.Sprintf("MaintenanceWindow %q: status not computed, it reads as not open: %v", w.Name, err))
+		}
 		klog.ErrorS(err, "MaintenanceWindow status not computed", "window", w.Name)
 		return advisor.MaintenanceWindowStatus{}
 	}
