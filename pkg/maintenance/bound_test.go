@@ -98,7 +98,7 @@ func TestCheckCost(t *testing.T) {
 		}
 		most, _ := checkCost(sched, d, loc, WindowSteps)
 		if _, err := checkCost(sched, d, loc, most-1); err == nil || !strings.Contains(err.Error(), "steps to evaluate, the most one window may take") {
-			t.Errorf("%v with %d steps: %v, want the share exceeded", s, most-1, err)
+			t.Errorf("%v with %d steps: %v, want the bound exceeded", s, most-1, err)
 		}
 	}
 }

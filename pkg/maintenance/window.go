@@ -64,9 +64,11 @@ type Window struct {
 
 // New parses a window. It checks what the arithmetic needs; the API
 // validation reports the same problems with field paths, and also refuses
-// a duration longer than the schedule's period (CheckDuration), which New
-// leaves out because it is costly and the arithmetic merges openings that
-// overlap anyway: status is computed with New on every read.
+// a duration longer than the schedule's period (CheckDuration) and a
+// window that costs too much to evaluate (CheckCost), which New leaves
+// out because they are costly (status is computed with New on every read)
+// and the arithmetic merges openings that overlap and bounds its work
+// anyway.
 func New(name string, spec Spec) (*Window, error) {
 	w := &Window{Name: name, Kind: spec.Kind, Duration: spec.Duration, poolNames: sets.New(spec.PoolNames...)}
 	if w.Kind == "" {
