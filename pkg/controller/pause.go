@@ -113,7 +113,7 @@ func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	var next time.Duration
-	if c.reportWindows(pools) {
+	if c.reportWindows(ctx, pools) {
 		next = windowReport // keeps the next-opening gauges fresh
 	}
 	now := c.clock.Now()
@@ -124,7 +124,7 @@ func (c *Controller) finishWindows(ctx context.Context) (time.Duration, error) {
 			continue
 		}
 		due := c.writesDueOn(pool)
-		w := c.windowFor(pool)
+		w := c.windowFor(ctx, pool)
 		unpause, after := machineconfig.DecideUnpause(p, now, len(due) > 0, c.CoalesceWindow, !w.Allowed, w.after(now))
 		if unpause {
 			if err := c.applyPause(ctx, p.Name, nil, ""); err != nil {
@@ -206,7 +206,7 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	var reason string
 	var after time.Duration
 	if err == nil {
-		reason, after = c.windowGate(it, pools)
+		reason, after = c.windowGate(ctx, it, pools)
 	}
 	if err == nil && reason != "" {
 		it.Message = reason

@@ -647,7 +647,7 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 		}
 		w := windowCheck{Decision: maintenance.Decision{Allowed: true}}
 		if written {
-			w = c.windowFor(pool)
+			w = c.windowFor(ctx, pool)
 		}
 		out.windowed = out.windowed || len(w.Windows) > 0
 		if !w.Allowed {

@@ -36,8 +36,9 @@ type windowCheck struct {
 // windowFor decides whether the pool's nodes may be disrupted now. Without
 // windows (none served or none selecting the pool) they always may. A
 // window list that cannot be read allows nothing: a freeze must never be
-// missed because of a read error.
-func (c *Controller) windowFor(pool *unstructured.Unstructured) windowCheck {
+// missed because of a read error, nor because of windows that cannot be
+// evaluated within the bound (maintenance.MaxSteps) or before ctx ends.
+func (c *Controller) windowFor(ctx context.Context, pool *unstructured.Unstructured) windowCheck {
 	if c.MaintenanceWindows == nil {
 		return windowCheck{Decision: maintenance.Decision{Allowed: true}, loc: time.UTC}
 	}
@@ -45,7 +46,11 @@ func (c *Controller) windowFor(pool *unstructured.Unstructured) windowCheck {
 	if err != nil {
 		return windowCheck{Decision: maintenance.Decision{Reason: "maintenance windows cannot be read: " + err.Error()}, loc: time.UTC}
 	}
-	d := maintenance.Evaluate(c.clock.Now(), maintenance.Pool{Name: pool.GetName(), Labels: pool.GetLabels()}, windows)
+	d, err := maintenance.Evaluate(ctx, c.clock.Now(), maintenance.Pool{Name: pool.GetName(), Labels: pool.GetLabels()}, windows)
+	if err != nil {
+		// d does not allow; its Reason is err's message.
+		klog.ErrorS(err, "Maintenance windows cannot be evaluated: the pool is not disrupted", "pool", pool.GetName())
+	}
 	check := windowCheck{Decision: d, loc: time.UTC}
 	for _, w := range windows {
 		if w.Name == d.Window {
@@ -78,14 +83,14 @@ func (w windowCheck) wait(rolloutPaused bool) *v1alpha1.WindowWait {
 // the item must wait for a maintenance window of one of the pools it
 // rolls, and when to look again, recording the wait on the item. The first pass
 // after a wait ends makes the item due from then.
-func (c *Controller) windowGate(it *v1alpha1.VirtPlatformConfigItem, pools []*unstructured.Unstructured) (string, time.Duration) {
+func (c *Controller) windowGate(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem, pools []*unstructured.Unstructured) (string, time.Duration) {
 	waited := it.MaintenanceWindow != nil && !it.MaintenanceWindow.RolloutPaused
 	it.MaintenanceWindow = nil
 	now := c.clock.Now()
 	var waits []string
 	var after time.Duration
 	for _, pool := range pools {
-		w := c.windowFor(pool)
+		w := c.windowFor(ctx, pool)
 		if w.Allowed {
 			continue
 		}
@@ -147,11 +152,11 @@ func windowClosedMessage(name string, pool *unstructured.Unstructured, w windowC
 
 // reportWindows sets, per pool a window selects, the seconds until it may
 // be disrupted again (0 while it may); false when no window selects any.
-func (c *Controller) reportWindows(pools []unstructured.Unstructured) bool {
+func (c *Controller) reportWindows(ctx context.Context, pools []unstructured.Unstructured) bool {
 	now := c.clock.Now()
 	seen := map[string]bool{}
 	for i := range pools {
-		w := c.windowFor(&pools[i])
+		w := c.windowFor(ctx, &pools[i])
 		if len(w.Windows) == 0 {
 			continue
 		}

@@ -240,3 +240,43 @@ func TestNoPauseForARolloutNobodyApproved(t *testing.T) {
 		t.Errorf("item %+v waits for a window it is not ours to wait for", it)
 	}
 }
+
+// InProgress --windows cannot be evaluated--> InProgress, not written:
+// windows whose evaluation exceeds the bound (maintenance.MaxSteps) allow
+// nothing; the item says why and the controller looks again in a minute.
+func TestWindowsThatCannotBeEvaluatedAllowNothing(t *testing.T) {
+	h := newHarness(t, "v1", true)
+	var windows fakeWindows
+	for _, w := range []struct{ name, schedule, zone string }{
+		{"a", "* 0-22 * * *", "Europe/Berlin"}, {"b", "*/2 0-22 * * *", "Europe/London"}, {"c", "0-59 0-22 * * *", "Europe/Paris"},
+	} {
+		d := time.Minute
+		if w.name == "b" {
+			d = 2 * time.Minute
+		}
+		freeze, err := maintenance.New(w.name, maintenance.Spec{PoolNames: []string{machineconfig.WorkerPool}, Schedule: w.schedule, Duration: d, TimeZone: w.zone, Kind: maintenance.Deny})
+		if err != nil {
+			t.Fatal(err)
+		}
+		windows = append(windows, freeze)
+	}
+	midnight, err := maintenance.New("midnight", maintenance.Spec{PoolNames: []string{machineconfig.WorkerPool}, Schedule: "0 0 * * *", Duration: time.Minute, TimeZone: "Europe/Berlin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c.MaintenanceWindows = append(windows, midnight)
+	h.cluster.put(workerPool{}.obj())
+	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
+	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	h.approve("admin")
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	it := psiItemOf(h)
+	if len(h.planner.applied) != 0 || it.State != v1alpha1.ItemStatePending ||
+		!strings.Contains(it.Message, "Waiting: MachineConfigPool 'worker': the maintenance windows of pool 'worker' (a, b, c, midnight) cannot be evaluated: too complex") {
+		t.Fatalf("applied %v, item %s %q", h.planner.applied, it.State, it.Message)
+	}
+	if h.requeue != time.Minute {
+		t.Errorf("requeue after %v, want a minute", h.requeue)
+	}
+}

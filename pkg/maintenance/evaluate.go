@@ -1,7 +1,10 @@
 package maintenance
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -43,9 +46,26 @@ type Decision struct {
 //   - a Deny window that is open beats every Allow window: not allowed;
 //   - Allow windows select the pool: allowed only while one is open;
 //   - otherwise (only Deny windows, all closed): allowed.
-func Evaluate(now time.Time, pool Pool, windows []*Window) Decision {
-	e := evaluation{pool: pool.Name, now: now, horizon: now.Add(searchHorizon)}
-	var d Decision
+//
+// Its work is bounded (MaxSteps) and ends with ctx: an evaluation that
+// exceeds the bound or outlives ctx returns an error, and a Decision that
+// does not allow, whose Reason is the error's message.
+func Evaluate(ctx context.Context, now time.Time, pool Pool, windows []*Window) (Decision, error) {
+	return evaluate(newBudget(ctx, MaxSteps), now, pool, windows)
+}
+
+func evaluate(b *budget, now time.Time, pool Pool, windows []*Window) (d Decision, err error) {
+	e := evaluation{pool: pool.Name, now: now, horizon: now.Add(searchHorizon), b: b}
+	defer e.b.recover(&err, func(cause error) error {
+		then := "the pool is not disrupted"
+		if errors.Is(cause, ErrTooComplex) {
+			then = "until they are simplified, " + then
+		}
+		err := fmt.Errorf("the maintenance windows of pool '%s' (%s) cannot be evaluated: %v; %s",
+			pool.Name, strings.Join(d.Windows, ", "), cause, then)
+		d = Decision{Windowed: d.Windowed, Windows: d.Windows, Reason: err.Error()}
+		return err
+	})
 	for _, w := range byName(windows) {
 		if !w.Selects(pool) {
 			continue
@@ -58,19 +78,41 @@ func Evaluate(now time.Time, pool Pool, windows []*Window) Decision {
 		}
 	}
 	d.Windowed = len(e.allows) > 0
-	switch deny := openOne(e.denies, now); {
+	e.allows, e.denies = distinct(e.allows), distinct(e.denies)
+	switch deny := openOne(e.b, e.denies, now, e.horizon); {
 	case len(d.Windows) == 0:
 		d.Allowed = true
 		d.Reason = fmt.Sprintf("no maintenance window selects pool '%s'", pool.Name)
 	case deny != nil:
 		e.frozen(&d, deny)
-	case d.Windowed && openOne(e.allows, now) == nil:
+	case d.Windowed && !anyOpen(e.b, e.allows, now):
 		e.waiting(&d)
 	default:
 		d.Allowed = true
 		e.allowed(&d)
 	}
-	return d
+	return d, nil
+}
+
+// distinct leaves out the windows that open and close exactly as one
+// before them (same schedule, duration and time zone): they change no
+// answer, since the first by name is the one every answer names, and
+// each would cost as much as the first.
+func distinct(ws []*Window) []*Window {
+	type key struct {
+		schedule, zone string
+		duration       time.Duration
+	}
+	seen := make(map[key]bool, len(ws))
+	out := ws[:0:0]
+	for _, w := range ws {
+		k := key{w.Schedule.String(), w.Location.String(), w.Duration}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // evaluation holds the windows that select one pool.
@@ -78,6 +120,7 @@ type evaluation struct {
 	pool           string
 	allows, denies []*Window
 	now, horizon   time.Time
+	b              *budget
 }
 
 // allowed fills in a decision for now, at which the pool is allowed: until
@@ -93,7 +136,7 @@ func (e evaluation) allowed(d *Decision) {
 		}
 		return
 	}
-	allow := openOne(e.allows, e.now)
+	allow := openOne(e.b, e.allows, e.now, e.horizon)
 	d.Window, d.Kind = allow.Name, Allow
 	switch {
 	case closes.IsZero():
@@ -108,7 +151,7 @@ func (e evaluation) allowed(d *Decision) {
 // frozen fills in a decision for now, at which deny is open.
 func (e evaluation) frozen(d *Decision, deny *Window) {
 	d.Window, d.Kind = deny.Name, Deny
-	frozenUntil := closedAfter(e.denies, e.now, e.horizon)
+	frozenUntil := closedAfter(e.b, e.denies, e.now, e.horizon)
 	e.opens(d)
 	switch {
 	case frozenUntil.IsZero():
@@ -117,7 +160,7 @@ func (e evaluation) frozen(d *Decision, deny *Window) {
 		d.Reason = fmt.Sprintf("freeze '%s' until %s; then no Allow window of pool '%s' opens within five years",
 			deny.Name, FormatTime(frozenUntil, deny.Location, e.now), e.pool)
 	case d.Windowed:
-		allow := openOne(e.allows, d.OpensAt)
+		allow := openOne(e.b, e.allows, d.OpensAt, e.horizon)
 		d.Reason = fmt.Sprintf("freeze '%s' until %s; then in window '%s' from %s",
 			deny.Name, FormatTime(frozenUntil, deny.Location, e.now), allow.Name, FormatTime(d.OpensAt, allow.Location, e.now))
 	default:
@@ -129,9 +172,9 @@ func (e evaluation) frozen(d *Decision, deny *Window) {
 // the pool's Allow windows is open.
 func (e evaluation) waiting(d *Decision) {
 	e.opens(d)
-	next, allow := nextOpening(e.allows, e.now)
+	next, allow := nextOpening(e.b, e.allows, e.now)
 	if !d.OpensAt.IsZero() {
-		allow = openOne(e.allows, d.OpensAt)
+		allow = openOne(e.b, e.allows, d.OpensAt, e.horizon)
 	}
 	if allow == nil {
 		allow = e.allows[0]
@@ -153,7 +196,7 @@ func (e evaluation) waiting(d *Decision) {
 // opens sets OpensAt, the first allowed instant after now, and ClosesAt,
 // the end of the allowed period it starts.
 func (e evaluation) opens(d *Decision) {
-	d.OpensAt = firstAllowed(e.allows, e.denies, e.now, e.horizon)
+	d.OpensAt = firstAllowed(e.b, e.allows, e.denies, e.now, e.horizon)
 	if !d.OpensAt.IsZero() {
 		d.ClosesAt, _ = e.allowedUntil(d.OpensAt)
 	}
@@ -166,9 +209,9 @@ func (e evaluation) opens(d *Decision) {
 func (e evaluation) allowedUntil(t time.Time) (time.Time, *Window) {
 	var closes time.Time
 	if len(e.allows) > 0 {
-		closes = closedAfter(e.allows, t, e.horizon)
+		closes = closedAfter(e.b, e.allows, t, e.horizon)
 	}
-	freeze, deny := nextOpening(e.denies, t)
+	freeze, deny := nextOpening(e.b, e.denies, t)
 	if !freeze.IsZero() && (closes.IsZero() || freeze.Before(closes)) {
 		return freeze, deny
 	}
@@ -178,18 +221,18 @@ func (e evaluation) allowedUntil(t time.Time) (time.Time, *Window) {
 // firstAllowed returns the first instant at or after t at which no Deny
 // window is open and, when there are Allow windows, one is; zero when
 // there is none within the horizon.
-func firstAllowed(allows, denies []*Window, t, horizon time.Time) time.Time {
-	for i := 0; i < maxScan && !t.After(horizon); i++ {
-		if openOne(denies, t) != nil {
-			if t = closedAfter(denies, t, horizon); t.IsZero() {
+func firstAllowed(b *budget, allows, denies []*Window, t, horizon time.Time) time.Time {
+	for !t.After(horizon) {
+		// closedAfter leaves t where no Deny window is open.
+		if anyOpen(b, denies, t) {
+			if t = closedAfter(b, denies, t, horizon); t.IsZero() {
 				return t
 			}
-			continue
 		}
-		if len(allows) == 0 || openOne(allows, t) != nil {
+		if len(allows) == 0 || anyOpen(b, allows, t) {
 			return t
 		}
-		if t, _ = nextOpening(allows, t); t.IsZero() {
+		if t, _ = nextOpening(b, allows, t); t.IsZero() {
 			return t
 		}
 	}

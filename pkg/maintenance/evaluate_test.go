@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,10 @@ func TestEvaluate(t *testing.T) {
 	backup := window(t, "backup", Deny, "0 1 * * *", "1h", "UTC")           // inside nightly: 01:00-02:00
 	holidays := window(t, "holidays", Deny, "0 0 24 12 *", "336h", "Europe/Berlin")
 	minute := window(t, "minute", Allow, "* * * * *", "20s", "UTC")
+	weekdays := window(t, "weekdays", Deny, "* * * * 1-5", "1m", "Europe/Berlin")
+	perMinute := window(t, "per-minute", Deny, "* 0-22 * * *", "1m", "UTC")
+	midnight := window(t, "midnight", Allow, "0 0 * * *", "1m", "UTC")
+	weekendMinutes := window(t, "weekend-minutes", Allow, "* * * * 0,6", "1m", "Europe/Berlin")
 	otherPool, _ := New("infra-only", Spec{PoolNames: []string{"infra"}, Schedule: "0 22 * * 6", Duration: time.Hour})
 	byLabel, _ := New("by-label", Spec{Pools: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}}, Schedule: "0 3 * * 0", Duration: time.Hour, TimeZone: "Europe/Berlin"})
 
@@ -81,15 +86,29 @@ func TestEvaluate(t *testing.T) {
 			false, "minute", Allow, "2026-01-01 12:01:00 +0000", "2026-01-01 12:01:20 +0000", "window 'minute' opens Thu 1 Jan 12:01 UTC, in 35s", true, nil},
 		{"every minute for 20 s under a freeze: the first opening after it", []*Window{minute, backup}, "2026-01-15 01:59:50 +0000",
 			false, "backup", Deny, "2026-01-15 02:00:00 +0000", "2026-01-15 02:00:20 +0000", "", true, nil},
+		// Issue 24: per-minute schedules are one interval per run of
+		// back-to-back openings, however many minutes it spans.
+		{"a weekday freeze written per minute ends on Saturday 00:00 (7 200 openings from Monday)", []*Window{weekdays}, "2026-03-23 08:00 +0100",
+			false, "weekdays", Deny, "2026-03-28 00:00 +0100", "2026-03-30 00:00 +0200",
+			"freeze 'weekdays' until Sat 28 Mar 00:00 CET (Fri 27 Mar 23:00 UTC), in 4d16h", false, nil},
+		{"a freeze of 23 hours written per minute ends at 23:00", []*Window{perMinute}, "2026-03-25 10:00 +0000",
+			false, "per-minute", Deny, "2026-03-25 23:00 +0000", "2026-03-26 00:00 +0000", "freeze 'per-minute' until Wed 25 Mar 23:00 UTC, in 13h", false, nil},
+		{"a daily minute inside the per-minute freeze never opens", []*Window{perMinute, midnight}, "2026-03-25 10:00 +0000",
+			false, "per-minute", Deny, "", "", "freeze 'per-minute' until Wed 25 Mar 23:00 UTC, in 13h; then no Allow window of pool 'worker' opens within five years", true, nil},
+		{"per-minute Allow over the weekend: open until Monday 00:00", []*Window{weekendMinutes}, "2026-03-28 10:00 +0100",
+			true, "weekend-minutes", Allow, "", "2026-03-30 00:00 +0200", "window 'weekend-minutes' is open until Mon 30 Mar 00:00 CEST (Sun 29 Mar 22:00 UTC), in 1d13h", true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			now := at(t, tt.now)
-			got := Evaluate(now, worker, tt.windows)
+			got, err := Evaluate(context.Background(), now, worker, tt.windows)
+			if err != nil {
+				t.Fatal(err)
+			}
 			// The order the windows are listed in does not matter.
 			reversed := slices.Clone(tt.windows)
 			slices.Reverse(reversed)
-			if again := Evaluate(now, worker, reversed); again.Reason != got.Reason || !again.OpensAt.Equal(got.OpensAt) || !again.ClosesAt.Equal(got.ClosesAt) {
+			if again, _ := Evaluate(context.Background(), now, worker, reversed); again.Reason != got.Reason || !again.OpensAt.Equal(got.OpensAt) || !again.ClosesAt.Equal(got.ClosesAt) {
 				t.Errorf("another order of the windows decides otherwise: %+v", again)
 			}
 			if got.Allowed != tt.allowed || got.Window != tt.window || got.Kind != tt.kind || got.Windowed != tt.windowed {

@@ -30,6 +30,9 @@ type Schedule struct {
 	// spec runs on the wall-clock timeline: wall-clock readings coded as
 	// UTC times, where no clock ever jumps.
 	spec *cron.SpecSchedule
+	// hours and minutes are the hours and minutes the schedule matches, in
+	// order: a matching day's activations are hours × minutes, hour major.
+	hours, minutes []int
 }
 
 // ParseSchedule parses a standard 5-field cron expression, e.g. "0 22 * * 6"
@@ -52,7 +55,7 @@ func ParseSchedule(expr string) (Schedule, error) {
 	if spec.Next(cycleStart.Add(-time.Second)).IsZero() {
 		return Schedule{}, errors.New("matches no date (a day that does not exist in the months given, such as 30 February)")
 	}
-	return Schedule{expr: expr, spec: spec}, nil
+	return Schedule{expr: expr, spec: spec, hours: setBits(spec.Hour, 23), minutes: setBits(spec.Minute, 59)}, nil
 }
 
 // String returns the expression as written.
@@ -76,8 +79,21 @@ func (s Schedule) everyHour() bool {
 // skips the repeated ones (they happened in the period before) unless the
 // schedule runs every hour.
 func (s Schedule) Next(t time.Time, loc *time.Location) time.Time {
+	return s.nextIn(nil, t, loc)
+}
+
+// zoneSteps is what a zone period searched costs Next: looking up the
+// period, its offset and the offset before it.
+const zoneSteps = 4
+
+// nextIn is Next, paid for with b.
+func (s Schedule) nextIn(b *budget, t time.Time, loc *time.Location) time.Time {
+	if loc == time.UTC {
+		return s.nextWall(b, t.UTC()) // one zone period, no offset
+	}
 	at := t // an instant of the period searched
 	for i := 0; i < maxPeriods; i++ {
+		b.spend(zoneSteps)
 		local := at.In(loc)
 		start, end := local.ZoneBounds()
 		_, offset := local.Zone()
@@ -89,7 +105,7 @@ func (s Schedule) Next(t time.Time, loc *time.Location) time.Time {
 			_, before := start.Add(-time.Nanosecond).In(loc).Zone()
 			switch {
 			case before < offset && start.After(t):
-				if w := s.next(onWallClock(start, before), true); !w.IsZero() && w.Before(onWallClock(start, offset)) {
+				if w := s.next(b, onWallClock(start, before), true); !w.IsZero() && w.Before(onWallClock(start, offset)) {
 					return start
 				}
 			case before > offset && !s.everyHour():
@@ -98,7 +114,7 @@ func (s Schedule) Next(t time.Time, loc *time.Location) time.Time {
 				}
 			}
 		}
-		w := s.next(from, inclusive)
+		w := s.next(b, from, inclusive)
 		if w.IsZero() {
 			return w
 		}
@@ -116,11 +132,161 @@ const maxPeriods = 16
 
 // next returns the first wall-clock activation after w (or at w, when
 // inclusive; w is then a whole second, as every change of time is).
-func (s Schedule) next(w time.Time, inclusive bool) time.Time {
+func (s Schedule) next(b *budget, w time.Time, inclusive bool) time.Time {
 	if inclusive {
 		w = w.Add(-time.Second)
 	}
-	return s.spec.Next(w)
+	return s.nextWall(b, w)
+}
+
+// nextWall is the cron library's Next on the wall-clock timeline (the
+// first whole minute strictly after w that matches; zero past the fifth
+// year after w's), computed on bit sets instead of stepping a time.Time
+// field by field: the evaluation of windows calls it thousands of times.
+// Every day (or month) it looks at past the first costs a step of b.
+func (s Schedule) nextWall(b *budget, w time.Time) time.Time {
+	sec := w.Unix() + 1            // strictly after: from the next whole second
+	minute := floorDiv(sec+59, 60) // the first whole minute at or after it
+	day := floorDiv(minute, minutesPerDay)
+	mod := int(minute - day*minutesPerDay)
+	yearLimit := time.Unix(sec, 0).UTC().Year() + 5
+	for {
+		y, m, d := civil(day)
+		if y > yearLimit {
+			return time.Time{}
+		}
+		if s.spec.Month&(1<<uint(m)) == 0 {
+			// The first of the next month named, this year or the next.
+			if nm := nextBit(s.spec.Month, m+1, 12); nm > 0 {
+				day = daysFromCivil(y, nm, 1)
+			} else {
+				day = daysFromCivil(y+1, nextBit(s.spec.Month, 1, 12), 1)
+			}
+			mod = 0
+			b.spend(1)
+			continue
+		}
+		if s.dayMatches(day, d) {
+			if h, mi, ok := s.atOrAfter(mod); ok {
+				return time.Unix((day*minutesPerDay+int64(h*60+mi))*60, 0).UTC()
+			}
+		}
+		day, mod = s.nextDayAfter(day, y, m, d), 0
+		b.spend(1)
+	}
+}
+
+// nextDayAfter returns the next day that may match after day (y-m-d):
+// the next day, or, when only the day of the month restricts the days,
+// the next day of the month it names (the first of the next month when
+// this month has none left).
+func (s Schedule) nextDayAfter(day int64, y, m, d int) int64 {
+	if s.spec.Dow&starBit == 0 || s.spec.Dom&starBit != 0 {
+		return day + 1
+	}
+	first, next := daysFromCivil(y, m, 1), daysFromCivil(y, m+1, 1)
+	if nd := nextBit(s.spec.Dom, d+1, 31); nd > 0 && first+int64(nd-1) < next {
+		return first + int64(nd-1)
+	}
+	return next
+}
+
+// atOrAfter returns the first hour and minute of a matching day at or
+// after minute mod of the day.
+func (s Schedule) atOrAfter(mod int) (hour, minute int, ok bool) {
+	h, m := mod/60, mod%60
+	if s.spec.Hour&(1<<uint(h)) != 0 {
+		if next := nextBit(s.spec.Minute, m, 59); next >= 0 {
+			return h, next, true
+		}
+	}
+	if next := nextBit(s.spec.Hour, h+1, 23); next >= 0 {
+		return next, s.minutes[0], true
+	}
+	return 0, 0, false
+}
+
+// dayMatches is the cron library's rule for a day (dom: its day of the
+// month): when either day field is unrestricted (*), both must match,
+// otherwise either.
+func (s Schedule) dayMatches(day int64, dom int) bool {
+	domMatch := s.spec.Dom&(1<<uint(dom)) != 0
+	dowMatch := s.spec.Dow&(1<<uint(weekday(day))) != 0
+	if s.spec.Dom&starBit != 0 || s.spec.Dow&starBit != 0 {
+		return domMatch && dowMatch
+	}
+	return domMatch || dowMatch
+}
+
+// starBit marks a field written as * (the cron library's convention).
+const starBit = 1 << 63
+
+const minutesPerDay = 24 * 60
+
+// nextBit returns the first bit set in field at or after from, up to max;
+// -1 when none.
+func nextBit(field uint64, from, max int) int {
+	if from > max {
+		return -1
+	}
+	f := field & (1<<uint(max+1) - 1) >> uint(from) << uint(from)
+	if f == 0 {
+		return -1
+	}
+	return bits.TrailingZeros64(f)
+}
+
+// floorDiv is a/b rounded toward minus infinity (b > 0).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+// weekday of a day counted from 1 January 1970 (a Thursday); Sunday is 0.
+func weekday(day int64) int {
+	return int((day%7 + 7 + 4) % 7)
+}
+
+// civil returns the date of a day counted from 1 January 1970 (proleptic
+// Gregorian calendar; H. Hinnant's days_from_civil, inverted).
+func civil(day int64) (year int, month int, dom int) {
+	z := day + 719468
+	era := floorDiv(z, 146097)
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y := yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d := doy - (153*mp+2)/5 + 1
+	m := mp + 3
+	if m > 12 {
+		m -= 12
+	}
+	if m <= 2 {
+		y++
+	}
+	return int(y), int(m), int(d)
+}
+
+// daysFromCivil counts the days from 1 January 1970 to a date; a month
+// of 13 is January of the next year.
+func daysFromCivil(year, month, dom int) int64 {
+	if month > 12 {
+		year, month = year+1, month-12
+	}
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := floorDiv(y, 400)
+	yoe := y - era*400
+	mp := int64((month + 9) % 12)
+	doy := (153*mp+2)/5 + int64(dom) - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }
 
 // onWallClock is the wall-clock reading of instant t under a UTC offset

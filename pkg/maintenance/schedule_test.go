@@ -17,7 +17,7 @@ func mustLoad(t *testing.T, name string) *time.Location {
 }
 
 // at parses "2006-01-02 15:04:05 -0700" (seconds optional).
-func at(t *testing.T, s string) time.Time {
+func at(t testing.TB, s string) time.Time {
 	t.Helper()
 	for _, layout := range []string{"2006-01-02 15:04:05 -0700", "2006-01-02 15:04 -0700"} {
 		if v, err := time.Parse(layout, s); err == nil {
@@ -273,6 +273,42 @@ func TestScheduleNextAgainstMinuteByMinute(t *testing.T) {
 				if !got[i].Equal(want[i]) {
 					t.Errorf("%s %q: activation %d at %s, minute by minute %s", c.zone, expr, i, got[i].In(loc), want[i].In(loc))
 					break
+				}
+			}
+		}
+	}
+}
+
+// TestNextWallAgainstCronLibrary checks the bit-set search against the
+// cron library it replaces, on schedules of every shape and instants
+// around the ends of minutes, days, months, leap days and years.
+func TestNextWallAgainstCronLibrary(t *testing.T) {
+	schedules := []string{"* * * * *", "0 22 * * 6", "*/7 3-5 * * *", "59 23 31 12 *", "0 0 29 2 *", "0 0 29 2 1", "30 2 1-7 * 0",
+		"* 0-22 * * *", "* * * * 1-5", "15,45 */6 1,15 * *", "0 12 * 2,8 1-5", "5 4 31 * *", "0 0 1 1 *", "*/15 2 * * *", "0 3 * 1-6 *"}
+	froms := []string{"2026-01-01 00:00 +0000", "2026-02-28 23:59:59.999 +0000", "2027-12-31 23:59 +0000", "2028-02-28 12:34:56 +0000",
+		"2026-03-29 01:00:30 +0000", "2029-06-30 23:00 +0000", "2001-01-01 00:00 +0000", "2099-12-31 23:59 +0000"}
+	for _, expr := range schedules {
+		s, err := ParseSchedule(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range froms {
+			from := parseFrom(t, f)
+			for i := 0; i < 50; i++ {
+				want, got := s.spec.Next(from), s.nextWall(nil, from)
+				if !got.Equal(want) {
+					t.Fatalf("%q after %s: %s, the cron library says %s", expr, from, got, want)
+				}
+				if want.IsZero() {
+					break
+				}
+				// The activation itself, and a step off it.
+				from = want
+				if i%3 == 1 {
+					from = want.Add(-time.Nanosecond)
+				}
+				if i%3 == 2 {
+					from = want.Add(17 * time.Hour)
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -58,13 +59,16 @@ type Window struct {
 
 	poolNames sets.Set[string]
 	pools     labels.Selector // nil: no selector
+	runs      []int16         // runEnds(Schedule, Duration)
 }
 
 // New parses a window. It checks what the arithmetic needs; the API
 // validation reports the same problems with field paths, and also refuses
-// a duration longer than the schedule's period (CheckDuration), which New
-// leaves out because it is costly and the arithmetic merges openings that
-// overlap anyway: status is computed with New on every read.
+// a duration longer than the schedule's period (CheckDuration) and a
+// window that costs too much to evaluate (CheckCost), which New leaves
+// out because they are costly (status is computed with New on every read)
+// and the arithmetic merges openings that overlap and bounds its work
+// anyway.
 func New(name string, spec Spec) (*Window, error) {
 	w := &Window{Name: name, Kind: spec.Kind, Duration: spec.Duration, poolNames: sets.New(spec.PoolNames...)}
 	if w.Kind == "" {
@@ -86,6 +90,7 @@ func New(name string, spec Spec) (*Window, error) {
 	if spec.Pools == nil && len(spec.PoolNames) == 0 {
 		return nil, fmt.Errorf("window %q selects no pool", name)
 	}
+	w.runs = runEnds(w.Schedule, w.Duration)
 	if spec.Pools != nil {
 		if w.pools, err = metav1.LabelSelectorAsSelector(spec.Pools); err != nil {
 			return nil, fmt.Errorf("window %q: pools: %w", name, err)
@@ -178,30 +183,55 @@ func (w *Window) NextOpening(t time.Time) time.Time {
 	return w.Schedule.Next(t, w.Location)
 }
 
-// openAt reports whether the window is open at t, and the start and end
-// of the openings that contain t: an opening [a, a+Duration) contains t
-// when t-Duration < a <= t. Two can, when a change of time shortened the
-// day between them; start is the earliest, end the latest end.
-func (w *Window) openAt(t time.Time) (start, end time.Time, open bool) {
-	a := w.NextOpening(t.Add(-w.Duration))
-	if a.IsZero() || a.After(t) {
-		return time.Time{}, time.Time{}, false
-	}
-	start, end = a, a.Add(w.Duration)
-	for i := 0; i < maxScan; i++ {
-		b := w.NextOpening(a)
-		if b.IsZero() || b.After(t) {
-			break
-		}
-		a, end = b, b.Add(w.Duration)
-	}
-	return start, end, true
+// next is NextOpening, paid for with one step of b.
+func (w *Window) next(b *budget, t time.Time) time.Time {
+	b.spend(1)
+	return w.Schedule.nextIn(b, t, w.Location)
 }
 
 // IsOpen reports whether the window is open at t.
 func (w *Window) IsOpen(t time.Time) bool {
-	_, _, open := w.openAt(t)
-	return open
+	a := w.NextOpening(t.Add(-w.Duration))
+	return !a.IsZero() && !a.After(t)
+}
+
+// isOpen is IsOpen, paid for with b.
+func (w *Window) isOpen(b *budget, t time.Time) bool {
+	a := w.next(b, t.Add(-w.Duration))
+	return !a.IsZero() && !a.After(t)
+}
+
+// openAt reports whether the window is open at t, the start of the
+// earliest opening that contains t (an opening [a, a+Duration) contains t
+// when t-Duration < a <= t), and the end of the interval the openings that
+// touch or overlap it make: an instant after horizon when that is beyond.
+func (w *Window) openAt(b *budget, t, horizon time.Time) (start, end time.Time, open bool) {
+	a := w.next(b, t.Add(-w.Duration))
+	if a.IsZero() || a.After(t) {
+		return time.Time{}, time.Time{}, false
+	}
+	return a, w.intervalEnd(b, a, horizon), true
+}
+
+// intervalEnd returns the end of the interval of openings, each touching
+// or overlapping the one before, that starts with the opening at a: an
+// instant after horizon when it ends beyond. Within a zone period, a run
+// of back-to-back openings is merged arithmetically (runLast); only the
+// openings where runs meet (changes of time, a longer gap that the
+// duration still covers) are searched one by one.
+func (w *Window) intervalEnd(b *budget, a, horizon time.Time) time.Time {
+	end := a.Add(w.Duration)
+	for !end.After(horizon) {
+		if last := w.runLast(b, a, horizon); last.After(a) {
+			a, end = last, last.Add(w.Duration)
+		}
+		next := w.next(b, a)
+		if next.IsZero() || next.After(end) {
+			return end
+		}
+		a, end = next, next.Add(w.Duration)
+	}
+	return end
 }
 
 // State is where a window stands at an instant.
@@ -217,23 +247,33 @@ type State struct {
 	ClosesAt time.Time
 }
 
-// State returns where the window stands at now.
-func (w *Window) State(now time.Time) State {
-	one := []*Window{w}
+// State returns where the window stands at now. Its work is bounded as
+// Evaluate's is: it fails when ctx ends or the bound is exceeded.
+func (w *Window) State(ctx context.Context, now time.Time) (st State, err error) {
+	b := newBudget(ctx, MaxSteps)
+	defer b.recover(&err, func(cause error) error {
+		return fmt.Errorf("window %q: its state cannot be computed: %v", w.Name, cause)
+	})
+	return w.state(b, now), nil
+}
+
+func (w *Window) state(b *budget, now time.Time) State {
 	horizon := now.Add(searchHorizon)
-	if start, _, open := w.openAt(now); open {
-		return State{Open: true, OpensAt: start, ClosesAt: closedAfter(one, now, horizon)}
+	within := func(t time.Time) time.Time {
+		if t.After(horizon) {
+			return time.Time{}
+		}
+		return t
 	}
-	next := w.NextOpening(now)
+	if start, end, open := w.openAt(b, now, horizon); open {
+		return State{Open: true, OpensAt: start, ClosesAt: within(end)}
+	}
+	next := w.next(b, now)
 	if next.IsZero() {
 		return State{}
 	}
-	return State{OpensAt: next, ClosesAt: closedAfter(one, next, horizon)}
+	return State{OpensAt: next, ClosesAt: within(w.intervalEnd(b, next, horizon))}
 }
-
-// maxScan bounds the openings one search steps through: a chain of
-// openings that touch, or the Allow openings a freeze covers.
-const maxScan = 4096
 
 // searchHorizon bounds how far ahead answers are searched: the cron
 // library finds activations up to five years ahead.
@@ -241,12 +281,12 @@ const searchHorizon = 5 * 366 * 24 * time.Hour
 
 // closedAfter returns the first instant at or after t at which none of ws
 // is open: openings that touch or overlap count as one. The zero time when
-// that is beyond horizon or more than maxScan openings away.
-func closedAfter(ws []*Window, t, horizon time.Time) time.Time {
-	for i := 0; i < maxScan; i++ {
+// that is beyond horizon.
+func closedAfter(b *budget, ws []*Window, t, horizon time.Time) time.Time {
+	for {
 		var end time.Time
 		for _, w := range ws {
-			if _, e, open := w.openAt(t); open && e.After(end) {
+			if _, e, open := w.openAt(b, t, horizon); open && e.After(end) {
 				end = e
 			}
 		}
@@ -258,29 +298,38 @@ func closedAfter(ws []*Window, t, horizon time.Time) time.Time {
 		}
 		t = end
 	}
-	return time.Time{}
 }
 
 // nextOpening returns the first opening of any of ws strictly after t,
 // and that window; zero and nil when none opens within five years.
-func nextOpening(ws []*Window, t time.Time) (time.Time, *Window) {
+func nextOpening(b *budget, ws []*Window, t time.Time) (time.Time, *Window) {
 	var first time.Time
 	var which *Window
 	for _, w := range ws {
-		if a := w.NextOpening(t); !a.IsZero() && (first.IsZero() || a.Before(first) || (a.Equal(first) && w.Name < which.Name)) {
+		if a := w.next(b, t); !a.IsZero() && (first.IsZero() || a.Before(first) || (a.Equal(first) && w.Name < which.Name)) {
 			first, which = a, w
 		}
 	}
 	return first, which
 }
 
-// openOne returns the window of ws open at t whose opening lasts longest
-// (by name on a tie); nil when none is open.
-func openOne(ws []*Window, t time.Time) *Window {
+// anyOpen reports whether one of ws is open at t.
+func anyOpen(b *budget, ws []*Window, t time.Time) bool {
+	for _, w := range ws {
+		if w.isOpen(b, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// openOne returns the window of ws open at t whose interval of openings
+// lasts longest (by name on a tie); nil when none is open.
+func openOne(b *budget, ws []*Window, t, horizon time.Time) *Window {
 	var best *Window
 	var bestEnd time.Time
 	for _, w := range ws {
-		if _, end, open := w.openAt(t); open && (best == nil || end.After(bestEnd) || (end.Equal(bestEnd) && w.Name < best.Name)) {
+		if _, end, open := w.openAt(b, t, horizon); open && (best == nil || end.After(bestEnd) || (end.Equal(bestEnd) && w.Name < best.Name)) {
 			best, bestEnd = w, end
 		}
 	}

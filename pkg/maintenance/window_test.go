@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -170,7 +171,10 @@ func TestWindowState(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.w.State(at(t, tt.now))
+			got, err := tt.w.State(context.Background(), at(t, tt.now))
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got.Open != tt.wantOpen {
 				t.Errorf("open %t, want %t", got.Open, tt.wantOpen)
 			}

@@ -306,7 +306,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	res.Status.Warnings = append(res.Status.Warnings, warnings...)
 	res.Disrupted = disrupted
 	if l := e.windows.Load(); l != nil {
-		addWindowNotes(res.Status.Items, listPools, *l, e.now())
+		addWindowNotes(ctx, res.Status.Items, listPools, *l, e.now())
 	}
 	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
 		return nil, false, err
@@ -326,7 +326,7 @@ func hashPlan(cfg *v1alpha1.VirtPlatformConfig, settings v1alpha1.PlanSettings, 
 	// the object: a config deleted and created again under the same name
 	// has plans of its own.
 	hashed := map[string]interface{}{
-		"profile": cfg.Spec.Profile, "generation": cfg.Generation, "uid": cfg.UID, "settings": settings,
+		"profile": cfg.Spec.Profile, "generation": cfg.Generation, "uid": cfg.UID, "settings": hashedSettings(settings),
 		"items": items, "snapshot": snapshot,
 	}
 	// What the approver accepts to suffer is part of what they approve:
@@ -337,6 +337,22 @@ func hashPlan(cfg *v1alpha1.VirtPlatformConfig, settings v1alpha1.PlanSettings, 
 		hashed["vmImpact"] = disrupted
 	}
 	return hashJSON(hashed)
+}
+
+// hashedSettings are the settings as the plan hash reads them: as the
+// Plan's JSON showed them when it left false booleans out. The Plan now
+// shows them (a reader tells false from not bound); the hash stays the
+// same, so that approvals recorded before approve the same plans.
+type hashedSettings v1alpha1.PlanSettings
+
+func (s hashedSettings) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Action               v1alpha1.PlanAction    `json:"action,omitempty"`
+		FailurePolicy        v1alpha1.FailurePolicy `json:"failurePolicy,omitempty"`
+		BypassOptimisticLock bool                   `json:"bypassOptimisticLock,omitempty"`
+		WaitTimeout          string                 `json:"waitTimeout,omitempty"`
+		AllowBlockingDrains  bool                   `json:"allowBlockingDrains,omitempty"`
+	}(s))
 }
 
 // settingsOf are the spec settings a plan's hash binds, defaults resolved.

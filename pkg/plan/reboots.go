@@ -90,7 +90,7 @@ func (e *Engine) poolLister(ctx context.Context, profile profiles.Profile, input
 // "maintenance windows: pool 'worker': window 'weekend' opens Sat 28 Nov
 // 22:00 CET (21:00 UTC), in 3d4h; it is written then". Like the reboot
 // note it never fails the plan.
-func addWindowNotes(items []v1alpha1.PlanItem, listPools func() ([]unstructured.Unstructured, error), windows maintenance.Lister, now time.Time) {
+func addWindowNotes(ctx context.Context, items []v1alpha1.PlanItem, listPools func() ([]unstructured.Unstructured, error), windows maintenance.Lister, now time.Time) {
 	// Listed at most once per plan, and only for a plan that rolls a pool.
 	listWindows := sync.OnceValues(windows.Windows)
 	for i := range items {
@@ -113,8 +113,10 @@ func addWindowNotes(items []v1alpha1.PlanItem, listPools func() ([]unstructured.
 				if pools[p].GetName() != r.Pool {
 					continue
 				}
-				d := maintenance.Evaluate(now, maintenance.Pool{Name: r.Pool, Labels: pools[p].GetLabels()}, ws)
+				d, err := maintenance.Evaluate(ctx, now, maintenance.Pool{Name: r.Pool, Labels: pools[p].GetLabels()}, ws)
 				switch {
+				case err != nil:
+					notes = append(notes, fmt.Sprintf("pool '%s': unknown (%s)", r.Pool, err))
 				case len(d.Windows) == 0:
 				case d.Allowed:
 					notes = append(notes, fmt.Sprintf("pool '%s': %s", r.Pool, d.Reason))

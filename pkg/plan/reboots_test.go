@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -156,10 +157,16 @@ func TestWindowNotes(t *testing.T) {
 		{"closed: written when it opens", "worker", wednesday, "m; maintenance windows: pool 'worker': window 'weekend' opens Sat 28 Nov 22:00 UTC, in 3d12h; it is written then"},
 		{"open: until when", "worker", time.Date(2026, 11, 28, 23, 0, 0, 0, time.UTC), "m; maintenance windows: pool 'worker': window 'weekend' is open until Sun 29 Nov 06:00 UTC, in 7h"},
 		{"a pool no window selects", "master", wednesday, "m"},
+		{"the plan's request ended: unknown, not allowed", "worker", wednesday, "m; maintenance windows: pool 'worker': unknown (the maintenance windows of pool 'worker' (weekend) cannot be evaluated: context canceled; the pool is not disrupted)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if strings.Contains(tc.name, "request ended") {
+				cancel()
+			}
 			items := []v1alpha1.PlanItem{{Name: "psi", Message: "m", Reboots: []v1alpha1.PoolReboot{{Pool: tc.pool, Nodes: 3}}}}
-			addWindowNotes(items, func() ([]unstructured.Unstructured, error) { return pools, nil }, windowList{weekend}, tc.now)
+			addWindowNotes(ctx, items, func() ([]unstructured.Unstructured, error) { return pools, nil }, windowList{weekend}, tc.now)
 			if items[0].Message != tc.want {
 				t.Errorf("message %q\nwant    %q", items[0].Message, tc.want)
 			}
@@ -183,7 +190,7 @@ func TestPlanHashBindsDisruptedVMs(t *testing.T) {
 		return h
 	}
 	legacy, _ := hashJSON(map[string]interface{}{"profile": cfg.Spec.Profile, "generation": cfg.Generation, "uid": cfg.UID,
-		"settings": v1alpha1.PlanSettings{Action: "DryRun"}, "items": items, "snapshot": snapshot})
+		"settings": json.RawMessage(`{"action":"DryRun"}`), "items": items, "snapshot": snapshot})
 	gpu := v1alpha1.DisruptedVM{Pool: "worker", Namespace: "default", Name: "gpu-0", Fate: v1alpha1.VMFateBlocksDrain, Reason: "HostDeviceNotLiveMigratable"}
 	none := v1alpha1.DisruptedVM{Pool: "worker", Namespace: "default", Name: "vm-none", Fate: v1alpha1.VMFateShutDown, Reason: "EvictionStrategyNone"}
 	tests := []struct {

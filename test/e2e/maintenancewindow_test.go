@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -96,9 +97,32 @@ var _ = Describe("maintenance windows", func() {
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(Equal("no reboots"))
 
-		Expect(windows.Delete(suiteCtx, "e2e-weekend", metav1.DeleteOptions{})).To(Succeed())
+		By("DELETE returns a Status, not the window (docs/maintenance-windows.md)")
+		raw, err := adminRaw.Delete().Resource("maintenancewindows").Name("e2e-weekend").DoRaw(suiteCtx)
+		Expect(err).NotTo(HaveOccurred())
+		var deleted metav1.Status
+		Expect(json.Unmarshal(raw, &deleted)).To(Succeed(), string(raw))
+		Expect(deleted.Kind).To(Equal("Status"), string(raw))
+		Expect(deleted.Status).To(Equal(metav1.StatusSuccess), string(raw))
+		Expect(deleted.Details).NotTo(BeNil(), string(raw))
+		Expect(deleted.Details.Name).To(Equal("e2e-weekend"))
+		Expect(deleted.Details.Kind).To(Equal("maintenancewindows"))
+		Expect(deleted.Details.UID).To(Equal(created.UID))
 		_, err = windows.Get(suiteCtx, "e2e-weekend", metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	})
+
+	It("reads the real end of windows written per minute (issue 24): a weekday freeze closes on Saturday 00:00", func() {
+		freeze := newWindow("e2e-weekdays", "* * * * 1-5", time.Minute, "UTC")
+		freeze.Spec.Kind = v1alpha1.MaintenanceWindowKindDeny
+		created := createWindow(freeze)
+		Expect(created.Status.ClosesAt).NotTo(BeNil(), "%+v", created.Status)
+		Expect(created.Status.ClosesAt.UTC().Format("Mon 15:04")).To(Equal("Sat 00:00"), "%+v", created.Status)
+		got, err := advisor.AdvisorV1alpha1().MaintenanceWindows().Get(suiteCtx, "e2e-weekdays", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Status.ClosesAt).NotTo(BeNil(), "%+v", got.Status)
+		Expect(got.Status.ClosesAt.UTC().Format("Mon 15:04")).To(Equal("Sat 00:00"), "%+v", got.Status)
+		Expect(time.Until(got.Status.ClosesAt.Time)).To(BeNumerically("<=", 8*24*time.Hour))
 	})
 
 	DescribeTable("rejects a bad window with 422, the field path and what to do",

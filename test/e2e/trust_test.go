@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -242,6 +243,18 @@ var _ = Describe("trust: what the hash binds is shown", func() {
 		Expect(p.Status.Settings).To(Equal(v1alpha1.PlanSettings{Action: v1alpha1.PlanActionDryRun, FailurePolicy: v1alpha1.FailurePolicyContinue,
 			BypassOptimisticLock: true, WaitTimeout: "5m"}))
 		const shown = "action DryRun, failurePolicy Continue, bypassOptimisticLock true, waitTimeout 5m"
+
+		By("the Plan's JSON carries every bound setting, false ones included: false is not 'not bound'")
+		raw, err := adminRaw.Get().Resource("virtplatformconfigs").Name("example-profile").SubResource("plan").DoRaw(suiteCtx)
+		Expect(err).NotTo(HaveOccurred())
+		var body struct {
+			Status struct {
+				Settings map[string]interface{} `json:"settings"`
+			} `json:"status"`
+		}
+		Expect(json.Unmarshal(raw, &body)).To(Succeed(), string(raw))
+		Expect(body.Status.Settings).To(Equal(map[string]interface{}{"action": "DryRun", "failurePolicy": "Continue",
+			"bypassOptimisticLock": true, "waitTimeout": "5m", "allowBlockingDrains": false}), string(raw))
 
 		table, err := kubectl("get", "virtplatformconfig", "example-profile", "--subresource=plan")
 		Expect(err).NotTo(HaveOccurred(), table)

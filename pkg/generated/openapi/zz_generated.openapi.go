@@ -976,7 +976,8 @@ func schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref common.ReferenceCallback)
 					},
 					"bypassOptimisticLock": {
 						SchemaProps: spec.SchemaProps{
-							Description: "bypassOptimisticLock is spec.bypassOptimisticLock.",
+							Description: "bypassOptimisticLock is spec.bypassOptimisticLock; always present, false included, so that a reader can tell false from not bound.",
+							Default:     false,
 							Type:        []string{"boolean"},
 							Format:      "",
 						},
@@ -990,12 +991,14 @@ func schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref common.ReferenceCallback)
 					},
 					"allowBlockingDrains": {
 						SchemaProps: spec.SchemaProps{
-							Description: "allowBlockingDrains is spec.rollout.allowBlockingDrains.",
+							Description: "allowBlockingDrains is spec.rollout.allowBlockingDrains; always present, false included.",
+							Default:     false,
 							Type:        []string{"boolean"},
 							Format:      "",
 						},
 					},
 				},
+				Required: []string{"bypassOptimisticLock", "allowBlockingDrains"},
 			},
 		},
 	}

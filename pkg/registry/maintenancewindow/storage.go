@@ -1,7 +1,14 @@
 package maintenancewindow
 
 import (
+	"context"
+	"fmt"
 	"time"
+
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/klog/v2"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +32,7 @@ type Options struct {
 // REST is the storage of maintenancewindows.
 type REST struct {
 	*genericregistry.Store
+	clock clock.PassiveClock
 }
 
 var _ rest.ShortNamesProvider = &REST{}
@@ -32,9 +40,11 @@ var _ rest.ShortNamesProvider = &REST{}
 // ShortNames lets users type `kubectl get mw`.
 func (r *REST) ShortNames() []string { return []string{"mw"} }
 
-// NewREST returns the storage of maintenancewindows. Every object it
-// returns — get, list, watch events, and the results of create, update and
-// delete — carries the status computed for the clock's now.
+// NewREST returns the storage of maintenancewindows. Every window it
+// returns — get, list, watch events, and the results of create and update
+// — carries the status computed for the clock's now, within the request's
+// context. A delete returns a Status, as Kubernetes' stores do (the
+// window, with its status, only while finalizers hold it).
 func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o Options) (*REST, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -52,14 +62,70 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o Opt
 		DeleteStrategy:      s,
 		ResetFieldsStrategy: s,
 
-		Decorator:      func(obj runtime.Object) { computeStatus(obj, o.Clock.Now()) },
+		// No Decorator: it has no context; the methods below compute
+		// the status with the request's.
 		TableConvertor: windowTable{clock: o.Clock},
 	}
 	options := &generic.StoreOptions{RESTOptions: uncached{optsGetter}, AttrFunc: GetAttrs}
 	if err := store.CompleteWithOptions(options); err != nil {
 		return nil, err
 	}
-	return &REST{Store: store}, nil
+	return &REST{Store: store, clock: o.Clock}, nil
+}
+
+// Get implements rest.Getter, with the status computed.
+func (r *REST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	return r.withStatus(ctx)(r.Store.Get(ctx, name, options))
+}
+
+// List implements rest.Lister, with the status computed.
+func (r *REST) List(ctx context.Context, options *metainternalversion.ListOptions) (runtime.Object, error) {
+	return r.withStatus(ctx)(r.Store.List(ctx, options))
+}
+
+// Create implements rest.Creater, with the status computed.
+func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	return r.withStatus(ctx)(r.Store.Create(ctx, obj, createValidation, options))
+}
+
+// Update implements rest.Updater, with the status computed.
+func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	obj, created, err := r.Store.Update(ctx, name, objInfo, createValidation, updateValidation, forceAllowCreate, options)
+	obj, err = r.withStatus(ctx)(obj, err)
+	return obj, created, err
+}
+
+// Delete implements rest.GracefulDeleter: a Status, or the window with its
+// status while finalizers hold it.
+func (r *REST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	obj, immediately, err := r.Store.Delete(ctx, name, deleteValidation, options)
+	obj, err = r.withStatus(ctx)(obj, err)
+	return obj, immediately, err
+}
+
+// Watch implements rest.Watcher: the status of every event's window is
+// computed when the event is sent.
+func (r *REST) Watch(ctx context.Context, options *metainternalversion.ListOptions) (watch.Interface, error) {
+	w, err := r.Store.Watch(ctx, options)
+	if err != nil {
+		return nil, err
+	}
+	// No warning: the response's headers went out with the first event,
+	// and the filter runs on after the request ends.
+	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+		computeStatus(ctx, e.Object, r.clock.Now(), false)
+		return e, true
+	}), nil
+}
+
+// withStatus computes the status of what a method of the store returned.
+func (r *REST) withStatus(ctx context.Context) func(runtime.Object, error) (runtime.Object, error) {
+	return func(obj runtime.Object, err error) (runtime.Object, error) {
+		if err == nil {
+			computeStatus(ctx, obj, r.clock.Now(), true)
+		}
+		return obj, err
+	}
 }
 
 // uncached reads maintenancewindows from etcd, not through the watch
@@ -75,27 +141,42 @@ func (u uncached) GetRESTOptions(resource schema.GroupResource, example runtime.
 	return opts, err
 }
 
-// computeStatus fills in the status of a window or a list of windows for now.
-func computeStatus(obj runtime.Object, now time.Time) {
+// computeStatus fills in the status of a window or a list of windows for
+// now; warn: the response may still carry warnings.
+func computeStatus(ctx context.Context, obj runtime.Object, now time.Time, warn bool) {
 	switch o := obj.(type) {
 	case *advisor.MaintenanceWindow:
-		o.Status = status(o, now)
+		o.Status = status(ctx, o, now, warn)
 	case *advisor.MaintenanceWindowList:
 		for i := range o.Items {
-			o.Items[i].Status = status(&o.Items[i], now)
+			o.Items[i].Status = status(ctx, &o.Items[i], now, warn)
 		}
 	}
 }
 
 // status is where the window stands at now. A window that does not parse
 // (none is stored: validation parses it the same way; a watch bookmark is
-// no window) has an empty status.
-func status(w *advisor.MaintenanceWindow, now time.Time) advisor.MaintenanceWindowStatus {
+// no window) has an empty status. So has one whose state cannot be
+// computed within the bound of an evaluation (validation refuses those)
+// or before ctx ends: the response then carries a warning that says so
+// (kubectl prints "Warning: …"; not on watch events), and the window
+// reads as not open.
+func status(ctx context.Context, w *advisor.MaintenanceWindow, now time.Time, warn bool) advisor.MaintenanceWindowStatus {
 	parsed, err := parse(w)
 	if err != nil {
 		return advisor.MaintenanceWindowStatus{}
 	}
-	st := parsed.State(now)
+	st, err := parsed.State(ctx, now)
+	if err != nil {
+		if ctx.Err() != nil {
+			return advisor.MaintenanceWindowStatus{} // the request is over: nobody reads it
+		}
+		if warn {
+			warning.AddWarning(ctx, "", fmt.Sprintf("MaintenanceWindow %q: status not computed, it reads as not open: %v", w.Name, err))
+		}
+		klog.ErrorS(err, "MaintenanceWindow status not computed", "window", w.Name)
+		return advisor.MaintenanceWindowStatus{}
+	}
 	return advisor.MaintenanceWindowStatus{Open: st.Open, OpensAt: timeOrNil(st.OpensAt), ClosesAt: timeOrNil(st.ClosesAt)}
 }
 

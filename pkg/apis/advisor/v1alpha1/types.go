@@ -612,15 +612,15 @@ type PlanSettings struct {
 	// failurePolicy is spec.failurePolicy, defaults resolved.
 	// +optional
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
-	// bypassOptimisticLock is spec.bypassOptimisticLock.
-	// +optional
-	BypassOptimisticLock bool `json:"bypassOptimisticLock,omitempty"`
+	// bypassOptimisticLock is spec.bypassOptimisticLock; always present,
+	// false included, so that a reader can tell false from not bound.
+	BypassOptimisticLock bool `json:"bypassOptimisticLock"`
 	// waitTimeout is spec.waitTimeout; empty waits without limit.
 	// +optional
 	WaitTimeout string `json:"waitTimeout,omitempty"`
-	// allowBlockingDrains is spec.rollout.allowBlockingDrains.
-	// +optional
-	AllowBlockingDrains bool `json:"allowBlockingDrains,omitempty"`
+	// allowBlockingDrains is spec.rollout.allowBlockingDrains; always
+	// present, false included.
+	AllowBlockingDrains bool `json:"allowBlockingDrains"`
 }
 
 // Prerequisite is an API a profile needs.

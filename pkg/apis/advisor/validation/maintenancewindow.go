@@ -69,11 +69,19 @@ func validateWindowSpec(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path
 	case schedule != nil:
 		if err := maintenance.CheckDuration(d, *schedule); err != nil {
 			allErrs = append(allErrs, field.Invalid(durationPath, d.String(), err.Error()))
+			schedule = nil
 		}
 	}
 
-	if _, err := maintenance.LoadLocation(spec.TimeZone); err != nil {
+	loc, err := maintenance.LoadLocation(spec.TimeZone)
+	if err != nil {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("timeZone"), spec.TimeZone, err.Error()))
+	}
+	// Last, on a window the checks above accept: what evaluating it costs.
+	if schedule != nil && err == nil && spec.Duration.Duration > 0 {
+		if err := maintenance.CheckCost(*schedule, spec.Duration.Duration, loc); err != nil {
+			allErrs = append(allErrs, field.Invalid(schedulePath, spec.Schedule, err.Error()))
+		}
 	}
 	allErrs = append(allErrs, validateEnum(fldPath.Child("kind"), string(spec.Kind), windowKinds)...)
 	if len(spec.Description) > MaxWindowDescriptionLength {

@@ -58,6 +58,17 @@ func TestValidateMaintenanceWindow(t *testing.T) {
 			s.Schedule, s.Duration = "* * * * *", metav1.Duration{Duration: 20 * time.Second}
 		}, "", ""},
 		{"duration equal to the period", func(s *v1alpha1.MaintenanceWindowSpec) { s.Duration = hours(7 * 24) }, "", ""},
+		// Issue 24: per-minute schedules cost a few steps to evaluate.
+		{"a freeze of 23 hours written per minute", func(s *v1alpha1.MaintenanceWindowSpec) {
+			s.Schedule, s.Duration, s.Kind = "* 0-22 * * *", metav1.Duration{Duration: time.Minute}, v1alpha1.MaintenanceWindowKindDeny
+		}, "", ""},
+		{"a weekday freeze written per minute", func(s *v1alpha1.MaintenanceWindowSpec) {
+			s.Schedule, s.Duration, s.Kind = "* * * * 1-5", metav1.Duration{Duration: time.Minute}, v1alpha1.MaintenanceWindowKindDeny
+		}, "", ""},
+		{"open all the time across the changes of time", func(s *v1alpha1.MaintenanceWindowSpec) {
+			s.Schedule, s.Duration, s.TimeZone = "* * * * *", metav1.Duration{Duration: time.Minute}, "America/New_York"
+		}, "", ""},
+		{"a leap day", func(s *v1alpha1.MaintenanceWindowSpec) { s.Schedule, s.Duration = "0 0 29 2 *", hours(24) }, "", ""},
 		{"no pool", func(s *v1alpha1.MaintenanceWindowSpec) { s.PoolNames = nil }, "spec.pools", "Required value: select the MachineConfigPools"},
 		{"bad selector", func(s *v1alpha1.MaintenanceWindowSpec) {
 			s.Pools = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "role", Operator: "Sometimes"}}}
