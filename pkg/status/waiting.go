@@ -158,3 +158,19 @@ func WhyNotApprovable(st *v1alpha1.VirtPlatformConfigStatus) string {
 	}
 	return p.NotApprovable
 }
+
+// PhaseMessageAt is the message of the current phase as it is shown at
+// now: while the plan waits for a maintenance window, with how far away
+// the opening is (WithTimeToOpen, the first item waiting for one).
+func PhaseMessageAt(st *v1alpha1.VirtPlatformConfigStatus, now time.Time) string {
+	msg := PhaseMessage(st)
+	if w := WaitingFor(st); w == nil || w.Reason != WaitingMaintenanceWindow {
+		return msg
+	}
+	for _, it := range st.Items {
+		if w := it.MaintenanceWindow; w != nil && w.OpensAt != nil {
+			return WithTimeToOpen(msg, w.OpensAt.Time, now)
+		}
+	}
+	return msg
+}

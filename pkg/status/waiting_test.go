@@ -117,6 +117,15 @@ func TestWaitingConditionAndPhaseMessage(t *testing.T) {
 			case tt.waiting != "" && (w == nil || w.Status != tt.waiting || w.Reason != tt.waitReason):
 				t.Errorf("Waiting = %+v, want %s %s", w, tt.waiting, tt.waitReason)
 			}
+			if w := WaitingFor(tt.st); w != nil && w.Reason == WaitingMaintenanceWindow {
+				tt.st.Items[len(tt.st.Items)-1].MaintenanceWindow = &v1alpha1.WindowWait{Name: "weekend", OpensAt: &metav1.Time{Time: time.Date(2026, 11, 28, 21, 0, 0, 0, time.UTC)}}
+				at := PhaseMessageAt(tt.st, time.Date(2026, 11, 27, 11, 0, 0, 0, time.UTC))
+				if !strings.Contains(at, "(opens Sat 28 Nov 22:00 CET (21:00 UTC), in 1d10h) before writing item 'it'") {
+					t.Errorf("PhaseMessageAt = %q, want the time until the opening", at)
+				}
+			} else if at := PhaseMessageAt(tt.st, time.Now()); at != PhaseMessage(tt.st) {
+				t.Errorf("PhaseMessageAt = %q, want the stored message %q", at, PhaseMessage(tt.st))
+			}
 			if got := WhyNotApprovable(tt.st); !strings.Contains(got, tt.notApprov) || (tt.notApprov == "") != (got == "") {
 				t.Errorf("WhyNotApprovable = %q, want it to contain %q", got, tt.notApprov)
 			}
