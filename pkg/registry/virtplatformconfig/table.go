@@ -19,7 +19,7 @@ var configColumns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Description: "Name, equal to the profile"},
 	{Name: "Action", Type: "string", Description: "spec.action: DryRun, Apply or Ignore"},
 	{Name: "Impact", Type: "string", Description: "status.impactSeverity: the highest impact of the plan"},
-	{Name: "Phase", Type: "string", Description: "status.phase"},
+	{Name: "Phase", Type: "string", Description: "status.phase; while the approved plan waits, with what for: the reason of the Waiting condition, e.g. InProgress (Waiting: MaintenanceWindow)"},
 	{Name: "Age", Type: "string", Description: "Time since creation"},
 	{Name: "Profile", Type: "string", Priority: 1, Description: "spec.profile"},
 	{Name: "Message", Type: "string", Priority: 1, Description: "Message of the condition of the current phase; while the plan waits for a maintenance window, with the time until it opens"},
@@ -54,7 +54,7 @@ func (t configTable) ConvertToTable(ctx context.Context, obj runtime.Object, tab
 		table.Rows = append(table.Rows, metav1.TableRow{
 			Object: runtime.RawExtension{Object: c},
 			Cells: []interface{}{
-				c.Name, string(c.Spec.Action), string(c.Status.ImpactSeverity), string(c.Status.Phase),
+				c.Name, string(c.Spec.Action), string(c.Status.ImpactSeverity), phase(c),
 				age(c.CreationTimestamp), c.Spec.Profile, phaseMessage(c, now),
 			},
 		})
@@ -67,6 +67,16 @@ func age(t metav1.Time) string {
 		return "<unknown>"
 	}
 	return duration.HumanDuration(metav1.Now().Sub(t.Time))
+}
+
+// phase is status.phase, and what an approved plan waits for.
+func phase(c *advisor.VirtPlatformConfig) string {
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == status.ConditionWaiting && cond.Status == metav1.ConditionTrue && c.Status.Phase == advisor.PhaseInProgress {
+			return fmt.Sprintf("%s (Waiting: %s)", c.Status.Phase, cond.Reason)
+		}
+	}
+	return string(c.Status.Phase)
 }
 
 // phaseMessage is the message of the condition named after the current
