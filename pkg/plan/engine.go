@@ -604,12 +604,16 @@ func (e *statusCause) Unwrap() error { return e.err }
 
 // unchangedMessage is the message of an item with nothing to write: a
 // profile says what its item will do ("KubeDescheduler 'cluster' will be
-// configured with …"), which an item already so configured does not.
+// configured with …"), which an item already so configured does not. A
+// message that says something else (the state found, say) is kept.
 func unchangedMessage(kind, name, message string) string {
-	if strings.Contains(message, " will be configured") {
+	switch {
+	case strings.Contains(message, " will be configured"):
 		return strings.Replace(message, " will be configured", " is already configured", 1) + "; nothing to change"
+	case message == "":
+		return fmt.Sprintf("%s '%s' is already in the desired state; nothing to change", kind, name)
 	}
-	return fmt.Sprintf("%s '%s' is already in the desired state; nothing to change", kind, name)
+	return message
 }
 
 var impactRank = map[v1alpha1.Impact]int{"": 0, v1alpha1.ImpactNone: 1, v1alpha1.ImpactLow: 2, v1alpha1.ImpactMedium: 3, v1alpha1.ImpactHigh: 4}

@@ -205,7 +205,7 @@ func TestUnchangedMessage(t *testing.T) {
 			"MachineConfig '99-worker-psi-karg' is already configured to enable PSI metrics; nothing to change"},
 		{"ConfigMap", "example-config", "ConfigMap 'example-config' will be configured", "ConfigMap 'example-config' is already configured; nothing to change"},
 		{"ConfigMap", "x", "", "ConfigMap 'x' is already in the desired state; nothing to change"},
-		{"ConfigMap", "x", "sets x", "ConfigMap 'x' is already in the desired state; nothing to change"},
+		{"MachineConfig", "99-worker-psi-karg", "PSI metrics already effective in MachineConfigPool 'worker'", "PSI metrics already effective in MachineConfigPool 'worker'"},
 	}
 	for _, tt := range tests {
 		if got := unchangedMessage(tt.kind, tt.name, tt.message); got != tt.want {
