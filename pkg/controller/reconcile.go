@@ -134,6 +134,12 @@ func (c *Controller) writeStatus(ctx context.Context, cfg *v1alpha1.VirtPlatform
 	if updated.Status.Phase != before.Phase {
 		c.phaseEvent(updated)
 	}
+	if w := status.WaitingFor(&updated.Status); w != nil {
+		// The phase stays InProgress: the wait is an Event of its own.
+		if b := status.WaitingFor(before); b == nil || b.Reason != w.Reason || b.Message != w.Message {
+			c.Recorder.Event(updated, "Normal", "Waiting", status.PhaseMessage(&updated.Status))
+		}
+	}
 	// The watch event of this write needs no reconcile (the controller
 	// does not plan again after its own writes), except when the phase
 	// it wrote has work to do at once: an approval to apply.

@@ -84,10 +84,16 @@ func TestWaitingIsSaid(t *testing.T) {
 			event: nothing, phase: v1alpha1.PhaseInProgress, reason: "Waiting",
 			message: windowWait + "; " + plan + " approved by admin, nothing written yet",
 			items:   map[string]itemWant{psi: {v1alpha1.ItemStatePending, "window 'night' opens"}},
-			events:  []string{}, check: waiting(status.WaitingMaintenanceWindow, windowWait)},
-		{name: "InProgress (waiting for a window) --an hour later--> InProgress, still waiting, the same message", spec: dryRun, given: givenWindowWait,
+			events:  []string{"Normal Waiting " + windowWait}, check: waiting(status.WaitingMaintenanceWindow, windowWait)},
+		{name: "InProgress (waiting for a window) --an hour later--> InProgress, still waiting, the same message, no new Event", spec: dryRun, given: givenWindowWait,
 			event: func(h *harness) { h.clock.Step(time.Hour) }, phase: v1alpha1.PhaseInProgress, reason: "Waiting", message: windowWait,
-			check: waiting(status.WaitingMaintenanceWindow, windowWait)},
+			check: both(waiting(status.WaitingMaintenanceWindow, windowWait), func(t *testing.T, h *harness) {
+				h.clock.Step(time.Hour)
+				h.reconcile()
+				if events := h.events(); len(events) != 0 {
+					t.Errorf("events %q while the same wait goes on, want none", events)
+				}
+			})},
 		{name: "InProgress (waiting for a window) --the window opens--> InProgress (written; Waiting False, applying)", spec: dryRun, given: givenWindowWait,
 			event: func(h *harness) { h.clock.SetTime(time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC)) },
 			phase: v1alpha1.PhaseInProgress, reason: "Approved", message: "Applying " + plan + " approved by admin", applied: []string{psi},
