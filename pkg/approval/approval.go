@@ -30,8 +30,8 @@ func Record(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1al
 	st.ImpactSeverity = res.Status.ImpactSeverity
 	// An approval, like a spec change, acknowledges a changed input.
 	status.ClearInputDrift(st, record.Generation, "Acknowledged", "The plan with the changed input was approved by "+record.ApprovedBy)
-	status.SetPhase(st, v1alpha1.PhaseInProgress, "Approved",
-		fmt.Sprintf("Applying plan %s approved by %s", v1alpha1.ShortHash(record.PlanHash), record.ApprovedBy))
+	status.ClearWaiting(st, record.Generation)
+	status.SetPhase(st, v1alpha1.PhaseInProgress, "Approved", status.ApplyingMessage(&record))
 	return nil
 }
 

@@ -190,9 +190,11 @@ const (
 // would block a drain), or a pool that renders it is busy, paused by
 // someone else or degraded, and otherwise pauses its pools for the
 // coalescing window. waitTimeout counts from when the item became due.
-func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, timeout time.Duration) (itemGate, time.Duration, error) {
+// A wait is returned with what it waits for (the config's Waiting
+// condition).
+func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, timeout time.Duration) (itemGate, time.Duration, *status.Wait, error) {
 	if !isMachineConfig(it) || it.Operation == v1alpha1.OperationNone {
-		return gateOpen, 0, nil
+		return gateOpen, 0, nil, nil
 	}
 	// No node is drained outside a maintenance window: first of all, the
 	// change waits until every pool it rolls may be disrupted. That wait
@@ -205,44 +207,48 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	}
 	var reason string
 	var after time.Duration
+	var wait *status.Wait
 	if err == nil {
-		reason, after = c.windowGate(ctx, it, pools)
+		reason, after, wait = c.windowGate(ctx, it, pools)
 	}
 	if err == nil && reason != "" {
 		it.Message = reason
-		return gateWaiting, after, nil
+		return gateWaiting, after, wait, nil
 	}
 	// Preflight (preflight.go), before any pool is paused: a cluster
 	// upgrade in progress, a VM that would block a drain.
 	var retry time.Duration
 	var stopped bool
+	kind := status.WaitingPoolBusy
 	if err == nil {
-		reason, retry, stopped, err = c.preflight(ctx, cfg, it)
+		reason, kind, retry, stopped, err = c.preflight(ctx, cfg, it)
 	}
 	if stopped {
-		return gateStopped, 0, nil
+		return gateStopped, 0, nil, nil
 	}
 	if err == nil && reason == "" {
+		kind = status.WaitingPoolBusy
 		reason, err = c.holdPools(ctx, cfg.Name, it, pools)
 	}
 	if err != nil {
 		it.Message = "Not written yet: " + err.Error()
-		return gateWaiting, 0, err
+		return gateWaiting, 0, nil, err
 	}
 	if reason == "" {
-		return gateOpen, 0, nil
+		return gateOpen, 0, nil, nil
 	}
 	waited := c.since(status.ItemDue(&cfg.Status, it))
 	if timeout > 0 && waited >= timeout {
 		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s; nothing was written",
 			waited.Round(time.Second), timeout, strings.TrimPrefix(reason, "Waiting: ")))
-		return gateTimedOut, 0, nil
+		return gateTimedOut, 0, nil, nil
 	}
 	it.Message = reason
 	if left := timeout - waited; timeout > 0 && (retry == 0 || left < retry) {
 		retry = left
 	}
-	return gateWaiting, retry, nil
+	return gateWaiting, retry, &status.Wait{Reason: kind,
+		Message: fmt.Sprintf("Waiting before writing item '%s': %s", it.Name, strings.TrimPrefix(reason, "Waiting: "))}, nil
 }
 
 // selects: an invalid selector selects nothing (the item's own gate

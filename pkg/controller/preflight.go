@@ -28,6 +28,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 // preflightRetry is how often an item waiting in preflight is looked at
@@ -36,34 +37,38 @@ import (
 const preflightRetry = 10 * time.Second
 
 // preflight returns why a due MachineConfig item must wait ("" when it
-// need not) and when to look again, or stopped when the plan turned out
-// stale (the config failed, nothing was written).
-func (c *Controller) preflight(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem) (reason string, retry time.Duration, stopped bool, err error) {
+// need not) and for what (a Waiting reason of pkg/status: an upgrade
+// before a blocked drain), and when to look again, or stopped when the
+// plan turned out stale (the config failed, nothing was written).
+func (c *Controller) preflight(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem) (reason, kind string, retry time.Duration, stopped bool, err error) {
 	var waits []string
 	cv, err := c.Cluster.Get(ctx, disruption.ClusterVersionGVK, "", disruption.ClusterVersionName)
 	if err != nil {
-		return "", 0, false, fmt.Errorf("reading ClusterVersion '%s' before writing MachineConfig '%s': %w", disruption.ClusterVersionName, it.TargetRef.Name, err)
+		return "", "", 0, false, fmt.Errorf("reading ClusterVersion '%s' before writing MachineConfig '%s': %w", disruption.ClusterVersionName, it.TargetRef.Name, err)
 	}
 	if upgrade := disruption.UpgradeInProgress(cv); upgrade != "" {
-		waits = append(waits, upgrade)
+		waits, kind = append(waits, upgrade), status.WaitingClusterUpgrading
 	}
 
 	reboots, err := c.Planner.DrainImpact(ctx, it)
 	if err != nil {
-		return "", 0, false, fmt.Errorf("assessing what draining the nodes of MachineConfig '%s' does to the VMs there: %w", it.TargetRef.Name, err)
+		return "", "", 0, false, fmt.Errorf("assessing what draining the nodes of MachineConfig '%s' does to the VMs there: %w", it.TargetRef.Name, err)
 	}
 	now := disruption.Disrupted(reboots)
 	if unreviewed := disruption.Unreviewed(it.ReviewedVMImpact, now); len(unreviewed) > 0 && !cfg.Spec.BypassOptimisticLock {
 		i := slices.IndexFunc(cfg.Status.Items, func(x v1alpha1.VirtPlatformConfigItem) bool { return x.Name == it.Name })
 		c.staleItem(cfg, i, &plan.StaleTargetError{Item: it.Name, Target: fmt.Sprintf("MachineConfig '%s'", it.TargetRef.Name),
 			What: "would now drain nodes whose VMs the reviewed plan did not show with that fate: " + disruption.DescribeVMs(unreviewed)})
-		return "", 0, true, nil
+		return "", "", 0, true, nil
 	}
 	if blocking := disruption.Blocking(reboots); len(blocking) > 0 && !cfg.Spec.AllowsBlockingDrains() {
 		waits = append(waits, disruption.BlockedMessage(it.TargetRef.Name, blocking))
+		if kind == "" {
+			kind = status.WaitingDrainBlocked
+		}
 	}
 	if len(waits) == 0 {
-		return "", 0, false, nil
+		return "", "", 0, false, nil
 	}
-	return "Waiting: " + strings.Join(waits, "; "), preflightRetry, false, nil
+	return "Waiting: " + strings.Join(waits, "; "), kind, preflightRetry, false, nil
 }

@@ -77,6 +77,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	case stepTrack:
 		c.trackRollouts(ctx, cfg)
 	}
+	if cfg.Status.Phase != v1alpha1.PhaseInProgress {
+		// Only an approved plan waits (progress says for what).
+		status.ClearWaiting(&cfg.Status, cfg.Generation)
+	}
 	c.watch(cfg, profile)
 	if apiequality.Semantic.DeepEqual(before, &cfg.Status) {
 		return requeue, err
@@ -129,6 +133,12 @@ func (c *Controller) writeStatus(ctx context.Context, cfg *v1alpha1.VirtPlatform
 	}
 	if updated.Status.Phase != before.Phase {
 		c.phaseEvent(updated)
+	}
+	if w := status.WaitingFor(&updated.Status); w != nil {
+		// The phase stays InProgress: the wait is an Event of its own.
+		if b := status.WaitingFor(before); b == nil || b.Reason != w.Reason || b.Message != w.Message {
+			c.Recorder.Event(updated, "Normal", "Waiting", status.PhaseMessage(&updated.Status))
+		}
 	}
 	// The watch event of this write needs no reconcile (the controller
 	// does not plan again after its own writes), except when the phase
@@ -267,12 +277,30 @@ func (c *Controller) distinctApproverMessage(cfg *v1alpha1.VirtPlatformConfig) s
 		cfg.Status.SpecChangedBy, cfg.Name)
 }
 
-// progress applies the approved items in order and follows their rollouts.
+// progress applies the approved items in order and follows their
+// rollouts, and says what the plan waits for, if anything: the Waiting
+// condition and InProgress's message, cleared when the wait ends.
 func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (time.Duration, error) {
+	requeue, wait, err := c.progressItems(ctx, cfg)
+	switch {
+	case err != nil:
+		// The items keep their state, and the config what it said.
+	case wait != nil && cfg.Status.Phase == v1alpha1.PhaseInProgress:
+		status.MarkWaiting(&cfg.Status, cfg.Generation, *wait)
+	default:
+		status.ClearWaiting(&cfg.Status, cfg.Generation)
+	}
+	return requeue, err
+}
+
+// progressItems applies the approved items in order and follows their
+// rollouts; it returns the first wait an item is in, if any.
+func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (time.Duration, *status.Wait, error) {
 	st := &cfg.Status
+	var wait *status.Wait
 	// Items nobody approved are not even read from the cluster.
 	if writesPending(st.Items) && !c.approvalHolds(cfg, "") {
-		return 0, nil
+		return 0, nil, nil
 	}
 	// The last look before a plan's first write: every target must still
 	// be as it was when the plan was approved. It is made with the first
@@ -285,34 +313,37 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		it := &cfg.Status.Items[i]
 		if writePending(it) {
 			if !c.approvalHolds(cfg, it.Name) {
-				return 0, nil
+				return 0, nil, nil
 			}
-			if wait := c.retryWait(cfg.Name, it); wait > 0 {
+			if backoff := c.retryWait(cfg.Name, it); backoff > 0 {
 				// Items are written in order: the later ones wait too.
-				return wait, nil
+				return backoff, wait, nil
 			}
-			gate, left, err := c.writeItem(ctx, cfg, i, timeout, planDue)
+			gate, left, gateWait, err := c.writeItem(ctx, cfg, i, timeout, planDue)
 			planDue = false
 			it = &cfg.Status.Items[i]
 			switch {
 			case errors.Is(err, errLookAgain) || ctx.Err() != nil:
-				return 0, err
+				return 0, nil, err
 			case err != nil && transient.Is(err):
 				// Items are written in order: the later ones wait too.
 				if after, retrying := c.retryItem(cfg.Name, it, err, timeout); retrying {
-					return after, nil
+					return after, wait, nil
 				}
 			case err != nil:
 				c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Failed to apply: %v", err))
 				it.Retry = nil
 			case gate == gateStopped:
-				return 0, nil
+				return 0, nil, nil
 			case gate == gateWaiting:
 				// Items are written in order: the later ones wait too.
 				if requeue == 0 || (left > 0 && left < requeue) {
 					requeue = left
 				}
-				return requeue, nil
+				if wait == nil {
+					wait = gateWait
+				}
+				return requeue, wait, nil
 			}
 		}
 		if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) {
@@ -320,6 +351,9 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 			waited := c.since(it.LastTransitionTime)
 			if r.after > 0 && (requeue == 0 || r.after < requeue) {
 				requeue = r.after
+			}
+			if wait == nil && !r.Done {
+				wait = r.wait
 			}
 			switch {
 			case r.Done:
@@ -344,7 +378,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		}
 		if it.State == v1alpha1.ItemStateFailed && abort {
 			status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ItemFailed", fmt.Sprintf("Item '%s' failed: %s", it.Name, it.Message)+c.notePartial(cfg))
-			return 0, nil
+			return 0, nil, nil
 		}
 	}
 
@@ -352,7 +386,7 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	for _, it := range cfg.Status.Items {
 		switch it.State {
 		case v1alpha1.ItemStateInProgress, v1alpha1.ItemStatePending:
-			return requeue, nil
+			return requeue, wait, nil
 		case v1alpha1.ItemStateFailed:
 			failed = append(failed, fmt.Sprintf("'%s': %s", it.Name, it.Message))
 		}
@@ -366,10 +400,10 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		cfg.Status.AppliedOptions = &opts
 		status.SetPhase(&cfg.Status, v1alpha1.PhaseCompletedWithErrors, "ItemsFailed",
 			fmt.Sprintf("%d of %d items failed: %s", len(failed), len(cfg.Status.Items), strings.Join(failed, "; "))+c.notePartial(cfg))
-		return 0, nil
+		return 0, nil, nil
 	}
 	c.completed(cfg, status.MessageApplied)
-	return 0, nil
+	return 0, nil, nil
 }
 
 // approvalHolds is asked before every write: the approval must still
@@ -389,9 +423,20 @@ func (c *Controller) approvalHolds(cfg *v1alpha1.VirtPlatformConfig, item string
 	// written, nor watched, nor shown as the plan.
 	cfg.Status.Items = nil
 	cfg.Status.ObservedGeneration = cfg.Generation
-	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ApprovalMismatch", fmt.Sprintf(
-		"%s: %v. Review the plan and approve it again (change the spec, e.g. spec.action to DryRun, to draft a new one).", what, err))
+	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ApprovalMismatch", fmt.Sprintf("%s: %v. %s", what, err, c.reapproveAdvice(cfg)))
 	return false
+}
+
+// reapproveAdvice says how to get a plan applied after an approval
+// lapsed: the plan of the current spec is approved as any other (a Failed
+// config takes approvals); with action Apply, changing the spec again
+// approves it too, unless a distinct approver is required.
+func (c *Controller) reapproveAdvice(cfg *v1alpha1.VirtPlatformConfig) string {
+	review := fmt.Sprintf("Review the plan of the current spec and approve it: GET .../virtplatformconfigs/%[1]s/plan, then POST its planHash to .../approve (kubectl advisor plan %[1]s, then kubectl advisor approve %[1]s)", cfg.Name)
+	if cfg.Spec.Action == v1alpha1.PlanActionApply && !c.RequireDistinctApprover {
+		return review + "; or change the spec again: with action Apply, a spec change approves the plan of the new spec."
+	}
+	return review + "."
 }
 
 // errLookAgain marks errors that say nothing of an item (this replica's
@@ -402,20 +447,20 @@ var errLookAgain = errors.New("look again")
 // writeItem makes the checks before an approved item's write and writes
 // it: the review, the pools' gate, then the write. planDue: the whole
 // plan is checked with this item (its first write).
-func (c *Controller) writeItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, timeout time.Duration, planDue bool) (itemGate, time.Duration, error) {
+func (c *Controller) writeItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, timeout time.Duration, planDue bool) (itemGate, time.Duration, *status.Wait, error) {
 	due := preWrite{plan: planDue, stored: true, target: true}
 	if it := &cfg.Status.Items[i]; isMachineConfig(it) && it.Operation != v1alpha1.OperationNone {
 		// Before the pools' gate, which may pause them: a write too.
 		holds, _, err := c.checkBeforeWrite(ctx, cfg, i, due, false)
 		if err != nil {
-			return gateWaiting, 0, err
+			return gateWaiting, 0, nil, err
 		}
 		if !holds {
-			return gateStopped, 0, nil
+			return gateStopped, 0, nil, nil
 		}
-		gate, left, err := c.gateItem(ctx, cfg, &cfg.Status.Items[i], timeout)
+		gate, left, wait, err := c.gateItem(ctx, cfg, &cfg.Status.Items[i], timeout)
 		if err != nil || gate != gateOpen {
-			return gate, left, err
+			return gate, left, wait, err
 		}
 		failpoint.Hit("after-pool-pause")
 		// The pause and the pools' reads took time, and the spec or the
@@ -424,9 +469,9 @@ func (c *Controller) writeItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 		due = preWrite{target: true, stored: true}
 	}
 	if holds, err := c.applyItem(ctx, cfg, i, due); err != nil || !holds {
-		return gateStopped, 0, err
+		return gateStopped, 0, nil, err
 	}
-	return gateOpen, 0, nil
+	return gateOpen, 0, nil, nil
 }
 
 // retryItem records a transient failure of item it's write and says when
@@ -612,6 +657,8 @@ type itemRollout struct {
 	// windowed: a maintenance window governs a pool of the item; its
 	// rollout may then span windows and waitTimeout does not bound it.
 	windowed bool
+	// wait: the rollout is paused until a window opens.
+	wait *status.Wait
 	// after: look again then (a window closes or opens); 0 for no reason.
 	after time.Duration
 }
@@ -657,6 +704,11 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 			}
 			results[i].Message = msg
 			it.MaintenanceWindow = w.wait(true)
+			if out.wait == nil {
+				out.wait = &status.Wait{Reason: status.WaitingMaintenanceWindow,
+					Message: status.WindowWaitMessage(w.Window, w.OpensAt, w.loc, now, fmt.Sprintf("to resume the rollout of item '%s'", it.Name),
+						fmt.Sprintf("MachineConfigPool '%s': %s", names[i], w.Reason))}
+			}
 			soonest(w.after(now))
 			continue
 		}

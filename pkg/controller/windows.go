@@ -24,6 +24,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 // windowCheck is a pool's maintenance window decision at one instant.
@@ -81,27 +82,32 @@ func (w windowCheck) wait(rolloutPaused bool) *v1alpha1.WindowWait {
 
 // windowGate runs before a MachineConfig item is written: it returns why
 // the item must wait for a maintenance window of one of the pools it
-// rolls, and when to look again, recording the wait on the item. The first pass
-// after a wait ends makes the item due from then.
-func (c *Controller) windowGate(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem, pools []*unstructured.Unstructured) (string, time.Duration) {
+// rolls, and when to look again, recording the wait on the item, and the
+// config's wait (the window that opens last). The first pass after a
+// wait ends makes the item due from then.
+func (c *Controller) windowGate(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem, pools []*unstructured.Unstructured) (string, time.Duration, *status.Wait) {
 	waited := it.MaintenanceWindow != nil && !it.MaintenanceWindow.RolloutPaused
 	it.MaintenanceWindow = nil
 	now := c.clock.Now()
 	var waits []string
 	var after time.Duration
+	var wait *status.Wait
 	for _, pool := range pools {
 		w := c.windowFor(ctx, pool)
 		if w.Allowed {
 			continue
 		}
 		waits = append(waits, fmt.Sprintf("MachineConfigPool '%s': %s; the change is written when it opens", pool.GetName(), w.Reason))
-		if w.after(now) > after {
+		if w.after(now) > after || wait == nil {
 			after = w.after(now)
 			it.MaintenanceWindow = w.wait(false)
+			wait = &status.Wait{Reason: status.WaitingMaintenanceWindow,
+				Message: status.WindowWaitMessage(w.Window, w.OpensAt, w.loc, now, fmt.Sprintf("before writing item '%s'", it.Name),
+					fmt.Sprintf("MachineConfigPool '%s': %s", pool.GetName(), w.Reason))}
 		}
 	}
 	if len(waits) > 0 {
-		return "Waiting: " + strings.Join(waits, "; "), after
+		return "Waiting: " + strings.Join(waits, "; "), after, wait
 	}
 	if waited {
 		// Due from the opening: waitTimeout and the stuck-write alert
@@ -109,7 +115,7 @@ func (c *Controller) windowGate(ctx context.Context, it *v1alpha1.VirtPlatformCo
 		t := metav1.NewTime(now)
 		it.LastTransitionTime = &t
 	}
-	return "", 0
+	return "", 0, nil
 }
 
 // pauseForWindow pauses a pool whose maintenance window closed while it

@@ -243,6 +243,13 @@ func firstAllowed(b *budget, allows, denies []*Window, t, horizon time.Time) tim
 // now, e.g. "Sat 28 Mar 22:00 CET (21:00 UTC), in 3d4h". The year is shown
 // when it is not now's, seconds when there are any.
 func FormatTime(t time.Time, loc *time.Location, now time.Time) string {
+	return FormatAt(t, loc, now) + ", " + FormatFrom(t, now)
+}
+
+// FormatAt is FormatTime without the relative part, for text that is
+// stored and read later: "Sat 28 Mar 22:00 CET (21:00 UTC)". now only
+// decides whether the year is shown.
+func FormatAt(t time.Time, loc *time.Location, now time.Time) string {
 	local, utc := t.In(loc), t.UTC()
 	clock := "15:04"
 	if t.Second() != 0 {
@@ -260,13 +267,18 @@ func FormatTime(t time.Time, loc *time.Location, now time.Time) string {
 		}
 		s += " (" + utc.Format(utcLayout) + ")"
 	}
+	return s
+}
+
+// FormatFrom says how far t is from now: "in 3d4h", "5m ago" or "now".
+func FormatFrom(t, now time.Time) string {
 	switch rel := t.Sub(now); {
 	case rel > 0:
-		return s + ", in " + FormatRelative(rel)
+		return "in " + FormatRelative(rel)
 	case rel < 0:
-		return s + ", " + FormatRelative(-rel) + " ago"
+		return FormatRelative(-rel) + " ago"
 	}
-	return s + ", now"
+	return "now"
 }
 
 // FormatRelative writes how far away a time is in the two largest units

@@ -569,7 +569,7 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 			p.item.Operation = v1alpha1.OperationNone
 			p.item.DesiredState = nil
 			p.desired = nil
-			p.item.ImpactSeverity = v1alpha1.ImpactLow
+			p.item.ImpactSeverity = v1alpha1.ImpactNone
 			p.item.Message = fmt.Sprintf("%s '%s' was not created by virt-advisor: it is left in place (delete it yourself if it is no longer wanted)", gvk.Kind, name)
 			p.item.Diff, _ = unifiedDiff(liveYAML, liveYAML, label, label)
 		default:
@@ -592,8 +592,12 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 	}
 	fromLabel := label
 	p.item.Operation = decideWanted(live != nil, liveYAML == dryYAML)
-	if p.item.Operation == v1alpha1.OperationCreate {
+	switch p.item.Operation {
+	case v1alpha1.OperationCreate:
 		fromLabel = devNull
+	case v1alpha1.OperationNone:
+		p.item.ImpactSeverity = v1alpha1.ImpactNone
+		p.item.Message = unchangedMessage(gvk.Kind, name, it.Message)
 	}
 	if p.item.Diff, err = unifiedDiff(liveYAML, dryYAML, fromLabel, label); err != nil {
 		return fail(err)
@@ -621,9 +625,23 @@ type statusCause struct {
 func (e *statusCause) Error() string { return e.message }
 func (e *statusCause) Unwrap() error { return e.err }
 
-var impactRank = map[v1alpha1.Impact]int{"": 0, v1alpha1.ImpactLow: 1, v1alpha1.ImpactMedium: 2, v1alpha1.ImpactHigh: 3}
+// unchangedMessage is the message of an item with nothing to write: a
+// profile says what its item will do ("KubeDescheduler 'cluster' will be
+// configured with …"), which an item already so configured does not. A
+// message that says something else (the state found, say) is kept.
+func unchangedMessage(kind, name, message string) string {
+	switch {
+	case strings.Contains(message, " will be configured"):
+		return strings.Replace(message, " will be configured", " is already configured", 1) + "; nothing to change"
+	case message == "":
+		return fmt.Sprintf("%s '%s' is already in the desired state; nothing to change", kind, name)
+	}
+	return message
+}
 
-// MaxImpact returns the higher of two impacts (Low < Medium < High).
+var impactRank = map[v1alpha1.Impact]int{"": 0, v1alpha1.ImpactNone: 1, v1alpha1.ImpactLow: 2, v1alpha1.ImpactMedium: 3, v1alpha1.ImpactHigh: 4}
+
+// MaxImpact returns the higher of two impacts (None < Low < Medium < High).
 func MaxImpact(a, b v1alpha1.Impact) v1alpha1.Impact {
 	if impactRank[b] > impactRank[a] {
 		return b

@@ -195,3 +195,21 @@ func TestDecideWhatAnItemDoes(t *testing.T) {
 		})
 	}
 }
+
+// An item with nothing to write does not say what it "will" do.
+func TestUnchangedMessage(t *testing.T) {
+	tests := []struct{ kind, name, message, want string }{
+		{"KubeDescheduler", "cluster", "KubeDescheduler 'cluster' will be configured with profile 'KubeVirtRelieveAndMigrate'",
+			"KubeDescheduler 'cluster' is already configured with profile 'KubeVirtRelieveAndMigrate'; nothing to change"},
+		{"MachineConfig", "99-worker-psi-karg", "MachineConfig '99-worker-psi-karg' will be configured to enable PSI metrics",
+			"MachineConfig '99-worker-psi-karg' is already configured to enable PSI metrics; nothing to change"},
+		{"ConfigMap", "example-config", "ConfigMap 'example-config' will be configured", "ConfigMap 'example-config' is already configured; nothing to change"},
+		{"ConfigMap", "x", "", "ConfigMap 'x' is already in the desired state; nothing to change"},
+		{"MachineConfig", "99-worker-psi-karg", "PSI metrics already effective in MachineConfigPool 'worker'", "PSI metrics already effective in MachineConfigPool 'worker'"},
+	}
+	for _, tt := range tests {
+		if got := unchangedMessage(tt.kind, tt.name, tt.message); got != tt.want {
+			t.Errorf("unchangedMessage(%q) = %q, want %q", tt.message, got, tt.want)
+		}
+	}
+}

@@ -63,6 +63,10 @@ func TestMaxImpact(t *testing.T) {
 		{"", v1alpha1.ImpactLow, v1alpha1.ImpactLow},
 		{v1alpha1.ImpactHigh, v1alpha1.ImpactMedium, v1alpha1.ImpactHigh},
 		{v1alpha1.ImpactLow, v1alpha1.ImpactMedium, v1alpha1.ImpactMedium},
+		{"", v1alpha1.ImpactNone, v1alpha1.ImpactNone},
+		{v1alpha1.ImpactNone, v1alpha1.ImpactNone, v1alpha1.ImpactNone},
+		{v1alpha1.ImpactNone, v1alpha1.ImpactLow, v1alpha1.ImpactLow},
+		{v1alpha1.ImpactHigh, v1alpha1.ImpactNone, v1alpha1.ImpactHigh},
 	}
 	for _, tt := range tests {
 		if got := MaxImpact(tt.a, tt.b); got != tt.want {

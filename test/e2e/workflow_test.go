@@ -300,7 +300,12 @@ var _ = Describe("the seed workflow", Ordered, func() {
 		for _, it := range p.Status.Items {
 			Expect(it.Operation).To(Equal(v1alpha1.OperationNone), it.Name)
 			Expect(it.Diff).To(HaveSuffix("(no changes)\n"))
+			// Nothing to write: no disruption, and no promise of one.
+			Expect(it.ImpactSeverity).To(Equal(v1alpha1.ImpactNone), it.Name)
+			Expect(it.Message).NotTo(ContainSubstring("will be configured"), it.Name)
 		}
+		Expect(p.Status.ImpactSeverity).To(Equal(v1alpha1.ImpactNone))
+		Expect(planItem(p, "enable-load-aware-descheduling").Message).To(Equal("KubeDescheduler 'cluster' is already configured with profile 'KubeVirtRelieveAndMigrate'; nothing to change"))
 		Eventually(func() []string { return eventReasons("load-aware-rebalancing") }).WithTimeout(10 * time.Second).
 			Should(ContainElements("Ignored", "ReviewRequired", "Approved", "InProgress", "Completed"))
 	})

@@ -870,10 +870,10 @@ func schema_pkg_apis_advisor_v1alpha1_PlanItem(ref common.ReferenceCallback) com
 					},
 					"impactSeverity": {
 						SchemaProps: spec.SchemaProps{
-							Description: "impactSeverity is the disruption applying this item may cause.\n\nPossible enum values:\n - `\"High\"`\n - `\"Low\"`\n - `\"Medium\"`",
+							Description: "impactSeverity is the disruption applying this item may cause.\n\nPossible enum values:\n - `\"High\"`\n - `\"Low\"`\n - `\"Medium\"`\n - `\"None\"`",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"High", "Low", "Medium"},
+							Enum:        []interface{}{"High", "Low", "Medium", "None"},
 						},
 					},
 					"message": {
@@ -1036,10 +1036,10 @@ func schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref common.ReferenceCallback) c
 					},
 					"impactSeverity": {
 						SchemaProps: spec.SchemaProps{
-							Description: "impactSeverity is the highest impact of the items.\n\nPossible enum values:\n - `\"High\"`\n - `\"Low\"`\n - `\"Medium\"`",
+							Description: "impactSeverity is the highest impact of the items.\n\nPossible enum values:\n - `\"High\"`\n - `\"Low\"`\n - `\"Medium\"`\n - `\"None\"`",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"High", "Low", "Medium"},
+							Enum:        []interface{}{"High", "Low", "Medium", "None"},
 						},
 					},
 					"prerequisites": {
@@ -1539,10 +1539,10 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref common.Referenc
 					},
 					"impactSeverity": {
 						SchemaProps: spec.SchemaProps{
-							Description: "impactSeverity is the disruption applying this item may cause.\n\nPossible enum values:\n - `\"High\"`\n - `\"Low\"`\n - `\"Medium\"`",
+							Description: "impactSeverity is the disruption applying this item may cause.\n\nPossible enum values:\n - `\"High\"`\n - `\"Low\"`\n - `\"Medium\"`\n - `\"None\"`",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"High", "Low", "Medium"},
+							Enum:        []interface{}{"High", "Low", "Medium", "None"},
 						},
 					},
 					"operation": {
@@ -1823,10 +1823,10 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref common.Refere
 					},
 					"impactSeverity": {
 						SchemaProps: spec.SchemaProps{
-							Description: "impactSeverity is the highest impact of the plan items.\n\nPossible enum values:\n - `\"High\"`\n - `\"Low\"`\n - `\"Medium\"`",
+							Description: "impactSeverity is the highest impact of the plan items.\n\nPossible enum values:\n - `\"High\"`\n - `\"Low\"`\n - `\"Medium\"`\n - `\"None\"`",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"High", "Low", "Medium"},
+							Enum:        []interface{}{"High", "Low", "Medium", "None"},
 						},
 					},
 					"observedGeneration": {

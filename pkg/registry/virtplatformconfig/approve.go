@@ -2,6 +2,7 @@ package virtplatformconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -230,8 +231,11 @@ func approvable(cfg *v1alpha1.VirtPlatformConfig) error {
 	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
 		return fmt.Errorf("spec.action is Ignore: nothing is applied while a config is ignored. Set spec.action to DryRun, review the plan, then approve it")
 	}
-	if p, _ := status.Lookup(cfg.Status.Phase); !p.Approvable {
-		return fmt.Errorf("%s: %s", p.NotApprovable, status.PhaseMessage(&cfg.Status))
+	if why := status.WhyNotApprovable(&cfg.Status); why != "" {
+		if status.WaitingFor(&cfg.Status) != nil {
+			return errors.New(why) // it says what the plan waits for
+		}
+		return fmt.Errorf("%s: %s", why, status.PhaseMessage(&cfg.Status))
 	}
 	return nil
 }

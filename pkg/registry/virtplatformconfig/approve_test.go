@@ -23,6 +23,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 const (
@@ -46,6 +47,14 @@ func versioned(mutate ...func(*v1alpha1.VirtPlatformConfig)) *v1alpha1.VirtPlatf
 
 func withPhase(p v1alpha1.ConfigPhase) func(*v1alpha1.VirtPlatformConfig) {
 	return func(c *v1alpha1.VirtPlatformConfig) { c.Status.Phase = p }
+}
+
+// waitingForWindow: a plan approved into a closed maintenance window.
+func waitingForWindow(c *v1alpha1.VirtPlatformConfig) {
+	c.Status.Approval = &v1alpha1.ApprovalRecord{PlanHash: strings.Repeat("1", 64), ApprovedBy: "bob", Generation: c.Generation}
+	c.Status.Items = []v1alpha1.VirtPlatformConfigItem{{Name: "x", Operation: v1alpha1.OperationCreate, State: v1alpha1.ItemStatePending}}
+	status.MarkWaiting(&c.Status, c.Generation, status.Wait{Reason: status.WaitingMaintenanceWindow,
+		Message: "Waiting for maintenance window 'weekend' (opens Sat 28 Nov 22:00 CET (21:00 UTC)) before writing item 'x'"})
 }
 
 func withAction(a v1alpha1.PlanAction) func(*v1alpha1.VirtPlatformConfig) {
@@ -96,6 +105,8 @@ func TestAdmissionOfAConfig(t *testing.T) {
 			wantCode: 409, wantMsg: "a plan is being applied (phase InProgress)"},
 		{name: "prerequisites missing", cfg: versioned(withPhase(v1alpha1.PhasePrerequisiteFailed)), user: "alice",
 			wantCode: 409, wantMsg: "phase is PrerequisiteFailed"},
+		{name: "an approved plan waits for a maintenance window", cfg: versioned(waitingForWindow), user: "alice",
+			wantCode: 409, wantMsg: "plan 111111111111 approved by bob is waiting (MaintenanceWindow: Waiting for maintenance window 'weekend' (opens Sat 28 Nov 22:00 CET (21:00 UTC)) before writing item 'x'); nothing of it is written yet, and it is applied when the wait ends. To apply another plan instead, change the spec"},
 		{name: "a phase this server does not know", cfg: versioned(withPhase("Sleeping")), user: "alice", wantCode: 409},
 		{name: "the author approves, one pair of eyes", cfg: versioned(), user: "bob"},
 		{name: "the author approves, four eyes", cfg: versioned(), user: "bob", distinct: true,

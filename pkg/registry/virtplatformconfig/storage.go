@@ -15,6 +15,7 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
@@ -50,6 +51,9 @@ type Options struct {
 	// Profiles are the profiles served (catalog.Catalog.Validation): a
 	// config of another profile is invalid.
 	Profiles validation.Profiles
+	// Clock is the time tables are printed at (how far away a window
+	// opening is); nil is the real clock.
+	Clock clock.PassiveClock
 }
 
 // REST is the etcd-backed storage of virtplatformconfigs.
@@ -117,6 +121,9 @@ func (r *REST) admitApplyOnUpdate(next rest.ValidateObjectUpdateFunc) rest.Valid
 
 // NewStorage returns the storage of virtplatformconfigs and its subresources.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o Options) (*Storage, error) {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	strategy, statusStrategy := newStrategies(scheme, o.Profiles)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &advisor.VirtPlatformConfig{} },
@@ -130,7 +137,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o 
 		DeleteStrategy:      strategy,
 		ResetFieldsStrategy: strategy,
 
-		TableConvertor: configTable{},
+		TableConvertor: configTable{clock: o.Clock},
 	}
 	options := &generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}
 	if err := store.CompleteWithOptions(options); err != nil {

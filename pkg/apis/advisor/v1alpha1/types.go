@@ -30,11 +30,14 @@ const (
 	FailurePolicyContinue FailurePolicy = "Continue"
 )
 
-// Impact is the disruption a change may cause: Low < Medium < High.
+// Impact is the disruption a change may cause: None < Low < Medium < High.
+// None is the impact of an item with nothing to write, and of a plan of
+// such items only.
 // +enum
 type Impact string
 
 const (
+	ImpactNone   Impact = "None"
 	ImpactLow    Impact = "Low"
 	ImpactMedium Impact = "Medium"
 	ImpactHigh   Impact = "High"

@@ -19,7 +19,7 @@ var (
 	descheduleModes  = []string{"Automatic", "Predictive"}
 	deviationLevels  = []string{"Low", "Medium", "High", "AsymmetricLow", "AsymmetricMedium", "AsymmetricHigh"}
 	phases           = phaseNames()
-	impacts          = []string{string(advisor.ImpactLow), string(advisor.ImpactMedium), string(advisor.ImpactHigh)}
+	impacts          = []string{string(advisor.ImpactNone), string(advisor.ImpactLow), string(advisor.ImpactMedium), string(advisor.ImpactHigh)}
 	singletonMessage = "To ensure a singleton pattern, the VirtPlatformConfig name must exactly match the spec.profile."
 )
 

@@ -2,11 +2,13 @@ package dashboard
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
@@ -183,6 +185,63 @@ func poolState(pool *unstructured.Unstructured, g gridPool) (state, tone, messag
 	}
 	_, msg := cond("Updating")
 	return fmt.Sprintf("Updating (%d of %d nodes updated)", g.Updated, g.Machines), "info", orText(msg, "updating to "+g.Target)
+}
+
+// itemsRolledBy are the config's MachineConfig items with something to
+// write whose MachineConfig is one of configs (those a pool renders).
+func itemsRolledBy(items []v1alpha1.VirtPlatformConfigItem, configs []string) []v1alpha1.VirtPlatformConfigItem {
+	var out []v1alpha1.VirtPlatformConfigItem
+	for _, it := range items {
+		if machineconfig.IsMachineConfig(it.TargetRef) && it.Operation != v1alpha1.OperationNone && it.Operation != "" && slices.Contains(configs, it.TargetRef.Name) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// followItems tells the pool's state as far as this config's change goes:
+// a pool all of whose nodes run its current config is not "Updated" for a
+// change that was not written yet (the items wait: for a maintenance
+// window, say) or that the pool has not rendered yet. Its nodes then wait
+// for the change.
+func (g *gridPool) followItems(items []v1alpha1.VirtPlatformConfigItem) {
+	if g.Tone == "bad" {
+		return // degraded says more
+	}
+	var pending, written, unrendered int
+	var waitingFor string
+	for i := range items {
+		it := &items[i]
+		switch it.State {
+		case v1alpha1.ItemStatePending:
+			pending++
+			if waitingFor == "" {
+				waitingFor = it.Message
+			}
+		case v1alpha1.ItemStateInProgress, v1alpha1.ItemStateCompleted:
+			written++
+			if before := machineconfig.ConfigBefore(it, g.Name); it.State == v1alpha1.ItemStateInProgress && before != "" && g.Target == before {
+				unrendered++
+			}
+		}
+	}
+	switch {
+	case pending > 0 && written == 0:
+		g.State, g.Tone, g.Message = fmt.Sprintf("Not started: nothing written yet (%d nodes on %s)", g.Machines, g.Current), "neutral", waitingFor
+	case unrendered > 0:
+		g.State, g.Tone, g.Message = fmt.Sprintf("Written; not rendered yet (%d nodes on %s)", g.Machines, g.Current), "info",
+			"The MachineConfig is written; the pool has not rendered a config with it yet"
+	case pending > 0 && g.Tone == "ok":
+		g.State, g.Tone, g.Message = fmt.Sprintf("%d of %d changes written (%d of %d nodes updated)", written, written+pending, g.Updated, g.Machines), "info", waitingFor
+		return // the nodes run what was written so far
+	default:
+		return
+	}
+	for i := range g.Nodes {
+		if g.Nodes[i].State == nodeUpdated {
+			g.Nodes[i].State, g.Nodes[i].Detail = nodeWaiting, "runs "+g.Current
+		}
+	}
 }
 
 func orText(s, def string) string {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
@@ -150,5 +151,59 @@ func TestDiffLines(t *testing.T) {
 	}
 	if l, _, _ := diffLines(""); l != nil {
 		t.Errorf("empty diff: %v", l)
+	}
+}
+
+// TestGridFollowsTheConfigsItems: a pool whose nodes all run its current
+// config is not shown "Updated" for a change of this config that is not
+// written yet, or not rendered yet.
+func TestGridFollowsTheConfigsItems(t *testing.T) {
+	done := map[string]any{"machineCount": int64(3), "updatedMachineCount": int64(3), "configuration": map[string]any{"name": "rendered-worker-new"}}
+	rolling := map[string]any{"machineCount": int64(3), "updatedMachineCount": int64(1), "unavailableMachineCount": int64(1),
+		"configuration": map[string]any{"name": "rendered-worker-old"}}
+	degraded := map[string]any{"machineCount": int64(3), "updatedMachineCount": int64(1), "degradedMachineCount": int64(1), "unavailableMachineCount": int64(1)}
+	mc := v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "99-worker-psi-karg"}
+	item := func(state v1alpha1.ItemState, before string) v1alpha1.VirtPlatformConfigItem {
+		it := v1alpha1.VirtPlatformConfigItem{Name: "enable-psi-metrics", TargetRef: mc, Operation: v1alpha1.OperationCreate, State: state,
+			Message: "Waiting: MachineConfigPool 'worker': window 'weekend' opens Sat 28 Nov 22:00 CET (21:00 UTC), in 1d10h; the change is written when it opens"}
+		if before != "" {
+			it.PoolConfigsBefore = []v1alpha1.PoolConfiguration{{Pool: "worker", Configuration: before}}
+		}
+		return it
+	}
+	second := item(v1alpha1.ItemStatePending, "")
+	second.Name, second.TargetRef.Name = "second", "98-worker-other"
+	for _, tc := range []struct {
+		name        string
+		status      map[string]any
+		items       []v1alpha1.VirtPlatformConfigItem
+		state, tone string
+		message     string
+		cells       string
+	}{
+		{"approved, waiting for a window: not started, nodes wait", done, []v1alpha1.VirtPlatformConfigItem{item(v1alpha1.ItemStatePending, "")},
+			"Not started: nothing written yet (3 nodes on rendered-worker-new)", "neutral", "window 'weekend' opens", "waiting waiting waiting"},
+		{"written, not rendered yet", done, []v1alpha1.VirtPlatformConfigItem{item(v1alpha1.ItemStateInProgress, "rendered-worker-new")},
+			"Written; not rendered yet (3 nodes on rendered-worker-new)", "info", "has not rendered a config with it yet", "waiting waiting waiting"},
+		{"rolled out", done, []v1alpha1.VirtPlatformConfigItem{item(v1alpha1.ItemStateCompleted, "rendered-worker-old")},
+			"Updated (3 of 3 nodes)", "ok", "runs rendered-worker-new", "updated updated updated"},
+		{"rolling out", rolling, []v1alpha1.VirtPlatformConfigItem{item(v1alpha1.ItemStateInProgress, "rendered-worker-old")},
+			"Updating (1 of 3 nodes updated)", "info", "", "updated updating waiting"},
+		{"one change rolled out, another not written", done, []v1alpha1.VirtPlatformConfigItem{item(v1alpha1.ItemStateCompleted, "rendered-worker-old"), second},
+			"1 of 2 changes written (3 of 3 nodes updated)", "info", "window 'weekend' opens", "updated updated updated"},
+		{"degraded says more", degraded, []v1alpha1.VirtPlatformConfigItem{item(v1alpha1.ItemStatePending, "")},
+			"Degraded (1 of 3 nodes)", "bad", "", "updated degraded waiting"},
+		{"no item of ours (nothing to write): as the pool is", done, nil, "Updated (3 of 3 nodes)", "ok", "", "updated updated updated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGridPool(testPool(false, nil, tc.status), []string{"99-worker-psi-karg", "98-worker-other"}, nil, "")
+			g.followItems(itemsRolledBy(tc.items, g.Configs))
+			if g.State != tc.state || g.Tone != tc.tone || !strings.Contains(g.Message, tc.message) {
+				t.Errorf("state %q %q %q, want %q %q containing %q", g.State, g.Tone, g.Message, tc.state, tc.tone, tc.message)
+			}
+			if got := states(g.Nodes); got != tc.cells {
+				t.Errorf("cells %q, want %q", got, tc.cells)
+			}
+		})
 	}
 }

@@ -35,7 +35,7 @@ func (s *Server) summaryPart(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		v.Err, code = explain.Line(err), codeOf(err)
 	} else {
-		v.Summary = newSummary(cfg)
+		v.Summary = newSummary(cfg, s.clock.Now())
 	}
 	var buf bytes.Buffer
 	if err := s.pages["plan"].ExecuteTemplate(&buf, "summary", v); err != nil {
@@ -84,7 +84,7 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 		if cfg, err := configs.Get(ctx, name, metav1.GetOptions{}); err != nil {
 			v.Err, code = explain.Line(err), codeOf(err)
 		} else {
-			v.Summary, v.Bound = newSummary(cfg), newBoundSettings(cfg)
+			v.Summary, v.Bound = newSummary(cfg, s.clock.Now()), newBoundSettings(cfg)
 		}
 		s.render(w, code, "confirm", page{Title: "Approve plan " + v1alpha1.ShortHash(hash) + "?", Nav: name, Data: v})
 		return

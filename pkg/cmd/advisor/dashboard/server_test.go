@@ -29,6 +29,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/fake"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 const (
@@ -542,6 +543,50 @@ func TestRolloutPage(t *testing.T) {
 	if strings.Index(body, "ReviewRequired message") > strings.Index(body, "Approved message") {
 		t.Error("the timeline is not oldest first")
 	}
+}
+
+// TestPagesOfAPlanWaitingForAWindow: a plan approved into a closed
+// maintenance window is shown waiting, with how far away the opening is;
+// its pool is not shown "Updated" before anything is written; the plan
+// page says why it takes no approval now, and not that a plan is being
+// applied.
+func TestPagesOfAPlanWaitingForAWindow(t *testing.T) {
+	cfg := exampleConfig()
+	cfg.Name, cfg.UID = "load-aware-rebalancing", "uid-1"
+	opens := metav1.NewTime(time.Date(2026, 11, 28, 21, 0, 0, 0, time.UTC))
+	cfg.Status.Approval = &v1alpha1.ApprovalRecord{PlanHash: hashA, ApprovedBy: "bob", ApprovedAt: metav1.NewTime(opens.Add(-40 * time.Hour)), Generation: 2}
+	cfg.Status.Items = []v1alpha1.VirtPlatformConfigItem{{
+		Name: "enable-psi-metrics", Operation: v1alpha1.OperationCreate, State: v1alpha1.ItemStatePending,
+		Message:           "Waiting: MachineConfigPool 'worker': window 'weekend' opens Sat 28 Nov 22:00 CET (21:00 UTC), in 1d16h; the change is written when it opens",
+		TargetRef:         v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "99-worker-psi-karg"},
+		DesiredState:      &runtime.RawExtension{Raw: []byte(`{"metadata":{"labels":{"machineconfiguration.openshift.io/role":"worker"}}}`)},
+		MaintenanceWindow: &v1alpha1.WindowWait{Name: "weekend", OpensAt: &opens},
+	}}
+	status.MarkWaiting(&cfg.Status, 2, status.Wait{Reason: status.WaitingMaintenanceWindow,
+		Message: "Waiting for maintenance window 'weekend' (opens Sat 28 Nov 22:00 CET (21:00 UTC)) before writing item 'enable-psi-metrics'"})
+	pool := testPool(false, nil, map[string]any{"machineCount": int64(3), "updatedMachineCount": int64(3), "configuration": map[string]any{"name": "rendered-worker-new"}})
+	pool.Object["spec"].(map[string]any)["machineConfigSelector"] = map[string]any{"matchLabels": map[string]any{"machineconfiguration.openshift.io/role": "worker"}}
+	h := newHarness(t, "bob", cfg, pool)
+	h.clock.SetTime(time.Date(2026, 11, 27, 11, 0, 0, 0, time.UTC))
+
+	w := h.do(t, request{method: "GET", path: "/configs/load-aware-rebalancing/rollout?approved=" + hashA})
+	if w.Code != 200 {
+		t.Fatalf("code %d: %s", w.Code, w.Body)
+	}
+	body := w.Body.String()
+	mustContain(t, body, "Waiting for a maintenance window",
+		"Waiting for maintenance window 'weekend' (opens Sat 28 Nov 22:00 CET (21:00 UTC), in 1d10h) before writing item 'enable-psi-metrics'; plan aaaaaaaaaaaa approved by bob, nothing written yet",
+		"Not started: nothing written yet (3 nodes on rendered-worker-new)", "0 updated · 0 updating · 3 waiting · 0 degraded")
+	mustNotContain(t, body, "Updated (3 of 3")
+
+	w = h.do(t, request{method: "GET", path: "/configs/load-aware-rebalancing"})
+	body = w.Body.String()
+	mustContain(t, body, "The server takes no approval now: plan aaaaaaaaaaaa approved by bob is waiting (MaintenanceWindow: ", "nothing of it is written yet",
+		"To apply another plan instead, change the spec")
+	mustNotContain(t, body, "a plan is being applied")
+
+	w = h.do(t, request{method: "GET", path: "/"})
+	mustContain(t, w.Body.String(), "Waiting for a maintenance window", "in 1d10h")
 }
 
 // TestRefusedPageIsStyled: a refused page cannot load /static without the

@@ -49,7 +49,23 @@ func (s *Server) funcs() template.FuncMap {
 		"impactTone": impactTone,
 		"stateTone":  stateTone,
 		"nodeGlyph":  nodeGlyph,
+		"waitingFor": waitingFor,
 	}
+}
+
+// waitingFor says a Waiting condition's reason in words.
+func waitingFor(reason string) string {
+	switch reason {
+	case status.WaitingMaintenanceWindow:
+		return "Waiting for a maintenance window"
+	case status.WaitingDrainBlocked:
+		return "Waiting: a VM would block the drain"
+	case status.WaitingPoolBusy:
+		return "Waiting for a busy MachineConfigPool"
+	case status.WaitingClusterUpgrading:
+		return "Waiting for the cluster upgrade"
+	}
+	return "Waiting: " + reason
 }
 
 // target is "Kind namespace/name" or "Kind name".
@@ -162,17 +178,23 @@ type summaryView struct {
 	Generation, Observed int64
 	SpecChangedBy        string
 	Created              time.Time
+	// Waiting is the Waiting condition's reason while the approved plan
+	// waits (MaintenanceWindow, DrainBlocked, PoolBusy, ClusterUpgrading).
+	Waiting string
 }
 
-func newSummary(cfg *v1alpha1.VirtPlatformConfig) summaryView {
+// newSummary reads a config as of now (how far away a window's opening
+// is, when the plan waits for one).
+func newSummary(cfg *v1alpha1.VirtPlatformConfig, now time.Time) summaryView {
 	st := cfg.Status
 	v := summaryView{
 		Name: cfg.Name, Action: string(cfg.Spec.Action), Impact: st.ImpactSeverity, Phase: st.Phase,
 		Approval: newApprovalView(st.Approval), Generation: cfg.Generation, Observed: st.ObservedGeneration,
 		SpecChangedBy: st.SpecChangedBy, Created: cfg.CreationTimestamp.Time,
 	}
-	if c := meta.FindStatusCondition(st.Conditions, string(st.Phase)); c != nil {
-		v.Message = c.Message
+	v.Message = status.PhaseMessageAt(&st, now)
+	if w := status.WaitingFor(&st); w != nil && st.Phase == v1alpha1.PhaseInProgress {
+		v.Waiting = w.Reason
 	}
 	if st.Phase == v1alpha1.PhaseDrifted {
 		v.Drift = "Drifted"
@@ -307,7 +329,7 @@ func (s *Server) buildPlan(ctx context.Context, name string) (planView, int) {
 	}
 	p, err := configs.GetPlan(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		v.Summary = newSummary(cfg)
+		v.Summary = newSummary(cfg, s.clock.Now())
 		v.Err = explain.Line(err)
 		return v, codeOf(err)
 	}
@@ -318,7 +340,7 @@ func (s *Server) buildPlan(ctx context.Context, name string) (planView, int) {
 			cfg = again
 		}
 	}
-	v.Summary = newSummary(cfg)
+	v.Summary = newSummary(cfg, s.clock.Now())
 	v.Bound = newBoundSettings(cfg)
 	if set := p.Status.Settings; set.Action != "" {
 		// The server says what its hash binds: show exactly that.
@@ -367,8 +389,8 @@ func (s *Server) mayApprove(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
 		return approveView{Reason: "spec.action is Ignore: nothing is applied while a config is ignored. Set spec.action to DryRun to approve its plans."}
 	}
-	if p, _ := status.Lookup(cfg.Status.Phase); !p.Approvable {
-		return approveView{Reason: "The server takes no approval now: " + p.NotApprovable + "."}
+	if why := status.WhyNotApprovable(&cfg.Status); why != "" {
+		return approveView{Reason: "The server takes no approval now: " + why + "."}
 	}
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
@@ -442,7 +464,7 @@ func (s *Server) buildRollout(ctx context.Context, name, approved string) (rollo
 		v.Err = explain.Line(err)
 		return v, codeOf(err)
 	}
-	v.Summary = newSummary(cfg)
+	v.Summary = newSummary(cfg, s.clock.Now())
 	if a := cfg.Status.Approval; approved != "" && a != nil && a.PlanHash == approved {
 		v.Flash = fmt.Sprintf("Plan %s approved by %s at %s. The controller applies exactly that plan; this page follows it.",
 			v1alpha1.ShortHash(a.PlanHash), a.ApprovedBy, a.ApprovedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
@@ -499,7 +521,9 @@ func (s *Server) gridOf(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (
 			} else {
 				nodes = list.Items
 			}
-			out = append(out, newGridPool(&all[i], r.Configs, nodes, nodesErr))
+			g := newGridPool(&all[i], r.Configs, nodes, nodesErr)
+			g.followItems(itemsRolledBy(cfg.Status.Items, r.Configs))
+			out = append(out, g)
 		}
 	}
 	return out, ""
@@ -555,7 +579,7 @@ func (s *Server) buildConfigs(ctx context.Context) (configsView, int) {
 	}
 	v := configsView{}
 	for i := range list.Items {
-		v.Rows = append(v.Rows, newSummary(&list.Items[i]))
+		v.Rows = append(v.Rows, newSummary(&list.Items[i], s.clock.Now()))
 	}
 	sort.Slice(v.Rows, func(i, j int) bool { return v.Rows[i].Name < v.Rows[j].Name })
 	return v, 200
