@@ -15,8 +15,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -537,24 +535,7 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	}
 
 	// The swap configuration: exactly these three fields, pinned.
-	generated := swapBlock(t, pt.swapConfig)
-	raw, err := os.ReadFile(policyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start, end := strings.Index(string(raw), generatedStart), strings.Index(string(raw), generatedEnd)
-	if start < 0 || end < start {
-		t.Fatalf("%s: no %q ... %q block", policyFile, generatedStart, generatedEnd)
-	}
-	if current := string(raw[start:end]); current != generated {
-		if !*update {
-			t.Fatalf("the swap configuration in %s is not the profile's: run `go test ./artifacts/deploy -update`", policyFile)
-		}
-		out := string(raw[:start]) + generated + string(raw[end:])
-		if err := os.WriteFile(policyFile, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote the swap configuration into %s", policyFile)
+	if syncBlock(t, swapStart, swapBlock(t, pt.swapConfig)) {
 		policy, _ = readPolicy(t)
 	}
 	for name, want := range map[string]interface{}{
@@ -566,91 +547,6 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 			t.Errorf("%s evaluates to\n%#v\nthe profile writes\n%#v", name, got, want)
 		}
 	}
-}
-
-const (
-	generatedStart = "  # GENERATED from pkg/profiles/higherdensity"
-	generatedEnd   = "  # END GENERATED"
-)
-
-// swapBlock is the generated part of the policy: the swap
-// configuration's Ignition version, files and units as CEL literals.
-func swapBlock(t *testing.T, config map[string]interface{}) string {
-	t.Helper()
-	keys := func(m map[string]interface{}) []string {
-		var out []string
-		for k := range m {
-			out = append(out, k)
-		}
-		sort.Strings(out)
-		return out
-	}
-	// Anything else in spec.config would not be checked by the policy.
-	want := map[string][]string{"": {"ignition", "storage", "systemd"}, "ignition": {"version"}, "storage": {"files"}, "systemd": {"units"}}
-	if got := keys(config); !reflect.DeepEqual(got, want[""]) {
-		t.Fatalf("the swap MachineConfig's spec.config has %v; the policy checks %v: extend its swap rule", got, want[""])
-	}
-	for _, k := range want[""] {
-		if got := keys(config[k].(map[string]interface{})); !reflect.DeepEqual(got, want[k]) {
-			t.Fatalf("the swap MachineConfig's spec.config.%s has %v; the policy checks %v: extend its swap rule", k, got, want[k])
-		}
-	}
-	var b strings.Builder
-	b.WriteString(generatedStart + " by `go test ./artifacts/deploy -update`: do not edit.\n")
-	for _, v := range []struct {
-		name  string
-		value interface{}
-	}{
-		{"swapIgnitionVersion", config["ignition"].(map[string]interface{})["version"]},
-		{"swapFiles", config["storage"].(map[string]interface{})["files"]},
-		{"swapUnits", config["systemd"].(map[string]interface{})["units"]},
-	} {
-		fmt.Fprintf(&b, "  - name: %s\n    expression: |-\n      %s\n", v.name, celLiteral(v.value, "      "))
-	}
-	return b.String()
-}
-
-// celLiteral writes a JSON-like value as a CEL literal. Aggregates of
-// mixed types wrap their elements in dyn(): CEL rejects heterogeneous
-// literals otherwise.
-func celLiteral(v interface{}, indent string) string {
-	inner := indent + "  "
-	switch x := v.(type) {
-	case map[string]interface{}:
-		var keys []string
-		kinds := map[string]bool{}
-		for k, e := range x {
-			keys = append(keys, k)
-			kinds[fmt.Sprintf("%T", e)] = true
-		}
-		sort.Strings(keys)
-		var b strings.Builder
-		b.WriteString("{\n")
-		for _, k := range keys {
-			e := celLiteral(x[k], inner)
-			if len(kinds) > 1 {
-				e = "dyn(" + e + ")"
-			}
-			fmt.Fprintf(&b, "%s%s: %s,\n", inner, strconv.Quote(k), e)
-		}
-		return b.String() + indent + "}"
-	case []interface{}:
-		var b strings.Builder
-		b.WriteString("[\n")
-		for _, e := range x {
-			fmt.Fprintf(&b, "%sdyn(%s),\n", inner, celLiteral(e, inner))
-		}
-		return b.String() + indent + "]"
-	case string:
-		return strconv.Quote(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case int:
-		return strconv.Itoa(x)
-	case bool:
-		return strconv.FormatBool(x)
-	}
-	panic(fmt.Sprintf("no CEL literal for %T", v))
 }
 
 // TestDeniesEverythingElse: what a compromised server could do with its
