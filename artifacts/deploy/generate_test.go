@@ -8,6 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/loadaware"
 )
 
 // The generated parts of the policy: each from its start line to the next
@@ -98,29 +106,37 @@ func swapBlock(t *testing.T, config map[string]interface{}) string {
 
 // celLiteral writes a JSON-like value as a CEL literal. Aggregates of
 // mixed types wrap their elements in dyn(): CEL rejects heterogeneous
-// literals otherwise.
+// literals otherwise; so are the objects in a list. A list of scalars of
+// one type stays typed (list(string) for join()).
 func celLiteral(v interface{}, indent string) string {
 	inner := indent + "  "
 	switch x := v.(type) {
 	case map[string]interface{}:
 		var keys []string
-		kinds := map[string]bool{}
+		types := map[string]bool{}
 		for k, e := range x {
 			keys = append(keys, k)
-			kinds[fmt.Sprintf("%T", e)] = true
+			types[celType(e)] = true
 		}
 		sort.Strings(keys)
 		var b strings.Builder
 		b.WriteString("{\n")
 		for _, k := range keys {
 			e := celLiteral(x[k], inner)
-			if len(kinds) > 1 {
+			if len(types) > 1 {
 				e = "dyn(" + e + ")"
 			}
 			fmt.Fprintf(&b, "%s%s: %s,\n", inner, strconv.Quote(k), e)
 		}
 		return b.String() + indent + "}"
 	case []interface{}:
+		if t := celType(x); t != "list(dyn)" && !strings.HasPrefix(t, "list(map") && !strings.HasPrefix(t, "list(list") {
+			var elems []string
+			for _, e := range x {
+				elems = append(elems, celLiteral(e, inner))
+			}
+			return "[" + strings.Join(elems, ", ") + "]"
+		}
 		var b strings.Builder
 		b.WriteString("[\n")
 		for _, e := range x {
@@ -137,4 +153,115 @@ func celLiteral(v interface{}, indent string) string {
 		return strconv.FormatBool(x)
 	}
 	panic(fmt.Sprintf("no CEL literal for %T", v))
+}
+
+// celType is the CEL type of a literal of v; dyn where its parts differ.
+func celType(v interface{}) string {
+	common := func(types []string) string {
+		if len(types) == 0 {
+			return "dyn"
+		}
+		for _, t := range types[1:] {
+			if t != types[0] {
+				return "dyn"
+			}
+		}
+		return types[0]
+	}
+	switch x := v.(type) {
+	case map[string]interface{}:
+		var types []string
+		for _, e := range x {
+			types = append(types, celType(e))
+		}
+		return "map(string, " + common(types) + ")"
+	case []interface{}:
+		var types []string
+		for _, e := range x {
+			types = append(types, celType(e))
+		}
+		return "list(" + common(types) + ")"
+	case string:
+		return "string"
+	case int64, int:
+		return "int"
+	case bool:
+		return "bool"
+	}
+	panic(fmt.Sprintf("no CEL type for %T", v))
+}
+
+// catalogueStart begins the constants the value rules compare with.
+const catalogueStart = "  # GENERATED from the catalogue (pkg/apis/advisor/validation, pkg/profiles/*)"
+
+// catalogueBlock: the values the profiles of the catalogue write, as
+// they declare them (loadaware.Writes, higherdensity.Writes) and, for
+// example-profile, as it writes them.
+func catalogueBlock(t *testing.T) string {
+	t.Helper()
+	strs := func(s []string) []interface{} {
+		out := make([]interface{}, len(s))
+		for i, v := range s {
+			out[i] = v
+		}
+		return out
+	}
+	bounds := func(r validation.Range) []interface{} { return []interface{}{int64(r.Min), int64(r.Max)} }
+	kd := loadaware.Writes()
+	custom := map[string]interface{}{}
+	for k, vs := range kd.Customizations {
+		custom[k] = vs
+	}
+	limits := map[string]interface{}{}
+	for k, r := range kd.EvictionLimits {
+		limits[k] = bounds(r)
+	}
+	if len(catalog.Default().Names()) != 3 {
+		t.Fatalf("the catalogue has profiles %v; the policy's value rules know load-aware-rebalancing, virt-higher-density and example-profile: extend them", catalog.Default().Names())
+	}
+	var exampleData map[string]interface{}
+	for _, it := range items(t, variant{"example-profile", example.New(), v1alpha1.ProfileOptions{}}, newCluster(t, profiles.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
+		exampleData = it.Desired.Object["data"].(map[string]interface{})
+	}
+	return block(catalogueStart, []namedValue{
+		{"kdManagementStates", strs(kd.ManagementStates)},
+		{"kdModes", strs(kd.Modes)},
+		{"kdIntervalSeconds", bounds(kd.IntervalSeconds)},
+		{"kdSelectedProfiles", strs(kd.Selected)},
+		{"kdKeptProfiles", strs(kd.Kept)},
+		{"kdCustomizations", custom},
+		{"kdCustomizationFields", strs(sortedKeys(custom))},
+		{"kdEvictionLimits", limits},
+		{"kdEvictionLimitFields", strs(sortedKeys(limits))},
+		{"hcoOvercommitPercentage", bounds(higherdensity.Writes())},
+		{"exampleData", exampleData},
+	})
+}
+
+// TestPolicyPinsWhatTheCatalogueWrites: the constants of the value rules
+// are the catalogue's (regenerated with -update), and evaluate to them.
+func TestPolicyPinsWhatTheCatalogueWrites(t *testing.T) {
+	generated := catalogueBlock(t)
+	syncBlock(t, catalogueStart, generated)
+	policy, _ := readPolicy(t)
+	kd := loadaware.Writes()
+	for name, want := range map[string]interface{}{
+		"kdModes":                 []interface{}{"Automatic", "Predictive"},
+		"kdIntervalSeconds":       []interface{}{int64(kd.IntervalSeconds.Min), int64(kd.IntervalSeconds.Max)},
+		"hcoOvercommitPercentage": []interface{}{int64(higherdensity.Writes().Min), int64(higherdensity.Writes().Max)},
+	} {
+		if got := literal(t, policy, name); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s evaluates to %#v, want %#v", name, got, want)
+		}
+	}
+}
+
+// sortedKeys: messages list a map's keys in a stable order.
+func sortedKeys(m map[string]interface{}) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
