@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	maincluster "github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
@@ -137,12 +139,30 @@ func variants() []variant {
 		v1alpha1.SetDefaults_VirtHigherDensityConfig(c)
 		return v1alpha1.ProfileOptions{VirtHigherDensity: c}
 	}
+	// The other ends of the options' ranges and enums.
+	laMax := la(true)
+	laMax.LoadAware.DeschedulingIntervalSeconds = ptr.To(validation.DeschedulingIntervalSeconds.Max)
+	laMax.LoadAware.Mode = "Predictive"
+	laMax.LoadAware.DevDeviationThresholds = "High"
+	laMax.LoadAware.EvictionLimitTotal, laMax.LoadAware.EvictionLimitNode = ptr.To(validation.EvictionLimitTotal.Max), ptr.To(validation.EvictionLimitNode.Max)
+	laMin := la(true)
+	laMin.LoadAware.EvictionLimitTotal, laMin.LoadAware.EvictionLimitNode = ptr.To(validation.EvictionLimitTotal.Min), ptr.To(validation.EvictionLimitNode.Min)
+	hdMax := hd(true, true)
+	hdMax.VirtHigherDensity.MemoryToRequestRatio = ptr.To(validation.MemoryToRequestRatio.Max)
+	hdMax.VirtHigherDensity.KSMConfiguration.NodeLabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"ksm": "on"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "node-role.kubernetes.io/worker", Operator: metav1.LabelSelectorOpExists}}}
+	hdMin := hd(false, true)
+	hdMin.VirtHigherDensity.MemoryToRequestRatio = ptr.To(validation.MemoryToRequestRatio.Min)
 	return []variant{
 		{"load-aware-rebalancing", loadaware.New(), la(true)},
 		{"load-aware-rebalancing without PSI", loadaware.New(), la(false)},
+		{"load-aware-rebalancing, every option at its maximum", loadaware.New(), laMax},
+		{"load-aware-rebalancing, eviction limits at their minimum", loadaware.New(), laMin},
 		{"virt-higher-density", higherdensity.New(), hd(true, true)},
 		{"virt-higher-density without swap", higherdensity.New(), hd(false, true)},
 		{"virt-higher-density without KSM", higherdensity.New(), hd(true, false)},
+		{"virt-higher-density at the highest ratio, a KSM node selector", higherdensity.New(), hdMax},
+		{"virt-higher-density at the lowest ratio", higherdensity.New(), hdMin},
 		{"example-profile", example.New(), v1alpha1.ProfileOptions{}},
 	}
 }

@@ -15,8 +15,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -320,6 +318,26 @@ func TestAllowsWhatTheProfilesWrite(t *testing.T) {
 			}
 		}
 	}
+	// An administrator's KubeDescheduler: values of theirs in fields and
+	// maps of ours (kept where the profile does not set them, replaced
+	// where it does).
+	c := newCluster(t, profiles.HCOVersionV1beta1, filepath.Join("..", "crds", "kubedescheduler.yaml"))
+	adminKD := readObject(t, filepath.Join("..", "testdata", "baseline.yaml"), "KubeDescheduler")
+	set(adminKD.Object, "Predictive", "spec", "mode")
+	set(adminKD.Object, []interface{}{"AffinityAndTaints", "SoftTopologyAndDuplicates", "CompactAndScale"}, "spec", "profiles")
+	set(adminKD.Object, map[string]interface{}{"devLowNodeUtilizationThresholds": "High", "devEnableSoftTainter": false}, "spec", "profileCustomizations")
+	set(adminKD.Object, map[string]interface{}{"total": int64(5000)}, "spec", "evictionLimits")
+	c.put(adminKD)
+	for _, vr := range variants() {
+		if vr.profile.Metadata().Name != "load-aware-rebalancing" {
+			continue
+		}
+		for _, it := range items(t, vr, c) {
+			if it.Desired.GetKind() == "KubeDescheduler" {
+				admit(vr.name+": an administrator's KubeDescheduler", request{op: admission.Update, gvr: kubeDeschedulers, obj: applied(adminKD, it.Desired), old: adminKD})
+			}
+		}
+	}
 	// The controller's pause of a pool for the coalescing window, and
 	// its unpause (an apply without spec.paused and the annotation).
 	for _, pool := range []string{"worker", "worker-cnv"} {
@@ -537,24 +555,7 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	}
 
 	// The swap configuration: exactly these three fields, pinned.
-	generated := swapBlock(t, pt.swapConfig)
-	raw, err := os.ReadFile(policyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start, end := strings.Index(string(raw), generatedStart), strings.Index(string(raw), generatedEnd)
-	if start < 0 || end < start {
-		t.Fatalf("%s: no %q ... %q block", policyFile, generatedStart, generatedEnd)
-	}
-	if current := string(raw[start:end]); current != generated {
-		if !*update {
-			t.Fatalf("the swap configuration in %s is not the profile's: run `go test ./artifacts/deploy -update`", policyFile)
-		}
-		out := string(raw[:start]) + generated + string(raw[end:])
-		if err := os.WriteFile(policyFile, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote the swap configuration into %s", policyFile)
+	if syncBlock(t, swapStart, swapBlock(t, pt.swapConfig)) {
 		policy, _ = readPolicy(t)
 	}
 	for name, want := range map[string]interface{}{
@@ -566,91 +567,6 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 			t.Errorf("%s evaluates to\n%#v\nthe profile writes\n%#v", name, got, want)
 		}
 	}
-}
-
-const (
-	generatedStart = "  # GENERATED from pkg/profiles/higherdensity"
-	generatedEnd   = "  # END GENERATED"
-)
-
-// swapBlock is the generated part of the policy: the swap
-// configuration's Ignition version, files and units as CEL literals.
-func swapBlock(t *testing.T, config map[string]interface{}) string {
-	t.Helper()
-	keys := func(m map[string]interface{}) []string {
-		var out []string
-		for k := range m {
-			out = append(out, k)
-		}
-		sort.Strings(out)
-		return out
-	}
-	// Anything else in spec.config would not be checked by the policy.
-	want := map[string][]string{"": {"ignition", "storage", "systemd"}, "ignition": {"version"}, "storage": {"files"}, "systemd": {"units"}}
-	if got := keys(config); !reflect.DeepEqual(got, want[""]) {
-		t.Fatalf("the swap MachineConfig's spec.config has %v; the policy checks %v: extend its swap rule", got, want[""])
-	}
-	for _, k := range want[""] {
-		if got := keys(config[k].(map[string]interface{})); !reflect.DeepEqual(got, want[k]) {
-			t.Fatalf("the swap MachineConfig's spec.config.%s has %v; the policy checks %v: extend its swap rule", k, got, want[k])
-		}
-	}
-	var b strings.Builder
-	b.WriteString(generatedStart + " by `go test ./artifacts/deploy -update`: do not edit.\n")
-	for _, v := range []struct {
-		name  string
-		value interface{}
-	}{
-		{"swapIgnitionVersion", config["ignition"].(map[string]interface{})["version"]},
-		{"swapFiles", config["storage"].(map[string]interface{})["files"]},
-		{"swapUnits", config["systemd"].(map[string]interface{})["units"]},
-	} {
-		fmt.Fprintf(&b, "  - name: %s\n    expression: |-\n      %s\n", v.name, celLiteral(v.value, "      "))
-	}
-	return b.String()
-}
-
-// celLiteral writes a JSON-like value as a CEL literal. Aggregates of
-// mixed types wrap their elements in dyn(): CEL rejects heterogeneous
-// literals otherwise.
-func celLiteral(v interface{}, indent string) string {
-	inner := indent + "  "
-	switch x := v.(type) {
-	case map[string]interface{}:
-		var keys []string
-		kinds := map[string]bool{}
-		for k, e := range x {
-			keys = append(keys, k)
-			kinds[fmt.Sprintf("%T", e)] = true
-		}
-		sort.Strings(keys)
-		var b strings.Builder
-		b.WriteString("{\n")
-		for _, k := range keys {
-			e := celLiteral(x[k], inner)
-			if len(kinds) > 1 {
-				e = "dyn(" + e + ")"
-			}
-			fmt.Fprintf(&b, "%s%s: %s,\n", inner, strconv.Quote(k), e)
-		}
-		return b.String() + indent + "}"
-	case []interface{}:
-		var b strings.Builder
-		b.WriteString("[\n")
-		for _, e := range x {
-			fmt.Fprintf(&b, "%sdyn(%s),\n", inner, celLiteral(e, inner))
-		}
-		return b.String() + indent + "]"
-	case string:
-		return strconv.Quote(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case int:
-		return strconv.Itoa(x)
-	case bool:
-		return strconv.FormatBool(x)
-	}
-	panic(fmt.Sprintf("no CEL literal for %T", v))
 }
 
 // TestDeniesEverythingElse: what a compromised server could do with its
@@ -682,6 +598,21 @@ func TestDeniesEverythingElse(t *testing.T) {
 	}
 	evil := created(desired["enable-psi-metrics"], "load-aware-rebalancing")
 	evil.SetName("00-worker-evil")
+	// The KubeDescheduler after load-aware-rebalancing's apply, and the
+	// HyperConverged of each version after virt-higher-density's.
+	kdOurs := applied(kd, desired["enable-load-aware-descheduling"])
+	hcoV1 := baselineHCO(profiles.HCOVersionV1)
+	// Pools: paused by an administrator (no annotation of ours), by us.
+	pausedByAdmin := edited(pool, func(o map[string]interface{}) { set(o, true, "spec", "paused") })
+	pausedByUs := edited(pool, func(o map[string]interface{}) {
+		set(o, true, "spec", "paused")
+		set(o, "2026-01-01T00:00:31Z", "metadata", "annotations", machineconfig.PausedUntilAnnotation)
+	})
+	ourAnnotation := func(o map[string]interface{}) {
+		set(o, "2026-01-01T00:00:31Z", "metadata", "annotations", machineconfig.PausedUntilAnnotation)
+	}
+	theirCM := theirs(cm)
+	otherNamespace := "system:serviceaccount:elsewhere:virt-advisor-apiserver"
 
 	for _, tc := range []struct {
 		name string
@@ -754,6 +685,107 @@ func TestDeniesEverythingElse(t *testing.T) {
 		{"deleting the example ConfigMap", request{op: admission.Delete, gvr: configMaps, old: cm}, "may not DELETE /configmaps"},
 		{"another kind of the MachineConfig API", request{op: admission.Create, gvr: schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "kubeletconfigs"},
 			obj: renamed(psi, "", "evil")}, "writes only MachineConfigs, MachineConfigPools, the HyperConverged, the KubeDescheduler and one ConfigMap, not machineconfiguration.openshift.io/kubeletconfigs"},
+
+		// The namespace the server is installed in: the policy names none.
+		{"a MachineConfig of another name, by the server installed in another namespace", request{user: otherNamespace, op: admission.Create, gvr: machineConfigs, obj: evil},
+			"virt-advisor-apiserver writes only the machineconfiguration.openshift.io/machineconfigs"},
+		{"a pool's maxUnavailable, by the server installed in another namespace", request{user: otherNamespace, op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pool, func(o map[string]interface{}) {
+			set(o, int64(3), "spec", "maxUnavailable")
+		})}, "changes only spec.paused"},
+		{"another service account of that namespace", request{user: "system:serviceaccount:virt-advisor:other", op: admission.Create, gvr: machineConfigs, obj: evil}, ""},
+		{"a user named like the service account", request{user: "virt-advisor-apiserver", op: admission.Create, gvr: machineConfigs, obj: evil}, ""},
+
+		// Pools: an administrator's pause stays theirs.
+		{"unpausing a pool an administrator paused", request{op: admission.Update, gvr: machineConfigPools, old: pausedByAdmin, obj: edited(pausedByAdmin, func(o map[string]interface{}) {
+			set(o, false, "spec", "paused")
+		})}, "virt-advisor-apiserver unpauses only a MachineConfigPool it paused (annotation advisor.kubevirt.io/paused-until or advisor.kubevirt.io/paused-for-window): worker was paused by someone else"},
+		{"withdrawing spec.paused of a pool an administrator paused", request{op: admission.Update, gvr: machineConfigPools, old: pausedByAdmin, obj: withdrawn(pausedByAdmin, "spec", "paused")},
+			"unpauses only a MachineConfigPool it paused"},
+		{"adopting an administrator's pause with our annotation", request{op: admission.Update, gvr: machineConfigPools, old: pausedByAdmin, obj: edited(pausedByAdmin, ourAnnotation)},
+			"sets advisor.kubevirt.io/paused-until or advisor.kubevirt.io/paused-for-window on MachineConfigPool worker only in the write that pauses it"},
+		{"our annotation on a pool it does not pause", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pool, ourAnnotation)},
+			"only in the write that pauses it"},
+		{"a pause without our annotation", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pool, func(o map[string]interface{}) {
+			set(o, true, "spec", "paused")
+		})}, "pauses MachineConfigPool worker only with its annotation advisor.kubevirt.io/paused-until"},
+		{"a pause until a time that is none", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pausedByUs, func(o map[string]interface{}) {
+			set(o, "forever", "metadata", "annotations", machineconfig.PausedUntilAnnotation)
+		})}, "sets advisor.kubevirt.io/paused-until to a time in UTC"},
+		{"a pause for a window that is no name", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pausedByUs, func(o map[string]interface{}) {
+			set(o, "Not A Window!", "metadata", "annotations", machineconfig.PausedForAnnotation)
+		})}, "sets advisor.kubevirt.io/paused-for-window to the name of a MaintenanceWindow"},
+		{"unpausing a pool we paused (the control)", request{op: admission.Update, gvr: machineConfigPools, old: pausedByUs, obj: edited(pausedByUs, func(o map[string]interface{}) {
+			unstructured.RemoveNestedField(o, "spec", "paused")
+			unstructured.RemoveNestedField(o, "metadata", "annotations")
+		})}, ""},
+		{"ending our pause of a pool an administrator paused too (it stays paused)", request{op: admission.Update, gvr: machineConfigPools, old: pausedByUs, obj: edited(pausedByUs, func(o map[string]interface{}) {
+			unstructured.RemoveNestedField(o, "metadata", "annotations")
+		})}, ""},
+
+		// The KubeDescheduler: the values load-aware-rebalancing writes.
+		{"mode Automatic with a descheduler profile no profile selects", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kd, func(o map[string]interface{}) {
+			set(o, "Automatic", "spec", "mode")
+			set(o, []interface{}{"LifecycleAndUtilization", "EvictPodsWithPVC"}, "spec", "profiles")
+		})}, "sets spec.profiles of the KubeDescheduler to one of KubeVirtRelieveAndMigrate, DevKubeVirtRelieveAndMigrate, LongLifecycle, after those of AffinityAndTaints, SoftTopologyAndDuplicates it already had, only; not LifecycleAndUtilization, EvictPodsWithPVC"},
+		{"a kept descheduler profile the KubeDescheduler did not have", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kd, func(o map[string]interface{}) {
+			set(o, []interface{}{"SoftTopologyAndDuplicates", "KubeVirtRelieveAndMigrate"}, "spec", "profiles")
+		})}, "sets spec.profiles of the KubeDescheduler to one of"},
+		{"a descheduling interval below the options' range", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, int64(5), "spec", "deschedulingIntervalSeconds")
+		})}, "sets spec.deschedulingIntervalSeconds of the KubeDescheduler between 60 and 86400 only, not 5"},
+		{"a descheduling interval above it", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, int64(86401), "spec", "deschedulingIntervalSeconds")
+		})}, "not 86401"},
+		{"managementState Removed", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, "Removed", "spec", "managementState")
+		})}, "sets spec.managementState of the KubeDescheduler to Managed only, not Removed"},
+		{"a customization no profile sets", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, "High", "spec", "profileCustomizations", "devLowNodeUtilizationThresholds")
+		})}, "sets in spec.profileCustomizations of the KubeDescheduler only the values load-aware-rebalancing writes to devDeviationThresholds, devEnableEvictionsInBackground, devEnableSoftTainter; not to devLowNodeUtilizationThresholds"},
+		{"a customization of ours turned off", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, false, "spec", "profileCustomizations", "devEnableSoftTainter")
+		})}, "not to devEnableSoftTainter"},
+		{"an administrator's customization removed", request{op: admission.Update, gvr: kubeDeschedulers,
+			old: changed(kdOurs, func(o map[string]interface{}) {
+				set(o, "High", "spec", "profileCustomizations", "devLowNodeUtilizationThresholds")
+			}), obj: kdOurs},
+			"sets in spec.profileCustomizations of the KubeDescheduler only"},
+		{"an eviction limit above the options' range", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, int64(5000), "spec", "evictionLimits", "total")
+		})}, "sets spec.evictionLimits of the KubeDescheduler within"},
+		{"no eviction limit (0)", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, int64(0), "spec", "evictionLimits", "node")
+		})}, "sets spec.evictionLimits of the KubeDescheduler within"},
+		{"an administrator's value left as it was (the control)", request{op: admission.Update, gvr: kubeDeschedulers,
+			old: changed(kd, func(o map[string]interface{}) { set(o, int64(5000), "spec", "evictionLimits", "total") }),
+			obj: edited(changed(kd, func(o map[string]interface{}) { set(o, int64(5000), "spec", "evictionLimits", "total") }), func(o map[string]interface{}) {
+				set(o, "Predictive", "spec", "mode")
+			})}, ""},
+
+		// The HyperConverged: the ratio of virt-higher-density, a node selector.
+		{"memoryOvercommitPercentage above the options' range", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
+			set(o, int64(1000), "spec", "higherWorkloadDensity", "memoryOvercommitPercentage")
+		})}, "sets memoryOvercommitPercentage of the HyperConverged between 100 and 300 (options.virtHigherDensity.memoryToRequestRatio) only, not 1000"},
+		{"memoryOvercommitPercentage below it (v1)", request{op: admission.Update, gvr: hyperConvergeds("v1"), old: hcoV1, obj: edited(hcoV1, func(o map[string]interface{}) {
+			set(o, int64(50), "spec", "virtualization", "higherWorkloadDensity", "memoryOvercommitPercentage")
+		})}, "between 100 and 300 (options.virtHigherDensity.memoryToRequestRatio) only, not 50"},
+		{"ksmConfiguration with more than a node selector", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
+			set(o, map[string]interface{}{"nodeLabelSelector": map[string]interface{}{}, "pagesToScan": int64(100000)}, "spec", "ksmConfiguration")
+		})}, "sets ksmConfiguration of the HyperConverged to a nodeLabelSelector (matchLabels, matchExpressions) only"},
+		{"a node selector with more than a selector", request{op: admission.Update, gvr: hyperConvergeds("v1"), old: hcoV1, obj: edited(hcoV1, func(o map[string]interface{}) {
+			set(o, map[string]interface{}{"nodeLabelSelector": map[string]interface{}{"matchFields": map[string]interface{}{}}}, "spec", "virtualization", "ksmConfiguration")
+		})}, "sets ksmConfiguration of the HyperConverged to a nodeLabelSelector"},
+
+		// The ConfigMap: example-profile's data.
+		{"other data in the example ConfigMap", request{op: admission.Update, gvr: configMaps, old: cm, obj: edited(cm, func(o map[string]interface{}) {
+			set(o, "evil", "data", "example-key")
+		})}, "writes into the data of ConfigMap openshift-cnv/example-config only example-key=example-value"},
+		{"another key in the example ConfigMap", request{op: admission.Create, gvr: configMaps, obj: changed(cm, func(o map[string]interface{}) {
+			set(o, "x", "data", "other")
+		})}, "writes into the data of ConfigMap openshift-cnv/example-config only"},
+		{"an administrator's key removed", request{op: admission.Update, gvr: configMaps, old: theirCM, obj: edited(theirCM, func(o map[string]interface{}) {
+			unstructured.RemoveNestedField(o, "data", "other")
+		})}, "writes into the data of ConfigMap openshift-cnv/example-config only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := review(t, v, tc.r)

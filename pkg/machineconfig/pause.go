@@ -57,6 +57,11 @@ type PoolPause struct {
 	// ForWindow: we paused it because this maintenance window closed
 	// mid-rollout ("" for a coalescing pause).
 	ForWindow string
+	// Unmarked: spec.paused is ours but neither PausedUntilAnnotation nor
+	// PausedForAnnotation is on the pool (someone removed them). The
+	// admission policy (artifacts/deploy) lets the server end only a
+	// pause that carries one, so this one is no longer ours to end.
+	Unmarked bool
 	// held: an administrator's HoldAnnotation is set (its value, the
 	// reason, in hold).
 	Held                     bool
@@ -80,6 +85,9 @@ func ReadPool(pool *unstructured.Unstructured, manager, mc string, op v1alpha1.O
 		p.Until = t
 	}
 	p.ForWindow = pool.GetAnnotations()[PausedForAnnotation]
+	_, until := pool.GetAnnotations()[PausedUntilAnnotation]
+	_, forWindow := pool.GetAnnotations()[PausedForAnnotation]
+	p.Unmarked = p.Ours && !until && !forWindow
 	p.SpecConfig, _, _ = unstructured.NestedString(pool.Object, "spec", "configuration", "name")
 	p.StatusConfig, _, _ = unstructured.NestedString(pool.Object, "status", "configuration", "name")
 	p.HasChange = HasSource(pool, "spec", mc) == (op != v1alpha1.OperationDelete)
@@ -152,6 +160,8 @@ func DecideWrite(p PoolPause, mc string, window time.Duration) (WriteAction, str
 	switch {
 	case p.Held:
 		return WaitToWrite, fmt.Sprintf("MachineConfigPool '%s' is held by an administrator (annotation %s: %q); the change is written when the annotation is removed", p.Name, HoldAnnotation, p.Hold)
+	case p.Paused && p.Unmarked:
+		return WaitToWrite, fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor, but its annotation %s was removed: virt-advisor ends only a pause that carries it (the admission policy refuses any other unpause), so the pool stays paused until someone unpauses it or sets the annotation again; the change is written then", p.Name, PausedUntilAnnotation)
 	case p.Paused && (!p.Ours || len(p.Others) > 0):
 		by := "no field manager recorded"
 		if len(p.Others) > 0 {
@@ -188,8 +198,8 @@ func DecideWrite(p PoolPause, mc string, window time.Duration) (WriteAction, str
 // whatever its recorded end.
 func DecideUnpause(p PoolPause, now time.Time, due bool, window time.Duration, closed bool, opensIn time.Duration) (bool, time.Duration) {
 	switch {
-	case !p.Ours:
-		return false, 0
+	case !p.Ours, p.Unmarked:
+		return false, 0 // not ours, or no longer ours to end
 	case p.Held:
 		return false, HeldRetry // an administrator's hold outlasts our window
 	case closed:
@@ -197,7 +207,7 @@ func DecideUnpause(p PoolPause, now time.Time, due bool, window time.Duration, c
 	case p.ForWindow != "":
 		return true, 0
 	case p.Until.IsZero():
-		return true, 0 // a pause of ours without its end: end it
+		return true, 0 // a pause of ours whose end is no time: end it
 	case now.Before(p.Until):
 		return false, p.Until.Sub(now)
 	case due && !p.Degraded && now.Before(p.Until.Add(window)):

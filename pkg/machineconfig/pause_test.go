@@ -41,6 +41,21 @@ func TestReadPool(t *testing.T) {
 	if del := ReadPool(pool, testManager, "99-worker-psi-karg", v1alpha1.OperationDelete); del.HasChange {
 		t.Error("a delete is rendered only once the MachineConfig left the source")
 	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		unmarked    bool
+	}{
+		{"paused-until", map[string]string{PausedUntilAnnotation: "x"}, false},
+		{"paused-for-window", map[string]string{PausedForAnnotation: "night"}, false},
+		{"neither: removed by someone", map[string]string{"other": "x"}, true},
+	} {
+		p := pool.DeepCopy()
+		p.SetAnnotations(tc.annotations)
+		if got := ReadPool(p, testManager, "", "").Unmarked; got != tc.unmarked {
+			t.Errorf("%s: Unmarked %v, want %v", tc.name, got, tc.unmarked)
+		}
+	}
 }
 
 func TestDecideWrite(t *testing.T) {
@@ -80,6 +95,9 @@ func TestDecideWrite(t *testing.T) {
 		{"nor while our own window holds it",
 			with(func(p *PoolPause) { p.Paused, p.Ours, p.Held = true, true, true }), 30 * time.Second, WaitToWrite,
 			"MachineConfigPool 'worker' is held by an administrator"},
+		{"a pause of ours whose annotations were removed is no longer ours: it waits",
+			with(func(p *PoolPause) { p.Paused, p.Ours, p.Unmarked, p.SpecConfig = true, true, true, "rendered-worker-b" }), 30 * time.Second, WaitToWrite,
+			"MachineConfigPool 'worker' is paused by virt-advisor, but its annotation advisor.kubevirt.io/paused-until was removed"},
 		{"an idle pool that renders the MachineConfig already (an update) is paused",
 			with(func(p *PoolPause) { p.HasChange = true }), 30 * time.Second, PauseThenWrite, ""},
 	} {
@@ -114,7 +132,9 @@ func TestDecideUnpause(t *testing.T) {
 		{"closed window: stays paused until it opens, whatever the recorded end", with(func(p *PoolPause) { p.Until = now.Add(-time.Minute) }), true, true, false, time.Hour},
 		{"a pause for a window ends once the pool may be disrupted, whatever its recorded end", with(func(p *PoolPause) { p.Until, p.ForWindow = now.Add(20*time.Hour), "night" }), false, false, true, 0},
 		{"closed window, not ours: never touched", PoolPause{Name: "worker", Paused: true, Others: []string{"admin"}}, false, true, false, 0},
-		{"a pause of ours without its end is ended", with(func(p *PoolPause) { p.Until = time.Time{} }), false, false, true, 0},
+		{"a pause of ours whose end is no time is ended", with(func(p *PoolPause) { p.Until = time.Time{} }), false, false, true, 0},
+		{"a pause of ours whose annotations were removed is not ended (the admission policy would refuse it)",
+			with(func(p *PoolPause) { p.Until, p.Unmarked = time.Time{}, true }), false, false, false, 0},
 		{"ended although someone else holds it too: our part is withdrawn", with(func(p *PoolPause) { p.Until, p.Others = now, []string{"admin"} }), false, false, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -30,6 +31,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/test/env"
+	"github.com/kubevirt/virt-advisor/test/env/fakemco"
 )
 
 // The governance invariant (docs/design.md): nothing is written to a target
@@ -496,6 +498,178 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 		Expect(server.Resource(mcGVR).Delete(suiteCtx, "99-worker-psi-karg", metav1.DeleteOptions{})).To(Succeed(), "delete 99-worker-psi-karg")
 		unpause := `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfigPool","metadata":{"name":"worker"}}`
 		Expect(apply(mcpGVR, "", "worker", unpause)).To(Succeed(), "unpause")
+	})
+
+	It("is refused values no profile writes and the end of an administrator's pause, and still pauses and unpauses a pool itself", func() {
+		expectShippedPolicy()
+		cfg, err := clientcmd.BuildConfigFromFlags("", testEnv.AdvisorKubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		server := dynamic.NewForConfigOrDie(cfg)
+		byPolicy := func(err error, what, message string) {
+			GinkgoHelper()
+			Expect(err).To(HaveOccurred(), what)
+			GinkgoWriter.Printf("%s: %v\n", what, err)
+			Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy '"+admissionPolicy+"' with binding '"+admissionPolicy+"' denied request: virt-advisor-apiserver "), what)
+			Expect(err.Error()).To(ContainSubstring(message), what)
+		}
+		merge := func(gvr schema.GroupVersionResource, ns, name, patch string) error {
+			_, err := server.Resource(gvr).Namespace(ns).Patch(suiteCtx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			return err
+		}
+		apply := func(gvr schema.GroupVersionResource, ns, name, body string) error {
+			_, err := server.Resource(gvr).Namespace(ns).Patch(suiteCtx, name, types.ApplyPatchType, []byte(body),
+				metav1.PatchOptions{FieldManager: cluster.FieldManager, Force: ptrTo(true)})
+			return err
+		}
+
+		By("the KubeDescheduler: mode Automatic with a descheduler profile no profile selects, an interval out of the options' range")
+		kdBefore := getObject(kdGVR, kdNS, "cluster")
+		byPolicy(merge(kdGVR, kdNS, "cluster", `{"spec":{"mode":"Automatic","profiles":["LifecycleAndUtilization","EvictPodsWithPVC"]}}`),
+			"mode Automatic, profiles LifecycleAndUtilization, EvictPodsWithPVC",
+			"sets spec.profiles of the KubeDescheduler to one of KubeVirtRelieveAndMigrate, DevKubeVirtRelieveAndMigrate, LongLifecycle")
+		byPolicy(merge(kdGVR, kdNS, "cluster", `{"spec":{"deschedulingIntervalSeconds":5}}`),
+			"deschedulingIntervalSeconds 5", "sets spec.deschedulingIntervalSeconds of the KubeDescheduler between 60 and 86400 only, not 5")
+		byPolicy(merge(kdGVR, kdNS, "cluster", `{"spec":{"evictionLimits":{"total":100000}}}`),
+			"evictionLimits.total 100000", "sets spec.evictionLimits of the KubeDescheduler within")
+		Expect(getObject(kdGVR, kdNS, "cluster").GetResourceVersion()).To(Equal(kdBefore.GetResourceVersion()), "the KubeDescheduler is untouched")
+
+		By("the HyperConverged: memoryOvercommitPercentage out of the options' range")
+		hcoBefore := getObject(hcoGVR, hcoNS, hcoName)
+		byPolicy(merge(hcoGVR, hcoNS, hcoName, `{"spec":{"higherWorkloadDensity":{"memoryOvercommitPercentage":1000}}}`),
+			"memoryOvercommitPercentage 1000", "sets memoryOvercommitPercentage of the HyperConverged between 100 and 300")
+		Expect(getObject(hcoGVR, hcoNS, hcoName).GetResourceVersion()).To(Equal(hcoBefore.GetResourceVersion()), "the HCO is untouched")
+
+		By("the example ConfigMap: data example-profile does not write")
+		_, err = server.Resource(configMapGVR).Namespace(hcoNS).Create(suiteCtx, &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]interface{}{"name": "example-config", "namespace": hcoNS},
+			"data": map[string]interface{}{"example-key": "evil"},
+		}}, metav1.CreateOptions{})
+		byPolicy(err, "example-key evil", "writes into the data of ConfigMap openshift-cnv/example-config only example-key=example-value")
+		Expect(exampleConfigMap()).To(BeNil())
+
+		By("a pool an administrator paused: neither unpaused nor adopted")
+		patchObject(mcpGVR, "", "worker", `{"spec":{"paused":true}}`)
+		pausedBefore := getObject(mcpGVR, "", "worker")
+		byPolicy(apply(mcpGVR, "", "worker", `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfigPool","metadata":{"name":"worker"},"spec":{"paused":false}}`),
+			"apply paused: false", "unpauses only a MachineConfigPool it paused (annotation advisor.kubevirt.io/paused-until or advisor.kubevirt.io/paused-for-window): worker was paused by someone else")
+		byPolicy(merge(mcpGVR, "", "worker", `{"spec":{"paused":false}}`), "merge paused: false", "unpauses only a MachineConfigPool it paused")
+		byPolicy(merge(mcpGVR, "", "worker", `{"metadata":{"annotations":{"advisor.kubevirt.io/paused-until":"2030-01-01T00:00:00Z"}}}`),
+			"annotate the administrator's pause", "sets advisor.kubevirt.io/paused-until or advisor.kubevirt.io/paused-for-window on MachineConfigPool worker only in the write that pauses it")
+		// (The fake MCO writes the pool's status meanwhile: its spec and
+		// metadata are compared.)
+		after := getObject(mcpGVR, "", "worker")
+		Expect(after.Object["spec"]).To(Equal(pausedBefore.Object["spec"]), "the pool's spec is untouched: still paused")
+		Expect(after.GetAnnotations()).To(Equal(pausedBefore.GetAnnotations()), "no annotation of ours")
+		Expect(after.GetAnnotations()).NotTo(HaveKey("advisor.kubevirt.io/paused-until"))
+		paused, _, _ := unstructured.NestedBool(after.Object, "spec", "paused")
+		Expect(paused).To(BeTrue(), "still paused")
+		patchObject(mcpGVR, "", "worker", `{"spec":{"paused":false}}`)
+
+		By("its own pause and unpause, for real")
+		Expect(apply(mcpGVR, "", "worker", `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfigPool","metadata":{"name":"worker",`+
+			`"annotations":{"advisor.kubevirt.io/paused-until":"2030-01-01T00:00:00Z"}},"spec":{"paused":true}}`)).To(Succeed(), "pause")
+		Expect(apply(mcpGVR, "", "worker", `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfigPool","metadata":{"name":"worker"}}`)).To(Succeed(), "unpause")
+		after = getObject(mcpGVR, "", "worker")
+		paused, _, _ = unstructured.NestedBool(after.Object, "spec", "paused")
+		Expect(paused).To(BeFalse(), "unpaused")
+		Expect(after.GetAnnotations()).NotTo(HaveKey("advisor.kubevirt.io/paused-until"))
+	})
+})
+
+// The server installed into another namespace than artifacts/deploy's:
+// the policy names no namespace, so it confines the server there too.
+var _ = Describe("governance: the server installed in another namespace", Ordered, func() {
+	const elsewhere = "virt-advisor-elsewhere"
+	var other *env.Env
+
+	BeforeAll(func() {
+		dir, err := os.MkdirTemp("", "virt-advisor-e2e-elsewhere-")
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithTimeout(suiteCtx, 3*time.Minute)
+		defer cancel()
+		// Start waits until the policy confines the server's identity (a
+		// dry-run create of a MachineConfig no profile writes, as the
+		// ServiceAccount, refused): with a namespace in the policy it fails here.
+		other, err = env.Start(ctx, env.Options{Dir: dir, Log: GinkgoWriter, Namespace: elsewhere,
+			FakeMCO:     fakemco.Options{RenderDelay: 200 * time.Millisecond, StepTime: 300 * time.Millisecond},
+			AdvisorArgs: []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms", "--rollout-coalesce-window=3s"},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() {
+			other.Stop()
+			if !CurrentSpecReport().Failed() {
+				_ = os.RemoveAll(dir)
+			}
+		})
+	})
+
+	It("runs as the ServiceAccount of that namespace, is refused what no profile writes, and applies a profile", func() {
+		kubeOther := kubernetes.NewForConfigOrDie(other.AdminConfig)
+		_, err := kubeOther.CoreV1().Namespaces().Get(suiteCtx, env.Namespace, metav1.GetOptions{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing is installed in %s: %v", env.Namespace, err)
+		kc, err := clientcmd.LoadFromFile(other.AdvisorKubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		review, err := kubeOther.AuthenticationV1().TokenReviews().Create(suiteCtx,
+			&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: kc.AuthInfos[kc.Contexts[kc.CurrentContext].AuthInfo].Token}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(review.Status.User.Username).To(Equal("system:serviceaccount:" + elsewhere + ":virt-advisor-apiserver"))
+
+		cfg, err := clientcmd.BuildConfigFromFlags("", other.AdvisorKubeconfig)
+		Expect(err).NotTo(HaveOccurred())
+		server := dynamic.NewForConfigOrDie(cfg)
+		admin := dynamic.NewForConfigOrDie(other.AdminConfig)
+		byPolicy := func(err error, what, message string) {
+			GinkgoHelper()
+			Expect(err).To(HaveOccurred(), what)
+			GinkgoWriter.Printf("%s: %v\n", what, err)
+			Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy '"+admissionPolicy+"' with binding '"+admissionPolicy+"' denied request: virt-advisor-apiserver "+message), what)
+		}
+		By("a MachineConfig no profile writes")
+		_, err = server.Resource(mcGVR).Create(suiteCtx, &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+			"metadata": map[string]interface{}{"name": "00-worker-evil", "labels": map[string]interface{}{"machineconfiguration.openshift.io/role": "worker"}},
+			"spec":     map[string]interface{}{"kernelArguments": []interface{}{"init=/bin/sh"}},
+		}}, metav1.CreateOptions{})
+		byPolicy(err, "create 00-worker-evil", "writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, not 00-worker-evil")
+		By("a KubeDescheduler mode Automatic with a descheduler profile no profile selects")
+		_, err = server.Resource(kdGVR).Namespace(kdNS).Patch(suiteCtx, "cluster", types.MergePatchType,
+			[]byte(`{"spec":{"mode":"Automatic","profiles":["LifecycleAndUtilization","EvictPodsWithPVC"]}}`), metav1.PatchOptions{})
+		byPolicy(err, "mode Automatic, profiles LifecycleAndUtilization, EvictPodsWithPVC", "sets spec.profiles of the KubeDescheduler to one of")
+
+		By("load-aware-rebalancing from review to Completed: the profile's writes, a pause and an unpause pass")
+		client := versioned.NewForConfigOrDie(other.AdminConfig)
+		const profile = "load-aware-rebalancing"
+		// The advertised profile's config is there, ignored: replaced.
+		err = client.AdvisorV1alpha1().VirtPlatformConfigs().Delete(suiteCtx, profile, metav1.DeleteOptions{})
+		Expect(err == nil || apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+		Eventually(func() (*v1alpha1.VirtPlatformConfig, error) {
+			return client.AdvisorV1alpha1().VirtPlatformConfigs().Create(suiteCtx, newConfig(profile), metav1.CreateOptions{})
+		}).WithTimeout(10 * time.Second).WithPolling(200 * time.Millisecond).ShouldNot(BeNil())
+		phase := func(want v1alpha1.ConfigPhase, timeout time.Duration) {
+			GinkgoHelper()
+			Eventually(func() (v1alpha1.ConfigPhase, error) {
+				c, err := client.AdvisorV1alpha1().VirtPlatformConfigs().Get(suiteCtx, profile, metav1.GetOptions{})
+				if err != nil {
+					return "", err
+				}
+				return c.Status.Phase, nil
+			}).WithTimeout(timeout).WithPolling(200 * time.Millisecond).Should(Equal(want))
+		}
+		phase(v1alpha1.PhaseReviewRequired, 30*time.Second)
+		p, err := client.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(suiteCtx, profile, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = client.AdvisorV1alpha1().VirtPlatformConfigs().Approve(suiteCtx, profile,
+			&v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: p.Status.PlanHash}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		phase(v1alpha1.PhaseCompleted, 90*time.Second)
+		c, err := client.AdvisorV1alpha1().VirtPlatformConfigs().Get(suiteCtx, profile, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		for _, it := range c.Status.Items {
+			Expect(it.State).To(Equal(v1alpha1.ItemStateCompleted), "%s: %s", it.Name, it.Message)
+		}
+		_, err = admin.Resource(mcGVR).Get(suiteCtx, "99-worker-psi-karg", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the PSI MachineConfig was written")
+		Expect(other.Advisor().LogTail(1<<20)).NotTo(ContainSubstring("is forbidden"), "the server never lacked a permission, nor was denied by the policy")
 	})
 })
 

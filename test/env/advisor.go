@@ -257,6 +257,11 @@ func (e *Env) newAdvisor(name string, port int, l launch) *Advisor {
 	if e.opts.AdvisorSharedEtcd && !hasFlag(user, "--etcd-servers") {
 		user = append([]string{"--etcd-servers=" + e.EtcdURL}, user...)
 	}
+	if e.AdvisorNamespace != Namespace && !hasFlag(user, "--leader-elect-resource-namespace") {
+		// The Lease is in the namespace the server is installed in (its
+		// Role of 04-leader-election.yaml is there).
+		user = append([]string{"--leader-elect-resource-namespace=" + e.AdvisorNamespace}, user...)
+	}
 	adv.Args = []string{
 		fmt.Sprintf("--secure-port=%d", port),
 		"--bind-address=127.0.0.1",

@@ -17,12 +17,14 @@ import (
 const (
 	// APIServiceName is the aggregated API registered by the environment.
 	APIServiceName = "v1alpha1.advisor.kubevirt.io"
-	// Namespace and ServiceName of the Service behind the APIService; the
-	// advisor's serving certificate is issued for <ServiceName>.<Namespace>.svc.
+	// Namespace of artifacts/deploy, where the environment installs the
+	// server unless Options.Namespace says otherwise; ServiceName of the
+	// Service behind the APIService. The advisor's serving certificate is
+	// issued for <ServiceName>.<namespace>.svc.
 	Namespace   = "virt-advisor"
 	ServiceName = "virt-advisor"
 	// AdvisorServiceAccount is the ServiceAccount of artifacts/deploy the
-	// server runs as, in Namespace.
+	// server runs as, in its namespace.
 	AdvisorServiceAccount = "virt-advisor-apiserver"
 	// advisorTokenLifetime outlasts any test run or `make run` session.
 	advisorTokenLifetime = 48 * time.Hour
@@ -48,7 +50,7 @@ var skippedDeployKinds = map[string]bool{
 // and the APIService with the serving CA as caBundle (real TLS
 // verification, never insecureSkipTLSVerify). Priorities are taken from the
 // deployed APIService in artifacts/deploy when there is one.
-func registration(deploy []*unstructured.Unstructured, port int, servingCAPEM []byte) (svc, apiService *unstructured.Unstructured) {
+func registration(deploy []*unstructured.Unstructured, namespace string, port int, servingCAPEM []byte) (svc, apiService *unstructured.Unstructured) {
 	groupPriority, versionPriority := int64(1000), int64(15)
 	for _, obj := range deploy {
 		if obj.GetKind() == "APIService" && obj.GetName() == APIServiceName {
@@ -64,7 +66,7 @@ func registration(deploy []*unstructured.Unstructured, port int, servingCAPEM []
 	svc = &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Service",
-		"metadata":   map[string]any{"name": ServiceName, "namespace": Namespace, "labels": labels},
+		"metadata":   map[string]any{"name": ServiceName, "namespace": namespace, "labels": labels},
 		"spec": map[string]any{
 			// With --enable-aggregator-routing=false the aggregator dials
 			// <externalName>:<port>, i.e. the local process.
@@ -84,7 +86,7 @@ func registration(deploy []*unstructured.Unstructured, port int, servingCAPEM []
 			"version":              version,
 			"groupPriorityMinimum": groupPriority,
 			"versionPriority":      versionPriority,
-			"service":              map[string]any{"name": ServiceName, "namespace": Namespace, "port": int64(port)},
+			"service":              map[string]any{"name": ServiceName, "namespace": namespace, "port": int64(port)},
 			"caBundle":             base64.StdEncoding.EncodeToString(servingCAPEM),
 		},
 	}}

@@ -277,3 +277,65 @@ func describe(obj *unstructured.Unstructured) string {
 	}
 	return obj.GetKind() + " " + obj.GetName()
 }
+
+// relocate moves the manifests from namespace from to to, as an
+// administrator installing elsewhere does (kustomize's namespace, or by
+// hand): the Namespace itself, the objects in it, the ServiceAccount
+// subjects of bindings and the Service of an APIService. Other namespaces
+// (default, openshift-cnv) and cluster-scoped objects stay as they are.
+func relocate(objs []*unstructured.Unstructured, from, to string) {
+	for _, obj := range objs {
+		switch {
+		case obj.GetKind() == "Namespace" && obj.GetName() == from:
+			obj.SetName(to)
+		case obj.GetNamespace() == from:
+			obj.SetNamespace(to)
+		}
+		if subjects, ok, _ := unstructured.NestedSlice(obj.Object, "subjects"); ok {
+			for _, s := range subjects {
+				if m, ok := s.(map[string]any); ok && m["kind"] == "ServiceAccount" && m["namespace"] == from {
+					m["namespace"] = to
+				}
+			}
+			_ = unstructured.SetNestedSlice(obj.Object, subjects, "subjects")
+		}
+		if ns, ok, _ := unstructured.NestedString(obj.Object, "spec", "service", "namespace"); ok && obj.GetKind() == "APIService" && ns == from {
+			_ = unstructured.SetNestedField(obj.Object, to, "spec", "service", "namespace")
+		}
+		if obj.GetKind() == "FlowSchema" {
+			relocateFlowSchema(obj, from, to)
+		}
+	}
+}
+
+// relocateFlowSchema moves a FlowSchema's ServiceAccount subjects and the
+// namespaces of its resource rules.
+func relocateFlowSchema(obj *unstructured.Unstructured, from, to string) {
+	rules, _, _ := unstructured.NestedSlice(obj.Object, "spec", "rules")
+	for _, r := range rules {
+		rule, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		subjects, _ := rule["subjects"].([]any)
+		for _, s := range subjects {
+			if sa, ok := s.(map[string]any)["serviceAccount"].(map[string]any); ok && sa["namespace"] == from {
+				sa["namespace"] = to
+			}
+		}
+		resourceRules, _ := rule["resourceRules"].([]any)
+		for _, rr := range resourceRules {
+			m, ok := rr.(map[string]any)
+			if !ok {
+				continue
+			}
+			namespaces, _ := m["namespaces"].([]any)
+			for i, ns := range namespaces {
+				if ns == from {
+					namespaces[i] = to
+				}
+			}
+		}
+	}
+	_ = unstructured.SetNestedSlice(obj.Object, rules, "spec", "rules")
+}

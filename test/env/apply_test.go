@@ -2,8 +2,10 @@ package env
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,7 +92,7 @@ func TestRegistration(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			svc, api := registration(tc.deploy, 12345, []byte("CA PEM"))
+			svc, api := registration(tc.deploy, Namespace, 12345, []byte("CA PEM"))
 			if typ, _, _ := unstructured.NestedString(svc.Object, "spec", "type"); typ != "ExternalName" {
 				t.Errorf("service type %q", typ)
 			}
@@ -118,5 +120,45 @@ func TestRegistration(t *testing.T) {
 			_ = svc.DeepCopy()
 			_ = api.DeepCopy()
 		})
+	}
+}
+
+// TestRelocate: installed into another namespace, nothing of
+// artifacts/deploy refers to the shipped one any more, and the other
+// namespaces it uses stay as they are.
+func TestRelocate(t *testing.T) {
+	root, err := findRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := manifestFiles(filepath.Join(root, "artifacts", "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := readManifests(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relocate(objs, Namespace, "elsewhere")
+	var namespaces []string
+	for _, obj := range objs {
+		raw, err := json.Marshal(obj.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, shipped := range []string{`"namespace":"` + Namespace + `"`, `"namespaces":["` + Namespace + `"]`} {
+			if strings.Contains(string(raw), shipped) {
+				t.Errorf("%s %s still refers to %s: %s", obj.GetKind(), obj.GetName(), shipped, raw)
+			}
+		}
+		if obj.GetKind() == "Namespace" {
+			namespaces = append(namespaces, obj.GetName())
+		}
+		if obj.GetKind() == "Role" && obj.GetName() == "virt-advisor-apiserver-events" && obj.GetNamespace() != "default" {
+			t.Errorf("the events Role moved to %s", obj.GetNamespace())
+		}
+	}
+	if len(namespaces) != 1 || namespaces[0] != "elsewhere" {
+		t.Errorf("Namespaces %v, want [elsewhere]", namespaces)
 	}
 }

@@ -69,6 +69,11 @@ type Options struct {
 	// DisableFakeMCO leaves MachineConfigPools alone: nothing is rendered
 	// or rolled out, the seeded status stays as it is.
 	DisableFakeMCO bool
+	// Namespace installs the server into another namespace than that of
+	// artifacts/deploy (Namespace), as an administrator would: every
+	// object of the manifests there is moved, and every reference to it
+	// (ServiceAccount subjects, the APIService's Service) follows.
+	Namespace string
 }
 
 // Env is a running control plane.
@@ -78,9 +83,13 @@ type Env struct {
 	Kubeconfig  string
 	AdminConfig *rest.Config
 	// AdvisorKubeconfig is the identity virt-advisor-apiserver runs with:
-	// the service account virt-advisor/virt-advisor-apiserver.
+	// the service account <AdvisorNamespace>/virt-advisor-apiserver.
 	AdvisorKubeconfig string
-	KubeAPIServerURL  string
+	// AdvisorNamespace is the namespace the server is installed in
+	// (Options.Namespace, by default Namespace), AdvisorUser its
+	// ServiceAccount's user name.
+	AdvisorNamespace, AdvisorUser string
+	KubeAPIServerURL              string
 	// EtcdURL is the main cluster's etcd; tests may also point an advisor at
 	// it with --etcd-servers (the advisor uses its own key prefix).
 	EtcdURL string
@@ -125,7 +134,7 @@ func Start(ctx context.Context, o Options) (_ *Env, err error) {
 	}()
 
 	e.logf("preparing PKI in %s", filepath.Join(e.Dir, "pki"))
-	if e.pki, err = ensurePKI(filepath.Join(e.Dir, "pki")); err != nil {
+	if e.pki, err = ensurePKIFor(filepath.Join(e.Dir, "pki"), e.AdvisorNamespace); err != nil {
 		return nil, err
 	}
 	e.ServingCAFile = e.pki.servingCA.CertFile
@@ -186,7 +195,11 @@ func newEnv(o Options) (*Env, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	e := &Env{opts: o, advisors: map[string]*Advisor{}, registered: MainAdvisorName}
+	e := &Env{opts: o, advisors: map[string]*Advisor{}, registered: MainAdvisorName, AdvisorNamespace: o.Namespace}
+	if e.AdvisorNamespace == "" {
+		e.AdvisorNamespace = Namespace
+	}
+	e.AdvisorUser = "system:serviceaccount:" + e.AdvisorNamespace + ":" + AdvisorServiceAccount
 	var err error
 	if e.RepoRoot = o.RepoRoot; e.RepoRoot == "" {
 		if e.RepoRoot, err = findRepoRoot(); err != nil {
@@ -264,15 +277,15 @@ func (e *Env) writeAdvisorKubeconfig(ctx context.Context) error {
 		return err
 	}
 	expiration := int64(advisorTokenLifetime / time.Second)
-	tr, err := cs.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, AdvisorServiceAccount,
+	tr, err := cs.CoreV1().ServiceAccounts(e.AdvisorNamespace).CreateToken(ctx, AdvisorServiceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiration}}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("requesting a token of ServiceAccount %s/%s: %w", Namespace, AdvisorServiceAccount, err)
+		return fmt.Errorf("requesting a token of ServiceAccount %s/%s: %w", e.AdvisorNamespace, AdvisorServiceAccount, err)
 	}
 	e.AdvisorKubeconfig = filepath.Join(e.Dir, "advisor.kubeconfig")
 	cfg := &rest.Config{Host: e.KubeAPIServerURL, BearerToken: tr.Status.Token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: e.pki.clusterCA.CertPEM}}
-	return writeKubeconfig(e.AdvisorKubeconfig, "system:serviceaccount:"+Namespace+":"+AdvisorServiceAccount, cfg)
+	return writeKubeconfig(e.AdvisorKubeconfig, e.AdvisorUser, cfg)
 }
 
 // install applies the CRDs, the baseline objects and the deploy manifests
@@ -311,6 +324,10 @@ func (e *Env) install(ctx context.Context) (deploy []*unstructured.Unstructured,
 	if err != nil {
 		return nil, err
 	}
+	if e.AdvisorNamespace != Namespace {
+		e.logf("installing into namespace %s instead of %s", e.AdvisorNamespace, Namespace)
+		relocate(deploy, Namespace, e.AdvisorNamespace)
+	}
 	for _, obj := range deploy {
 		if skippedDeployKinds[obj.GetKind()] {
 			continue
@@ -343,8 +360,8 @@ func (e *Env) install(ctx context.Context) (deploy []*unstructured.Unstructured,
 // advisor is ready, so the aggregator's first check after the change
 // succeeds instead of backing off on a process still starting.
 func (e *Env) register(ctx context.Context, port int) error {
-	e.logf("registering APIService %s (ExternalName Service %s/%s -> localhost:%d)", APIServiceName, Namespace, ServiceName, port)
-	svc, apiService := registration(e.deploy, port, e.pki.servingCA.CertPEM)
+	e.logf("registering APIService %s (ExternalName Service %s/%s -> localhost:%d)", APIServiceName, e.AdvisorNamespace, ServiceName, port)
+	svc, apiService := registration(e.deploy, e.AdvisorNamespace, port, e.pki.servingCA.CertPEM)
 	for _, obj := range []*unstructured.Unstructured{svc, apiService} {
 		if err := e.applier.apply(ctx, obj); err != nil {
 			return err

@@ -62,6 +62,9 @@ type certSpec struct {
 // pki holds every credential of one environment.
 type pki struct {
 	dir string
+	// namespace the advisor is installed in: its serving certificate
+	// names its Service there.
+	namespace string
 
 	clusterCA    *keyPair // signs the kube-apiserver serving cert
 	clientCA     *keyPair // --client-ca-file: admin, advisor identity, test users
@@ -101,8 +104,8 @@ func (p *pki) leaves() []leaf {
 			name: "front-proxy-client", cn: frontProxyClientCN, usages: clientUsages,
 		}, &p.frontProxyClient},
 		{p.servingCA, certSpec{
-			name: "virt-advisor-serving", cn: "virt-advisor.virt-advisor.svc",
-			dns:    []string{"virt-advisor.virt-advisor.svc", "virt-advisor.virt-advisor.svc.cluster.local", "localhost"},
+			name: "virt-advisor-serving", cn: ServiceName + "." + p.namespace + ".svc",
+			dns:    []string{ServiceName + "." + p.namespace + ".svc", ServiceName + "." + p.namespace + ".svc.cluster.local", "localhost"},
 			ips:    []net.IP{net.ParseIP("127.0.0.1")},
 			usages: serverUsages,
 		}, &p.advisorServing},
@@ -112,11 +115,14 @@ func (p *pki) leaves() []leaf {
 // ensurePKI loads the credentials in dir, creating whatever is missing,
 // expiring, or no longer matching its CA or spec. Reuse keeps `make run`
 // restarts fast and kubeconfigs stable.
-func ensurePKI(dir string) (*pki, error) {
+func ensurePKI(dir string) (*pki, error) { return ensurePKIFor(dir, Namespace) }
+
+// ensurePKIFor is ensurePKI for an advisor installed in namespace.
+func ensurePKIFor(dir, namespace string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating PKI directory: %w", err)
 	}
-	p := &pki{dir: dir}
+	p := &pki{dir: dir, namespace: namespace}
 	var err error
 	for _, ca := range []struct {
 		name, cn string

@@ -15,7 +15,8 @@ import (
 	"github.com/kubevirt/virt-advisor/test/names"
 )
 
-// AdvisorUser is the user name of the server's ServiceAccount.
+// AdvisorUser is the user name of the server's ServiceAccount in
+// Namespace (Env.AdvisorUser: in the namespace it is installed in).
 const AdvisorUser = "system:serviceaccount:" + Namespace + ":" + AdvisorServiceAccount
 
 // policyProbe is a MachineConfig no profile writes: the shipped
@@ -39,7 +40,7 @@ func (e *Env) waitAdmissionPolicies(ctx context.Context, deploy []*unstructured.
 		return nil
 	}
 	cfg := rest.CopyConfig(e.AdminConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: AdvisorUser}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: e.AdvisorUser}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err

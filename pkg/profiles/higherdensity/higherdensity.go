@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -274,3 +275,9 @@ func (profile) InputObjects(v1alpha1.ProfileOptions) []profiles.ObjectRef { retu
 func (profile) DescribeInputChange(string, map[string]interface{}, map[string]interface{}) string {
 	return ""
 }
+
+// Writes is the range of memoryOvercommitPercentage the profile writes on
+// the HyperConverged: that of options.virtHigherDensity.memoryToRequestRatio,
+// its defaults included (TestWritesHoldTheDefaults). The admission policy
+// of artifacts/deploy is generated from it.
+func Writes() validation.Range { return validation.MemoryToRequestRatio }

@@ -558,3 +558,26 @@ func checked(it profiles.Item) profiles.Item {
 	}
 	return it
 }
+
+// TestWritesHoldTheDefaults: memoryOvercommitPercentage, over the
+// defaults and the extremes of memoryToRequestRatio, stays within Writes
+// (the admission policy of artifacts/deploy pins it there).
+func TestWritesHoldTheDefaults(t *testing.T) {
+	w := Writes()
+	for _, c := range []*v1alpha1.VirtHigherDensityConfig{
+		nil,
+		{EnableSwap: ptr.To(true)},
+		{EnableSwap: ptr.To(false)},
+		{EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To(w.Min)},
+		{EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To(w.Max)},
+	} {
+		it, err := hcoItem(resolve(c), profiles.HCOVersionV1beta1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, _ := unstructured.NestedInt64(it.Desired.Object, "spec", "higherWorkloadDensity", "memoryOvercommitPercentage")
+		if !w.Contains(int32(got)) {
+			t.Errorf("options %+v: memoryOvercommitPercentage %d outside %+v", c, got, w)
+		}
+	}
+}

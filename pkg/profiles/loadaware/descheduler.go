@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -23,10 +25,64 @@ const (
 var (
 	preferredProfiles = []string{profileKubeVirt, profileDevKubeVirt, profileLongLife}
 	// keptProfiles survive our change, in their existing order.
-	keptProfiles = map[string]bool{"AffinityAndTaints": true, "SoftTopologyAndDuplicates": true}
+	keptProfiles = []string{"AffinityAndTaints", "SoftTopologyAndDuplicates"}
 	// symmetricTwin is the fallback of a threshold an older operator lacks.
 	symmetricTwin = map[string]string{"AsymmetricLow": "Low", "AsymmetricMedium": "Medium", "AsymmetricHigh": "High"}
 )
+
+// Fields of the KubeDescheduler's spec.profileCustomizations the profile sets.
+const (
+	customEvictionsInBackground = "devEnableEvictionsInBackground"
+	customSoftTainter           = "devEnableSoftTainter"
+	customDeviationThresholds   = "devDeviationThresholds"
+)
+
+// managementState is the only one the profile sets.
+const managementState = "Managed"
+
+// DeschedulerValues are the values the profile writes into the
+// KubeDescheduler's spec, over every configuration the options allow and
+// every operator level.
+type DeschedulerValues struct {
+	ManagementStates []string
+	Modes            []string
+	IntervalSeconds  validation.Range
+	// Profiles: the last one is one of Selected; before it come only
+	// Kept ones the KubeDescheduler already had.
+	Selected, Kept []string
+	// Customizations: the values of each field of profileCustomizations.
+	Customizations map[string][]interface{}
+	// EvictionLimits: the range of each field of evictionLimits.
+	EvictionLimits map[string]validation.Range
+}
+
+// Writes is what the profile can write to the KubeDescheduler. The
+// admission policy of artifacts/deploy is generated from it, and
+// TestItemsStayWithinWrites checks the items against it.
+func Writes() DeschedulerValues {
+	return DeschedulerValues{
+		ManagementStates: []string{managementState},
+		Modes:            slices.Clone(validation.DescheduleModes),
+		IntervalSeconds:  validation.DeschedulingIntervalSeconds,
+		Selected:         slices.Clone(preferredProfiles),
+		Kept:             slices.Clone(keptProfiles),
+		Customizations: map[string][]interface{}{
+			customEvictionsInBackground: {true},
+			customSoftTainter:           {true},
+			// Its symmetric fallbacks are levels too.
+			customDeviationThresholds: toInterfaces(validation.DeviationLevels),
+		},
+		EvictionLimits: map[string]validation.Range{"total": validation.EvictionLimitTotal, "node": validation.EvictionLimitNode},
+	}
+}
+
+func toInterfaces(s []string) []interface{} {
+	out := make([]interface{}, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
 
 // Default HCO live migration limits (its CRD defaults).
 const (
@@ -68,7 +124,12 @@ func evictionLimits(hco *unstructured.Unstructured, la *v1alpha1.LoadAwareConfig
 			perNode = v
 		}
 	}
-	l := EvictionLimits{FromHCO: true, Total: ScaleMigrationLimit(perCluster), Node: ScaleMigrationLimit(perNode)}
+	// The HCO's limits are the administrator's, unbounded: the scaled ones
+	// are kept within the range of the options, so that the admission
+	// policy can pin what the server writes (Writes).
+	l := EvictionLimits{FromHCO: true,
+		Total: clamp(ScaleMigrationLimit(perCluster), validation.EvictionLimitTotal),
+		Node:  clamp(ScaleMigrationLimit(perNode), validation.EvictionLimitNode)}
 	if la.EvictionLimitTotal != nil {
 		l.Total = int64(*la.EvictionLimitTotal)
 	}
@@ -76,6 +137,10 @@ func evictionLimits(hco *unstructured.Unstructured, la *v1alpha1.LoadAwareConfig
 		l.Node = int64(*la.EvictionLimitNode)
 	}
 	return l
+}
+
+func clamp(v int64, r validation.Range) int64 {
+	return min(max(v, int64(r.Min)), int64(r.Max))
 }
 
 func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1.LoadAwareConfig) (profiles.Item, error) {
@@ -119,14 +184,14 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 	}
 	var wanted []interface{}
 	for _, p := range existing {
-		if keptProfiles[p] {
+		if slices.Contains(keptProfiles, p) {
 			wanted = append(wanted, p)
 		}
 	}
 	wanted = append(wanted, selected)
 
 	spec := map[string]interface{}{
-		"managementState":             "Managed",
+		"managementState":             managementState,
 		"deschedulingIntervalSeconds": int64(*la.DeschedulingIntervalSeconds),
 		"mode":                        la.Mode,
 		"profiles":                    wanted,
@@ -137,15 +202,15 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 
 	if selected == profileKubeVirt || selected == profileDevKubeVirt {
 		custom := map[string]interface{}{}
-		if schema.customizations["devEnableEvictionsInBackground"] {
-			custom["devEnableEvictionsInBackground"] = true
+		if schema.customizations[customEvictionsInBackground] {
+			custom[customEvictionsInBackground] = true
 		}
-		if schema.customizations["devEnableSoftTainter"] {
-			custom["devEnableSoftTainter"] = true
+		if schema.customizations[customSoftTainter] {
+			custom[customSoftTainter] = true
 		} else {
 			notes = append(notes, "devEnableSoftTainter is not supported by the installed operator and is not set")
 		}
-		if th, ok := schema.customizations["devDeviationThresholds"]; ok && th {
+		if th, ok := schema.customizations[customDeviationThresholds]; ok && th {
 			value := la.DevDeviationThresholds
 			if len(schema.thresholds) > 0 && !schema.thresholds[value] {
 				if twin, ok := symmetricTwin[value]; ok && schema.thresholds[twin] {
@@ -156,7 +221,7 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 					return item, nil
 				}
 			}
-			custom["devDeviationThresholds"] = value
+			custom[customDeviationThresholds] = value
 		} else {
 			notes = append(notes, fmt.Sprintf("devDeviationThresholds %s is not supported by the installed operator and is not set", la.DevDeviationThresholds))
 		}

@@ -2,8 +2,10 @@ package loadaware
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -145,6 +148,11 @@ func TestEvictionLimits(t *testing.T) {
 		{"HCO v1 20/4 under spec.virtualization", hcoV1(map[string]interface{}{"parallelMigrationsPerCluster": int64(20), "parallelOutboundMigrationsPerNode": int64(4)}),
 			nil, nil, EvictionLimits{Total: 18, Node: 4, FromHCO: true}},
 		{"HCO v1 defaults 5/1", hcoV1(nil), nil, nil, EvictionLimits{Total: 5, Node: 1, FromHCO: true}},
+		// Scaled limits beyond the options' ranges are capped: the admission
+		// policy refuses any other value.
+		{"HCO 5000/500 capped at 1000/100", hco(5000, 500), nil, nil, EvictionLimits{Total: 1000, Node: 100, FromHCO: true}},
+		{"HCO 0/-3 raised to 1/1", hco(0, -3), nil, nil, EvictionLimits{Total: 1, Node: 1, FromHCO: true}},
+		{"HCO int32 max capped", hco(2147483647, 2147483647), nil, nil, EvictionLimits{Total: 1000, Node: 100, FromHCO: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,4 +259,100 @@ func equal(a, b interface{}) bool {
 	ja, _ := yaml.Marshal(a)
 	jb, _ := yaml.Marshal(b)
 	return string(ja) == string(jb)
+}
+
+// TestItemsStayWithinWrites: over the options' extremes, every operator
+// level, HCO limits out of any range and the profiles an administrator
+// may have set, the KubeDescheduler item writes only what Writes
+// declares (the admission policy of artifacts/deploy is generated from
+// it).
+func TestItemsStayWithinWrites(t *testing.T) {
+	w := Writes()
+	levels, err := filepath.Glob(filepath.Join("..", "..", "..", "artifacts", "testdata", "descheduler-levels", "*.yaml"))
+	if err != nil || len(levels) == 0 {
+		t.Fatalf("no descheduler levels: %v", err)
+	}
+	var configs []*v1alpha1.LoadAwareConfig
+	for _, mode := range validation.DescheduleModes {
+		for _, th := range validation.DeviationLevels {
+			for _, interval := range []int32{validation.DeschedulingIntervalSeconds.Min, validation.DeschedulingIntervalSeconds.Max} {
+				for _, limits := range [][2]*int32{{nil, nil},
+					{ptr.To(validation.EvictionLimitTotal.Min), ptr.To(validation.EvictionLimitNode.Min)},
+					{ptr.To(validation.EvictionLimitTotal.Max), ptr.To(validation.EvictionLimitNode.Max)}} {
+					configs = append(configs, &v1alpha1.LoadAwareConfig{DeschedulingIntervalSeconds: ptr.To(interval), Mode: mode,
+						DevDeviationThresholds: th, EvictionLimitTotal: limits[0], EvictionLimitNode: limits[1]})
+				}
+			}
+		}
+	}
+	in := func(v interface{}, list []interface{}) bool {
+		for _, l := range list {
+			if l == v {
+				return true
+			}
+		}
+		return false
+	}
+	checked := 0
+	for _, level := range levels {
+		crd := loadCRD(t, strings.TrimSuffix(filepath.Base(level), ".yaml"))
+		for _, hcoObj := range []*unstructured.Unstructured{nil, hco(0, -3), hco(2147483647, 2147483647)} {
+			for _, existing := range [][]interface{}{nil, {"AffinityAndTaints", "LifecycleAndUtilization", "SoftTopologyAndDuplicates", "CompactAndScale"}} {
+				for _, la := range configs {
+					cluster := objects{
+						"CustomResourceDefinition//" + profiles.DeschedulerCRDName:      crd,
+						"KubeDescheduler/" + profiles.DeschedulerNamespace + "/cluster": kubeDescheduler(existing...),
+					}
+					if hcoObj != nil {
+						cluster["HyperConverged/"+profiles.HCONamespace+"/"+profiles.HCOName] = hcoObj
+					}
+					item, err := deschedulerItem(context.Background(), cluster, la)
+					if err != nil || item.Err != nil {
+						continue // no write
+					}
+					checked++
+					spec := item.Desired.Object["spec"].(map[string]interface{})
+					name := fmt.Sprintf("%s %+v HCO %v existing %v", filepath.Base(level), *la, hcoObj != nil, existing)
+					if v := spec["managementState"]; !slices.Contains(w.ManagementStates, v.(string)) {
+						t.Errorf("%s: managementState %v", name, v)
+					}
+					if v := spec["mode"]; !slices.Contains(w.Modes, v.(string)) {
+						t.Errorf("%s: mode %v", name, v)
+					}
+					if v := spec["deschedulingIntervalSeconds"].(int64); !w.IntervalSeconds.Contains(int32(v)) {
+						t.Errorf("%s: deschedulingIntervalSeconds %v", name, v)
+					}
+					ps := spec["profiles"].([]interface{})
+					if !slices.Contains(w.Selected, ps[len(ps)-1].(string)) {
+						t.Errorf("%s: profiles %v end with no selected profile", name, ps)
+					}
+					for _, p := range ps[:len(ps)-1] {
+						if !slices.Contains(w.Kept, p.(string)) || !in(p, existing) {
+							t.Errorf("%s: profiles %v: %v is neither kept nor there before", name, ps, p)
+						}
+					}
+					custom, _ := spec["profileCustomizations"].(map[string]interface{})
+					for k, v := range custom {
+						if !in(v, w.Customizations[k]) {
+							t.Errorf("%s: profileCustomizations.%s %v", name, k, v)
+						}
+					}
+					limits, _ := spec["evictionLimits"].(map[string]interface{})
+					for k, v := range limits {
+						if r, ok := w.EvictionLimits[k]; !ok || !r.Contains(int32(v.(int64))) || v.(int64) != int64(int32(v.(int64))) {
+							t.Errorf("%s: evictionLimits.%s %v", name, k, v)
+						}
+					}
+					for k := range spec {
+						if !slices.Contains([]string{"managementState", "mode", "deschedulingIntervalSeconds", "profiles", "profileCustomizations", "evictionLimits"}, k) {
+							t.Errorf("%s: spec.%s is not in Writes", name, k)
+						}
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no item was checked")
+	}
 }

@@ -16,12 +16,35 @@ import (
 var (
 	actions          = []string{string(advisor.PlanActionDryRun), string(advisor.PlanActionApply), string(advisor.PlanActionIgnore)}
 	failurePolicies  = []string{string(advisor.FailurePolicyAbort), string(advisor.FailurePolicyContinue)}
-	descheduleModes  = []string{"Automatic", "Predictive"}
-	deviationLevels  = []string{"Low", "Medium", "High", "AsymmetricLow", "AsymmetricMedium", "AsymmetricHigh"}
 	phases           = phaseNames()
 	impacts          = []string{string(advisor.ImpactNone), string(advisor.ImpactLow), string(advisor.ImpactMedium), string(advisor.ImpactHigh)}
 	singletonMessage = "To ensure a singleton pattern, the VirtPlatformConfig name must exactly match the spec.profile."
 )
+
+// The values options may take. The profiles write them (or values derived
+// from them) to the cluster, and the admission policy of artifacts/deploy
+// pins the server's writes to them: its constants are generated from
+// these (`go test ./artifacts/deploy -update`).
+var (
+	// DescheduleModes are the values of options.loadAware.mode.
+	DescheduleModes = []string{"Automatic", "Predictive"}
+	// DeviationLevels are the values of options.loadAware.devDeviationThresholds.
+	DeviationLevels = []string{"Low", "Medium", "High", "AsymmetricLow", "AsymmetricMedium", "AsymmetricHigh"}
+	// DeschedulingIntervalSeconds bounds options.loadAware.deschedulingIntervalSeconds.
+	DeschedulingIntervalSeconds = Range{Min: 60, Max: 86400}
+	// EvictionLimitTotal and EvictionLimitNode bound
+	// options.loadAware.evictionLimitTotal and evictionLimitNode.
+	EvictionLimitTotal = Range{Min: 1, Max: 1000}
+	EvictionLimitNode  = Range{Min: 1, Max: 100}
+	// MemoryToRequestRatio bounds options.virtHigherDensity.memoryToRequestRatio.
+	MemoryToRequestRatio = Range{Min: 100, Max: 300}
+)
+
+// Range is an inclusive range of an integer option.
+type Range struct{ Min, Max int32 }
+
+// Contains reports whether v is in the range.
+func (r Range) Contains(v int32) bool { return v >= r.Min && v <= r.Max }
 
 func phaseNames() sets.Set[string] {
 	names := sets.New[string]()
@@ -200,18 +223,18 @@ func validateOptions(served Profiles, profile string, o *advisor.ProfileOptions,
 
 func validateLoadAware(o *advisor.LoadAwareConfig, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	allErrs = append(allErrs, validateRange(fldPath.Child("deschedulingIntervalSeconds"), o.DeschedulingIntervalSeconds, 60, 86400)...)
-	allErrs = append(allErrs, validateEnum(fldPath.Child("mode"), o.Mode, descheduleModes)...)
-	allErrs = append(allErrs, validateEnum(fldPath.Child("devDeviationThresholds"), o.DevDeviationThresholds, deviationLevels)...)
-	allErrs = append(allErrs, validateRange(fldPath.Child("evictionLimitTotal"), o.EvictionLimitTotal, 1, 1000)...)
-	allErrs = append(allErrs, validateRange(fldPath.Child("evictionLimitNode"), o.EvictionLimitNode, 1, 100)...)
+	allErrs = append(allErrs, validateRange(fldPath.Child("deschedulingIntervalSeconds"), o.DeschedulingIntervalSeconds, DeschedulingIntervalSeconds)...)
+	allErrs = append(allErrs, validateEnum(fldPath.Child("mode"), o.Mode, DescheduleModes)...)
+	allErrs = append(allErrs, validateEnum(fldPath.Child("devDeviationThresholds"), o.DevDeviationThresholds, DeviationLevels)...)
+	allErrs = append(allErrs, validateRange(fldPath.Child("evictionLimitTotal"), o.EvictionLimitTotal, EvictionLimitTotal)...)
+	allErrs = append(allErrs, validateRange(fldPath.Child("evictionLimitNode"), o.EvictionLimitNode, EvictionLimitNode)...)
 	return allErrs
 }
 
 func validateVirtHigherDensity(o *advisor.VirtHigherDensityConfig, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	ratioPath := fldPath.Child("memoryToRequestRatio")
-	allErrs = append(allErrs, validateRange(ratioPath, o.MemoryToRequestRatio, 100, 300)...)
+	allErrs = append(allErrs, validateRange(ratioPath, o.MemoryToRequestRatio, MemoryToRequestRatio)...)
 	if o.MemoryToRequestRatio != nil && *o.MemoryToRequestRatio > 120 && (o.EnableSwap == nil || !*o.EnableSwap) {
 		allErrs = append(allErrs, field.Invalid(ratioPath, *o.MemoryToRequestRatio, "memoryToRequestRatio > 120 requires enableSwap=true"))
 	}
@@ -235,9 +258,9 @@ func validateEnum(fldPath *field.Path, v string, allowed []string) field.ErrorLi
 	return field.ErrorList{field.NotSupported(fldPath, v, allowed)}
 }
 
-func validateRange(fldPath *field.Path, v *int32, lo, hi int32) field.ErrorList {
-	if v == nil || (*v >= lo && *v <= hi) {
+func validateRange(fldPath *field.Path, v *int32, r Range) field.ErrorList {
+	if v == nil || r.Contains(*v) {
 		return nil
 	}
-	return field.ErrorList{field.Invalid(fldPath, *v, fmt.Sprintf("must be between %d and %d, inclusive", lo, hi))}
+	return field.ErrorList{field.Invalid(fldPath, *v, fmt.Sprintf("must be between %d and %d, inclusive", r.Min, r.Max))}
 }
