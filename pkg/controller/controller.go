@@ -36,7 +36,6 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
 // Config is what the controller needs. The caller builds and starts the
@@ -62,8 +61,9 @@ type Config struct {
 	Pools PoolPauser
 	// Watches tells the controller when an object a config depends on
 	// changes.
-	Watches  Watcher
-	Profiles *catalog.Catalog
+	Watches Watcher
+	// Profiles are the profiles this build knows (*catalog.Catalog).
+	Profiles Profiles
 	Recorder record.EventRecorder
 	// Clock is the real clock if nil.
 	Clock clock.Clock
@@ -131,6 +131,16 @@ type Planner interface {
 	// cluster: per pool it rolls out on, the disruption and what draining
 	// the nodes does to the VMs there now.
 	DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error)
+}
+
+// Profiles is what the controller uses of the catalogue of profiles
+// (*catalog.Catalog).
+type Profiles interface {
+	// Get returns the profile of that name.
+	Get(name string) (profiles.Profile, bool)
+	// ResolveOptions returns the options a config runs with, every
+	// default applied.
+	ResolveOptions(spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.ProfileOptions
 }
 
 // Watcher is what the controller uses of the watches on the main cluster
