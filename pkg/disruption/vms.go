@@ -4,7 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 )
 
 // KubeVirt's eviction strategies (kubevirt.io/api core/v1 EvictionStrategy).
@@ -84,7 +84,7 @@ type Default struct {
 // fewer (on a single node there is nowhere to migrate to).
 func ClusterDefault(hco *unstructured.Unstructured, workers int) Default {
 	if hco != nil {
-		path := profiles.HCOFieldPath(profiles.VersionOf(hco), "evictionStrategy")
+		path := kubevirt.HCOFieldPath(kubevirt.VersionOf(hco), "evictionStrategy")
 		if s, _, _ := unstructured.NestedString(hco.Object, path...); s != "" {
 			return Default{Strategy: s, Source: "the HyperConverged's evictionStrategy"}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -52,7 +53,7 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 			return p, why, nil
 		}),
 		hco: sync.OnceValues(func() (*unstructured.Unstructured, error) {
-			return get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+			return get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName)
 		}),
 	}
 }
