@@ -1,7 +1,8 @@
 // Package kubevirt holds what this build knows of KubeVirt's APIs, shared
 // by the profiles, the cluster access and the drain assessment: the
 // HyperConverged CR (its group and kind, the one object, its versions and
-// where its virtualization settings sit in each). No I/O, no decisions.
+// where its virtualization settings sit in each) and the fields of a
+// VirtualMachineInstance a drain depends on. No I/O, no decisions.
 package kubevirt
 
 import (

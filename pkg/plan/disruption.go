@@ -25,7 +25,7 @@ import (
 // Nodes and one of VMIs, however many nodes and pools there are.
 type clusterReads struct {
 	nodes    func() ([]unstructured.Unstructured, error)
-	vmis     func() ([]disruption.VMI, bool, error)
+	vmis     func() ([]kubevirt.VMI, bool, error)
 	policies func() (*disruption.Policies, string, error)
 	hco      func() (*unstructured.Unstructured, error)
 }
@@ -38,7 +38,7 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 		nodes: sync.OnceValues(func() ([]unstructured.Unstructured, error) {
 			return c.List(ctx, profiles.NodeGVK)
 		}),
-		vmis: onceValues3(func() ([]disruption.VMI, bool, error) {
+		vmis: onceValues3(func() ([]kubevirt.VMI, bool, error) {
 			return c.ListVMIs(ctx)
 		}),
 		policies: onceValues3(func() (*disruption.Policies, string, error) {

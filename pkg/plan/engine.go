@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
-	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +47,7 @@ type Cluster interface {
 	Served(gvk schema.GroupVersionKind) (bool, error)
 	ServedNow(gvk schema.GroupVersionKind) bool
 	PreferredVersion(gk schema.GroupKind) (string, error)
-	ListVMIs(ctx context.Context) ([]disruption.VMI, bool, error)
+	ListVMIs(ctx context.Context) ([]kubevirt.VMI, bool, error)
 	// InputWatches caches the objects plans read as inputs; nil: none.
 	InputWatches() *cluster.Watches
 }
