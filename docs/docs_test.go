@@ -1,8 +1,10 @@
 // The documentation's own checks, run by make unit and make verify: the
 // README stays short, every relative link of README.md, CONTRIBUTING.md,
 // docs/*.md, the runbooks and the bench's README leads to a file and
-// heading that exist, and the package
-// map of docs/architecture.md names every package.
+// heading that exist, the package
+// map of docs/architecture.md names every package, and its layers list the
+// imports go list shows, none upwards but the one they accept
+// (layers_test.go).
 package docs_test
 
 import (

@@ -15,6 +15,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	maincluster "github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
@@ -48,7 +49,7 @@ func (c *cluster) Get(_ context.Context, gvk schema.GroupVersionKind, ns, name s
 }
 
 func (c *cluster) PreferredVersion(gk schema.GroupKind) (string, error) {
-	if gk == profiles.HyperConvergedGVK.GroupKind() {
+	if gk == kubevirt.HyperConvergedGVK.GroupKind() {
 		return c.hcoVersion, nil
 	}
 	return "v1", nil
@@ -84,12 +85,12 @@ func baselineHCO(version string) *unstructured.Unstructured {
 		"featureGates": map[string]interface{}{"enableCommonBootImageImport": true},
 	}
 	spec := fields
-	if version == profiles.HCOVersionV1 {
+	if version == kubevirt.HCOVersionV1 {
 		spec = map[string]interface{}{"virtualization": fields, "infra": map[string]interface{}{}}
 	}
 	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "hco.kubevirt.io/" + version, "kind": "HyperConverged",
-		"metadata": map[string]interface{}{"name": profiles.HCOName, "namespace": profiles.HCONamespace, "uid": "hco-uid",
+		"metadata": map[string]interface{}{"name": kubevirt.HCOName, "namespace": kubevirt.HCONamespace, "uid": "hco-uid",
 			"resourceVersion": "10", "generation": int64(1), "creationTimestamp": "2026-01-01T00:00:00Z"},
 		"spec": spec,
 	}}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
@@ -220,7 +220,7 @@ func catalogueBlock(t *testing.T) string {
 		t.Fatalf("the catalogue has profiles %v; the policy's value rules know load-aware-rebalancing, virt-higher-density and example-profile: extend them", catalog.Default().Names())
 	}
 	var exampleData map[string]interface{}
-	for _, it := range items(t, variant{"example-profile", example.New(), v1alpha1.ProfileOptions{}}, newCluster(t, profiles.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
+	for _, it := range items(t, variant{"example-profile", example.New(), v1alpha1.ProfileOptions{}}, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
 		exampleData = it.Desired.Object["data"].(map[string]interface{})
 	}
 	return block(catalogueStart, []namedValue{

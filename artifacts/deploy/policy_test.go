@@ -32,6 +32,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -278,7 +279,7 @@ func TestAllowsWhatTheProfilesWrite(t *testing.T) {
 			t.Errorf("%s: denied: %s", name, denied)
 		}
 	}
-	for _, hcoVersion := range []string{profiles.HCOVersionV1beta1, profiles.HCOVersionV1} {
+	for _, hcoVersion := range []string{kubevirt.HCOVersionV1beta1, kubevirt.HCOVersionV1} {
 		for _, crd := range deschedulerCRDs(t) {
 			for _, vr := range variants() {
 				if vr.profile.Metadata().Name != "load-aware-rebalancing" && crd != deschedulerCRDs(t)[0] {
@@ -311,7 +312,7 @@ func TestAllowsWhatTheProfilesWrite(t *testing.T) {
 					admit(name+": update", request{op: admission.Update, gvr: gvr, obj: obj, old: live})
 					if it.Desired.GetKind() == "HyperConverged" && !strings.Contains(vr.name, "KSM") {
 						// KSM turned off later: our ksmConfiguration is withdrawn.
-						ksm := profiles.HCOFieldPath(hcoVersion, "ksmConfiguration")
+						ksm := kubevirt.HCOFieldPath(hcoVersion, "ksmConfiguration")
 						admit(name+": withdraw KSM", request{op: admission.Update, gvr: gvr, obj: withdrawn(obj, ksm...), old: obj})
 					}
 				}
@@ -321,7 +322,7 @@ func TestAllowsWhatTheProfilesWrite(t *testing.T) {
 	// An administrator's KubeDescheduler: values of theirs in fields and
 	// maps of ours (kept where the profile does not set them, replaced
 	// where it does).
-	c := newCluster(t, profiles.HCOVersionV1beta1, filepath.Join("..", "crds", "kubedescheduler.yaml"))
+	c := newCluster(t, kubevirt.HCOVersionV1beta1, filepath.Join("..", "crds", "kubedescheduler.yaml"))
 	adminKD := readObject(t, filepath.Join("..", "testdata", "baseline.yaml"), "KubeDescheduler")
 	set(adminKD.Object, "Predictive", "spec", "mode")
 	set(adminKD.Object, []interface{}{"AffinityAndTaints", "SoftTopologyAndDuplicates", "CompactAndScale"}, "spec", "profiles")
@@ -408,7 +409,7 @@ func collectTargets(t *testing.T) profileTargets {
 		}
 		return list
 	}
-	for _, hcoVersion := range []string{profiles.HCOVersionV1beta1, profiles.HCOVersionV1} {
+	for _, hcoVersion := range []string{kubevirt.HCOVersionV1beta1, kubevirt.HCOVersionV1} {
 		for _, crd := range deschedulerCRDs(t) {
 			for _, vr := range variants() {
 				for _, it := range items(t, vr, newCluster(t, hcoVersion, crd)) {
@@ -575,7 +576,7 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 func TestDeniesEverythingElse(t *testing.T) {
 	policy, _ := readPolicy(t)
 	v := compile(t, policy)
-	c := newCluster(t, profiles.HCOVersionV1beta1, deschedulerCRDs(t)[0])
+	c := newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])
 	desired := map[string]*unstructured.Unstructured{}
 	for _, vr := range variants() {
 		for _, it := range items(t, vr, c) {
@@ -587,7 +588,7 @@ func TestDeniesEverythingElse(t *testing.T) {
 	psi := created(desired["enable-psi-metrics"], "load-aware-rebalancing")
 	swap := created(desired["enable-kubelet-swap"], "virt-higher-density")
 	pool := readObject(t, filepath.Join("..", "testdata", "baseline.yaml"), "MachineConfigPool")
-	hcoObj, _ := c.Get(context.Background(), profiles.HyperConvergedGVK.GroupVersion().WithKind("HyperConverged"), profiles.HCONamespace, profiles.HCOName)
+	hcoObj, _ := c.Get(context.Background(), kubevirt.HyperConvergedGVK.GroupVersion().WithKind("HyperConverged"), kubevirt.HCONamespace, kubevirt.HCOName)
 	kd, _ := c.Get(context.Background(), profiles.KubeDeschedulerGVK, profiles.DeschedulerNamespace, profiles.DeschedulerName)
 	cm := created(desired["configure-example-component"], "example-profile")
 	renamed := func(o *unstructured.Unstructured, ns, name string) *unstructured.Unstructured {
@@ -601,7 +602,7 @@ func TestDeniesEverythingElse(t *testing.T) {
 	// The KubeDescheduler after load-aware-rebalancing's apply, and the
 	// HyperConverged of each version after virt-higher-density's.
 	kdOurs := applied(kd, desired["enable-load-aware-descheduling"])
-	hcoV1 := baselineHCO(profiles.HCOVersionV1)
+	hcoV1 := baselineHCO(kubevirt.HCOVersionV1)
 	// Pools: paused by an administrator (no annotation of ours), by us.
 	pausedByAdmin := edited(pool, func(o map[string]interface{}) { set(o, true, "spec", "paused") })
 	pausedByUs := edited(pool, func(o map[string]interface{}) {

@@ -115,6 +115,8 @@ type CompletedConfig struct {
 type dependencies struct {
 	profiles *catalog.Catalog
 	engine   *plan.Engine
+	// metrics records what the engine and the controller measure.
+	metrics *metrics.Recorder
 	// cluster is the main cluster, as the engine and the controller use it.
 	cluster *cluster.Cluster
 	kube    kubernetes.Interface
@@ -200,13 +202,16 @@ func (x ExtraConfig) build() (*dependencies, error) {
 	mainCluster.Raw = kube.Discovery().RESTClient()
 	broadcaster := record.NewBroadcaster()
 	profiles := catalog.Default()
+	recorder := &metrics.Recorder{}
 	return &dependencies{
 		profiles: profiles,
 		cluster:  mainCluster,
 		engine: &plan.Engine{
 			Cluster:  mainCluster,
 			Profiles: profiles,
+			Metrics:  recorder,
 		},
+		metrics:            recorder,
 		kube:               kube,
 		leaderElectionKube: leaderElectionKube,
 		dynamic:            dyn,
@@ -278,12 +283,13 @@ func (c CompletedConfig) New() (*Server, error) {
 			MaintenanceWindows: windowLister, WindowInformer: windows.Informer(),
 			CRDs:   crds.ForResource(crdGVR).Informer(),
 			Status: storage.StatusWriter, Planner: d.engine, Cluster: d.cluster, Pools: d.cluster, Watches: d.cluster.Watches,
-			Profiles: d.profiles, Recorder: d.recorder,
+			Profiles: d.profiles, Recorder: d.recorder, Metrics: d.metrics,
 			LeaderElection: c.ExtraConfig.LeaderElection, LeaseClient: d.leaderElectionKube, Version: version.Version,
 			RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
 			CoalesceWindow:          c.ExtraConfig.RolloutCoalesceWindow,
 			TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
 		})
+		metrics.RegisterConfigs(configs.Advisor().V1alpha1().VirtPlatformConfigs().Lister(), ctrl.Leading)
 		if leases != nil {
 			leases.Start(ctx.Done())
 		}

@@ -12,13 +12,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
 func TestWatchKeysResolveThePreferredVersion(t *testing.T) {
 	hcoV1 := schema.GroupVersionKind{Group: "hco.kubevirt.io", Version: "v1", Kind: "HyperConverged"}
 	w := NewWatches(nil, clustertest.Namespaced(hcoV1))
-	key := ObjectKey{GVK: profiles.HyperConvergedGVK, Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"}
+	key := ObjectKey{GVK: kubevirt.HyperConvergedGVK, Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"}
 	if got := w.resolve(key); got.GVK != hcoV1 {
 		t.Errorf("resolve(%v) = %v, want %v", key.GVK, got.GVK, hcoV1)
 	}
@@ -43,7 +44,7 @@ func TestAddReplacesAnObjectWatchedThroughAnotherVersion(t *testing.T) {
 	defer cancel()
 	w.Start(ctx)
 
-	key := ObjectKey{GVK: profiles.HyperConvergedGVK, Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"}
+	key := ObjectKey{GVK: kubevirt.HyperConvergedGVK, Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"}
 	w.Add("owner", []ObjectKey{key})
 	// The operator upgrade: v1 is now the only version served.
 	mapper = meta.NewDefaultRESTMapper([]schema.GroupVersion{hcoV1.GroupVersion()})

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 )
 
 // vmiList is what the drain assessment reads of a VirtualMachineInstance
@@ -42,15 +42,15 @@ type vmiList struct {
 }
 
 // vmis turns the decoded list into what the assessment reads, as
-// disruption.ReadVMI reads a whole object.
-func (l *vmiList) vmis() []disruption.VMI {
-	out := make([]disruption.VMI, len(l.Items))
+// kubevirt.ReadVMI reads a whole object.
+func (l *vmiList) vmis() []kubevirt.VMI {
+	out := make([]kubevirt.VMI, len(l.Items))
 	for i := range l.Items {
 		it := &l.Items[i]
-		v := disruption.VMI{Namespace: it.Metadata.Namespace, Name: it.Metadata.Name, Node: it.Status.NodeName,
+		v := kubevirt.VMI{Namespace: it.Metadata.Namespace, Name: it.Metadata.Name, Node: it.Status.NodeName,
 			Phase: it.Status.Phase, Strategy: it.Spec.EvictionStrategy}
 		if v.Node == "" {
-			v.Node = it.Metadata.Labels[disruption.NodeNameLabel]
+			v.Node = it.Metadata.Labels[kubevirt.NodeNameLabel]
 		}
 		for _, c := range it.Status.Conditions {
 			if c.Type == "LiveMigratable" {
@@ -67,12 +67,12 @@ func (l *vmiList) vmis() []disruption.VMI {
 // VirtualMachineInstance (no mapping, or its CRD went away and the list
 // answers 404). Without a raw client (tests) it lists through the dynamic
 // client.
-func (c *Cluster) ListVMIs(ctx context.Context) ([]disruption.VMI, bool, error) {
+func (c *Cluster) ListVMIs(ctx context.Context) ([]kubevirt.VMI, bool, error) {
 	if c.Raw == nil {
 		items, served, err := c.ListIfServed(ctx, VirtualMachineInstanceGVK)
-		out := make([]disruption.VMI, len(items))
+		out := make([]kubevirt.VMI, len(items))
 		for i := range items {
-			out[i] = disruption.ReadVMI(&items[i])
+			out[i] = kubevirt.ReadVMI(&items[i])
 		}
 		return out, served, err
 	}

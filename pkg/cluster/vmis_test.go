@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
-	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 )
 
 // The list decoded field by field reads each VMI as the whole object
@@ -38,7 +38,7 @@ func TestVMIListReadsAsWholeObjects(t *testing.T) {
 		t.Fatalf("%d VMIs, want %d", len(got), len(objs))
 	}
 	for i := range objs {
-		if want := disruption.ReadVMI(&objs[i]); got[i] != want {
+		if want := kubevirt.ReadVMI(&objs[i]); got[i] != want {
 			t.Errorf("VMI %d: %+v, want %+v", i, got[i], want)
 		}
 	}

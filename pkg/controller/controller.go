@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
@@ -33,10 +34,8 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
 // Config is what the controller needs. The caller builds and starts the
@@ -62,9 +61,12 @@ type Config struct {
 	Pools PoolPauser
 	// Watches tells the controller when an object a config depends on
 	// changes.
-	Watches  Watcher
-	Profiles *catalog.Catalog
+	Watches Watcher
+	// Profiles are the profiles this build knows (*catalog.Catalog).
+	Profiles Profiles
 	Recorder record.EventRecorder
+	// Metrics records what the controller measures; nil records nothing.
+	Metrics Metrics
 	// Clock is the real clock if nil.
 	Clock clock.Clock
 	// LeaderElection configures the Lease in the main cluster.
@@ -133,6 +135,45 @@ type Planner interface {
 	DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error)
 }
 
+// Profiles is what the controller uses of the catalogue of profiles
+// (*catalog.Catalog).
+type Profiles interface {
+	// Get returns the profile of that name.
+	Get(name string) (profiles.Profile, bool)
+	// ResolveOptions returns the options a config runs with, every
+	// default applied.
+	ResolveOptions(spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.ProfileOptions
+}
+
+// Metrics is what the controller records (*metrics.Recorder).
+type Metrics interface {
+	// Approved counts an approval (action Apply).
+	Approved()
+	// PlanDuration records how long a plan computation of profile took.
+	PlanDuration(profile string, d time.Duration)
+	// ApplyDuration records the time from an approval to the last write
+	// of its items.
+	ApplyDuration(profile string, d time.Duration)
+	// DriftDetected counts a transition into Drifted.
+	DriftDetected(profile string)
+	// DriftLatency records the time from the watch event of a changed
+	// target to the Drifted status.
+	DriftLatency(d time.Duration)
+	// PoolWindows reports, per pool a maintenance window selects, the
+	// seconds until it may be disrupted again; pools left out lose theirs.
+	PoolWindows(opensIn map[string]float64)
+}
+
+// noMetrics records nothing.
+type noMetrics struct{}
+
+func (noMetrics) Approved()                           {}
+func (noMetrics) PlanDuration(string, time.Duration)  {}
+func (noMetrics) ApplyDuration(string, time.Duration) {}
+func (noMetrics) DriftDetected(string)                {}
+func (noMetrics) DriftLatency(time.Duration)          {}
+func (noMetrics) PoolWindows(map[string]float64)      {}
+
 // Watcher is what the controller uses of the watches on the main cluster
 // (*cluster.Watches).
 type Watcher interface {
@@ -169,6 +210,14 @@ type Controller struct {
 	retryAt sync.Map // retryKey -> time.Time
 	// jitter spreads retries (a number in [0, 1)); tests fix it.
 	jitter func() float64
+	// leading is true while a term of leadership runs, its cache synced.
+	leading atomic.Bool
+}
+
+// Leading is true while the controller leads and its cache of configs is
+// synced: /metrics reports the configs from that cache then.
+func (c *Controller) Leading() bool {
+	return c.leading.Load()
 }
 
 // retryKey names an item of a config in retryAt.
@@ -179,6 +228,9 @@ func New(cfg Config) *Controller {
 	clk := cfg.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	return &Controller{
 		Config: cfg,
@@ -312,8 +364,8 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	}
 
 	// /metrics reports the configs from this cache while we lead.
-	metrics.SetConfigLister(c.lister)
-	defer metrics.SetConfigLister(nil)
+	c.leading.Store(true)
+	defer c.leading.Store(false)
 	klog.InfoS("Controller started")
 	// Pool pauses a previous leader left behind are ended here.
 	c.windows.Add(windowsKey)

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
@@ -233,9 +232,9 @@ func (c *Controller) reviewInputDrift(ctx context.Context, cfg *v1alpha1.VirtPla
 // recordDrift counts a detection and how long it took from the watch
 // event that led to it (zero: no watch event, e.g. a resync).
 func (c *Controller) recordDrift(cfg *v1alpha1.VirtPlatformConfig, eventAt time.Time) {
-	metrics.DriftDetections.WithLabelValues(cfg.Spec.Profile).Inc()
+	c.Metrics.DriftDetected(cfg.Spec.Profile)
 	if !eventAt.IsZero() {
-		metrics.DriftDetectionLatency.Observe(c.clock.Since(eventAt).Seconds())
+		c.Metrics.DriftLatency(c.clock.Since(eventAt))
 	}
 }
 

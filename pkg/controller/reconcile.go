@@ -22,7 +22,6 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/failpoint"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
-	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
@@ -128,7 +127,7 @@ func (c *Controller) writeStatus(ctx context.Context, cfg *v1alpha1.VirtPlatform
 		return err
 	}
 	if a := updated.Status.Approval; a != nil && !apiequality.Semantic.DeepEqual(a, before.Approval) {
-		metrics.Approvals.Inc()
+		c.Metrics.Approved()
 		c.Recorder.Eventf(updated, "Normal", "Approved", "Plan %s approved by %s (action Apply)", a.PlanHash, a.ApprovedBy)
 	}
 	if updated.Status.Phase != before.Phase {
@@ -182,7 +181,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	st.OperatorVersion = c.Version
 	start := c.clock.Now()
 	res, err := c.Planner.Compute(ctx, cfg)
-	metrics.PlanDuration.WithLabelValues(cfg.Spec.Profile).Observe(c.clock.Since(start).Seconds())
+	c.Metrics.PlanDuration(cfg.Spec.Profile, c.clock.Since(start))
 	if err != nil {
 		status.SetPhase(st, v1alpha1.PhaseDrafting, "PlanGenerationFailed", fmt.Sprintf("Plan generation failed, will retry: %v", err))
 		return 0, err
@@ -392,7 +391,7 @@ func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 		}
 	}
 	if st.Approval != nil {
-		metrics.ApplyDuration.WithLabelValues(cfg.Spec.Profile).Observe(c.clock.Since(st.Approval.ApprovedAt.Time).Seconds())
+		c.Metrics.ApplyDuration(cfg.Spec.Profile, c.clock.Since(st.Approval.ApprovedAt.Time))
 	}
 	recordApplied(&cfg.Status)
 	if len(failed) > 0 {

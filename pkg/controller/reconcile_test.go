@@ -19,6 +19,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -1008,7 +1009,7 @@ func TestReconcileWatchesTargetsPoolsAndInputs(t *testing.T) {
 	for _, want := range []cluster.ObjectKey{
 		{GVK: machineconfig.MachineConfigGVK, Name: psiMC},                                          // the target
 		{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.WorkerPool},                   // its pool
-		{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}, // an input
+		{GVK: kubevirt.HyperConvergedGVK, Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName}, // an input
 		{GVK: disruption.ClusterVersionGVK, Name: disruption.ClusterVersionName},                    // the preflight's upgrade
 	} {
 		found := false

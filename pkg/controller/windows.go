@@ -23,7 +23,6 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
-	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -160,19 +159,17 @@ func windowClosedMessage(name string, pool *unstructured.Unstructured, w windowC
 // be disrupted again (0 while it may); false when no window selects any.
 func (c *Controller) reportWindows(ctx context.Context, pools []unstructured.Unstructured) bool {
 	now := c.clock.Now()
-	seen := map[string]bool{}
+	opensIn := map[string]float64{}
 	for i := range pools {
 		w := c.windowFor(ctx, &pools[i])
 		if len(w.Windows) == 0 {
 			continue
 		}
-		seen[pools[i].GetName()] = true
-		opensIn := 0.0
+		opensIn[pools[i].GetName()] = 0
 		if !w.Allowed {
-			opensIn = w.after(now).Seconds()
+			opensIn[pools[i].GetName()] = w.after(now).Seconds()
 		}
-		metrics.SetPoolWindowOpensIn(pools[i].GetName(), opensIn)
 	}
-	metrics.KeepPoolWindows(seen)
-	return len(seen) > 0
+	c.Metrics.PoolWindows(opensIn)
+	return len(opensIn) > 0
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
@@ -35,7 +36,7 @@ type Cluster struct {
 	NodesUnknown string
 	// VMIs are the VirtualMachineInstances; VMIsUnknown says why they could
 	// not be read (VMIsNotServed, a forbidden list…), if they could not.
-	VMIs        []VMI
+	VMIs        []kubevirt.VMI
 	VMIsUnknown string
 	Default     Default
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 )
 
 func node(name string, labels map[string]string, annotations map[string]string) unstructured.Unstructured {
@@ -32,13 +33,13 @@ var (
 	master = map[string]string{"node-role.kubernetes.io/master": ""}
 )
 
-func running(ns, name, node, strategy string, migratable bool, reason string) VMI {
-	return VMI{Namespace: ns, Name: name, Node: node, Phase: "Running", Strategy: strategy, Condition: true, Migratable: migratable, Reason: reason}
+func running(ns, name, node, strategy string, migratable bool, reason string) kubevirt.VMI {
+	return kubevirt.VMI{Namespace: ns, Name: name, Node: node, Phase: "Running", Strategy: strategy, Condition: true, Migratable: migratable, Reason: reason}
 }
 
 // The four VMIs of the e2e spec on three worker nodes.
-func e2eVMIs() []VMI {
-	return []VMI{
+func e2eVMIs() []kubevirt.VMI {
+	return []kubevirt.VMI{
 		running("default", "migratable", "worker-0", StrategyLiveMigrate, true, ""),
 		running("default", "vm-none", "worker-1", StrategyNone, true, ""),
 		running("default", "disk-0", "worker-1", StrategyLiveMigrateIfPossible, false, "DisksNotLiveMigratable"),
@@ -92,14 +93,14 @@ func TestAssess(t *testing.T) {
 		},
 		{
 			name:     "Drain drains",
-			cluster:  Cluster{Pools: []unstructured.Unstructured{workerPool}, Nodes: threeWorkers(), VMIs: []VMI{running("a", "b", "worker-0", StrategyNone, true, "")}},
+			cluster:  Cluster{Pools: []unstructured.Unstructured{workerPool}, Nodes: threeWorkers(), VMIs: []kubevirt.VMI{running("a", "b", "worker-0", StrategyNone, true, "")}},
 			decision: Decision{Action: v1alpha1.NodeDisruptionDrain}, drains: true,
 			vms:     []v1alpha1.VMImpact{{Node: "worker-0", Namespace: "a", Name: "b", Fate: v1alpha1.VMFateShutDown, Reason: ReasonStrategyNone}},
 			summary: "1 VM shuts down: a/b (EvictionStrategyNone)",
 		},
 		{
 			name:     "a single-node cluster is not drained",
-			cluster:  Cluster{Nodes: []unstructured.Unstructured{node("sno", worker, map[string]string{TopologyAnnotation: "SingleReplica"})}, VMIs: []VMI{running("a", "b", "sno", StrategyNone, true, "")}},
+			cluster:  Cluster{Nodes: []unstructured.Unstructured{node("sno", worker, map[string]string{TopologyAnnotation: "SingleReplica"})}, VMIs: []kubevirt.VMI{running("a", "b", "sno", StrategyNone, true, "")}},
 			decision: reboot,
 			summary:  "not drained (single-node cluster): no VM is evicted; the VMs there stop while the node reboots",
 		},
@@ -123,7 +124,7 @@ func TestAssess(t *testing.T) {
 		},
 		{
 			name:     "no VM on the pool's nodes",
-			cluster:  Cluster{Pools: []unstructured.Unstructured{workerPool}, Nodes: threeWorkers(), VMIs: []VMI{running("a", "b", "master-0", StrategyNone, true, "")}},
+			cluster:  Cluster{Pools: []unstructured.Unstructured{workerPool}, Nodes: threeWorkers(), VMIs: []kubevirt.VMI{running("a", "b", "master-0", StrategyNone, true, "")}},
 			decision: reboot, drains: true,
 			summary: "no VM runs on its nodes",
 		},
@@ -131,7 +132,7 @@ func TestAssess(t *testing.T) {
 			name: "a node of a custom pool is not the worker pool's",
 			cluster: Cluster{Pools: []unstructured.Unstructured{workerPool, pool("worker-cnv", "node-role.kubernetes.io/worker-cnv")},
 				Nodes: []unstructured.Unstructured{node("worker-0", worker, nil), node("cnv-0", cnv, nil)},
-				VMIs:  []VMI{running("a", "on-cnv", "cnv-0", StrategyNone, true, ""), running("a", "on-worker", "worker-0", StrategyLiveMigrate, true, "")}},
+				VMIs:  []kubevirt.VMI{running("a", "on-cnv", "cnv-0", StrategyNone, true, ""), running("a", "on-worker", "worker-0", StrategyLiveMigrate, true, "")}},
 			decision: reboot, drains: true,
 			vms:     []v1alpha1.VMImpact{{Node: "worker-0", Namespace: "a", Name: "on-worker", Fate: v1alpha1.VMFateLiveMigrate}},
 			summary: "1 VM live-migrates",

@@ -4,7 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 )
 
 // KubeVirt's eviction strategies (kubevirt.io/api core/v1 EvictionStrategy).
@@ -23,52 +23,6 @@ const (
 	ReasonNotMigratable    = "NotLiveMigratable"
 )
 
-// NodeNameLabel is the label KubeVirt puts on a VirtualMachineInstance with
-// the node it runs on (as status.nodeName).
-const NodeNameLabel = "kubevirt.io/nodeName"
-
-// VMI is what the eviction webhook reads of a VirtualMachineInstance.
-type VMI struct {
-	Namespace, Name string
-	// Node is status.nodeName (the label kubevirt.io/nodeName if unset).
-	Node  string
-	Phase string
-	// Strategy is spec.evictionStrategy, "" when unset.
-	Strategy string
-	// Migratable is the LiveMigratable condition being True; Condition
-	// whether the condition is there at all, Reason its reason.
-	Migratable, Condition bool
-	Reason                string
-}
-
-// ReadVMI reads a VirtualMachineInstance.
-func ReadVMI(u *unstructured.Unstructured) VMI {
-	v := VMI{Namespace: u.GetNamespace(), Name: u.GetName()}
-	v.Node, _, _ = unstructured.NestedString(u.Object, "status", "nodeName")
-	if v.Node == "" {
-		v.Node = u.GetLabels()[NodeNameLabel]
-	}
-	v.Phase, _, _ = unstructured.NestedString(u.Object, "status", "phase")
-	v.Strategy, _, _ = unstructured.NestedString(u.Object, "spec", "evictionStrategy")
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]interface{})
-		if !ok || m["type"] != "LiveMigratable" {
-			continue
-		}
-		v.Condition = true
-		v.Migratable = m["status"] == "True"
-		v.Reason, _ = m["reason"].(string)
-	}
-	return v
-}
-
-// Running is true for a VMI that has a node and has not ended: only those
-// have a virt-launcher pod a drain evicts.
-func (v VMI) Running() bool {
-	return v.Node != "" && v.Phase != "Succeeded" && v.Phase != "Failed"
-}
-
 // Default is the cluster's default eviction strategy, which applies to a
 // VMI whose own is unset.
 type Default struct {
@@ -84,7 +38,7 @@ type Default struct {
 // fewer (on a single node there is nowhere to migrate to).
 func ClusterDefault(hco *unstructured.Unstructured, workers int) Default {
 	if hco != nil {
-		path := profiles.HCOFieldPath(profiles.VersionOf(hco), "evictionStrategy")
+		path := kubevirt.HCOFieldPath(kubevirt.VersionOf(hco), "evictionStrategy")
 		if s, _, _ := unstructured.NestedString(hco.Object, path...); s != "" {
 			return Default{Strategy: s, Source: "the HyperConverged's evictionStrategy"}
 		}
@@ -102,7 +56,7 @@ func ClusterDefault(hco *unstructured.Unstructured, workers int) Default {
 // External always refuses (an outside controller is to remove the VMI);
 // None, and a strategy KubeVirt does not act on, lets the eviction shut it
 // down. A VMI without a LiveMigratable condition counts as not migratable.
-func Fate(v VMI, def Default) (v1alpha1.VMFate, string) {
+func Fate(v kubevirt.VMI, def Default) (v1alpha1.VMFate, string) {
 	strategy, suffix := v.Strategy, ""
 	if strategy == "" {
 		strategy, suffix = def.Strategy, " (cluster default "+def.Strategy+")"

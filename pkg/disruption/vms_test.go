@@ -6,28 +6,31 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 )
 
 // The table of crds/README.md "What a node drain does to the VMs on it".
 func TestFate(t *testing.T) {
-	migratable := func(s string) VMI { return VMI{Strategy: s, Condition: true, Migratable: true, Reason: "Migratable"} }
-	stuck := func(s, reason string) VMI { return VMI{Strategy: s, Condition: true, Reason: reason} }
+	migratable := func(s string) kubevirt.VMI {
+		return kubevirt.VMI{Strategy: s, Condition: true, Migratable: true, Reason: "Migratable"}
+	}
+	stuck := func(s, reason string) kubevirt.VMI { return kubevirt.VMI{Strategy: s, Condition: true, Reason: reason} }
 	liveMigrate := Default{Strategy: StrategyLiveMigrate}
 	none := Default{Strategy: StrategyNone}
 	tests := []struct {
 		name       string
-		vmi        VMI
+		vmi        kubevirt.VMI
 		def        Default
 		fate       v1alpha1.VMFate
 		wantReason string
 	}{
 		{"LiveMigrate, migratable: migrates", migratable(StrategyLiveMigrate), none, v1alpha1.VMFateLiveMigrate, ""},
 		{"LiveMigrate, not migratable: blocks with the condition's reason", stuck(StrategyLiveMigrate, "HostDeviceNotLiveMigratable"), none, v1alpha1.VMFateBlocksDrain, "HostDeviceNotLiveMigratable"},
-		{"LiveMigrate, no condition: blocks, saying the condition is missing", VMI{Strategy: StrategyLiveMigrate}, none, v1alpha1.VMFateBlocksDrain, ReasonConditionMissing},
-		{"LiveMigrate, False without reason", VMI{Strategy: StrategyLiveMigrate, Condition: true}, none, v1alpha1.VMFateBlocksDrain, ReasonNotMigratable},
+		{"LiveMigrate, no condition: blocks, saying the condition is missing", kubevirt.VMI{Strategy: StrategyLiveMigrate}, none, v1alpha1.VMFateBlocksDrain, ReasonConditionMissing},
+		{"LiveMigrate, False without reason", kubevirt.VMI{Strategy: StrategyLiveMigrate, Condition: true}, none, v1alpha1.VMFateBlocksDrain, ReasonNotMigratable},
 		{"LiveMigrateIfPossible, migratable: migrates", migratable(StrategyLiveMigrateIfPossible), none, v1alpha1.VMFateLiveMigrate, ""},
 		{"LiveMigrateIfPossible, not migratable: shuts down", stuck(StrategyLiveMigrateIfPossible, "DisksNotLiveMigratable"), none, v1alpha1.VMFateShutDown, "DisksNotLiveMigratable"},
-		{"LiveMigrateIfPossible, no condition: shuts down", VMI{Strategy: StrategyLiveMigrateIfPossible}, none, v1alpha1.VMFateShutDown, ReasonConditionMissing},
+		{"LiveMigrateIfPossible, no condition: shuts down", kubevirt.VMI{Strategy: StrategyLiveMigrateIfPossible}, none, v1alpha1.VMFateShutDown, ReasonConditionMissing},
 		{"External, migratable: blocks", migratable(StrategyExternal), none, v1alpha1.VMFateBlocksDrain, ReasonExternal},
 		{"External, not migratable: blocks", stuck(StrategyExternal, "SEVNotLiveMigratable"), none, v1alpha1.VMFateBlocksDrain, ReasonExternal},
 		{"None, migratable: shuts down", migratable(StrategyNone), liveMigrate, v1alpha1.VMFateShutDown, ReasonStrategyNone},
@@ -44,64 +47,6 @@ func TestFate(t *testing.T) {
 				t.Errorf("Fate = %s (%q), want %s (%q)", fate, reason, tc.fate, tc.wantReason)
 			}
 		})
-	}
-}
-
-func vmiObject(ns, name, node, phase, strategy string, conds ...map[string]interface{}) unstructured.Unstructured {
-	u := unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
-		"metadata": map[string]interface{}{"namespace": ns, "name": name},
-		"spec":     map[string]interface{}{},
-		"status":   map[string]interface{}{"phase": phase},
-	}}
-	if node != "" {
-		u.Object["status"].(map[string]interface{})["nodeName"] = node
-	}
-	if strategy != "" {
-		u.Object["spec"].(map[string]interface{})["evictionStrategy"] = strategy
-	}
-	var list []interface{}
-	for _, c := range conds {
-		list = append(list, c)
-	}
-	if list != nil {
-		u.Object["status"].(map[string]interface{})["conditions"] = list
-	}
-	return u
-}
-
-func TestReadVMI(t *testing.T) {
-	cond := map[string]interface{}{"type": "LiveMigratable", "status": "False", "reason": "HostDeviceNotLiveMigratable"}
-	other := map[string]interface{}{"type": "Ready", "status": "True"}
-	tests := []struct {
-		name    string
-		obj     unstructured.Unstructured
-		want    VMI
-		running bool
-	}{
-		{"running with the condition", vmiObject("default", "gpu-0", "worker-1", "Running", "LiveMigrate", other, cond),
-			VMI{Namespace: "default", Name: "gpu-0", Node: "worker-1", Phase: "Running", Strategy: "LiveMigrate", Condition: true, Reason: "HostDeviceNotLiveMigratable"}, true},
-		{"scheduled, no condition yet", vmiObject("default", "a", "worker-1", "Scheduled", ""),
-			VMI{Namespace: "default", Name: "a", Node: "worker-1", Phase: "Scheduled"}, true},
-		{"ended", vmiObject("default", "a", "worker-1", "Succeeded", ""),
-			VMI{Namespace: "default", Name: "a", Node: "worker-1", Phase: "Succeeded"}, false},
-		{"failed", vmiObject("default", "a", "worker-1", "Failed", ""),
-			VMI{Namespace: "default", Name: "a", Node: "worker-1", Phase: "Failed"}, false},
-		{"pending, no node", vmiObject("default", "a", "", "Pending", ""),
-			VMI{Namespace: "default", Name: "a", Phase: "Pending"}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := ReadVMI(&tc.obj)
-			if got != tc.want || got.Running() != tc.running {
-				t.Errorf("ReadVMI = %+v (running %t), want %+v (running %t)", got, got.Running(), tc.want, tc.running)
-			}
-		})
-	}
-	labelled := vmiObject("default", "a", "", "Running", "")
-	labelled.SetLabels(map[string]string{NodeNameLabel: "worker-2"})
-	if got := ReadVMI(&labelled); got.Node != "worker-2" {
-		t.Errorf("node from the %s label: %q", NodeNameLabel, got.Node)
 	}
 }
 

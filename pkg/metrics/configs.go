@@ -1,13 +1,13 @@
 package metrics
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -50,28 +50,21 @@ var (
 
 // configCollector reads the VirtPlatformConfigs of the controller's
 // informer. Only the leader runs the controller: a standby replica, or a
-// leader whose cache is not yet synced, has no lister and reports nothing.
+// leader whose cache is not yet synced, reports nothing.
 type configCollector struct {
 	metrics.BaseStableCollector
 
-	mu     sync.RWMutex
 	lister listers.VirtPlatformConfigLister
+	// leading is true while the controller leads, its cache synced.
+	leading func() bool
 }
 
 var _ metrics.StableCollector = &configCollector{}
 
-var configs = &configCollector{}
-
-// SetConfigLister makes /metrics report the configs of lister; nil stops
-// reporting them (the controller lost its leadership).
-func SetConfigLister(lister listers.VirtPlatformConfigLister) {
-	configs.setLister(lister)
-}
-
-func (c *configCollector) setLister(lister listers.VirtPlatformConfigLister) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lister = lister
+// RegisterConfigs makes /metrics report the configs of lister while
+// leading is true (the controller's Leading); once per process.
+func RegisterConfigs(lister listers.VirtPlatformConfigLister, leading func() bool) {
+	legacyregistry.CustomMustRegister(&configCollector{lister: lister, leading: leading})
 }
 
 func (c *configCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
@@ -87,13 +80,10 @@ func (c *configCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 }
 
 func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
-	c.mu.RLock()
-	lister := c.lister
-	c.mu.RUnlock()
-	if lister == nil {
+	if !c.leading() {
 		return
 	}
-	list, err := lister.List(labels.Everything())
+	list, err := c.lister.List(labels.Everything())
 	if err != nil {
 		return
 	}

@@ -75,13 +75,17 @@ var configMetricNames = []string{
 
 func TestConfigCollector(t *testing.T) {
 	tests := []struct {
-		name   string
-		lister func(t *testing.T) listers.VirtPlatformConfigLister
-		want   string
+		name    string
+		standby bool // the controller does not lead
+		lister  func(t *testing.T) listers.VirtPlatformConfigLister
+		want    string
 	}{{
-		name:   "standby replica: no lister, no series",
-		lister: func(*testing.T) listers.VirtPlatformConfigLister { return nil },
-		want:   "",
+		name:    "standby replica: no series",
+		standby: true,
+		lister: func(t *testing.T) listers.VirtPlatformConfigLister {
+			return listerOf(t, config("load-aware-rebalancing", v1alpha1.PhaseDrifted))
+		},
+		want: "",
 	}, {
 		name:   "leader without configs",
 		lister: func(t *testing.T) listers.VirtPlatformConfigLister { return listerOf(t) },
@@ -163,8 +167,7 @@ virt_advisor_config_write_waiting_since_timestamp_seconds{item="enable-kubelet-s
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &configCollector{}
-			c.setLister(tc.lister(t))
+			c := &configCollector{lister: tc.lister(t), leading: func() bool { return !tc.standby }}
 			if err := testutil.CustomCollectAndCompare(c, strings.NewReader(tc.want), configMetricNames...); err != nil {
 				t.Fatal(err)
 			}
@@ -181,8 +184,8 @@ func TestConfigCollectorForgetsDeletedConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	lister := listers.NewVirtPlatformConfigLister(indexer)
-	c := &configCollector{}
-	c.setLister(lister)
+	leading := func() bool { return true }
+	c := &configCollector{lister: lister, leading: leading}
 	want := helpPhase + `virt_advisor_config_phase{name="example-profile",phase="Drifted",profile="example-profile"} 1
 `
 	if err := testutil.CustomCollectAndCompare(c, strings.NewReader(want), "virt_advisor_config_phase"); err != nil {
@@ -191,8 +194,7 @@ func TestConfigCollectorForgetsDeletedConfigs(t *testing.T) {
 	if err := indexer.Delete(cfg); err != nil {
 		t.Fatal(err)
 	}
-	c = &configCollector{} // a collector registers once per registry
-	c.setLister(lister)
+	c = &configCollector{lister: lister, leading: leading} // a collector registers once per registry
 	if err := testutil.CustomCollectAndCompare(c, strings.NewReader(""), configMetricNames...); err != nil {
 		t.Fatal(err)
 	}

@@ -60,36 +60,14 @@ var PoolWindowOpensIn = metrics.NewGaugeVec(&metrics.GaugeOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"pool"})
 
-// SetPoolWindowOpensIn reports a pool's next opening.
-func SetPoolWindowOpensIn(pool string, seconds float64) {
-	PoolWindowOpensIn.WithLabelValues(pool).Set(seconds)
-}
-
-// KeepPoolWindows drops the series of pools no window selects any more.
-func KeepPoolWindows(pools map[string]bool) {
-	poolWindows.Lock()
-	defer poolWindows.Unlock()
-	for p := range poolWindows.seen {
-		if !pools[p] {
-			PoolWindowOpensIn.DeleteLabelValues(p)
-		}
-	}
-	poolWindows.seen = pools
-}
-
-var poolWindows struct {
-	sync.Mutex
-	seen map[string]bool
-}
-
 var once sync.Once
 
 // Register registers the metrics once; counters of each profile start at
-// zero, so that a rate or an alert sees them before the first event.
+// zero, so that a rate or an alert sees them before the first event. The
+// series of the configs are registered by RegisterConfigs.
 func Register(profiles ...string) {
 	once.Do(func() {
 		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency, PoolWindowOpensIn)
-		legacyregistry.CustomMustRegister(configs)
 		now := unixSeconds(time.Now())
 		for _, p := range profiles {
 			DriftDetections.WithLabelValues(p).Add(0)
@@ -99,11 +77,67 @@ func Register(profiles ...string) {
 	})
 }
 
+// Recorder records what the plan engine and the controller measure into
+// the metrics above; the server gives one to both. The zero value is ready.
+type Recorder struct {
+	mu sync.Mutex
+	// pools have a series of PoolWindowOpensIn.
+	pools map[string]bool
+}
+
 // PlanComputed records the outcome of a plan computation of profile.
-func PlanComputed(profile string, failed bool) {
+func (r *Recorder) PlanComputed(profile string, failed bool) {
 	if failed {
 		PlanErrors.WithLabelValues(profile).Inc()
 		return
 	}
 	PlanLastSuccess.WithLabelValues(profile).Set(unixSeconds(time.Now()))
+}
+
+// Approved counts an approval.
+func (r *Recorder) Approved() {
+	Approvals.Inc()
+}
+
+// PlanDuration records how long a plan computation of profile took.
+func (r *Recorder) PlanDuration(profile string, d time.Duration) {
+	PlanDuration.WithLabelValues(profile).Observe(d.Seconds())
+}
+
+// ApplyDuration records the time from an approval of profile's plan to
+// the last write of its items.
+func (r *Recorder) ApplyDuration(profile string, d time.Duration) {
+	ApplyDuration.WithLabelValues(profile).Observe(d.Seconds())
+}
+
+// DriftDetected counts a transition into Drifted.
+func (r *Recorder) DriftDetected(profile string) {
+	DriftDetections.WithLabelValues(profile).Inc()
+}
+
+// DriftLatency records the time from the watch event of a changed target
+// to the Drifted status.
+func (r *Recorder) DriftLatency(d time.Duration) {
+	DriftDetectionLatency.Observe(d.Seconds())
+}
+
+// PoolWindows reports, per MachineConfigPool a maintenance window selects,
+// the seconds until its nodes may be disrupted again (0 while they may);
+// the series of pools left out (no window selects them any more) are
+// dropped.
+func (r *Recorder) PoolWindows(opensIn map[string]float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, s := range opensIn {
+		PoolWindowOpensIn.WithLabelValues(p).Set(s)
+	}
+	for p := range r.pools {
+		if _, ok := opensIn[p]; !ok {
+			PoolWindowOpensIn.DeleteLabelValues(p)
+		}
+	}
+	r.pools = map[string]bool{}
+	for p := range opensIn {
+		r.pools[p] = true
+	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/transient"
 )
 
@@ -46,11 +46,11 @@ func TestApplyErrorKeepsTheAPIStatus(t *testing.T) {
 			dyn.PrependReactor("patch", gr.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 				return true, nil, tc.err
 			})
-			e := &Engine{Cluster: &cluster.Cluster{Dynamic: dyn, Mapper: clustertest.Namespaced(profiles.HyperConvergedGVK)}}
+			e := &Engine{Cluster: &cluster.Cluster{Dynamic: dyn, Mapper: clustertest.Namespaced(kubevirt.HyperConvergedGVK)}}
 			it := v1alpha1.VirtPlatformConfigItem{
 				Name:         "configure-higher-density",
 				Operation:    v1alpha1.OperationUpdate,
-				TargetRef:    v1alpha1.ObjectReference{APIVersion: profiles.HyperConvergedGVK.GroupVersion().String(), Kind: "HyperConverged", Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"},
+				TargetRef:    v1alpha1.ObjectReference{APIVersion: kubevirt.HyperConvergedGVK.GroupVersion().String(), Kind: "HyperConverged", Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"},
 				DesiredState: &runtime.RawExtension{Raw: []byte(`{"apiVersion":"hco.kubevirt.io/v1beta1","kind":"HyperConverged","metadata":{"name":"kubevirt-hyperconverged","namespace":"openshift-cnv"},"spec":{}}`)},
 			}
 			_, err := e.Apply(context.Background(), &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "virt-higher-density"}}, it, Target{ReadAt: "7", Read: true})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -24,7 +25,7 @@ import (
 // Nodes and one of VMIs, however many nodes and pools there are.
 type clusterReads struct {
 	nodes    func() ([]unstructured.Unstructured, error)
-	vmis     func() ([]disruption.VMI, bool, error)
+	vmis     func() ([]kubevirt.VMI, bool, error)
 	policies func() (*disruption.Policies, string, error)
 	hco      func() (*unstructured.Unstructured, error)
 }
@@ -37,7 +38,7 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 		nodes: sync.OnceValues(func() ([]unstructured.Unstructured, error) {
 			return c.List(ctx, profiles.NodeGVK)
 		}),
-		vmis: onceValues3(func() ([]disruption.VMI, bool, error) {
+		vmis: onceValues3(func() ([]kubevirt.VMI, bool, error) {
 			return c.ListVMIs(ctx)
 		}),
 		policies: onceValues3(func() (*disruption.Policies, string, error) {
@@ -52,7 +53,7 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 			return p, why, nil
 		}),
 		hco: sync.OnceValues(func() (*unstructured.Unstructured, error) {
-			return get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+			return get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName)
 		}),
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
-	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,7 +32,6 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
-	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -48,7 +47,7 @@ type Cluster interface {
 	Served(gvk schema.GroupVersionKind) (bool, error)
 	ServedNow(gvk schema.GroupVersionKind) bool
 	PreferredVersion(gk schema.GroupKind) (string, error)
-	ListVMIs(ctx context.Context) ([]disruption.VMI, bool, error)
+	ListVMIs(ctx context.Context) ([]kubevirt.VMI, bool, error)
 	// InputWatches caches the objects plans read as inputs; nil: none.
 	InputWatches() *cluster.Watches
 }
@@ -61,10 +60,18 @@ type Profiles interface {
 	Get(name string) (profiles.Profile, bool)
 }
 
+// Metrics is what the engine records (*metrics.Recorder).
+type Metrics interface {
+	// PlanComputed records the outcome of a plan computation of profile.
+	PlanComputed(profile string, failed bool)
+}
+
 // Engine computes plans.
 type Engine struct {
 	Cluster  Cluster
 	Profiles Profiles
+	// Metrics, if set, records the outcome of every plan computation.
+	Metrics Metrics
 	// Clock is the real clock if nil.
 	Clock clock.PassiveClock
 
@@ -189,8 +196,8 @@ func (e *Engine) computeFrom(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 	}
 	// A caller that went away (a cancelled request, a lost leadership) is
 	// no failure of the plan.
-	if !errors.Is(err, context.Canceled) {
-		metrics.PlanComputed(cfg.Spec.Profile, err != nil || res.itemFailed())
+	if e.Metrics != nil && !errors.Is(err, context.Canceled) {
+		e.Metrics.PlanComputed(cfg.Spec.Profile, err != nil || res.itemFailed())
 	}
 	return res, err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -44,12 +45,12 @@ func TestAbsentItemOfUnservedKindIsSkipped(t *testing.T) {
 // A watch whose events are still on their way: the cache keeps the value
 // listed first. A plan an API request computes reads the input live.
 func TestInputSourceOfAComputation(t *testing.T) {
-	hco := profiles.HyperConvergedGVK.GroupKind().WithVersion("v1beta1")
+	hco := kubevirt.HyperConvergedGVK.GroupKind().WithVersion("v1beta1")
 	gvr := schema.GroupVersionResource{Group: hco.Group, Version: hco.Version, Resource: "hyperconvergeds"}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(hco)
-	obj.SetNamespace(profiles.HCONamespace)
-	obj.SetName(profiles.HCOName)
+	obj.SetNamespace(kubevirt.HCONamespace)
+	obj.SetName(kubevirt.HCOName)
 	_ = unstructured.SetNestedField(obj.Object, int64(5), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
 	obj.SetResourceVersion("1")
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "HyperConvergedList"}, obj)
@@ -61,8 +62,8 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c.Watches.Start(ctx)
-	refs := []profiles.ObjectRef{{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}}
-	key := cluster.ObjectKey{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName}
+	refs := []profiles.ObjectRef{{GVK: kubevirt.HyperConvergedGVK, Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName}}
+	key := cluster.ObjectKey{GVK: kubevirt.HyperConvergedGVK, Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName}
 	newInputReader(ctx, c, refs, watchedInputs, nil) // starts the watch
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		_, ok := c.Watches.Cached(key)
@@ -72,7 +73,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	}
 	_ = unstructured.SetNestedField(obj.Object, int64(20), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
 	obj.SetResourceVersion("2")
-	if _, err := dyn.Resource(gvr).Namespace(profiles.HCONamespace).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+	if _, err := dyn.Resource(gvr).Namespace(kubevirt.HCONamespace).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -81,7 +82,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 		from inputSource
 		want int64
 	}{{"the controller's, from the watch cache", watchedInputs, 5}, {"an API request's, live", liveInputs, 20}} {
-		got, err := newInputReader(ctx, c, refs, tt.from, nil).Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+		got, err := newInputReader(ctx, c, refs, tt.from, nil).Get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +95,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	// An optimistic computation plans from the cache while the live read
 	// runs, and finds out that the cache was behind.
 	r := newInputReader(ctx, c, refs, optimisticInputs, nil)
-	got, err := r.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+	got, err := r.Get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +103,8 @@ func TestInputSourceOfAComputation(t *testing.T) {
 		t.Errorf("optimistic read: parallelMigrationsPerCluster %d, consistent %v; want 5 from the cache, not consistent with the live 20", limit, r.consistent())
 	}
 	// An input that is a target too is never planned from the cache alone.
-	targets := []profiles.ObjectRef{{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName, Target: true}}
-	got, err = newInputReader(ctx, c, targets, watchedInputs, nil).Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName)
+	targets := []profiles.ObjectRef{{GVK: kubevirt.HyperConvergedGVK, Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName, Target: true}}
+	got, err = newInputReader(ctx, c, targets, watchedInputs, nil).Get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	}
 	beforeConfirm := countGets()
 	confirmed := newInputReader(ctx, c, targets, optimisticInputs, nil)
-	if _, err := confirmed.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName); err != nil {
+	if _, err := confirmed.Get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName); err != nil {
 		t.Fatal(err)
 	}
 	confirmed.confirm(key)
@@ -143,7 +144,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	before := gets()
 	r = newInputReader(ctx, c, refs, liveInputs, nil)
 	for i := 0; i < 3; i++ {
-		if _, err := r.Get(ctx, profiles.HyperConvergedGVK, profiles.HCONamespace, profiles.HCOName); err != nil {
+		if _, err := r.Get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName); err != nil {
 			t.Fatal(err)
 		}
 	}

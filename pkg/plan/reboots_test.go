@@ -16,6 +16,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
 
@@ -40,10 +41,10 @@ func testNode(name string) unstructured.Unstructured {
 func fakeReads(nodes []unstructured.Unstructured, vmis []unstructured.Unstructured, served bool, vmiErr error, policies *disruption.Policies) *clusterReads {
 	return &clusterReads{
 		nodes: func() ([]unstructured.Unstructured, error) { return nodes, nil },
-		vmis: func() ([]disruption.VMI, bool, error) {
-			out := make([]disruption.VMI, len(vmis))
+		vmis: func() ([]kubevirt.VMI, bool, error) {
+			out := make([]kubevirt.VMI, len(vmis))
 			for i := range vmis {
-				out[i] = disruption.ReadVMI(&vmis[i])
+				out[i] = kubevirt.ReadVMI(&vmis[i])
 			}
 			return out, served, vmiErr
 		},

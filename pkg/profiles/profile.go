@@ -154,22 +154,18 @@ type ObjectRef struct {
 	Target bool
 }
 
-// Well-known kinds of the managed and input APIs.
+// Well-known kinds of the managed and input APIs (the HyperConverged:
+// package kubevirt).
 var (
 	KubeDeschedulerGVK = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "KubeDescheduler"}
-	// HyperConvergedGVK has no version: it is read and written through the
-	// version discovery prefers (HCOVersion).
-	HyperConvergedGVK = schema.GroupVersionKind{Group: "hco.kubevirt.io", Kind: "HyperConverged"}
-	SchedulerGVK      = schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "Scheduler"}
-	NodeGVK           = schema.GroupVersionKind{Version: "v1", Kind: "Node"}
-	ConfigMapGVK      = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	CRDGVK            = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+	SchedulerGVK       = schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "Scheduler"}
+	NodeGVK            = schema.GroupVersionKind{Version: "v1", Kind: "Node"}
+	ConfigMapGVK       = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	CRDGVK             = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 )
 
 // Well-known objects.
 const (
-	HCONamespace         = "openshift-cnv"
-	HCOName              = "kubevirt-hyperconverged"
 	DeschedulerNamespace = "openshift-kube-descheduler-operator"
 	DeschedulerName      = "cluster"
 	DeschedulerCRDName   = "kubedeschedulers.operator.openshift.io"

@@ -3,7 +3,7 @@ package env
 import (
 	"testing"
 
-	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 )
 
 // The VMIs the environment creates read as KubeVirt's own do.
@@ -11,22 +11,22 @@ func TestVMIObject(t *testing.T) {
 	tests := []struct {
 		name string
 		vmi  VMI
-		want disruption.VMI
+		want kubevirt.VMI
 	}{
 		{"migratable", VMI{Namespace: "default", Name: "a", Node: "worker-0", EvictionStrategy: "LiveMigrate", Migratable: true},
-			disruption.VMI{Namespace: "default", Name: "a", Node: "worker-0", Phase: "Running", Strategy: "LiveMigrate", Condition: true, Migratable: true}},
+			kubevirt.VMI{Namespace: "default", Name: "a", Node: "worker-0", Phase: "Running", Strategy: "LiveMigrate", Condition: true, Migratable: true}},
 		{"not migratable", VMI{Namespace: "default", Name: "gpu", Node: "worker-2", EvictionStrategy: "LiveMigrate", Reason: "HostDeviceNotLiveMigratable"},
-			disruption.VMI{Namespace: "default", Name: "gpu", Node: "worker-2", Phase: "Running", Strategy: "LiveMigrate", Condition: true, Reason: "HostDeviceNotLiveMigratable"}},
+			kubevirt.VMI{Namespace: "default", Name: "gpu", Node: "worker-2", Phase: "Running", Strategy: "LiveMigrate", Condition: true, Reason: "HostDeviceNotLiveMigratable"}},
 		{"no strategy, no condition, ended", VMI{Namespace: "x", Name: "b", Node: "worker-1", NoCondition: true, Phase: "Succeeded"},
-			disruption.VMI{Namespace: "x", Name: "b", Node: "worker-1", Phase: "Succeeded"}},
+			kubevirt.VMI{Namespace: "x", Name: "b", Node: "worker-1", Phase: "Succeeded"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := tc.vmi.Object()
-			if got := disruption.ReadVMI(obj); got != tc.want {
+			if got := kubevirt.ReadVMI(obj); got != tc.want {
 				t.Errorf("ReadVMI = %+v, want %+v", got, tc.want)
 			}
-			if obj.GetLabels()[disruption.NodeNameLabel] != tc.vmi.Node {
+			if obj.GetLabels()[kubevirt.NodeNameLabel] != tc.vmi.Node {
 				t.Errorf("labels %v", obj.GetLabels())
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -37,7 +38,7 @@ func (profile) Items(context.Context, profiles.Inputs) ([]profiles.Item, error) 
 	cm := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "v1",
 		"kind":       "ConfigMap",
-		"metadata":   map[string]interface{}{"name": "example-config", "namespace": profiles.HCONamespace},
+		"metadata":   map[string]interface{}{"name": "example-config", "namespace": kubevirt.HCONamespace},
 		"data":       map[string]interface{}{"example-key": "example-value"},
 	}}
 	return []profiles.Item{{

@@ -17,6 +17,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -66,20 +67,20 @@ func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisi
 		})
 	}
 	return append(prereqs, profiles.Prerequisite{
-		GVK:         profiles.HyperConvergedGVK,
+		GVK:         kubevirt.HyperConvergedGVK,
 		Description: "Install OpenShift Virtualization via OLM",
 	})
 }
 
 func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK, profiles.HyperConvergedGVK}
+	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK, kubevirt.HyperConvergedGVK}
 }
 
 // Items reads which HyperConverged version is served and, with swap on,
 // how much swap the nodes of the pools it reaches report.
 func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, error) {
 	o := resolve(in.Options.VirtHigherDensity)
-	version, err := profiles.HCOVersion(in.Cluster)
+	version, err := in.Cluster.PreferredVersion(kubevirt.HyperConvergedGVK.GroupKind())
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +221,8 @@ func systemdUnit(name, contents string) map[string]interface{} {
 // KSM off, ksmConfiguration is left out of the desired state: server-side
 // apply then withdraws our ownership of it; the HCO itself is never deleted.
 func hcoItem(o options, version string) (profiles.Item, error) {
-	if version != profiles.HCOVersionV1 && version != profiles.HCOVersionV1beta1 {
-		return profiles.Item{}, profiles.HCOVersionError(version)
+	if version != kubevirt.HCOVersionV1 && version != kubevirt.HCOVersionV1beta1 {
+		return profiles.Item{}, kubevirt.HCOVersionError(version)
 	}
 	// v1beta1 has the fields in spec, v1 in spec.virtualization.
 	fields := map[string]interface{}{
@@ -229,10 +230,10 @@ func hcoItem(o options, version string) (profiles.Item, error) {
 			"memoryOvercommitPercentage": int64(o.ratio),
 		},
 	}
-	path := func(f ...string) string { return strings.Join(profiles.HCOFieldPath(version, f...), ".") }
+	path := func(f ...string) string { return strings.Join(kubevirt.HCOFieldPath(version, f...), ".") }
 	managed := []string{path("higherWorkloadDensity", "memoryOvercommitPercentage")}
-	gv := schema.GroupVersion{Group: profiles.HyperConvergedGVK.Group, Version: version}
-	msg := fmt.Sprintf("HyperConverged '%s' (%s) will be configured with memoryOvercommitPercentage=%d", profiles.HCOName, gv, o.ratio)
+	gv := schema.GroupVersion{Group: kubevirt.HyperConvergedGVK.Group, Version: version}
+	msg := fmt.Sprintf("HyperConverged '%s' (%s) will be configured with memoryOvercommitPercentage=%d", kubevirt.HCOName, gv, o.ratio)
 	if o.ksmEnabled {
 		selector := map[string]interface{}{} // {} selects all nodes
 		if o.ksmSelector != nil {
@@ -247,7 +248,7 @@ func hcoItem(o options, version string) (profiles.Item, error) {
 		msg += " and KSM enabled"
 	}
 	spec := fields
-	if version == profiles.HCOVersionV1 {
+	if version == kubevirt.HCOVersionV1 {
 		spec = map[string]interface{}{"virtualization": fields}
 	}
 	return profiles.Item{
@@ -255,10 +256,10 @@ func hcoItem(o options, version string) (profiles.Item, error) {
 		ShowVersion: true,
 		Desired: &unstructured.Unstructured{Object: map[string]interface{}{
 			"apiVersion": gv.String(),
-			"kind":       profiles.HyperConvergedGVK.Kind,
+			"kind":       kubevirt.HyperConvergedGVK.Kind,
 			"metadata": map[string]interface{}{
-				"name":      profiles.HCOName,
-				"namespace": profiles.HCONamespace,
+				"name":      kubevirt.HCOName,
+				"namespace": kubevirt.HCONamespace,
 			},
 			"spec": spec,
 		}},

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -40,7 +41,7 @@ func (c cluster) Get(context.Context, schema.GroupVersionKind, string, string) (
 }
 
 func (c cluster) PreferredVersion(gk schema.GroupKind) (string, error) {
-	if gk == profiles.HyperConvergedGVK.GroupKind() {
+	if gk == kubevirt.HyperConvergedGVK.GroupKind() {
 		return c.hcoVersion, nil
 	}
 	return "v1", nil
@@ -124,7 +125,7 @@ func TestMetadata(t *testing.T) {
 	if got := New().Metadata(); got != want {
 		t.Errorf("Metadata() = %+v, want %+v", got, want)
 	}
-	wantKinds := []schema.GroupVersionKind{machineconfig.MachineConfigGVK, profiles.HyperConvergedGVK}
+	wantKinds := []schema.GroupVersionKind{machineconfig.MachineConfigGVK, kubevirt.HyperConvergedGVK}
 	if got := New().ManagedKinds(); !reflect.DeepEqual(got, wantKinds) {
 		t.Errorf("ManagedKinds() = %v, want %v", got, wantKinds)
 	}
@@ -132,7 +133,7 @@ func TestMetadata(t *testing.T) {
 
 func TestPrerequisites(t *testing.T) {
 	mc := profiles.Prerequisite{GVK: machineconfig.MachineConfigGVK, Description: "MachineConfig CRD is required for swap configuration (available on OpenShift)"}
-	hco := profiles.Prerequisite{GVK: profiles.HyperConvergedGVK, Description: "Install OpenShift Virtualization via OLM"}
+	hco := profiles.Prerequisite{GVK: kubevirt.HyperConvergedGVK, Description: "Install OpenShift Virtualization via OLM"}
 	tests := []struct {
 		name string
 		opts *v1alpha1.VirtHigherDensityConfig
@@ -571,7 +572,7 @@ func TestWritesHoldTheDefaults(t *testing.T) {
 		{EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To(w.Min)},
 		{EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To(w.Max)},
 	} {
-		it, err := hcoItem(resolve(c), profiles.HCOVersionV1beta1)
+		it, err := hcoItem(resolve(c), kubevirt.HCOVersionV1beta1)
 		if err != nil {
 			t.Fatal(err)
 		}

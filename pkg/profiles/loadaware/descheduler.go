@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -115,12 +116,12 @@ func evictionLimits(hco *unstructured.Unstructured, la *v1alpha1.LoadAwareConfig
 	perCluster, perNode := int64(defaultParallelMigrationsPerCluster), int64(defaultParallelOutboundMigrationsPerNode)
 	if hco != nil {
 		// v1 moved the limits under spec.virtualization, with 5/1 defaults.
-		version := profiles.VersionOf(hco)
-		perCluster, perNode = profiles.HCOMigrationDefaults(version)
-		if v, ok, _ := unstructured.NestedInt64(hco.Object, profiles.HCOFieldPath(version, "liveMigrationConfig", "parallelMigrationsPerCluster")...); ok {
+		version := kubevirt.VersionOf(hco)
+		perCluster, perNode = kubevirt.HCOMigrationDefaults(version)
+		if v, ok, _ := unstructured.NestedInt64(hco.Object, kubevirt.HCOFieldPath(version, "liveMigrationConfig", "parallelMigrationsPerCluster")...); ok {
 			perCluster = v
 		}
-		if v, ok, _ := unstructured.NestedInt64(hco.Object, profiles.HCOFieldPath(version, "liveMigrationConfig", "parallelOutboundMigrationsPerNode")...); ok {
+		if v, ok, _ := unstructured.NestedInt64(hco.Object, kubevirt.HCOFieldPath(version, "liveMigrationConfig", "parallelOutboundMigrationsPerNode")...); ok {
 			perNode = v
 		}
 	}
@@ -156,7 +157,7 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 	objs, err := getAll(ctx, cluster,
 		profiles.ObjectRef{GVK: profiles.CRDGVK, Name: profiles.DeschedulerCRDName},
 		profiles.ObjectRef{GVK: profiles.KubeDeschedulerGVK, Namespace: profiles.DeschedulerNamespace, Name: profiles.DeschedulerName},
-		profiles.ObjectRef{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName})
+		profiles.ObjectRef{GVK: kubevirt.HyperConvergedGVK, Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName})
 	if err != nil {
 		return item, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -61,7 +62,7 @@ func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisi
 	if psiEnabled(opts) {
 		pre = append(pre, profiles.Prerequisite{GVK: machineconfig.MachineConfigGVK, Description: "MachineConfig CRD is required for PSI metrics (available on OpenShift)"})
 	}
-	return append(pre, profiles.Prerequisite{GVK: profiles.HyperConvergedGVK, Description: "Please install OpenShift Virtualization via OLM"})
+	return append(pre, profiles.Prerequisite{GVK: kubevirt.HyperConvergedGVK, Description: "Please install OpenShift Virtualization via OLM"})
 }
 
 func (profile) ManagedKinds() []schema.GroupVersionKind {
@@ -219,7 +220,7 @@ func (profile) InputObjects(opts v1alpha1.ProfileOptions) []profiles.ObjectRef {
 		{GVK: profiles.SchedulerGVK, Name: profiles.SchedulerName},
 	}
 	if la := opts.LoadAware; la == nil || la.EvictionLimitTotal == nil || la.EvictionLimitNode == nil {
-		refs = append(refs, profiles.ObjectRef{GVK: profiles.HyperConvergedGVK, Namespace: profiles.HCONamespace, Name: profiles.HCOName})
+		refs = append(refs, profiles.ObjectRef{GVK: kubevirt.HyperConvergedGVK, Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName})
 	}
 	return refs
 }

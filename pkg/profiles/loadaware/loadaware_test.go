@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -304,7 +305,7 @@ func TestItemsStayWithinWrites(t *testing.T) {
 						"KubeDescheduler/" + profiles.DeschedulerNamespace + "/cluster": kubeDescheduler(existing...),
 					}
 					if hcoObj != nil {
-						cluster["HyperConverged/"+profiles.HCONamespace+"/"+profiles.HCOName] = hcoObj
+						cluster["HyperConverged/"+kubevirt.HCONamespace+"/"+kubevirt.HCOName] = hcoObj
 					}
 					item, err := deschedulerItem(context.Background(), cluster, la)
 					if err != nil || item.Err != nil {

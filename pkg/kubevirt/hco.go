@@ -1,9 +1,25 @@
-package profiles
+// Package kubevirt holds what this build knows of KubeVirt's APIs, shared
+// by the profiles, the cluster access and the drain assessment: the
+// HyperConverged CR (its group and kind, the one object, its versions and
+// where its virtualization settings sit in each) and the fields of a
+// VirtualMachineInstance a drain depends on. No I/O, no decisions.
+package kubevirt
 
 import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// HyperConvergedGVK has no version: it is read and written through the
+// version discovery prefers.
+var HyperConvergedGVK = schema.GroupVersionKind{Group: "hco.kubevirt.io", Kind: "HyperConverged"}
+
+// The one HyperConverged of a cluster.
+const (
+	HCONamespace = "openshift-cnv"
+	HCOName      = "kubevirt-hyperconverged"
 )
 
 // HyperConverged versions. HCO 1.18 adds v1 beside v1beta1, 1.20 stores v1,
@@ -16,19 +32,13 @@ const (
 )
 
 // HCOFieldPath is the path of a virtualization field of the HyperConverged
-// spec (liveMigrationConfig, higherWorkloadDensity, ksmConfiguration) in
-// the given version.
+// spec (liveMigrationConfig, higherWorkloadDensity, ksmConfiguration,
+// evictionStrategy) in the given version.
 func HCOFieldPath(version string, field ...string) []string {
 	if version == HCOVersionV1 {
 		return append([]string{"spec", "virtualization"}, field...)
 	}
 	return append([]string{"spec"}, field...)
-}
-
-// HCOVersion is the version the cluster serves the HyperConverged in by
-// preference; "" when it serves none.
-func HCOVersion(cluster Cluster) (string, error) {
-	return cluster.PreferredVersion(HyperConvergedGVK.GroupKind())
 }
 
 // VersionOf is the version of an object read from the cluster.
