@@ -114,7 +114,9 @@ var _ = Describe("kubectl advisor", Ordered, func() {
 
 		r = plugin("", "plan", "example-profile")
 		Expect(r.code).To(Equal(0), r.stdout+r.stderr)
-		Expect(r.stdout).To(ContainSubstring("[1/1] configure-example-component: None ConfigMap openshift-cnv/example-config, impact Low\n"))
+		// Nothing to write: impact None, and it does not say it "will be configured".
+		Expect(r.stdout).To(ContainSubstring("[1/1] configure-example-component: None ConfigMap openshift-cnv/example-config, impact None\n"))
+		Expect(r.stdout).To(ContainSubstring("ConfigMap 'example-config' is already configured; nothing to change\n"))
 		Expect(r.stdout).To(HaveSuffix("\nreboots: none\n0 of 1 items change something.\n"))
 
 		r = plugin("", "plan", "no-such-config")
