@@ -80,14 +80,20 @@ func givenCompleted(h *harness, spec v1alpha1.VirtPlatformConfigSpec) {
 	h.planner.result = deschedulerInSync()
 }
 
-// givenRolling: the PSI MachineConfig is written, the worker pool has not
-// picked it up yet.
-func givenRolling(h *harness, spec v1alpha1.VirtPlatformConfigSpec) {
+// givenPSIApproved: the PSI MachineConfig's Create, reviewed and approved
+// by admin, nothing written yet; the worker pool is there.
+func givenPSIApproved(h *harness, spec v1alpha1.VirtPlatformConfigSpec) {
 	h.cluster.put(workerPool{}.obj())
 	h.create(spec, "alice")
 	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
 	h.mustReconcile(v1alpha1.PhaseReviewRequired)
 	h.approve("admin")
+}
+
+// givenRolling: the PSI MachineConfig is written, the worker pool has not
+// picked it up yet.
+func givenRolling(h *harness, spec v1alpha1.VirtPlatformConfigSpec) {
+	givenPSIApproved(h, spec)
 	h.mustReconcile(v1alpha1.PhaseInProgress)
 	// The next plan sees the MachineConfig as written.
 	h.planner.result = planOf("snap-2", psiItem(v1alpha1.OperationNone))
@@ -553,11 +559,7 @@ func TestReconcileEdges(t *testing.T) {
 		// a spec change made while the gate read the pools was written over.
 		{name: "InProgress (MachineConfig retrying) --action Ignore set while the gate reads the pools--> nothing written, looked at again, Ignored", spec: dryRun,
 			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
-				h.cluster.put(workerPool{}.obj())
-				h.create(s, "alice")
-				h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
-				h.mustReconcile(v1alpha1.PhaseReviewRequired)
-				h.approve("admin")
+				givenPSIApproved(h, s)
 				h.planner.applyErr[psi] = connectionRefused
 				h.mustReconcile(v1alpha1.PhaseInProgress) // attempt 1: retrying in 1s
 				delete(h.planner.applyErr, psi)
@@ -655,11 +657,7 @@ func TestReconcileEdges(t *testing.T) {
 		// MachineConfig rollouts.
 		{name: "InProgress --MachineConfig written, pool not yet picked it up--> InProgress", spec: dryRun,
 			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
-				h.cluster.put(workerPool{}.obj())
-				h.create(s, "alice")
-				h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
-				h.mustReconcile(v1alpha1.PhaseReviewRequired)
-				h.approve("admin")
+				givenPSIApproved(h, s)
 			},
 			event: nothing, phase: v1alpha1.PhaseInProgress, reason: "Approved", applied: []string{psi},
 			items: map[string]itemWant{psi: {v1alpha1.ItemStateInProgress, "MachineConfigPool 'worker' is processing changes (Updated: 3/3, Ready: 3/3)"}},

@@ -75,11 +75,7 @@ func TestWaitingIsSaid(t *testing.T) {
 		{name: "ReviewRequired --approval into a closed window--> InProgress (Waiting MaintenanceWindow, nothing written)", spec: dryRun,
 			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
 				h.c.MaintenanceWindows = fakeWindows{nightly(h.t, maintenance.Allow, "0 22 * * *", time.Hour)}
-				h.cluster.put(workerPool{}.obj())
-				h.create(s, "alice")
-				h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
-				h.mustReconcile(v1alpha1.PhaseReviewRequired)
-				h.approve("admin")
+				givenPSIApproved(h, s)
 			},
 			event: nothing, phase: v1alpha1.PhaseInProgress, reason: "Waiting",
 			message: windowWait + "; " + plan + " approved by admin, nothing written yet",

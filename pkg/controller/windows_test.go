@@ -43,11 +43,7 @@ func psiItemOf(h *harness) *v1alpha1.VirtPlatformConfigItem {
 func TestMaintenanceWindowGatesWritesAndPausesRollouts(t *testing.T) {
 	h := newHarness(t, "v1", true)
 	h.c.MaintenanceWindows = fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)}
-	h.cluster.put(workerPool{}.obj())
-	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun, WaitTimeout: "30s"}, "alice")
-	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
-	h.mustReconcile(v1alpha1.PhaseReviewRequired)
-	h.approve("admin")
+	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun, WaitTimeout: "30s"})
 
 	h.mustReconcile(v1alpha1.PhaseInProgress)
 	it := psiItemOf(h)
@@ -121,11 +117,7 @@ func TestFreezeBeatsAnOpenWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.c.MaintenanceWindows = fakeWindows{always, freeze}
-	h.cluster.put(workerPool{}.obj())
-	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
-	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
-	h.mustReconcile(v1alpha1.PhaseReviewRequired)
-	h.approve("admin")
+	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
 	h.mustReconcile(v1alpha1.PhaseInProgress)
 	if it := psiItemOf(h); len(h.planner.applied) != 0 || !strings.Contains(it.Message, "freeze 'holidays' until") {
 		t.Fatalf("during the freeze: applied %v, %q", h.planner.applied, it.Message)
@@ -147,11 +139,7 @@ func TestRolloutPausedForAWindowResumesWhenAWindowOpens(t *testing.T) {
 	h := newHarness(t, "v1", true)
 	night := nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)
 	h.c.MaintenanceWindows = fakeWindows{night}
-	h.cluster.put(workerPool{}.obj())
-	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
-	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
-	h.mustReconcile(v1alpha1.PhaseReviewRequired)
-	h.approve("admin")
+	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
 	h.clock.SetTime(time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC))
 	h.mustReconcile(v1alpha1.PhaseInProgress)
 	h.cluster.put(workerPool{updating: true, updated: 1}.obj())
@@ -190,11 +178,7 @@ func TestRolloutPastOurPauseAsksToEndIt(t *testing.T) {
 			h := newHarness(t, "v1", true)
 			h.c.windows = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 				workqueue.TypedRateLimitingQueueConfig[string]{Clock: h.clock})
-			h.cluster.put(workerPool{}.obj())
-			h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
-			h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
-			h.mustReconcile(v1alpha1.PhaseReviewRequired)
-			h.approve("admin")
+			givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
 			h.mustReconcile(v1alpha1.PhaseInProgress)
 			held := workerPool{updating: true, updated: 1, paused: true}.obj()
 			held.SetAnnotations(map[string]string{machineconfig.PausedUntilAnnotation: h.clock.Now().Add(tc.until).UTC().Format(time.RFC3339)})
@@ -265,11 +249,7 @@ func TestWindowsThatCannotBeEvaluatedAllowNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.c.MaintenanceWindows = append(windows, midnight)
-	h.cluster.put(workerPool{}.obj())
-	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
-	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
-	h.mustReconcile(v1alpha1.PhaseReviewRequired)
-	h.approve("admin")
+	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
 	h.mustReconcile(v1alpha1.PhaseInProgress)
 	it := psiItemOf(h)
 	if len(h.planner.applied) != 0 || it.State != v1alpha1.ItemStatePending ||
