@@ -7,12 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -47,8 +44,7 @@ type Watches struct {
 type watcher struct {
 	stop    context.CancelFunc
 	configs sets.Set[string]
-	synced  cache.InformerSynced
-	store   cache.Store
+	object  *objectWatch
 }
 
 // NewWatches returns watches that start informers once Start is called.
@@ -73,23 +69,19 @@ func (w *Watches) OnEvent(fn func(owner string, key ObjectKey)) {
 	w.onEvent = fn
 }
 
-// Cached returns the watched object (nil when it does not exist) once its
-// watch has synced; ok is false when the object is not watched or not yet
-// synced, and the caller reads it live.
+// Cached returns the watched object (nil when it does not exist) while a
+// watch keeps its cache current; ok is false when the object is not
+// watched, not yet synced or its watch is broken, and the caller reads it
+// live.
 func (w *Watches) Cached(key ObjectKey) (obj *unstructured.Unstructured, ok bool) {
 	key = w.resolve(key)
 	w.mu.Lock()
 	wt := w.watchers[key]
 	w.mu.Unlock()
-	if wt == nil || !wt.synced() {
+	if wt == nil || !wt.object.current() {
 		return nil, false
 	}
-	items := wt.store.List()
-	if len(items) == 0 {
-		return nil, true
-	}
-	u, isU := items[0].(*unstructured.Unstructured)
-	return u, isU
+	return wt.object.object(), true
 }
 
 // Set makes owner depend on exactly keys: watches start for new objects
@@ -200,10 +192,7 @@ func (w *Watches) acquire(config string, key ObjectKey) error {
 	if mapping.Scope.Name() == meta.RESTScopeNameRoot {
 		ns = metav1.NamespaceAll
 	}
-	selector := fields.OneTermEqualSelector("metadata.name", key.Name).String()
-	informer := dynamicinformer.NewFilteredDynamicInformer(w.dynamic, mapping.Resource, ns, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.FieldSelector = selector }).Informer()
-	wt := &watcher{configs: sets.New(config), synced: informer.HasSynced, store: informer.GetStore()}
+	wt := &watcher{configs: sets.New(config)}
 	notify := func() {
 		w.mu.Lock()
 		configs, onEvent := sets.List(wt.configs), w.onEvent
@@ -217,17 +206,10 @@ func (w *Watches) acquire(config string, key ObjectKey) error {
 			}
 		}
 	}
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(interface{}) { notify() },
-		UpdateFunc: func(interface{}, interface{}) { notify() },
-		DeleteFunc: func(interface{}) { notify() },
-	}); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(w.ctx)
 	wt.stop = cancel
+	wt.object = startObjectWatch(ctx, w.dynamic.Resource(mapping.Resource), ns, key.Name, notify)
 	w.watchers[key] = wt
-	go informer.RunWithContext(ctx)
 	return nil
 }
 
