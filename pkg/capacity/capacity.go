@@ -1,0 +1,171 @@
+// Package capacity answers whether the VMs a pool's rollout live-migrates
+// find room: it simulates the drains in the order the rollout takes them
+// and places every migrating VM's virt-launcher pod on the nodes that stay
+// schedulable, first fit, largest memory first.
+//
+// The model is the scheduler's filters that decide most real failures:
+// resource requests (CPU, memory with the launcher's overhead, huge
+// pages, extended resources such as GPUs and host devices, the pod
+// count), the node selector and required node affinity (which carry the
+// CPU model a VM needs, cpu-model.node.kubevirt.io/*), and NoSchedule /
+// NoExecute taints against the pod's tolerations. It ignores inter-pod
+// affinity and topology spread, volume topology, the CPU manager's
+// exclusive pool and NUMA alignment, and other pools draining at the same
+// time; a VM it places may still fail to migrate for those.
+package capacity
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Node is a node of the cluster and what its pods request already.
+type Node struct {
+	*corev1.Node
+	// Requested is the sum of the requests of the pods running on it
+	// (the VMs' launchers included).
+	Requested corev1.ResourceList
+}
+
+// VM is a VM that live-migrates when its node drains.
+type VM struct {
+	Namespace, Name string
+	// Node is where it runs now.
+	Node string
+	// Launcher is its virt-launcher pod: requests, node selector,
+	// affinity and tolerations; a migration target pod asks the same.
+	Launcher *corev1.Pod
+}
+
+func (v VM) String() string { return v.Namespace + "/" + v.Name }
+
+// Rollout is the order in which a pool's nodes drain.
+type Rollout struct {
+	Pool string
+	// Nodes in the order they drain.
+	Nodes []string
+	// MaxUnavailable nodes drain at once (at least 1).
+	MaxUnavailable int
+}
+
+// Result is the answer for one pool.
+type Result struct {
+	Pool string
+	// Worst is the drain that moves the most memory, Moved that memory
+	// and Free the memory free on the nodes that stay schedulable then.
+	Worst       []string
+	Moved, Free int64
+	Unfit       []Unfit
+	movedAny    bool
+}
+
+// Unfit is a VM that finds no node when its node drains, and why.
+type Unfit struct {
+	VM     VM
+	Reason string
+}
+
+// Fits is true when every migrating VM found a node.
+func (r Result) Fits() bool { return len(r.Unfit) == 0 }
+
+// Summary says it in a line, e.g. "fits: worst node n2 moves 96 GiB,
+// 140 GiB free elsewhere".
+func (r Result) Summary() string {
+	if !r.Fits() {
+		parts := make([]string, 0, len(r.Unfit))
+		for _, u := range r.Unfit {
+			parts = append(parts, fmt.Sprintf("%s (%s)", u.VM, u.Reason))
+		}
+		return "does not fit: " + strings.Join(parts, "; ")
+	}
+	if !r.movedAny {
+		return "fits: no VM migrates"
+	}
+	return fmt.Sprintf("fits: worst %s %s moves %s, %s free elsewhere",
+		plural(len(r.Worst), "node", "nodes"), strings.Join(r.Worst, ", "), GiB(r.Moved), GiB(r.Free))
+}
+
+// Simulate drains rollout's nodes batch by batch; the VMs of a batch move
+// to the other schedulable nodes and stay there (a drained node comes back
+// empty after its reboot). A VM that finds no node stays where it was
+// (its drain would wait for it).
+func Simulate(nodes []Node, vms []VM, rollout Rollout) Result {
+	s := newState(nodes, vms)
+	res := Result{Pool: rollout.Pool}
+	step := max(rollout.MaxUnavailable, 1)
+	for i := 0; i < len(rollout.Nodes); i += step {
+		batch := rollout.Nodes[i:min(i+step, len(rollout.Nodes))]
+		moved, free := s.drain(batch, &res)
+		res.movedAny = res.movedAny || moved > 0
+		if moved > res.Moved || res.Worst == nil {
+			res.Worst, res.Moved, res.Free = batch, moved, free
+		}
+	}
+	return res
+}
+
+// drain moves the VMs of batch; it returns the memory they ask and the
+// memory free on the nodes they may go to.
+func (s *state) drain(batch []string, res *Result) (moved, free int64) {
+	var moving []*vmState
+	for _, name := range batch {
+		if n := s.byName[name]; n != nil {
+			n.draining = true
+			moving = append(moving, n.vms...)
+			n.vms = nil
+		}
+	}
+	for _, n := range s.nodes {
+		if n.target() {
+			free += n.free[s.memory]
+		}
+	}
+	sort.SliceStable(moving, func(i, j int) bool { return moving[i].req[s.memory] > moving[j].req[s.memory] })
+	for _, v := range moving {
+		moved += v.req[s.memory]
+		if target := s.place(v); target != nil {
+			target.vms = append(target.vms, v)
+			continue
+		}
+		res.Unfit = append(res.Unfit, Unfit{VM: v.VM, Reason: s.whyNot(v)})
+		s.byName[v.Node].vms = append(s.byName[v.Node].vms, v)
+	}
+	for _, name := range batch {
+		if n := s.byName[name]; n != nil {
+			// Back after its reboot with the VMs that could not leave.
+			n.draining = false
+			n.free = n.base.minus(n.vms)
+		}
+	}
+	return moved, free
+}
+
+// place puts v on the first node that takes it.
+func (s *state) place(v *vmState) *nodeState {
+	for _, n := range s.allowed(v) {
+		if n.target() && n.free.holds(v.req) {
+			n.free.take(v.req)
+			return n
+		}
+	}
+	return nil
+}
+
+// GiB formats bytes as GiB, one decimal when not whole.
+func GiB(b int64) string {
+	const gib = 1 << 30
+	if b%gib == 0 {
+		return fmt.Sprintf("%d GiB", b/gib)
+	}
+	return fmt.Sprintf("%.1f GiB", float64(b)/gib)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
