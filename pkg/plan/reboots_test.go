@@ -17,6 +17,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
 
@@ -114,7 +115,7 @@ func TestRebootNotes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			items := []v1alpha1.PlanItem{{Name: "enable-psi-metrics", TargetRef: mc, Operation: tc.op, Message: "m"}}
-			warnings, disrupted := addRebootNotes(context.Background(), items, []itemChange{{labels: workerLabels, spec: tc.change}},
+			warnings, disrupted := addRebootNotes(context.Background(), items, []itemChange{{rolls: machineconfig.Change{Name: items[0].TargetRef.Name, Labels: workerLabels}, spec: tc.change}},
 				func() ([]unstructured.Unstructured, error) { return pools, nil }, tc.reads, false)
 			if items[0].Message != tc.message {
 				t.Errorf("message\n got %q\nwant %q", items[0].Message, tc.message)
