@@ -53,7 +53,7 @@ func pool(name string) unstructured.Unstructured {
 	return unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
 		"metadata": map[string]interface{}{"name": name},
-		"spec": map[string]interface{}{"nodeSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"node-role.kubernetes.io/" + name: ""}}},
+		"spec":     map[string]interface{}{"nodeSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"node-role.kubernetes.io/" + name: ""}}},
 	}}
 }
 
