@@ -26,6 +26,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -65,20 +66,21 @@ func (c *Controller) holdPools(ctx context.Context, config string, it *v1alpha1.
 	return "", nil
 }
 
-// writePools are the pools that render a MachineConfig item's change; a
-// deleted MachineConfig is found through the labels of the live object.
+// writePools are the pools that render an item's change; a deleted
+// MachineConfig or KubeletConfig has no desired state: the live object
+// tells its pools.
 func (c *Controller) writePools(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
-	mcLabels := machineconfig.ItemLabels(it.DesiredState)
+	change := machineconfig.ItemChange(it.TargetRef, it.DesiredState)
 	if it.Operation == v1alpha1.OperationDelete {
-		live, err := c.Cluster.Get(ctx, machineconfig.MachineConfigGVK, "", it.TargetRef.Name)
+		live, err := c.Cluster.Get(ctx, plan.TargetGVK(it.TargetRef), "", it.TargetRef.Name)
 		if err != nil {
 			return nil, err
 		}
-		if live != nil && len(live.GetLabels()) > 0 {
-			mcLabels = live.GetLabels()
+		if live != nil && (machineconfig.IsKubeletConfig(it.TargetRef) || len(live.GetLabels()) > 0) {
+			change = machineconfig.ChangeOf(it.TargetRef, live.Object)
 		}
 	}
-	return c.selectingPools(ctx, mcLabels)
+	return c.rolledPools(ctx, change)
 }
 
 // applyPause pauses a pool until the given time (for the maintenance
@@ -167,7 +169,7 @@ func (c *Controller) writesDueOn(pool *unstructured.Unstructured) []string {
 		}
 		for i := range cfg.Status.Items {
 			it := &cfg.Status.Items[i]
-			if isMachineConfig(it) && writePending(it) && it.Operation != v1alpha1.OperationNone && selects(pool, machineconfig.ItemLabels(it.DesiredState)) {
+			if rollsPools(it) && writePending(it) && it.Operation != v1alpha1.OperationNone && rolledBy(pool, machineconfig.ItemChange(it.TargetRef, it.DesiredState)) {
 				out = append(out, cfg.Name)
 				break
 			}
@@ -193,7 +195,7 @@ const (
 // A wait is returned with what it waits for (the config's Waiting
 // condition).
 func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, timeout time.Duration) (itemGate, time.Duration, *status.Wait, error) {
-	if !isMachineConfig(it) || it.Operation == v1alpha1.OperationNone {
+	if !rollsPools(it) || it.Operation == v1alpha1.OperationNone {
 		return gateOpen, 0, nil, nil
 	}
 	// No node is drained outside a maintenance window: first of all, the
@@ -251,10 +253,10 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		Message: fmt.Sprintf("Waiting before writing item '%s': %s", it.Name, strings.TrimPrefix(reason, "Waiting: "))}, nil
 }
 
-// selects: an invalid selector selects nothing (the item's own gate
+// rolledBy: an invalid selector selects nothing (the item's own gate
 // reports it).
-func selects(pool *unstructured.Unstructured, mcLabels map[string]string) bool {
-	ok, err := machineconfig.Selects(pool, mcLabels)
+func rolledBy(pool *unstructured.Unstructured, change machineconfig.Change) bool {
+	ok, err := change.RolledBy(pool)
 	return err == nil && ok
 }
 

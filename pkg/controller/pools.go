@@ -11,8 +11,9 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
-// itemPools returns the pools a MachineConfig item rolls out on: the
-// pools noted when it was applied, else those selecting its labels now.
+// itemPools returns the pools an item that rolls pools (a MachineConfig or
+// KubeletConfig) rolls out on: the pools noted when it was applied, else
+// those rendering it now.
 func (c *Controller) itemPools(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
 	if len(it.PoolConfigsBefore) > 0 {
 		var out []*unstructured.Unstructured
@@ -29,16 +30,16 @@ func (c *Controller) itemPools(ctx context.Context, it *v1alpha1.VirtPlatformCon
 		}
 		return out, nil
 	}
-	return c.selectingPools(ctx, machineconfig.ItemLabels(it.DesiredState))
+	return c.rolledPools(ctx, machineconfig.ItemChange(it.TargetRef, it.DesiredState))
 }
 
-// selectingPools lists the pools and keeps those selecting the labels.
-func (c *Controller) selectingPools(ctx context.Context, mcLabels map[string]string) ([]*unstructured.Unstructured, error) {
+// rolledPools lists the pools and keeps those rendering the change.
+func (c *Controller) rolledPools(ctx context.Context, change machineconfig.Change) ([]*unstructured.Unstructured, error) {
 	all, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
 	if err != nil {
 		return nil, err
 	}
-	pools, err := machineconfig.SelectingPools(all, mcLabels)
+	pools, err := machineconfig.RolledPools(all, change)
 	if err != nil {
 		return nil, err
 	}
@@ -49,21 +50,10 @@ func (c *Controller) selectingPools(ctx context.Context, mcLabels map[string]str
 	return out, nil
 }
 
-// notePoolConfigs records, before a MachineConfig item is written, the
-// rendered config every selecting pool is on. A deleted MachineConfig has
-// no desired state: the labels of the live object tell its pools.
+// notePoolConfigs records, before an item that rolls pools is written,
+// the rendered config every pool rendering it is on.
 func (c *Controller) notePoolConfigs(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) error {
-	mcLabels := machineconfig.ItemLabels(it.DesiredState)
-	if it.Operation == v1alpha1.OperationDelete {
-		live, err := c.Cluster.Get(ctx, machineconfig.MachineConfigGVK, "", it.TargetRef.Name)
-		if err != nil {
-			return err
-		}
-		if live != nil && len(live.GetLabels()) > 0 {
-			mcLabels = live.GetLabels()
-		}
-	}
-	pools, err := c.selectingPools(ctx, mcLabels)
+	pools, err := c.writePools(ctx, it)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (c *Controller) preflight(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	var waits []string
 	cv, err := c.Cluster.Get(ctx, disruption.ClusterVersionGVK, "", disruption.ClusterVersionName)
 	if err != nil {
-		return "", "", 0, false, fmt.Errorf("reading ClusterVersion '%s' before writing MachineConfig '%s': %w", disruption.ClusterVersionName, it.TargetRef.Name, err)
+		return "", "", 0, false, fmt.Errorf("reading ClusterVersion '%s' before writing %s '%s': %w", disruption.ClusterVersionName, it.TargetRef.Kind, it.TargetRef.Name, err)
 	}
 	if upgrade := disruption.UpgradeInProgress(cv); upgrade != "" {
 		waits, kind = append(waits, upgrade), status.WaitingClusterUpgrading
@@ -52,12 +52,12 @@ func (c *Controller) preflight(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 
 	reboots, err := c.Planner.DrainImpact(ctx, it)
 	if err != nil {
-		return "", "", 0, false, fmt.Errorf("assessing what draining the nodes of MachineConfig '%s' does to the VMs there: %w", it.TargetRef.Name, err)
+		return "", "", 0, false, fmt.Errorf("assessing what draining the nodes of %s '%s' does to the VMs there: %w", it.TargetRef.Kind, it.TargetRef.Name, err)
 	}
 	now := disruption.Disrupted(reboots)
 	if unreviewed := disruption.Unreviewed(it.ReviewedVMImpact, now); len(unreviewed) > 0 && !cfg.Spec.BypassOptimisticLock {
 		i := slices.IndexFunc(cfg.Status.Items, func(x v1alpha1.VirtPlatformConfigItem) bool { return x.Name == it.Name })
-		c.staleItem(cfg, i, &plan.StaleTargetError{Item: it.Name, Target: fmt.Sprintf("MachineConfig '%s'", it.TargetRef.Name),
+		c.staleItem(cfg, i, &plan.StaleTargetError{Item: it.Name, Target: fmt.Sprintf("%s '%s'", it.TargetRef.Kind, it.TargetRef.Name),
 			What: "would now drain nodes whose VMs the reviewed plan did not show with that fate: " + disruption.DescribeVMs(unreviewed)})
 		return "", "", 0, true, nil
 	}

@@ -11,6 +11,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -208,7 +209,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 				continue
 			}
 			it.State, it.Message = v1alpha1.ItemStateCompleted, unchangedMessage
-			if isMachineConfig(it) {
+			if rollsPools(it) {
 				r := c.rollout(ctx, cfg.Name, it, false)
 				if !r.Done {
 					it.State, it.Message, rolling = v1alpha1.ItemStateInProgress, r.Message, true
@@ -345,7 +346,7 @@ func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 				return requeue, wait, nil
 			}
 		}
-		if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) {
+		if it.State == v1alpha1.ItemStateInProgress && rollsPools(it) {
 			r := c.rollout(ctx, cfg.Name, it, true)
 			waited := c.since(it.LastTransitionTime)
 			if r.after > 0 && (requeue == 0 || r.after < requeue) {
@@ -448,7 +449,7 @@ var errLookAgain = errors.New("look again")
 // plan is checked with this item (its first write).
 func (c *Controller) writeItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, timeout time.Duration, planDue bool) (itemGate, time.Duration, *status.Wait, error) {
 	due := preWrite{plan: planDue, stored: true, target: true}
-	if it := &cfg.Status.Items[i]; isMachineConfig(it) && it.Operation != v1alpha1.OperationNone {
+	if it := &cfg.Status.Items[i]; rollsPools(it) && it.Operation != v1alpha1.OperationNone {
 		// Before the pools' gate, which may pause them: a write too.
 		holds, _, err := c.checkBeforeWrite(ctx, cfg, i, due, false)
 		if err != nil {
@@ -576,7 +577,7 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	if intent || !writes {
 		due.stored = false
 	}
-	if intent && isMachineConfig(it) && len(it.PoolConfigsBefore) == 0 {
+	if intent && rollsPools(it) && len(it.PoolConfigsBefore) == 0 {
 		if err := c.notePoolConfigs(ctx, it); err != nil {
 			return true, err
 		}
@@ -593,7 +594,7 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	case plan.LeftInPlace(it):
 		c.setItem(it, v1alpha1.ItemStateCompleted, it.Message)
 		return true, nil
-	case !writes && isMachineConfig(it):
+	case !writes && rollsPools(it):
 		c.setItem(it, v1alpha1.ItemStateInProgress, "Waiting for the MachineConfigPool rollout")
 		return true, nil
 	case !writes:
@@ -624,7 +625,7 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	} else {
 		plan.RecordWrite(&cfg.Status, it, written, cfg.Name)
 	}
-	if isMachineConfig(it) {
+	if rollsPools(it) {
 		it.Message = "Applied; waiting for the MachineConfigPool rollout"
 		return true, nil
 	}
@@ -678,6 +679,14 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 			out.after = d
 		}
 	}
+	// A KubeletConfig rolls out through the MachineConfig generated from
+	// it, named by the live object (and refused in its status).
+	var live *unstructured.Unstructured
+	if machineconfig.IsKubeletConfig(it.TargetRef) && it.Operation != v1alpha1.OperationDelete {
+		if live, err = c.Cluster.Get(ctx, plan.TargetGVK(it.TargetRef), "", it.TargetRef.Name); err != nil {
+			return itemRollout{Rollout: machineconfig.Rollout{Message: fmt.Sprintf("Cannot read KubeletConfig '%s': %v", it.TargetRef.Name, err)}}
+		}
+	}
 	now := c.clock.Now()
 	it.MaintenanceWindow = nil
 	names := make([]string, len(pools))
@@ -687,7 +696,7 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 		if _, found := pool.Object["spec"]; !found {
 			pool = nil // noted at apply time, gone since
 		}
-		results[i] = machineconfig.EvaluateRollout(pool, names[i], it.TargetRef.Name, it.Operation, machineconfig.ConfigBefore(it, names[i]))
+		results[i] = machineconfig.EvaluateTargetRollout(pool, names[i], it.TargetRef, live, it.Operation, machineconfig.ConfigBefore(it, names[i]))
 		if pool == nil || results[i].Done {
 			continue
 		}
@@ -747,10 +756,12 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 	for i := range cfg.Status.Items {
 		it := &cfg.Status.Items[i]
 		keys = append(keys, cluster.ObjectKey{GVK: plan.TargetGVK(it.TargetRef), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
-		if isMachineConfig(it) {
+		if rollsPools(it) {
 			// A cluster upgrade's end lets a waiting item go on (preflight).
 			keys = append(keys, cluster.ObjectKey{GVK: disruption.ClusterVersionGVK, Name: disruption.ClusterVersionName})
-			keys = append(keys, cluster.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: machineconfig.RoleOf(it.DesiredState)})
+			if pool := machineconfig.ItemChange(it.TargetRef, it.DesiredState).PoolHint(); pool != "" {
+				keys = append(keys, cluster.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pool})
+			}
 			for _, pc := range it.PoolConfigsBefore {
 				keys = append(keys, cluster.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pc.Pool})
 			}
@@ -765,15 +776,18 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 	c.Watches.Set(cfg.Name, keys)
 }
 
-func isMachineConfig(it *v1alpha1.VirtPlatformConfigItem) bool {
-	return machineconfig.IsMachineConfig(it.TargetRef)
+// rollsPools is true for an item whose write rolls MachineConfigPools (a
+// MachineConfig, or a KubeletConfig the MachineConfig operator renders
+// into one): what the controller does for pools is done for it.
+func rollsPools(it *v1alpha1.VirtPlatformConfigItem) bool {
+	return machineconfig.RollsPools(it.TargetRef)
 }
 
 // rollingOut is true when a MachineConfig item was written and its
 // rollout is not finished.
 func rollingOut(items []v1alpha1.VirtPlatformConfigItem) bool {
 	for i := range items {
-		if it := &items[i]; it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) && !writePending(it) {
+		if it := &items[i]; it.State == v1alpha1.ItemStateInProgress && rollsPools(it) && !writePending(it) {
 			return true
 		}
 	}
@@ -785,7 +799,7 @@ func rollingOut(items []v1alpha1.VirtPlatformConfigItem) bool {
 func (c *Controller) trackRollouts(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) {
 	for i := range cfg.Status.Items {
 		it := &cfg.Status.Items[i]
-		if it.State != v1alpha1.ItemStateInProgress || !isMachineConfig(it) || writePending(it) {
+		if it.State != v1alpha1.ItemStateInProgress || !rollsPools(it) || writePending(it) {
 			continue
 		}
 		if r := c.rollout(ctx, cfg.Name, it, true); r.Done {

@@ -10,11 +10,18 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 )
 
-// Change is a MachineConfig that a plan creates, changes or deletes, with
-// the labels the pools select it by (for a Delete, the live object's).
+// Change is a MachineConfig or KubeletConfig that a plan creates, changes
+// or deletes (ChangeOf), with what the pools that render it are found by
+// (for a Delete, the live object's): a MachineConfig's labels, which a
+// pool's machineConfigSelector selects, or a KubeletConfig's
+// machineConfigPoolSelector, which selects pools by their labels.
 type Change struct {
 	Name   string
 	Labels map[string]string
+	// KubeletConfig: the change is a KubeletConfig's; PoolSelector is its
+	// spec.machineConfigPoolSelector.
+	KubeletConfig bool
+	PoolSelector  map[string]interface{}
 }
 
 // Reboot is what applying changes does to one MachineConfigPool: the
@@ -36,7 +43,7 @@ func Rolls(pools []unstructured.Unstructured, changes []Change) ([]Reboot, error
 		r := Reboot{Pool: pool.GetName(), Machines: Count(pool, "machineCount")}
 		r.Paused, _, _ = unstructured.NestedBool(pool.Object, "spec", "paused")
 		for _, c := range changes {
-			selects, err := Selects(pool, c.Labels)
+			selects, err := c.RolledBy(pool)
 			if err != nil {
 				return nil, err
 			}

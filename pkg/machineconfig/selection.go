@@ -47,8 +47,12 @@ func SelectingPools(pools []unstructured.Unstructured, mcLabels map[string]strin
 			out = append(out, pools[i])
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	sortByName(out)
 	return out, nil
+}
+
+func sortByName(pools []unstructured.Unstructured) {
+	sort.Slice(pools, func(i, j int) bool { return pools[i].GetName() < pools[j].GetName() })
 }
 
 // Selects is true when the pool renders a MachineConfig with these labels.

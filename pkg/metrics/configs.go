@@ -121,7 +121,7 @@ func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
 				continue
 			}
 			switch {
-			case it.State == v1alpha1.ItemStateInProgress && machineconfig.IsMachineConfig(it.TargetRef) && it.LastTransitionTime != nil:
+			case it.State == v1alpha1.ItemStateInProgress && machineconfig.RollsPools(it.TargetRef) && it.LastTransitionTime != nil:
 				ch <- metrics.NewLazyConstMetric(rolloutStartedDesc, metrics.GaugeValue, unixSeconds(it.LastTransitionTime.Time), cfg.Name, profile, it.Name)
 			case it.State == v1alpha1.ItemStatePending:
 				if due := status.ItemDue(&cfg.Status, &it); due != nil && !due.IsZero() {

@@ -131,6 +131,16 @@ type mcChange struct {
 	before, after map[string]interface{}
 }
 
+// renderedSpecOf is the MachineConfig spec an object that rolls pools
+// puts on the nodes: a MachineConfig's own, or the part of the generated
+// MachineConfig a KubeletConfig decides.
+func renderedSpecOf(ref v1alpha1.ObjectReference, obj *unstructured.Unstructured) map[string]interface{} {
+	if machineconfig.IsKubeletConfig(ref) {
+		return machineconfig.KubeletRenderedSpec(specOf(obj))
+	}
+	return specOf(obj)
+}
+
 func specOf(obj *unstructured.Unstructured) map[string]interface{} {
 	if obj == nil {
 		return nil
@@ -180,28 +190,32 @@ func poolByName(pools []unstructured.Unstructured, name string) *unstructured.Un
 // the Nodes or VMs is returned: the caller looks again rather than write
 // on a guess. A cluster that does not serve VMIs says so in the result.
 func (e *Engine) DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error) {
-	live, err := e.Cluster.Get(ctx, machineconfig.MachineConfigGVK, "", it.TargetRef.Name)
+	live, err := e.Cluster.Get(ctx, TargetGVK(it.TargetRef), "", it.TargetRef.Name)
 	if err != nil {
 		return nil, err
 	}
-	labels := machineconfig.ItemLabels(it.DesiredState)
-	change := mcChange{before: specOf(live)}
+	rolls := machineconfig.ItemChange(it.TargetRef, it.DesiredState)
+	change := mcChange{before: renderedSpecOf(it.TargetRef, live)}
 	if it.Operation == v1alpha1.OperationDelete {
-		if live != nil && len(live.GetLabels()) > 0 {
-			labels = live.GetLabels()
+		if live != nil {
+			rolls = machineconfig.ChangeOf(it.TargetRef, live.Object)
 		}
 	} else {
 		desired := &unstructured.Unstructured{}
 		if it.DesiredState == nil || desired.UnmarshalJSON(it.DesiredState.Raw) != nil {
 			return nil, fmt.Errorf("item '%s' has no readable desired state", it.Name)
 		}
-		change.after = overlay(change.before, specOf(desired))
+		after := overlay(specOf(live), specOf(desired))
+		if machineconfig.IsKubeletConfig(it.TargetRef) {
+			after = machineconfig.KubeletRenderedSpec(after)
+		}
+		change.after = after
 	}
 	pools, err := e.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
 	if err != nil {
 		return nil, err
 	}
-	reboots, err := machineconfig.PoolReboots(pools, machineconfig.Change{Name: it.TargetRef.Name, Labels: labels})
+	reboots, err := machineconfig.PoolReboots(pools, rolls)
 	if err != nil || len(reboots) == 0 {
 		return nil, err
 	}

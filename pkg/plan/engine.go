@@ -384,11 +384,12 @@ type plannedItem struct {
 	differs []string
 	// target is the live target as planned against.
 	target v1alpha1.ReviewedTarget
-	// labels of what the item writes or deletes: those of the desired
-	// state, or of the live object for a Delete (the pools that select
-	// it are the pools that roll its removal).
-	labels map[string]string
-	// change is the spec before and after, for a MachineConfig.
+	// rolls is what the pools that render the item are found by, from
+	// what it writes or, for a Delete, the live object (the pools that
+	// render it are the pools that roll its removal).
+	rolls machineconfig.Change
+	// change is the spec before and after, for a MachineConfig (for a
+	// KubeletConfig, of the MachineConfig generated from it).
 	change mcChange
 }
 
@@ -417,7 +418,7 @@ func rollChanges(planned []plannedItem) []itemChange {
 	out := make([]itemChange, 0, len(planned))
 	for _, p := range planned {
 		if !p.skip {
-			out = append(out, itemChange{labels: p.labels, spec: p.change})
+			out = append(out, itemChange{rolls: p.rolls, spec: p.change})
 		}
 	}
 	return out
@@ -538,22 +539,23 @@ func (e *Engine) planItem(ctx context.Context, configName string, owned Ownershi
 		return fail(err)
 	}
 	p.target.FieldHashes = fieldHashes(p.snapshot)
-	p.labels = desired.GetLabels()
+	rolledBy := desired.Object
 	if live != nil {
 		p.target.UID = live.GetUID()
 		if it.Absent {
-			p.labels = live.GetLabels()
+			rolledBy = live.Object
 		}
 	}
+	p.rolls = machineconfig.ChangeOf(p.item.TargetRef, rolledBy)
 	if live != nil && !it.Absent {
 		p.differs = differingFields(live.Object, desired.Object, it.ManagedFields)
 	}
-	if gvk.GroupKind() == machineconfig.MachineConfigGVK.GroupKind() {
+	if machineconfig.RollsPools(p.item.TargetRef) {
 		// What the node disruption of the change is decided from: the
 		// live spec and what the write leaves (the dry-run's answer).
-		p.change.before = specOf(live)
+		p.change.before = renderedSpecOf(p.item.TargetRef, live)
 		if !it.Absent && dryErr == nil {
-			p.change.after = specOf(dry)
+			p.change.after = renderedSpecOf(p.item.TargetRef, dry)
 		}
 	}
 	p.item.ImpactSeverity = it.Impact

@@ -35,7 +35,7 @@ func addRebootNotes(ctx context.Context, items []v1alpha1.PlanItem, changes []it
 	disrupted := map[string][]v1alpha1.DisruptedVM{}
 	for i := range items {
 		it := &items[i]
-		if !machineconfig.IsMachineConfig(it.TargetRef) || it.Operation == v1alpha1.OperationNone || it.Error != "" {
+		if !machineconfig.RollsPools(it.TargetRef) || it.Operation == v1alpha1.OperationNone || it.Error != "" {
 			continue
 		}
 		pools, err := listPools()
@@ -44,7 +44,7 @@ func addRebootNotes(ctx context.Context, items []v1alpha1.PlanItem, changes []it
 			continue
 		}
 		var note string
-		it.Reboots, note = machineconfig.ItemReboots(pools, machineconfig.Change{Name: it.TargetRef.Name, Labels: changes[i].labels})
+		it.Reboots, note = machineconfig.ItemReboots(pools, changes[i].rolls)
 		if len(it.Reboots) > 0 && reads != nil {
 			note, _ = reads.assess(ctx, it.Reboots, pools, changes[i].spec, false)
 			if w := disruption.Warning(it.Name, it.Reboots, allowBlocking); w != "" {
@@ -59,11 +59,12 @@ func addRebootNotes(ctx context.Context, items []v1alpha1.PlanItem, changes []it
 	return warnings, disrupted
 }
 
-// itemChange is what a planned item changes: the labels the pools select
-// it by and, for a MachineConfig, its spec before and after.
+// itemChange is what a planned item changes: what the pools that render
+// it are found by and, for a MachineConfig or KubeletConfig, the rendered
+// spec before and after.
 type itemChange struct {
-	labels map[string]string
-	spec   mcChange
+	rolls machineconfig.Change
+	spec  mcChange
 }
 
 // poolLister lists the MachineConfigPools at most once per plan, for the
@@ -131,9 +132,10 @@ func addWindowNotes(ctx context.Context, items []v1alpha1.PlanItem, listPools fu
 	}
 }
 
-// writesMachineConfigs is true for a profile that manages MachineConfigs.
+// writesMachineConfigs is true for a profile that manages MachineConfigs
+// or KubeletConfigs (rendered into MachineConfigs).
 func writesMachineConfigs(profile profiles.Profile) bool {
 	return slices.ContainsFunc(profile.ManagedKinds(), func(gvk schema.GroupVersionKind) bool {
-		return gvk.GroupKind() == machineconfig.MachineConfigGVK.GroupKind()
+		return gvk.GroupKind() == machineconfig.MachineConfigGVK.GroupKind() || gvk.GroupKind() == machineconfig.KubeletConfigGVK.GroupKind()
 	})
 }

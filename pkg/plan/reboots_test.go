@@ -17,6 +17,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
 
@@ -114,7 +115,7 @@ func TestRebootNotes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			items := []v1alpha1.PlanItem{{Name: "enable-psi-metrics", TargetRef: mc, Operation: tc.op, Message: "m"}}
-			warnings, disrupted := addRebootNotes(context.Background(), items, []itemChange{{labels: workerLabels, spec: tc.change}},
+			warnings, disrupted := addRebootNotes(context.Background(), items, []itemChange{{rolls: machineconfig.Change{Name: items[0].TargetRef.Name, Labels: workerLabels}, spec: tc.change}},
 				func() ([]unstructured.Unstructured, error) { return pools, nil }, tc.reads, false)
 			if items[0].Message != tc.message {
 				t.Errorf("message\n got %q\nwant %q", items[0].Message, tc.message)
@@ -234,5 +235,70 @@ func TestInputReaderSharesPoolAndNodeLists(t *testing.T) {
 	}
 	if calls["pools"] != 1 || calls["nodes"] != 1 {
 		t.Errorf("calls %v", calls)
+	}
+}
+
+// A KubeletConfig rolls the pools its machineConfigPoolSelector selects by
+// their labels (not those whose machineConfigSelector selects its labels),
+// and what it does to their nodes is decided from the kubelet files of the
+// MachineConfig generated from it: a reboot unless a node disruption
+// policy covers them.
+func TestRebootNotesKubeletConfig(t *testing.T) {
+	cnv := testPool("worker-cnv", []interface{}{"worker", "worker-cnv"}, 3, false)
+	cnv.SetLabels(map[string]string{machineconfig.PoolLabelPrefix + "worker-cnv": ""})
+	worker := testPool("worker", []interface{}{"worker"}, 2, false)
+	worker.SetLabels(map[string]string{machineconfig.PoolLabelPrefix + "worker": ""})
+	pools := []unstructured.Unstructured{cnv, worker}
+	cnvNodes := []unstructured.Unstructured{testNode("cnv-0"), testNode("cnv-1"), testNode("cnv-2")}
+	for i := range cnvNodes {
+		cnvNodes[i].SetLabels(map[string]string{"node-role.kubernetes.io/worker-cnv": ""})
+	}
+	kc := v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "KubeletConfig", Name: "dedicated-cpus"}
+	live := &unstructured.Unstructured{Object: map[string]interface{}{
+		"spec": map[string]interface{}{
+			"machineConfigPoolSelector": map[string]interface{}{"matchLabels": map[string]interface{}{machineconfig.PoolLabelPrefix + "worker-cnv": ""}},
+			"kubeletConfig":             map[string]interface{}{"cpuManagerPolicy": "none"}}}}
+	desired := live.DeepCopy()
+	_ = unstructured.SetNestedField(desired.Object, "static", "spec", "kubeletConfig", "cpuManagerPolicy")
+	kubeletNone, _ := disruption.ReadPolicies(&unstructured.Unstructured{Object: map[string]interface{}{
+		"metadata": map[string]interface{}{"name": "cluster"},
+		"status": map[string]interface{}{"nodeDisruptionPolicyStatus": map[string]interface{}{"clusterPolicies": map[string]interface{}{
+			"files": []interface{}{map[string]interface{}{"path": machineconfig.KubeletConfigFile, "actions": []interface{}{map[string]interface{}{"type": "None"}}}}}}}}})
+	tests := []struct {
+		name    string
+		op      v1alpha1.Operation
+		before  *unstructured.Unstructured
+		after   *unstructured.Unstructured
+		reads   *clusterReads
+		message string
+	}{
+		{name: "create: the selected pool reboots", op: v1alpha1.OperationCreate, after: desired,
+			reads: fakeReads(cnvNodes, nil, true, nil, nil), message: "m; reboots: pool worker-cnv, 3 nodes, once"},
+		{name: "update of cpuManagerPolicy: a reboot", op: v1alpha1.OperationUpdate, before: live, after: desired,
+			reads: fakeReads(cnvNodes, nil, true, nil, nil), message: "m; reboots: pool worker-cnv, 3 nodes, once"},
+		{name: "delete: the live object's pools", op: v1alpha1.OperationDelete, before: live,
+			reads: fakeReads(cnvNodes, nil, true, nil, nil), message: "m; reboots: pool worker-cnv, 3 nodes, once"},
+		{name: "a policy that covers kubelet.conf", op: v1alpha1.OperationUpdate, before: live, after: desired,
+			reads:   fakeReads(cnvNodes, nil, true, nil, kubeletNone),
+			message: "m; reboots: none; pool worker-cnv, 3 nodes: not drained, None (node disruption policies: None for /etc/kubernetes/kubelet.conf); not drained: no VM is affected"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rolledBy := tc.after
+			if tc.op == v1alpha1.OperationDelete {
+				rolledBy = tc.before
+			}
+			change := itemChange{rolls: machineconfig.ChangeOf(kc, rolledBy.Object),
+				spec: mcChange{before: renderedSpecOf(kc, tc.before), after: renderedSpecOf(kc, tc.after)}}
+			items := []v1alpha1.PlanItem{{Name: "dedicated-cpus", TargetRef: kc, Operation: tc.op, Message: "m"}}
+			addRebootNotes(context.Background(), items, []itemChange{change},
+				func() ([]unstructured.Unstructured, error) { return pools, nil }, tc.reads, false)
+			if items[0].Message != tc.message {
+				t.Errorf("message\n got %q\nwant %q", items[0].Message, tc.message)
+			}
+			if len(items[0].Reboots) != 1 || items[0].Reboots[0].Pool != "worker-cnv" || items[0].Reboots[0].Nodes != 3 {
+				t.Errorf("reboots = %+v, want pool worker-cnv of 3 nodes", items[0].Reboots)
+			}
+		})
 	}
 }

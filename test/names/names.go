@@ -9,6 +9,7 @@ import "k8s.io/apimachinery/pkg/runtime/schema"
 var (
 	MachineConfigs          = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigs"}
 	MachineConfigPools      = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "machineconfigpools"}
+	KubeletConfigs          = schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "kubeletconfigs"}
 	KubeDeschedulers        = schema.GroupVersionResource{Group: "operator.openshift.io", Version: "v1", Resource: "kubedeschedulers"}
 	HyperConvergedsV1beta1  = schema.GroupVersionResource{Group: "hco.kubevirt.io", Version: "v1beta1", Resource: "hyperconvergeds"}
 	Schedulers              = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "schedulers"}

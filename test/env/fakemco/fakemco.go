@@ -305,6 +305,7 @@ func (m *fakeMCO) manage(ctx context.Context, crds cache.Store, kick <-chan stru
 			cctx, ctrlCancel = context.WithCancel(ctx)
 			ctrlDone = make(chan struct{})
 			c := newPoolController(m)
+			c.kubelet = established(crds, kcCRDName)
 			done := ctrlDone
 			go func() {
 				defer close(done)
@@ -336,13 +337,18 @@ func (m *fakeMCO) manage(ctx context.Context, crds cache.Store, kick <-chan stru
 func missingCRDs(crds cache.Store) []string {
 	var missing []string
 	for _, name := range []string{mcCRDName, mcpCRDName} {
-		obj, ok, _ := crds.GetByKey(name)
-		u, _ := obj.(*unstructured.Unstructured)
-		if !ok || u == nil || ConditionStatus(u, "Established") != "True" {
+		if !established(crds, name) {
 			missing = append(missing, name)
 		}
 	}
 	return missing
+}
+
+// established is true when the CRD is Established.
+func established(crds cache.Store, name string) bool {
+	obj, ok, _ := crds.GetByKey(name)
+	u, _ := obj.(*unstructured.Unstructured)
+	return ok && u != nil && ConditionStatus(u, "Established") == "True"
 }
 
 // poolController reconciles MachineConfigPools with one worker; events and
@@ -363,6 +369,10 @@ type poolController struct {
 	// applied: rendered MachineConfigs created (name → inputs hash), for
 	// lookups before the cache shows them.
 	applied map[string]string
+
+	// kubelet: the KubeletConfig CRD was Established when the controller
+	// started; KubeletConfigs are then rendered too.
+	kubelet bool
 
 	mu       sync.Mutex
 	stopped  bool
@@ -426,8 +436,50 @@ func (c *poolController) run(ctx context.Context, synced func()) {
 		c.stopTimers()
 		worker.Wait()
 	}()
-	if !cache.WaitForCacheSync(ctx.Done(), poolInf.Informer().HasSynced, mcInf.Informer().HasSynced) {
+	hasSynced := []cache.InformerSynced{poolInf.Informer().HasSynced, mcInf.Informer().HasSynced}
+	var kubelet *kubeletController
+	if c.kubelet {
+		kcInf := factory.ForResource(kcGVR)
+		kubelet = &kubeletController{m: c.m, kcs: kcInf.Lister(), pools: c.pools,
+			queue: workqueue.NewTypedRateLimitingQueue(
+				workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 5*time.Second))}
+		kcKey := func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if o, ok := obj.(metav1.Object); ok {
+				kubelet.queue.Add(o.GetName())
+			}
+		}
+		// A pool's labels decide which KubeletConfigs it renders.
+		allKCs := func(any) {
+			for _, kc := range kubelet.list() {
+				kubelet.queue.Add(kc.GetName())
+			}
+		}
+		_, err1 := kcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: kcKey, UpdateFunc: func(_, n any) { kcKey(n) }, DeleteFunc: kcKey,
+		})
+		_, err2 := poolInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: allKCs, UpdateFunc: func(o, n any) {
+				if !reflect.DeepEqual(o.(metav1.Object).GetLabels(), n.(metav1.Object).GetLabels()) {
+					allKCs(n)
+				}
+			},
+		})
+		if err := errors.Join(err1, err2); err != nil {
+			c.m.logf("event handlers: %v", err)
+			return
+		}
+		hasSynced = append(hasSynced, kcInf.Informer().HasSynced)
+		factory.Start(ctx.Done())
+		defer kubelet.queue.ShutDown()
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), hasSynced...) {
 		return
+	}
+	if kubelet != nil {
+		worker.Go(func() { kubelet.run(ctx) })
 	}
 	c.m.logf("watching MachineConfigPools and MachineConfigs (render delay %s, %s per node)", c.m.o.RenderDelay, c.m.o.StepTime)
 	synced()

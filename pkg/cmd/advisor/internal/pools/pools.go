@@ -17,29 +17,33 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
-// Changes lists the MachineConfigs a plan writes or deletes (with all,
-// also those it leaves as they are). A deleted MachineConfig has no
-// desired state: its labels are read from the cluster, and once it is
-// gone it is left out.
+// Changes lists the MachineConfigs and KubeletConfigs a plan writes or
+// deletes (with all, also those it leaves as they are). A deleted one has
+// no desired state: it is read from the cluster, and once it is gone it
+// is left out.
 func Changes(ctx context.Context, dyn dynamic.Interface, items []v1alpha1.PlanItem, all bool) ([]machineconfig.Change, error) {
 	var out []machineconfig.Change
 	for _, it := range items {
 		changes := it.Operation != v1alpha1.OperationNone && it.Operation != "" && it.Error == "" && reboots(it)
-		if !machineconfig.IsMachineConfig(it.TargetRef) || !(changes || all) {
+		if !machineconfig.RollsPools(it.TargetRef) || !(changes || all) {
 			continue
 		}
-		l := machineconfig.DesiredLabels(it.DesiredState)
+		change := machineconfig.ItemChange(it.TargetRef, it.DesiredState)
 		if it.DesiredState == nil || len(it.DesiredState.Raw) == 0 {
-			live, err := dyn.Resource(machineconfig.MachineConfigs).Get(ctx, it.TargetRef.Name, metav1.GetOptions{})
+			resource := machineconfig.MachineConfigs
+			if machineconfig.IsKubeletConfig(it.TargetRef) {
+				resource = machineconfig.KubeletConfigs
+			}
+			live, err := dyn.Resource(resource).Get(ctx, it.TargetRef.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) && all {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("cannot read MachineConfig %s: %s", it.TargetRef.Name, explain.Brief(err))
+				return nil, fmt.Errorf("cannot read %s %s: %s", it.TargetRef.Kind, it.TargetRef.Name, explain.Brief(err))
 			}
-			l = live.GetLabels()
+			change = machineconfig.ChangeOf(it.TargetRef, live.Object)
 		}
-		out = append(out, machineconfig.Change{Name: it.TargetRef.Name, Labels: l})
+		out = append(out, change)
 	}
 	return out, nil
 }

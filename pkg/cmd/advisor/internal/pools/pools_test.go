@@ -30,6 +30,19 @@ func TestSummaryNeverFails(t *testing.T) {
 		"metadata": map[string]interface{}{"name": "90-worker-kubelet-swap", "labels": map[string]interface{}{roleLabel: "worker"}}}}
 	unchanged := create
 	unchanged.Operation = v1alpha1.OperationNone
+	// A KubeletConfig rolls the pools its selector selects by their labels.
+	kcRef := v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "KubeletConfig", Name: "dedicated-cpus"}
+	kcCreate := v1alpha1.PlanItem{Name: "kc", Operation: v1alpha1.OperationCreate, TargetRef: kcRef,
+		DesiredState: &runtime.RawExtension{Raw: []byte(`{"spec":{"machineConfigPoolSelector":{"matchLabels":{"pools.operator.machineconfiguration.openshift.io/worker-cnv":""}}}}`)}}
+	kcDelete := v1alpha1.PlanItem{Name: "kc", Operation: v1alpha1.OperationDelete, TargetRef: kcRef}
+	liveKC := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig",
+		"metadata": map[string]interface{}{"name": "dedicated-cpus"},
+		"spec": map[string]interface{}{"machineConfigPoolSelector": map[string]interface{}{"matchLabels": map[string]interface{}{
+			"pools.operator.machineconfiguration.openshift.io/worker-cnv": ""}}}}}
+	cnv := machineconfigtest.Pool("worker-cnv", machineconfigtest.RoleSelector("worker", "worker-cnv"), 2, 2, false)
+	cnv.SetLabels(map[string]string{"pools.operator.machineconfiguration.openshift.io/worker-cnv": ""})
+	worker := machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, 3, false)
 
 	for _, tc := range []struct {
 		name    string
@@ -46,6 +59,8 @@ func TestSummaryNeverFails(t *testing.T) {
 			`unknown (cannot read MachineConfigPools: the server could not find the requested resource (list machineconfigpools.machineconfiguration.openshift.io))`},
 		{"a delete reads the live labels", []v1alpha1.PlanItem{deleted}, []runtime.Object{liveSwap, machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, 3, false)}, nil,
 			"pool worker, 3 nodes, once"},
+		{"a KubeletConfig rolls the pool its selector selects", []v1alpha1.PlanItem{kcCreate}, []runtime.Object{cnv, worker}, nil, "pool worker-cnv, 2 nodes, once"},
+		{"a deleted KubeletConfig is read for its selector", []v1alpha1.PlanItem{kcDelete}, []runtime.Object{liveKC, cnv, worker}, nil, "pool worker-cnv, 2 nodes, once"},
 		{"a change the server says reboots counts", []v1alpha1.PlanItem{withDisruption(create, v1alpha1.NodeDisruptionReboot)},
 			[]runtime.Object{machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, 3, false)}, nil, "pool worker, 3 nodes, once"},
 		{"a change a node disruption policy applies in place reboots nothing", []v1alpha1.PlanItem{withDisruption(create, v1alpha1.NodeDisruptionNone)},
@@ -69,7 +84,8 @@ func TestSummaryNeverFails(t *testing.T) {
 
 func fakeDynamic(objects ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{machineconfig.MachineConfigPools: "MachineConfigPoolList", machineconfig.MachineConfigs: "MachineConfigList"}, objects...)
+		map[schema.GroupVersionResource]string{machineconfig.MachineConfigPools: "MachineConfigPoolList", machineconfig.MachineConfigs: "MachineConfigList",
+			machineconfig.KubeletConfigs: "KubeletConfigList"}, objects...)
 }
 
 func withDisruption(it v1alpha1.PlanItem, d v1alpha1.NodeDisruption) v1alpha1.PlanItem {

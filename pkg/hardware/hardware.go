@@ -1,0 +1,248 @@
+// Package hardware says what the nodes of a MachineConfigPool are made of
+// (CPUs, memory, huge pages, CPU vendor, architecture, NUMA zones) and
+// whether they are alike where a derived value depends on it. It decides
+// from objects in memory; Read takes them through a Lister its caller
+// gives (the plan's reads today, informers tomorrow).
+package hardware
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+)
+
+var (
+	// NodeGVK is the core Node.
+	NodeGVK = schema.GroupVersionKind{Version: "v1", Kind: "Node"}
+	// NodeResourceTopologyGVK is the NUMA topology a node's resource
+	// topology exporter (node-feature-discovery's topology-updater, or
+	// RTE) publishes, one object per node named like it
+	// (k8stopologyawareschedwg/noderesourcetopology-api,
+	// pkg/apis/topology/v1alpha2).
+	NodeResourceTopologyGVK = schema.GroupVersionKind{Group: "topology.node.k8s.io", Version: "v1alpha2", Kind: "NodeResourceTopology"}
+)
+
+const (
+	// VendorLabel is node-feature-discovery's label of the CPU vendor
+	// (the cpuid vendor string: GenuineIntel, AuthenticAMD…;
+	// docs/reference/feature-labels of kubernetes-sigs/node-feature-discovery).
+	VendorLabel = "feature.node.kubernetes.io/cpu-model.vendor_id"
+	// UnknownVendor is the vendor of a node without VendorLabel.
+	UnknownVendor = "unknown"
+	// ArchLabel is the well-known architecture label, read when the
+	// kubelet did not report status.nodeInfo.architecture.
+	ArchLabel = "kubernetes.io/arch"
+	// numaZoneType is the zone type NodeResourceTopology gives NUMA nodes.
+	numaZoneType    = "Node"
+	hugePagesPrefix = "hugepages-"
+)
+
+// Zone is one NUMA zone of a node.
+type Zone struct {
+	Name string
+	// CPUs and Memory (bytes) are the zone's capacity.
+	CPUs   int64
+	Memory int64
+}
+
+// Node is what a node is made of.
+type Node struct {
+	Name string
+	// CPUs is status.capacity.cpu (logical CPUs).
+	CPUs int64
+	// Memory is status.allocatable.memory, in bytes.
+	Memory int64
+	// HugePages is the capacity (bytes) of each hugepages-<size> resource
+	// with any, by resource name.
+	HugePages    map[string]int64
+	Vendor       string
+	Architecture string
+	Zones        []Zone
+	// ZonesAssumed says why the node is taken to be one NUMA zone ("" when
+	// its NodeResourceTopology gave its zones).
+	ZonesAssumed string
+}
+
+// Topologies is what the NodeResourceTopology API gave: the objects by
+// node name, or, when it is not served, why.
+type Topologies struct {
+	ByNode    map[string]*unstructured.Unstructured
+	NotServed string
+}
+
+// ReadNode reads one node's facts.
+func ReadNode(node *unstructured.Unstructured, topo Topologies) Node {
+	n := Node{Name: node.GetName(), HugePages: map[string]int64{}}
+	capacity, _, _ := unstructured.NestedStringMap(node.Object, "status", "capacity")
+	allocatable, _, _ := unstructured.NestedStringMap(node.Object, "status", "allocatable")
+	n.CPUs = quantity(capacity["cpu"])
+	n.Memory = quantity(allocatable["memory"])
+	for name, v := range capacity {
+		if strings.HasPrefix(name, hugePagesPrefix) {
+			if q := quantity(v); q > 0 {
+				n.HugePages[name] = q
+			}
+		}
+	}
+	n.Vendor = node.GetLabels()[VendorLabel]
+	if n.Vendor == "" {
+		n.Vendor = UnknownVendor
+	}
+	n.Architecture, _, _ = unstructured.NestedString(node.Object, "status", "nodeInfo", "architecture")
+	if n.Architecture == "" {
+		n.Architecture = node.GetLabels()[ArchLabel]
+	}
+	n.Zones, n.ZonesAssumed = zones(n, topo)
+	return n
+}
+
+// zones are the NUMA zones of the node's NodeResourceTopology; one zone
+// of the whole node, with the reason, when there is none.
+func zones(n Node, topo Topologies) ([]Zone, string) {
+	whole := []Zone{{Name: "node-0", CPUs: n.CPUs, Memory: n.Memory}}
+	if topo.NotServed != "" {
+		return whole, topo.NotServed + ": one NUMA zone assumed"
+	}
+	nrt := topo.ByNode[n.Name]
+	if nrt == nil {
+		return whole, fmt.Sprintf("no NodeResourceTopology for node '%s': one NUMA zone assumed", n.Name)
+	}
+	list, _, _ := unstructured.NestedSlice(nrt.Object, "zones")
+	var out []Zone
+	for _, z := range list {
+		m, _ := z.(map[string]interface{})
+		if m == nil || m["type"] != numaZoneType {
+			continue
+		}
+		zone := Zone{}
+		zone.Name, _ = m["name"].(string)
+		resources, _ := m["resources"].([]interface{})
+		for _, r := range resources {
+			rm, _ := r.(map[string]interface{})
+			switch rm["name"] {
+			case "cpu":
+				zone.CPUs = quantity(rm["capacity"])
+			case "memory":
+				zone.Memory = quantity(rm["capacity"])
+			}
+		}
+		out = append(out, zone)
+	}
+	if len(out) == 0 {
+		return whole, fmt.Sprintf("the NodeResourceTopology of node '%s' has no NUMA zone: one NUMA zone assumed", n.Name)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, ""
+}
+
+// quantity is a resource quantity (a string or, in a
+// NodeResourceTopology, an integer) as an integer; 0 when unreadable.
+func quantity(v interface{}) int64 {
+	switch t := v.(type) {
+	case int64:
+		return t
+	case float64:
+		return int64(t)
+	case string:
+		q, err := resource.ParseQuantity(t)
+		if err != nil {
+			return 0
+		}
+		return q.Value()
+	}
+	return 0
+}
+
+// Pool is the facts of a pool's nodes, sorted by name.
+type Pool struct {
+	Name  string
+	Nodes []Node
+}
+
+// ForPool reads the facts of the nodes a pool has: those its
+// nodeSelector selects, a node of a custom pool not counted in worker (as
+// the MachineConfig operator assigns them).
+func ForPool(pool *unstructured.Unstructured, pools, nodes []unstructured.Unstructured, topo Topologies) (Pool, error) {
+	c := disruption.Cluster{Pools: pools, Nodes: nodes}
+	names, err := c.PoolNodes(pool)
+	if err != nil {
+		return Pool{}, err
+	}
+	in := sets.New(names...)
+	out := Pool{Name: pool.GetName()}
+	for i := range nodes {
+		if in.Has(nodes[i].GetName()) {
+			out.Nodes = append(out.Nodes, ReadNode(&nodes[i], topo))
+		}
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Name < out.Nodes[j].Name })
+	return out, nil
+}
+
+// Lister lists the objects of a kind ({} when it is not served) and says
+// which version of a kind the cluster prefers ("" when it serves none):
+// what profiles.Cluster offers.
+type Lister interface {
+	List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error)
+	PreferredVersion(gk schema.GroupKind) (string, error)
+}
+
+// Read reads the facts of the named pool's nodes: the pools, the Nodes
+// and, when served, the NodeResourceTopologies, through the Lister.
+func Read(ctx context.Context, l Lister, poolName string) (Pool, error) {
+	pools, err := l.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return Pool{}, fmt.Errorf("listing MachineConfigPools: %w", err)
+	}
+	var pool *unstructured.Unstructured
+	for i := range pools {
+		if pools[i].GetName() == poolName {
+			pool = &pools[i]
+		}
+	}
+	if pool == nil {
+		return Pool{}, fmt.Errorf("there is no MachineConfigPool '%s'", poolName)
+	}
+	nodes, err := l.List(ctx, NodeGVK)
+	if err != nil {
+		return Pool{}, fmt.Errorf("listing Nodes: %w", err)
+	}
+	topo, err := readTopologies(ctx, l)
+	if err != nil {
+		return Pool{}, err
+	}
+	return ForPool(pool, pools, nodes, topo)
+}
+
+func readTopologies(ctx context.Context, l Lister) (Topologies, error) {
+	gk := NodeResourceTopologyGVK.GroupKind()
+	version, err := l.PreferredVersion(gk)
+	if err != nil {
+		return Topologies{}, fmt.Errorf("discovering %s: %w", gk, err)
+	}
+	switch version {
+	case "":
+		return Topologies{NotServed: NodeResourceTopologyGVK.GroupVersion().String() + " NodeResourceTopology is not served"}, nil
+	case NodeResourceTopologyGVK.Version:
+	default:
+		return Topologies{NotServed: fmt.Sprintf("NodeResourceTopology is served as %s/%s, not %s", gk.Group, version, NodeResourceTopologyGVK.Version)}, nil
+	}
+	list, err := l.List(ctx, NodeResourceTopologyGVK)
+	if err != nil {
+		return Topologies{}, fmt.Errorf("listing NodeResourceTopologies: %w", err)
+	}
+	topo := Topologies{ByNode: map[string]*unstructured.Unstructured{}}
+	for i := range list {
+		topo.ByNode[list[i].GetName()] = &list[i]
+	}
+	return topo, nil
+}
