@@ -34,23 +34,46 @@ tools: $(TOOLS)
 # The first build downloads the modules and compiles up to 2 300 packages:
 # about 12 minutes on 2 cores (11 min 40 s measured on 2 busy ones); later
 # ones reuse Go's build cache. hack/build-progress.sh prints how far it is.
+#
+# Built tools are also kept in TOOLS_CACHE, in a directory named after a
+# hash of what they are built from (module files, flags, Go version): a
+# fresh clone on the same machine, as CI's, copies them in a second
+# instead of linking them again (or, with Go's cache trimmed, compiling
+# them). TOOLS_CACHE= turns it off.
+TOOLS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/virt-advisor/tools
+# tools_key FILES…: the cache directory of what FILES and the flags build.
+tools_key = $(TOOLS_CACHE)/$(shell { cat $(1); echo '$(KUBE_LDFLAGS)'; go env GOVERSION GOOS GOARCH; } | sha256sum | cut -c1-16)
+# from_cache DIR, BINARIES…: copies them from DIR into $(BIN) if DIR has them all.
+from_cache = [ -n "$(TOOLS_CACHE)" ] && (cd $(1) 2>/dev/null && ls $(notdir $(2)) >/dev/null 2>&1) && \
+	cp $(addprefix $(1)/,$(notdir $(2))) $(BIN)/ && echo ">> $(notdir $(2)) copied from $(1) (built before from the same sources)"
+# to_cache DIR, BINARIES…: keeps them in DIR (each written aside under
+# this shell's PID, then renamed: two makes may store the same tools).
+to_cache = if [ -n "$(TOOLS_CACHE)" ]; then mkdir -p $(1) && for b in $(2); do \
+	cp $$b $(1)/.$$(basename $$b).$$$$ && mv $(1)/.$$(basename $$b).$$$$ $(1)/$$(basename $$b); done; fi
+
 TOOLS_PKGS := k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd
-$(TOOLS) &: hack/tools/go.mod hack/tools/go.sum hack/tools/etcd/main.go
+TOOLS_INPUTS := hack/tools/go.mod hack/tools/go.sum hack/tools/etcd/main.go
+$(TOOLS) &: $(TOOLS_INPUTS)
 	@mkdir -p $(BIN)
-	@echo ">> building kube-apiserver, kubectl $(KUBE_VERSION) and etcd from Go modules into $(BIN)"
-	@echo ">> the first build takes about 12 minutes on 2 cores (later ones reuse Go's cache); progress every 20s"
-	@echo ">> listing the packages (downloads the modules the first time)"
-	@set -o pipefail; cd hack/tools && total=$$(go list -deps $(TOOLS_PKGS) | wc -l) && \
-		go build -v -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ $(TOOLS_PKGS) 2>&1 | ../build-progress.sh "kube-apiserver, kubectl, etcd" $$total
+	@key=$(call tools_key,$(TOOLS_INPUTS)); if ! { $(call from_cache,$$key,$(TOOLS)); }; then \
+		echo ">> building kube-apiserver, kubectl $(KUBE_VERSION) and etcd from Go modules into $(BIN)" && \
+		echo ">> the first build takes about 12 minutes on 2 cores (later ones reuse Go's cache); progress every 20s" && \
+		echo ">> listing the packages (downloads the modules the first time)" && \
+		set -o pipefail && cd hack/tools && total=$$(go list -deps $(TOOLS_PKGS) | wc -l) && \
+		go build -v -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ $(TOOLS_PKGS) 2>&1 | ../build-progress.sh "kube-apiserver, kubectl, etcd" $$total && \
+		cd $(CURDIR) && $(call to_cache,$$key,$(TOOLS)); fi
 	@touch $(TOOLS)
 
 # promtool tests the alerting rules; built from its Go module like the
 # tools above, without the cloud service discoveries it does not need here.
-$(BIN)/promtool: hack/tools/promtool/go.mod hack/tools/promtool/go.sum
+PROMTOOL_INPUTS := hack/tools/promtool/go.mod hack/tools/promtool/go.sum
+$(BIN)/promtool: $(PROMTOOL_INPUTS)
 	@mkdir -p $(BIN)
-	@echo ">> building promtool from its Go module (first time: a few minutes on 2 cores); progress every 20s"
-	@set -o pipefail; cd hack/tools/promtool && total=$$(go list -deps -tags remove_all_sd github.com/prometheus/prometheus/cmd/promtool | wc -l) && \
-		go build -v -tags remove_all_sd -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool 2>&1 | ../../build-progress.sh promtool $$total
+	@key=$(call tools_key,$(PROMTOOL_INPUTS)); if ! { $(call from_cache,$$key,$@); }; then \
+		echo ">> building promtool from its Go module (first time: a few minutes on 2 cores); progress every 20s" && \
+		set -o pipefail && cd hack/tools/promtool && total=$$(go list -deps -tags remove_all_sd github.com/prometheus/prometheus/cmd/promtool | wc -l) && \
+		go build -v -tags remove_all_sd -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool 2>&1 | ../../build-progress.sh promtool $$total && \
+		cd $(CURDIR) && $(call to_cache,$$key,$@); fi
 	@touch $@
 
 # exec: the recipe's process is local-up itself, which stops the control
@@ -85,10 +108,24 @@ build-race:
 	@mkdir -p $(BIN)
 	go build -race -o $(BIN)/virt-advisor-apiserver-race ./cmd/virt-advisor-apiserver
 
-e2e: tools build build-race chromium
+# The ginkgo CLI runs the suite on E2E_PROCS processes, each with a
+# control plane of its own (BeforeSuite): most specs wait on rollouts,
+# windows and restarts rather than compute, so they overlap well on 2
+# cores. Specs that must run alone are Serial (CONTRIBUTING.md). The CLI
+# is built from the ginkgo module go.mod pins. GINKGO_FLAGS adds flags,
+# e.g. GINKGO_FLAGS="--focus-file resilience_test.go" or --procs=1.
+GINKGO := $(BIN)/ginkgo
+E2E_PROCS ?= 4
+GINKGO_FLAGS ?=
+$(GINKGO): go.mod go.sum
+	@mkdir -p $(BIN)
+	go build -o $@ github.com/onsi/ginkgo/v2/ginkgo
+
+e2e: tools build build-race chromium $(GINKGO)
 	@mkdir -p _output
-	CHROMIUM=$(CHROMIUM) E2E_TIMES=$(CURDIR)/_output/e2e-times.txt go test $(GO_TEST_FLAGS) -timeout 40m ./test/e2e/... -args -ginkgo.v -ginkgo.label-filter='!soak'
-	@cat _output/e2e-times.txt
+	CHROMIUM=$(CHROMIUM) E2E_TIMES=$(CURDIR)/_output/e2e-times.txt $(GINKGO) --procs=$(E2E_PROCS) --timeout=40m -v \
+		--label-filter='!soak' $(GINKGO_FLAGS) ./test/e2e; \
+		status=$$?; cat _output/e2e-times.txt; exit $$status
 
 # The soak (not part of make test): SOAK_DURATION (default 20m) of review,
 # approve, rollout, drift and revert across both MachineConfig profiles

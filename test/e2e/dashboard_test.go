@@ -251,8 +251,9 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
 		waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 15*time.Second)
 		hash := planHashOf("load-aware-rebalancing")
-		// Slow nodes, so that the page shows the rollout step by step.
-		patchObject(mcpGVR, "", "worker", `{"metadata":{"annotations":{"fake-mco.virt-advisor.io/step-time":"1500ms"}}}`)
+		// Slow nodes, so that the page shows the rollout step by step (3 s
+		// each: a page on a busy machine still sees one updating).
+		patchObject(mcpGVR, "", "worker", `{"metadata":{"annotations":{"fake-mco.virt-advisor.io/step-time":"3s"}}}`)
 		approver, kubeconfig := dashboardUser("alice", "virt-advisor-approver", clusterReader)
 		d := startDashboard(kubeconfig)
 		tab := newTab()

@@ -90,6 +90,12 @@ var _ = BeforeSuite(func() {
 	})
 })
 
+// startFirst marks a container whose specs wait a minute or more (for
+// maintenance windows, outages, rollouts of slow nodes, make run): the
+// processes take them before the short ones, so that none is left to run
+// alone at the end of the suite (longest first).
+var startFirst = SpecPriority(1)
+
 // anyFailed keeps the environment's directory for a post-mortem.
 var anyFailed bool
 
@@ -118,19 +124,33 @@ var _ = ReportAfterSuite("where the time went", func(r Report) {
 	}
 	var specs []SpecReport
 	files := map[string]time.Duration{}
+	procs := map[int]*procTime{}
+	proc := func(n int) *procTime {
+		if procs[n] == nil {
+			procs[n] = &procTime{}
+		}
+		return procs[n]
+	}
 	for _, s := range r.SpecReports {
+		if s.LeafNodeType == types.NodeTypeBeforeSuite {
+			proc(s.ParallelProcess).setup += s.RunTime
+		}
 		if s.LeafNodeType != types.NodeTypeIt || s.State == types.SpecStateSkipped {
 			continue
 		}
 		specs = append(specs, s)
 		files[filepath.Base(s.LeafNodeLocation.FileName)] += s.RunTime
+		p := proc(s.ParallelProcess)
+		p.specs++
+		p.busy += s.RunTime
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].RunTime > specs[j].RunTime })
 	var sum time.Duration
 	for _, s := range specs {
 		sum += s.RunTime
 	}
-	fmt.Fprintf(out, "e2e: %d specs ran in %v (suite %v, setup and teardown included)\n", len(specs), sum.Round(time.Second), r.RunTime.Round(time.Second))
+	fmt.Fprintf(out, "e2e: %d specs ran in %v (suite %v on %d processes, setup and teardown included)\n",
+		len(specs), sum.Round(time.Second), r.RunTime.Round(time.Second), r.SuiteConfig.ParallelTotal)
 	fmt.Fprintln(out, "slowest specs:")
 	for _, s := range specs[:min(15, len(specs))] {
 		fmt.Fprintf(out, "  %6.1fs  %s:%d  %s\n", s.RunTime.Seconds(), filepath.Base(s.LeafNodeLocation.FileName), s.LeafNodeLocation.LineNumber, s.FullText())
@@ -144,7 +164,22 @@ var _ = ReportAfterSuite("where the time went", func(r Report) {
 	for _, f := range names {
 		fmt.Fprintf(out, "  %6.1fs  %s\n", files[f].Seconds(), f)
 	}
+	// Each process has a control plane of its own (BeforeSuite); a process
+	// busy much longer than the others is the suite's tail.
+	fmt.Fprintf(out, "by process (%d):\n", r.SuiteConfig.ParallelTotal)
+	for n := 1; n <= r.SuiteConfig.ParallelTotal; n++ {
+		if p := procs[n]; p != nil {
+			fmt.Fprintf(out, "  %d: setup %5.1fs, %3d specs in %6.1fs\n", n, p.setup.Seconds(), p.specs, p.busy.Seconds())
+		}
+	}
 })
+
+// procTime is what one parallel process spent: starting its environment
+// and running its specs.
+type procTime struct {
+	setup, busy time.Duration
+	specs       int
+}
 
 // kubectl runs kubectl as the cluster admin.
 func kubectl(args ...string) (string, error) {

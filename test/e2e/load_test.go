@@ -74,7 +74,9 @@ func getLease() *coordinationv1.Lease {
 	return lease
 }
 
-var _ = Describe("load on the main API server", func() {
+// Serial: 50 concurrent plan GETs take both cores; with other processes'
+// specs beside them the Lease-renewal check would measure their load.
+var _ = Describe("load on the main API server", Serial, func() {
 	It("answers 50 concurrent plan GETs with 200 or 429, shares their computations and keeps renewing the Lease", func() {
 		const name, requests = "load-aware-rebalancing", 50
 		configWith(name, `{"profile":"load-aware-rebalancing","action":"Ignore"}`)

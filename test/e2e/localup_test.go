@@ -115,7 +115,7 @@ func alive(pids []int) []string {
 	return left
 }
 
-var _ = Describe("make run and make reset", Ordered, func() {
+var _ = Describe("make run and make reset", Ordered, startFirst, func() {
 	var dir string
 	BeforeAll(func() {
 		if _, err := exec.LookPath("make"); err != nil {

@@ -65,7 +65,7 @@ func createWindow(w *v1alpha1.MaintenanceWindow) *v1alpha1.MaintenanceWindow {
 	return created
 }
 
-var _ = Describe("maintenance windows", func() {
+var _ = Describe("maintenance windows", startFirst, func() {
 	It("are served through the aggregator: create (defaults applied), get, list, update, patch, delete; short name mw", func() {
 		windows := advisor.AdvisorV1alpha1().MaintenanceWindows()
 		w := newWindow("e2e-weekend", "0 22 * * 6", 8*time.Hour, "")

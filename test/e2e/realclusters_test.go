@@ -295,7 +295,7 @@ func nodeRole(role string) map[string]interface{} {
 	return map[string]interface{}{"matchLabels": map[string]interface{}{"node-role.kubernetes.io/" + role: ""}}
 }
 
-var _ = Describe("real clusters: pools and nodes", Ordered, func() {
+var _ = Describe("real clusters: pools and nodes", Ordered, startFirst, func() {
 	BeforeEach(resetCluster)
 	AfterEach(resetCluster)
 

@@ -58,7 +58,7 @@ func denyAdvisorHCOWrites() {
 	})
 }
 
-var _ = Describe("resilience: a permanent failure after a write", Ordered, func() {
+var _ = Describe("resilience: a permanent failure after a write", func() {
 	BeforeEach(resetCluster)
 	AfterEach(resetCluster)
 
@@ -94,7 +94,7 @@ var _ = Describe("resilience: a permanent failure after a write", Ordered, func(
 	})
 })
 
-var _ = Describe("resilience: outages and crashes", Ordered, func() {
+var _ = Describe("resilience: outages and crashes", startFirst, func() {
 	BeforeEach(resetCluster)
 	AfterEach(resetCluster)
 
@@ -178,7 +178,7 @@ func advisorDirectClient() versioned.Interface {
 	return c
 }
 
-var _ = Describe("resilience: retries across outages", Ordered, func() {
+var _ = Describe("resilience: retries across outages", startFirst, func() {
 	BeforeEach(resetCluster)
 	AfterEach(resetCluster)
 

@@ -86,7 +86,7 @@ func startAdvisorWithWindow(name, window string) {
 	Expect(testEnv.RegisterAdvisor(suiteCtx, adv)).To(Succeed())
 }
 
-var _ = Describe("rollouts: one reboot per node", Ordered, func() {
+var _ = Describe("rollouts: one reboot per node", Ordered, startFirst, func() {
 	BeforeEach(resetCluster)
 	AfterEach(func() {
 		_ = dyn().Resource(mcGVR).Delete(suiteCtx, otherMC, metav1.DeleteOptions{})

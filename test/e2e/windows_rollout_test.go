@@ -29,7 +29,7 @@ func untilSecond(from, to int) {
 
 // The suite's coalescing window (3 s) is much shorter than these windows
 // (20 s of every minute): the coalescing pause happens inside them.
-var _ = Describe("rollouts in maintenance windows", Ordered, func() {
+var _ = Describe("rollouts in maintenance windows", startFirst, func() {
 	BeforeEach(resetCluster)
 	AfterEach(resetCluster)
 
