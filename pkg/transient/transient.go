@@ -68,6 +68,34 @@ func Is(err error) bool {
 	return false
 }
 
+// AuthorizationRetries is how many times a write the API server's
+// authorizer refused is tried again before the refusal counts as
+// permanent: about 7 s with the backoff below.
+const AuthorizationRetries = 3
+
+// Retry reports whether a write that failed with err, after attempts
+// earlier failures of the same write, is tried again: a transient error
+// always (within the caller's deadline), and a refusal of the API
+// server's authorizer a few times. A kube-apiserver that has just started
+// answers 403 to every request its RBAC allows until its authorizer's
+// caches are filled (a second or so); retrying a few times tells that
+// from a permission the server's ServiceAccount really lacks, which then
+// fails with the API server's message.
+func Retry(err error, attempts int32) bool {
+	return Is(err) || (Authorization(err) && attempts < AuthorizationRetries)
+}
+
+// Authorization is true for a 403 of the authorizer ("User … cannot patch
+// resource …"), false for one of admission (a policy or a webhook that
+// denied the request), which no retry changes.
+func Authorization(err error) bool {
+	if !apierrors.IsForbidden(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, `User "`) && strings.Contains(msg, `" cannot `)
+}
+
 const (
 	// FirstBackoff is the wait after the first failed attempt; it doubles
 	// with every attempt up to MaxBackoff.

@@ -53,6 +53,34 @@ func TestIs(t *testing.T) {
 	}
 }
 
+func TestRetry(t *testing.T) {
+	gr := schema.GroupResource{Group: "operator.openshift.io", Resource: "kubedeschedulers"}
+	// As kube-apiserver words them (the authorizer's reason after the name).
+	rbac := apierrors.NewForbidden(gr, "cluster", errors.New(`User "system:serviceaccount:virt-advisor:virt-advisor-apiserver" cannot patch resource "kubedeschedulers" in API group "operator.openshift.io" in the namespace "openshift-kube-descheduler-operator"`))
+	policy := apierrors.NewForbidden(gr, "cluster", errors.New(`ValidatingAdmissionPolicy 'virt-advisor-writes' with binding 'virt-advisor-writes' denied request: virt-advisor writes only what its profiles write`))
+	webhook := apierrors.NewForbidden(gr, "cluster", errors.New(`admission webhook "validate.example.io" denied the request: no`))
+	for _, tc := range []struct {
+		name     string
+		err      error
+		attempts int32
+		want     bool
+	}{
+		{"an authorizer's 403, first failure", rbac, 0, true},
+		{"an authorizer's 403, third failure", rbac, 2, true},
+		{"an authorizer's 403 after three retries: permanent", rbac, 3, false},
+		{"an admission policy's 403", policy, 0, false},
+		{"a webhook's 403", webhook, 0, false},
+		{"a transient error, however often", apierrors.NewServiceUnavailable("starting"), 50, true},
+		{"422", apierrors.NewBadRequest("bad"), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Retry(tc.err, tc.attempts); got != tc.want {
+				t.Errorf("Retry(%v, %d) = %v, want %v", tc.err, tc.attempts, got, tc.want)
+			}
+		})
+	}
+}
+
 // sysErr is a syscall error as the net package wraps it.
 type sysErr struct{ errno syscall.Errno }
 
