@@ -325,7 +325,7 @@ func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 			switch {
 			case errors.Is(err, errLookAgain) || ctx.Err() != nil:
 				return 0, nil, err
-			case err != nil && transient.Is(err):
+			case err != nil && transient.Retry(err, retriesOf(it)):
 				// Items are written in order: the later ones wait too.
 				if after, retrying := c.retryItem(cfg.Name, it, err, timeout); retrying {
 					return after, wait, nil
@@ -498,6 +498,14 @@ func (c *Controller) retryItem(config string, it *v1alpha1.VirtPlatformConfigIte
 	it.Message = fmt.Sprintf("Retrying in %v (attempt %d): %v", after, it.Retry.Attempts, err)
 	c.retryAt.Store(retryKey{config, it.Name}, now.Add(after))
 	return after, true
+}
+
+// retriesOf is how many times an item's write has failed and been retried.
+func retriesOf(it *v1alpha1.VirtPlatformConfigItem) int32 {
+	if it.Retry == nil {
+		return 0
+	}
+	return it.Retry.Attempts
 }
 
 // retryWait is how long an item retrying its write still waits for its

@@ -317,6 +317,31 @@ func TestReconcileEdges(t *testing.T) {
 			phase: v1alpha1.PhaseFailed, reason: "ItemFailed", message: "reading the targets of " + configName + " before its first write: kubedeschedulers.operator.openshift.io \"cluster\" is forbidden",
 			items:  map[string]itemWant{descheduler: {v1alpha1.ItemStateFailed, "Failed to apply: reading the targets"}},
 			events: []string{"Warning Failed"}},
+		// A kube-apiserver that has just started refuses what RBAC allows
+		// until its authorizer's caches are filled: before, the item failed
+		// for good at the first such 403.
+		{name: "InProgress --reading the targets is refused by the authorizer (403 User … cannot …)--> retrying; the fourth refusal is permanent: Failed naming it, nothing written", spec: dryRun, given: givenApproved,
+			event: func(h *harness) {
+				h.planner.snapshotErr = apierrors.NewForbidden(schema.GroupResource{Group: "operator.openshift.io", Resource: "kubedeschedulers"}, "cluster",
+					errors.New(`User "system:serviceaccount:virt-advisor:virt-advisor-apiserver" cannot get resource "kubedeschedulers" in API group "operator.openshift.io" in the namespace "openshift-kube-descheduler-operator"`))
+			},
+			phase:   v1alpha1.PhaseInProgress,
+			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStatePending, "Retrying in 1s (attempt 1): reading the targets of " + configName + " before its first write"}},
+			requeue: time.Second,
+			check: func(t *testing.T, h *harness) {
+				for _, wait := range []time.Duration{time.Second, 2 * time.Second} {
+					h.clock.Step(wait)
+					h.mustReconcile(v1alpha1.PhaseInProgress)
+				}
+				h.clock.Step(4 * time.Second)
+				h.mustReconcile(v1alpha1.PhaseFailed)
+				if it := h.get().Status.Items[0]; it.State != v1alpha1.ItemStateFailed || !strings.Contains(it.Message, `cannot get resource "kubedeschedulers"`) {
+					t.Errorf("item %s %q, want Failed naming the refusal", it.State, it.Message)
+				}
+				if len(h.planner.applied) != 0 {
+					t.Errorf("applied %v, want nothing", h.planner.applied)
+				}
+			}},
 		// The write carries the read its checks judged: a target changed
 		// between the checks and the write is not written over.
 		{name: "InProgress --the target changes between its checks and its write (409)--> nothing written, looked at again; stale on the next look", spec: dryRun, given: givenApproved,
