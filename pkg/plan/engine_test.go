@@ -127,7 +127,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	if _, err := confirmed.Get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName); err != nil {
 		t.Fatal(err)
 	}
-	confirmed.confirm(key)
+	confirmed.dryRunBasedOn(key, "1", "1") // the cached resourceVersion
 	if !confirmed.consistent() || countGets() != beforeConfirm {
 		t.Errorf("a confirmed target: consistent %v, %d GETs sent; want consistent and none", confirmed.consistent(), countGets()-beforeConfirm)
 	}

@@ -114,8 +114,8 @@ func TestRebootNotes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			items := []v1alpha1.PlanItem{{Name: "enable-psi-metrics", TargetRef: mc, Operation: tc.op, Message: "m"}}
-			warnings, disrupted := addRebootNotes(context.Background(), items, []itemChange{{labels: workerLabels, spec: tc.change}},
-				func() ([]unstructured.Unstructured, error) { return pools, nil }, tc.reads, false)
+			n := notes{pools: func() ([]unstructured.Unstructured, error) { return pools, nil }, reads: tc.reads}
+			warnings, disrupted := n.annotate(context.Background(), items, []itemChange{{labels: workerLabels, spec: tc.change}})
 			if items[0].Message != tc.message {
 				t.Errorf("message\n got %q\nwant %q", items[0].Message, tc.message)
 			}
@@ -166,10 +166,9 @@ func TestWindowNotes(t *testing.T) {
 			if strings.Contains(tc.name, "request ended") {
 				cancel()
 			}
-			items := []v1alpha1.PlanItem{{Name: "psi", Message: "m", Reboots: []v1alpha1.PoolReboot{{Pool: tc.pool, Nodes: 3}}}}
-			addWindowNotes(ctx, items, func() ([]unstructured.Unstructured, error) { return pools, nil }, windowList{weekend}, tc.now)
-			if items[0].Message != tc.want {
-				t.Errorf("message %q\nwant    %q", items[0].Message, tc.want)
+			got := "m" + windowNote(ctx, []v1alpha1.PoolReboot{{Pool: tc.pool, Nodes: 3}}, pools, windowList{weekend}.Windows, tc.now)
+			if got != tc.want {
+				t.Errorf("message %q\nwant    %q", got, tc.want)
 			}
 		})
 	}
