@@ -235,3 +235,56 @@ func TestInputReaderSharesPoolAndNodeLists(t *testing.T) {
 		t.Errorf("calls %v", calls)
 	}
 }
+
+// One pass over the items annotates each MachineConfig item that writes
+// with its reboots, the VMs its drains disrupt and its maintenance
+// windows; other items are left as they are.
+func TestAnnotateInOnePass(t *testing.T) {
+	pools := []unstructured.Unstructured{testPool("worker", []interface{}{"worker"}, 3, false)}
+	weekend, err := maintenance.New("weekend", maintenance.Spec{PoolNames: []string{"worker"}, Schedule: "0 22 * * 6", Duration: 8 * time.Hour, TimeZone: "UTC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "99-worker-psi-karg"}
+	cm := v1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm"}
+	listed := func() ([]unstructured.Unstructured, error) { return pools, nil }
+	for _, tc := range []struct {
+		name      string
+		item      v1alpha1.PlanItem
+		pools     func() ([]unstructured.Unstructured, error)
+		windows   bool
+		message   string
+		warnings  int
+		disrupted int
+	}{
+		{name: "a MachineConfig written: reboots, VMs, window", item: v1alpha1.PlanItem{Name: "psi", TargetRef: mc, Operation: v1alpha1.OperationCreate, Message: "m"},
+			pools: listed, windows: true, warnings: 1, disrupted: 3,
+			message: "m; reboots: pool worker, 3 nodes, once; 1 VM live-migrates, 2 shut down: default/disk-0 (DisksNotLiveMigratable), default/vm-none (EvictionStrategyNone); " +
+				"1 blocks the drain: default/gpu-0 (HostDeviceNotLiveMigratable); maintenance windows: pool 'worker': window 'weekend' opens Sat 28 Nov 22:00 UTC, in 3d12h; it is written then"},
+		{name: "no windows configured: no window note", item: v1alpha1.PlanItem{Name: "psi", TargetRef: mc, Operation: v1alpha1.OperationDelete, Message: "m"},
+			pools: listed, warnings: 1, disrupted: 3,
+			message: "m; reboots: pool worker, 3 nodes, once; 1 VM live-migrates, 2 shut down: default/disk-0 (DisksNotLiveMigratable), default/vm-none (EvictionStrategyNone); " +
+				"1 blocks the drain: default/gpu-0 (HostDeviceNotLiveMigratable)"},
+		{name: "pools not listed: reboots unknown", item: v1alpha1.PlanItem{Name: "psi", TargetRef: mc, Operation: v1alpha1.OperationUpdate, Message: "m"},
+			pools: func() ([]unstructured.Unstructured, error) { return nil, errors.New("forbidden") }, windows: true, message: "m; reboots: unknown (forbidden)"},
+		{name: "a MachineConfig unchanged", item: v1alpha1.PlanItem{Name: "psi", TargetRef: mc, Operation: v1alpha1.OperationNone, Message: "m"}, pools: listed, windows: true, message: "m"},
+		{name: "a MachineConfig that cannot be planned", item: v1alpha1.PlanItem{Name: "psi", TargetRef: mc, Operation: v1alpha1.OperationCreate, Error: "no", Message: "m"},
+			pools: listed, windows: true, message: "m"},
+		{name: "another kind", item: v1alpha1.PlanItem{Name: "cm", TargetRef: cm, Operation: v1alpha1.OperationCreate, Message: "m"}, pools: listed, windows: true, message: "m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := notes{pools: tc.pools, reads: fakeReads(workers, e2eVMIs, true, nil, nil), now: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
+			if tc.windows {
+				n.windows = windowList{weekend}.Windows
+			}
+			items := []v1alpha1.PlanItem{tc.item}
+			warnings, disrupted := n.annotate(context.Background(), items, []itemChange{{labels: workerLabels, spec: mcChange{after: psiSpec}}})
+			if items[0].Message != tc.message {
+				t.Errorf("message\n got %q\nwant %q", items[0].Message, tc.message)
+			}
+			if len(warnings) != tc.warnings || len(disrupted[tc.item.Name]) != tc.disrupted {
+				t.Errorf("%d warnings, %d VMs disrupted; want %d, %d", len(warnings), len(disrupted[tc.item.Name]), tc.warnings, tc.disrupted)
+			}
+		})
+	}
+}
