@@ -34,13 +34,10 @@ type clusterReads struct {
 // profile reads as an input is read once), everything else live.
 func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error)) *clusterReads {
 	c := e.Cluster
+	nodes, vmis := e.nodeAndVMIReads(ctx)
 	return &clusterReads{
-		nodes: sync.OnceValues(func() ([]unstructured.Unstructured, error) {
-			return c.List(ctx, profiles.NodeGVK)
-		}),
-		vmis: onceValues3(func() ([]kubevirt.VMI, bool, error) {
-			return c.ListVMIs(ctx)
-		}),
+		nodes: sync.OnceValues(nodes),
+		vmis:  onceValues3(vmis),
 		policies: onceValues3(func() (*disruption.Policies, string, error) {
 			mc, err := c.Get(ctx, machineconfig.MachineConfigurationGVK, "", machineconfig.MachineConfigurationName)
 			if err != nil {
@@ -56,6 +53,15 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 			return get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName)
 		}),
 	}
+}
+
+// nodeAndVMIReads are where a plan reads the Nodes and the
+// VirtualMachineInstances (live lists): the one place to change where
+// they come from. Each is called at most once per plan.
+func (e *Engine) nodeAndVMIReads(ctx context.Context) (nodes func() ([]unstructured.Unstructured, error), vmis func() ([]kubevirt.VMI, bool, error)) {
+	nodes = func() ([]unstructured.Unstructured, error) { return e.Cluster.List(ctx, profiles.NodeGVK) }
+	vmis = func() ([]kubevirt.VMI, bool, error) { return e.Cluster.ListVMIs(ctx) }
+	return nodes, vmis
 }
 
 // start begins the reads a plan that writes a MachineConfig will need, so

@@ -23,15 +23,10 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
@@ -173,7 +168,8 @@ const (
 	// optimisticInputs plans from the watch caches while the live reads
 	// are in flight, and keeps the plan only when the live reads return
 	// the objects the caches held: the plan of the live state, without
-	// waiting for the reads before the dry-runs.
+	// waiting for the reads before the dry-runs. When they do not, the
+	// items are planned again from the live reads (none sent twice).
 	optimisticInputs
 )
 
@@ -183,17 +179,7 @@ const (
 func (s inputSource) live() bool { return s == liveInputs || s == optimisticInputs }
 
 func (e *Engine) computeFrom(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, from inputSource) (*Result, error) {
-	var res *Result
-	var err error
-	if from == liveInputs && e.Cluster.InputWatches() != nil {
-		var consistent bool
-		res, consistent, err = e.compute(ctx, cfg, optimisticInputs)
-		if err != nil || !consistent {
-			res, _, err = e.compute(ctx, cfg, liveInputs)
-		}
-	} else {
-		res, _, err = e.compute(ctx, cfg, from)
-	}
+	res, err := e.compute(ctx, cfg, from)
 	// A caller that went away (a cancelled request, a lost leadership) is
 	// no failure of the plan.
 	if e.Metrics != nil && !errors.Is(err, context.Canceled) {
@@ -202,25 +188,63 @@ func (e *Engine) computeFrom(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 	return res, err
 }
 
-// compute plans from the inputs of from; consistent is false when an
-// optimistic computation read inputs that were not the live ones.
-func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, from inputSource) (res *Result, consistent bool, err error) {
+// compute plans a config in steps: its prerequisites, the snapshot of its
+// inputs (where they are read from decided once, here), each item planned
+// from the snapshot, the items gathered into the result, the result
+// annotated with what it does to nodes and VMs, and hashed.
+func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, from inputSource) (*Result, error) {
 	profile, ok := e.Profiles.Get(cfg.Spec.Profile)
 	if !ok {
-		return nil, false, fmt.Errorf("unknown profile %q", cfg.Spec.Profile)
+		return nil, fmt.Errorf("unknown profile %q", cfg.Spec.Profile)
 	}
 	opts := profiles.ResolveOptions(profile.Metadata().Options, cfg.Spec)
-	res = &Result{
-		Status:  v1alpha1.PlanStatus{Profile: cfg.Spec.Profile, Generation: cfg.Generation},
+	res := newResult(cfg)
+	var err error
+	if res.Status.Prerequisites, err = e.prerequisites(profile.Prerequisites(opts)); err != nil {
+		return nil, err
+	}
+	if !res.Satisfied() {
+		return res, nil
+	}
+	snap := e.readSnapshot(ctx, profile, opts, from)
+	planned, err := e.planItems(ctx, cfg, profile, opts, snap)
+	if snap.optimistic && (err != nil || !snap.consistent()) {
+		// The watch caches were behind the live state: plan from the
+		// live reads, already made or on their way.
+		snap = snap.liveOnly()
+		planned, err = e.planItems(ctx, cfg, profile, opts, snap)
+	}
+	if err != nil {
+		return nil, err
+	}
+	snapshot, hashed := res.addItems(planned)
+	e.annotate(ctx, res, planned, snap, cfg.Spec.AllowsBlockingDrains())
+	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
+		return nil, err
+	}
+	if res.Status.PlanHash, err = hashPlan(cfg, res.Status.Settings, hashed, snapshot, res.Disrupted); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// newResult is the empty plan of a config.
+func newResult(cfg *v1alpha1.VirtPlatformConfig) *Result {
+	return &Result{
+		Status:  v1alpha1.PlanStatus{Profile: cfg.Spec.Profile, Generation: cfg.Generation, Settings: settingsOf(cfg.Spec)},
 		Desired: map[string]*unstructured.Unstructured{},
 		Differs: map[string][]string{},
 		Targets: map[string]v1alpha1.ReviewedTarget{},
 	}
-	res.Status.Settings = settingsOf(cfg.Spec)
-	for _, p := range profile.Prerequisites(opts) {
+}
+
+// prerequisites are the profile's prerequisites, each said served or not.
+func (e *Engine) prerequisites(prereqs []profiles.Prerequisite) ([]v1alpha1.Prerequisite, error) {
+	var out []v1alpha1.Prerequisite
+	for _, p := range prereqs {
 		served, err := e.Cluster.Served(p.GVK)
 		if err != nil {
-			return nil, false, fmt.Errorf("checking prerequisite %s: %w", p.GVK.Kind, err)
+			return nil, fmt.Errorf("checking prerequisite %s: %w", p.GVK.Kind, err)
 		}
 		apiVersion := p.GVK.GroupVersion().String()
 		if p.GVK.Version == "" {
@@ -230,98 +254,70 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 				apiVersion = p.GVK.Group + "/" + v
 			}
 		}
-		res.Status.Prerequisites = append(res.Status.Prerequisites, v1alpha1.Prerequisite{
+		out = append(out, v1alpha1.Prerequisite{
 			Kind: p.GVK.Kind, APIVersion: apiVersion, Description: p.Description, Satisfied: served,
 		})
 	}
-	if !res.Satisfied() {
-		return res, true, nil
-	}
+	return out, nil
+}
 
-	refs := profile.InputObjects(opts)
-	listPools := e.poolLister(ctx, profile, refs, from)
-	inputs := newInputReader(ctx, e.Cluster, refs, from, listPools)
-	// What the MachineConfig items do to nodes and VMs is read once per
-	// plan, and the profile's own reads of Nodes share the list.
-	reads := e.newClusterReads(ctx, inputs.Get)
-	inputs.nodes = reads.nodes
-	if from.live() && writesMachineConfigs(profile) {
-		reads.start()
-	}
-	items, err := profile.Items(ctx, profiles.Inputs{ConfigName: cfg.Name, Options: opts, Cluster: inputs})
+// planItems asks the profile for its items, reading its inputs from the
+// snapshot, and plans them all at once, each with its own check.
+func (e *Engine) planItems(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, opts v1alpha1.ProfileOptions, snap *inputReader) ([]plannedItem, error) {
+	items, err := profile.Items(ctx, profiles.Inputs{ConfigName: cfg.Name, Options: opts, Cluster: snap})
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	planned := make([]plannedItem, len(items))
+	checks := make([]itemCheck, len(items))
 	owned := OwnershipOf(&cfg.Status)
 	var wg sync.WaitGroup
-	checks := make([]struct {
-		sentence string
-		warnings []string
-	}, len(items))
 	for i := range items {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			planned[i] = e.planItemSafely(ctx, cfg.Name, owned, items[i], inputs)
-		}(i)
+		wg.Go(func() { planned[i] = e.planItemSafely(ctx, cfg.Name, owned, items[i], snap) })
 		if check := items[i].Check; check != nil {
 			wg.Go(func() { checks[i].sentence, checks[i].warnings = check(ctx) })
 		}
 	}
 	wg.Wait()
-	for i := range checks {
-		if checks[i].sentence != "" && !planned[i].skip {
-			planned[i].item.Message += ". " + checks[i].sentence
-		}
-		items[i].Warnings = append(items[i].Warnings, checks[i].warnings...)
-	}
 	if err := ctx.Err(); err != nil {
-		return nil, false, fmt.Errorf("computing the plan: %w", err)
+		return nil, fmt.Errorf("computing the plan: %w", err)
 	}
+	for i := range planned {
+		planned[i].addProfileNotes(items[i], checks[i])
+	}
+	return planned, nil
+}
 
-	snapshot := map[string]interface{}{}
-	var hashed []interface{}
-	for i, p := range planned {
+// addItems adds the planned items to the result, those skipped left out,
+// and returns what the hashes bind: the live state of the managed fields
+// (by snapshot key) and the items as hashed.
+func (r *Result) addItems(planned []plannedItem) (snapshot map[string]interface{}, hashed []interface{}) {
+	snapshot = map[string]interface{}{}
+	for _, p := range planned {
 		if p.skip {
 			continue
 		}
+		name := p.item.Name
 		if p.item.Error == "" {
 			// An item that cannot be planned fails when applied; its live
 			// state is not part of what was reviewed.
 			snapshot[p.key] = p.snapshot
+			r.Targets[name] = p.target
+			if p.differs != nil {
+				r.Differs[name] = p.differs
+			}
 		}
-		res.Status.Items = append(res.Status.Items, p.item)
-		for _, w := range items[i].Warnings {
-			res.Status.Warnings = append(res.Status.Warnings, fmt.Sprintf("item '%s': %s", p.item.Name, w))
+		r.Status.Items = append(r.Status.Items, p.item)
+		for _, w := range p.warnings {
+			r.Status.Warnings = append(r.Status.Warnings, fmt.Sprintf("item '%s': %s", name, w))
 		}
 		if p.item.Operation != v1alpha1.OperationDelete {
-			res.Desired[p.item.Name] = items[i].Desired
+			r.Desired[name] = p.applied
 		}
-		if p.differs != nil && p.item.Error == "" {
-			res.Differs[p.item.Name] = p.differs
-		}
-		if p.item.Error == "" {
-			res.Targets[p.item.Name] = p.target
-		}
-		hashed = append(hashed, map[string]interface{}{
-			"name": p.item.Name, "targetRef": p.item.TargetRef, "operation": p.item.Operation, "desiredState": p.desired, "error": p.item.Error,
-		})
-		res.Status.ImpactSeverity = MaxImpact(res.Status.ImpactSeverity, p.item.ImpactSeverity)
+		hashed = append(hashed, p.hashed())
+		r.Status.ImpactSeverity = MaxImpact(r.Status.ImpactSeverity, p.item.ImpactSeverity)
 	}
-	warnings, disrupted := addRebootNotes(ctx, res.Status.Items, rollChanges(planned), listPools, reads, cfg.Spec.AllowsBlockingDrains())
-	res.Status.Warnings = append(res.Status.Warnings, warnings...)
-	res.Disrupted = disrupted
-	if l := e.windows.Load(); l != nil {
-		addWindowNotes(ctx, res.Status.Items, listPools, *l, e.now())
-	}
-	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
-		return nil, false, err
-	}
-	if res.Status.PlanHash, err = hashPlan(cfg, res.Status.Settings, hashed, snapshot, disrupted); err != nil {
-		return nil, false, err
-	}
-	return res, inputs.consistent(), nil
+	return snapshot, hashed
 }
 
 // hashPlan is the plan hash: what approving the plan approves.
@@ -371,247 +367,6 @@ func settingsOf(spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.PlanSettings {
 		s.FailurePolicy = v1alpha1.FailurePolicyAbort
 	}
 	return s
-}
-
-type plannedItem struct {
-	item     v1alpha1.PlanItem
-	desired  map[string]interface{}
-	snapshot map[string]interface{}
-	key      string
-	skip     bool // an Absent item whose object is already gone
-	// differs: the managed fields the live target does not hold as
-	// desired; nil when there is no target or no desired state.
-	differs []string
-	// target is the live target as planned against.
-	target v1alpha1.ReviewedTarget
-	// rolls is what the pools that render the item are found by, from
-	// what it writes or, for a Delete, the live object (the pools that
-	// render it are the pools that roll its removal).
-	rolls machineconfig.Change
-	// change is the spec before and after, for a MachineConfig (for a
-	// KubeletConfig, of the MachineConfig generated from it).
-	change mcChange
-}
-
-// planItemSafely plans an item; a panic in a profile or in the engine
-// fails that item, never the server.
-func (e *Engine) planItemSafely(ctx context.Context, configName string, owned Ownership, it profiles.Item, inputs *inputReader) (p plannedItem) {
-	defer func() {
-		if r := recover(); r != nil {
-			utilruntime.HandleError(fmt.Errorf("planning item %q of %s panicked: %v", it.Name, configName, r))
-			p = plannedItem{item: v1alpha1.PlanItem{Name: it.Name, ImpactSeverity: v1alpha1.ImpactMedium,
-				Error: fmt.Sprintf("internal error while planning this item (%v); the server log has the details", r)},
-				snapshot: map[string]interface{}{"__state": "ERROR"}}
-			if it.Desired != nil {
-				gvk := it.Desired.GroupVersionKind()
-				p.item.TargetRef = v1alpha1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: it.Desired.GetName(), Namespace: it.Desired.GetNamespace()}
-				p.key = snapshotKey(gvk, it.Desired.GetNamespace(), it.Desired.GetName())
-			}
-		}
-	}()
-	return e.planItem(ctx, configName, owned, it, inputs)
-}
-
-// rollChanges are the labels and changes of each planned item that is
-// kept, in order.
-func rollChanges(planned []plannedItem) []itemChange {
-	out := make([]itemChange, 0, len(planned))
-	for _, p := range planned {
-		if !p.skip {
-			out = append(out, itemChange{rolls: p.rolls, spec: p.change})
-		}
-	}
-	return out
-}
-
-func (e *Engine) planItem(ctx context.Context, configName string, owned Ownership, it profiles.Item, inputs *inputReader) plannedItem {
-	desired := it.Desired.DeepCopy()
-	if it.Owned {
-		labels := desired.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[profiles.ManagedByLabel] = configName
-		desired.SetLabels(labels)
-	}
-	gvk := desired.GroupVersionKind()
-	ns, name := desired.GetNamespace(), desired.GetName()
-	label := fmt.Sprintf("%s (%s)", name, gvk.Kind)
-	if it.ShowVersion {
-		label = fmt.Sprintf("%s (%s %s)", name, gvk.Kind, gvk.GroupVersion())
-	}
-	p := plannedItem{
-		key:     snapshotKey(gvk, ns, name),
-		desired: desired.Object,
-		item: v1alpha1.PlanItem{
-			Name:          it.Name,
-			TargetRef:     v1alpha1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: name, Namespace: ns},
-			Message:       it.Message,
-			ManagedFields: it.ManagedFields,
-		},
-	}
-	if raw, err := json.Marshal(desired.Object); err == nil {
-		p.item.DesiredState = &runtime.RawExtension{Raw: raw}
-	}
-	fail := func(err error) plannedItem {
-		p.item.Error = err.Error()
-		p.item.ImpactSeverity = it.Impact
-		if p.item.ImpactSeverity == "" {
-			p.item.ImpactSeverity = v1alpha1.ImpactMedium
-		}
-		p.snapshot = map[string]interface{}{"__state": "ERROR"}
-		return p
-	}
-
-	if it.Err != nil {
-		return fail(it.Err)
-	}
-	ri, err := e.Cluster.Resource(gvk, ns)
-	if it.Absent && meta.IsNoMatchError(err) {
-		// The kind is not served (no MachineConfig API on a hosted
-		// control plane, say): there is nothing of it to delete.
-		p.skip = true
-		return p
-	}
-	if err != nil {
-		return fail(fmt.Errorf("resolving %s: %w", gvk.Kind, err))
-	}
-	// The live object and the dry-run are independent requests: send them
-	// together. The dry-run answers with the resourceVersion it was based
-	// on; if a write slipped in between, both are read again.
-	var live, dry *unstructured.Unstructured
-	var dryErr error
-	for attempt := 0; ; attempt++ {
-		done := make(chan struct{})
-		if !it.Absent {
-			go func() {
-				defer close(done)
-				dry, dryErr = ri.Apply(ctx, name, desired, metav1.ApplyOptions{FieldManager: cluster.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
-			}()
-		} else {
-			close(done)
-		}
-		// The profile may have just read the target: use that read, checked
-		// against the dry-run's resourceVersion like a fresh GET.
-		if prev, ok := inputs.readLive(cluster.ObjectKey{GVK: gvk, Namespace: ns, Name: name}); ok && attempt == 0 && prev != nil {
-			live, err = prev, nil
-		} else {
-			live, err = ri.Get(ctx, name, metav1.GetOptions{})
-		}
-		<-done
-		if apierrors.IsNotFound(err) {
-			live, err = nil, nil
-		}
-		if err != nil {
-			return fail(fmt.Errorf("reading %s %s: %w", gvk.Kind, cluster.ObjectName(ns, name), err))
-		}
-		if attempt == 0 && dryErr == nil && live != nil && !it.Absent && dry.GetResourceVersion() == live.GetResourceVersion() &&
-			inputs.readFromCache(cluster.ObjectKey{GVK: gvk, Namespace: ns, Name: name}) {
-			inputs.confirm(cluster.ObjectKey{GVK: gvk, Namespace: ns, Name: name})
-		}
-		if attempt > 0 || it.Absent || dryErr != nil || live == nil || dry.GetResourceVersion() == live.GetResourceVersion() {
-			break
-		}
-		if inputs.readFromCache(cluster.ObjectKey{GVK: gvk, Namespace: ns, Name: name}) {
-			// The profile computed the desired state from an older copy.
-			inputs.overtake()
-		}
-	}
-	ours := owned.MadeByUs(live)
-	if it.Owned && live != nil && !ours && !it.Absent && dryErr == nil {
-		// Someone else made this object: it is changed as the profile
-		// needs, but never labelled ours, so never pruned.
-		labels := desired.GetLabels()
-		delete(labels, profiles.ManagedByLabel)
-		desired.SetLabels(labels)
-		dry, dryErr = ri.Apply(ctx, name, desired, metav1.ApplyOptions{FieldManager: cluster.FieldManager, Force: true, DryRun: []string{metav1.DryRunAll}})
-		p.desired = desired.Object
-		if raw, err := json.Marshal(desired.Object); err == nil {
-			p.item.DesiredState = &runtime.RawExtension{Raw: raw}
-		}
-	}
-	var bound boundMeta
-	if !it.Absent {
-		bound = boundMetaOf(desired) // a Delete sets nothing
-	}
-	p.snapshot = snapshotValue(live, it.ManagedFields, bound)
-	if p.target.SnapshotHash, err = hashJSON(p.snapshot); err != nil {
-		return fail(err)
-	}
-	p.target.FieldHashes = fieldHashes(p.snapshot)
-	rolledBy := desired.Object
-	if live != nil {
-		p.target.UID = live.GetUID()
-		if it.Absent {
-			rolledBy = live.Object
-		}
-	}
-	p.rolls = machineconfig.ChangeOf(p.item.TargetRef, rolledBy)
-	if live != nil && !it.Absent {
-		p.differs = differingFields(live.Object, desired.Object, it.ManagedFields)
-	}
-	if machineconfig.RollsPools(p.item.TargetRef) {
-		// What the node disruption of the change is decided from: the
-		// live spec and what the write leaves (the dry-run's answer).
-		p.change.before = renderedSpecOf(p.item.TargetRef, live)
-		if !it.Absent && dryErr == nil {
-			p.change.after = renderedSpecOf(p.item.TargetRef, dry)
-		}
-	}
-	p.item.ImpactSeverity = it.Impact
-	if p.item.ImpactSeverity == "" {
-		p.item.ImpactSeverity = v1alpha1.ImpactLow
-		if live == nil {
-			p.item.ImpactSeverity = v1alpha1.ImpactMedium
-		}
-	}
-	liveYAML, err := toYAML(sanitize(live))
-	if err != nil {
-		return fail(err)
-	}
-
-	if it.Absent {
-		switch decideAbsent(live != nil, ours) {
-		case gone:
-			p.skip = true
-		case leaveInPlace:
-			p.item.Operation = v1alpha1.OperationNone
-			p.item.DesiredState = nil
-			p.desired = nil
-			p.item.ImpactSeverity = v1alpha1.ImpactNone
-			p.item.Message = fmt.Sprintf("%s '%s' was not created by virt-advisor: it is left in place (delete it yourself if it is no longer wanted)", gvk.Kind, name)
-			p.item.Diff, _ = unifiedDiff(liveYAML, liveYAML, label, label)
-		default:
-			p.item.Operation = v1alpha1.OperationDelete
-			p.item.DesiredState = nil
-			p.desired = nil
-			if p.item.Diff, err = unifiedDiff(liveYAML, "", label, devNull); err != nil {
-				return fail(err)
-			}
-		}
-		return p
-	}
-
-	if dryErr != nil {
-		return fail(fmt.Errorf("server-side apply dry-run of %s %s was rejected: %w", gvk.Kind, cluster.ObjectName(ns, name), dryRunCause(dryErr)))
-	}
-	dryYAML, err := toYAML(sanitize(dry))
-	if err != nil {
-		return fail(err)
-	}
-	fromLabel := label
-	p.item.Operation = decideWanted(live != nil, liveYAML == dryYAML)
-	switch p.item.Operation {
-	case v1alpha1.OperationCreate:
-		fromLabel = devNull
-	case v1alpha1.OperationNone:
-		p.item.ImpactSeverity = v1alpha1.ImpactNone
-		p.item.Message = unchangedMessage(gvk.Kind, name, it.Message)
-	}
-	if p.item.Diff, err = unifiedDiff(liveYAML, dryYAML, fromLabel, label); err != nil {
-		return fail(err)
-	}
-	return p
 }
 
 // dryRunCause keeps the API server's own words for a rejected dry-run.

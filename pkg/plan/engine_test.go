@@ -127,7 +127,7 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	if _, err := confirmed.Get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName); err != nil {
 		t.Fatal(err)
 	}
-	confirmed.confirm(key)
+	confirmed.dryRunBasedOn(key, "1", "1") // the cached resourceVersion
 	if !confirmed.consistent() || countGets() != beforeConfirm {
 		t.Errorf("a confirmed target: consistent %v, %d GETs sent; want consistent and none", confirmed.consistent(), countGets()-beforeConfirm)
 	}
@@ -150,6 +150,21 @@ func TestInputSourceOfAComputation(t *testing.T) {
 	}
 	if n := gets() - before; n != 1 {
 		t.Errorf("a live computation that reads its input 3 times sent %d GETs, want 1", n)
+	}
+
+	// An optimistic snapshot found behind is planned again from its live
+	// reads, none sent again.
+	r = newInputReader(ctx, c, refs, optimisticInputs, nil)
+	if _, err := r.Get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName); err != nil || r.consistent() {
+		t.Fatalf("optimistic read: error %v, consistent %v; want the cache behind", err, r.consistent())
+	}
+	before = gets()
+	got, err = r.liveOnly().Get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit, _, _ := unstructured.NestedInt64(got.Object, "spec", "liveMigrationConfig", "parallelMigrationsPerCluster"); limit != 20 || gets() != before {
+		t.Errorf("planned again without the caches: parallelMigrationsPerCluster %d, %d GETs; want the live 20 and no GET", limit, gets()-before)
 	}
 }
 

@@ -3,12 +3,14 @@ package plan
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -31,6 +33,8 @@ type inputReader struct {
 	live    map[cluster.ObjectKey]func() (*unstructured.Unstructured, error)
 	// pools and nodes list once per plan, shared with the reboot notes.
 	pools, nodes func() ([]unstructured.Unstructured, error)
+	// reads are what the notes read of nodes and VMs, once per plan.
+	reads *clusterReads
 
 	// optimistic: inputs are read from their watch caches while their
 	// live reads run; consistent tells afterwards whether both agreed.
@@ -47,6 +51,26 @@ type inputReader struct {
 	// confirmed are the targets read from a cache that their dry-run was
 	// applied to: the dry-run confirmed them live, no GET needs to.
 	confirmed sets.Set[cluster.ObjectKey]
+}
+
+// readSnapshot decides once where the plan reads its inputs and starts
+// reading them: from the watch caches (the controller's plans), or live
+// for an API request, optimistically from the caches while the live reads
+// run when the inputs are watched. The pools, Nodes and VMs that the
+// notes need are listed at most once per plan, started with the inputs
+// when the request is live and the profile writes MachineConfigs.
+func (e *Engine) readSnapshot(ctx context.Context, profile profiles.Profile, opts v1alpha1.ProfileOptions, from inputSource) *inputReader {
+	if from == liveInputs && e.Cluster.InputWatches() != nil {
+		from = optimisticInputs
+	}
+	refs := profile.InputObjects(opts)
+	r := newInputReader(ctx, e.Cluster, refs, from, e.poolLister(ctx, profile, refs, from))
+	r.reads = e.newClusterReads(ctx, r.getLive)
+	r.nodes = r.reads.nodes // the profile's reads of Nodes share the list
+	if from.live() && writesMachineConfigs(profile) {
+		r.reads.start()
+	}
+	return r
 }
 
 func newInputReader(ctx context.Context, c Cluster, refs []profiles.ObjectRef, from inputSource, listPools func() ([]unstructured.Unstructured, error)) *inputReader {
@@ -140,7 +164,7 @@ func (r *inputReader) List(ctx context.Context, gvk schema.GroupVersionKind) ([]
 	return r.c.List(ctx, gvk)
 }
 
-// readLive returns the object this reader read live, if it did.
+// readLive returns the object the profile read for key, if it did.
 func (r *inputReader) readLive(key cluster.ObjectKey) (*unstructured.Unstructured, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -171,28 +195,41 @@ func (r *inputReader) consistent() bool {
 	return true
 }
 
-// readFromCache is true when the object was read from a watch cache.
-func (r *inputReader) readFromCache(key cluster.ObjectKey) bool {
+// dryRunBasedOn records the resourceVersion a target's dry-run was
+// applied to (dryRV) and that of the target the item was planned against
+// (liveRV). A target read from a watch cache is confirmed live when they
+// agree, and found overtaken when they do not (the desired state may
+// stem from an older object). Targets not read from a cache need neither.
+func (r *inputReader) dryRunBasedOn(key cluster.ObjectKey, dryRV, liveRV string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.cached[key]
-	return ok
+	if _, cached := r.cached[key]; !cached {
+		return
+	}
+	if dryRV == liveRV {
+		r.confirmed.Insert(key)
+	} else {
+		r.overtaken = true
+	}
 }
 
-// confirm records that a target read from a cache is the object its
-// dry-run was applied to (same resourceVersion).
-func (r *inputReader) confirm(key cluster.ObjectKey) {
-	r.mu.Lock()
-	r.confirmed.Insert(key)
-	r.mu.Unlock()
+// liveOnly is this snapshot without its watch caches: every input is
+// served by its live read, already made or on its way (none is sent
+// again), and the lists of pools and nodes are shared.
+func (r *inputReader) liveOnly() *inputReader {
+	return &inputReader{c: r.c, watches: r.watches, inputs: r.inputs, targets: r.targets, live: r.live,
+		pools: r.pools, nodes: r.nodes, reads: r.reads,
+		read: map[cluster.ObjectKey]*unstructured.Unstructured{}, cached: map[cluster.ObjectKey]string{}, confirmed: sets.New[cluster.ObjectKey]()}
 }
 
-// overtake records that a target read from a cache changed before its
-// dry-run: the desired state may stem from an older object.
-func (r *inputReader) overtake() {
-	r.mu.Lock()
-	r.overtaken = true
-	r.mu.Unlock()
+// getLive reads as Get does, but never from a watch cache when the input
+// is read live too: what the notes read (the HyperConverged's default
+// eviction strategy) is not checked against the live state afterwards.
+func (r *inputReader) getLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	if read, ok := r.live[cluster.ObjectKey{GVK: gvk, Namespace: namespace, Name: name}]; ok {
+		return read()
+	}
+	return r.Get(ctx, gvk, namespace, name)
 }
 
 func resourceVersion(obj *unstructured.Unstructured) string {
@@ -200,4 +237,31 @@ func resourceVersion(obj *unstructured.Unstructured) string {
 		return ""
 	}
 	return obj.GetResourceVersion()
+}
+
+// poolLister lists the MachineConfigPools at most once per plan, for the
+// reboot notes and, in a plan a user waits for (live inputs), the
+// profile's pool inputs. That plan starts the list as it starts, when the
+// profile reads pools or manages MachineConfigs, rather than after its
+// items; the controller's plans list only when an item writes a
+// MachineConfig.
+func (e *Engine) poolLister(ctx context.Context, profile profiles.Profile, inputs []profiles.ObjectRef, from inputSource) func() ([]unstructured.Unstructured, error) {
+	list := sync.OnceValues(func() ([]unstructured.Unstructured, error) {
+		return e.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	})
+	readsPools := slices.ContainsFunc(inputs, func(ref profiles.ObjectRef) bool {
+		return ref.GVK.GroupKind() == machineconfig.MachineConfigPoolGVK.GroupKind()
+	})
+	if from.live() && (readsPools || writesMachineConfigs(profile)) {
+		go func() { _, _ = list() }()
+	}
+	return list
+}
+
+// writesMachineConfigs is true for a profile that manages MachineConfigs
+// or KubeletConfigs (rendered into MachineConfigs).
+func writesMachineConfigs(profile profiles.Profile) bool {
+	return slices.ContainsFunc(profile.ManagedKinds(), func(gvk schema.GroupVersionKind) bool {
+		return gvk.GroupKind() == machineconfig.MachineConfigGVK.GroupKind() || gvk.GroupKind() == machineconfig.KubeletConfigGVK.GroupKind()
+	})
 }

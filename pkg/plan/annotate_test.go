@@ -115,8 +115,8 @@ func TestRebootNotes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			items := []v1alpha1.PlanItem{{Name: "enable-psi-metrics", TargetRef: mc, Operation: tc.op, Message: "m"}}
-			warnings, disrupted := addRebootNotes(context.Background(), items, []itemChange{{rolls: machineconfig.Change{Name: items[0].TargetRef.Name, Labels: workerLabels}, spec: tc.change}},
-				func() ([]unstructured.Unstructured, error) { return pools, nil }, tc.reads, false)
+			n := notes{pools: func() ([]unstructured.Unstructured, error) { return pools, nil }, reads: tc.reads}
+			warnings, disrupted := n.annotate(context.Background(), items, []itemChange{{rolls: machineconfig.Change{Name: "99-worker-psi-karg", Labels: workerLabels}, spec: tc.change}})
 			if items[0].Message != tc.message {
 				t.Errorf("message\n got %q\nwant %q", items[0].Message, tc.message)
 			}
@@ -167,10 +167,9 @@ func TestWindowNotes(t *testing.T) {
 			if strings.Contains(tc.name, "request ended") {
 				cancel()
 			}
-			items := []v1alpha1.PlanItem{{Name: "psi", Message: "m", Reboots: []v1alpha1.PoolReboot{{Pool: tc.pool, Nodes: 3}}}}
-			addWindowNotes(ctx, items, func() ([]unstructured.Unstructured, error) { return pools, nil }, windowList{weekend}, tc.now)
-			if items[0].Message != tc.want {
-				t.Errorf("message %q\nwant    %q", items[0].Message, tc.want)
+			got := "m" + windowNote(ctx, []v1alpha1.PoolReboot{{Pool: tc.pool, Nodes: 3}}, pools, windowList{weekend}.Windows, tc.now)
+			if got != tc.want {
+				t.Errorf("message %q\nwant    %q", got, tc.want)
 			}
 		})
 	}
@@ -238,6 +237,59 @@ func TestInputReaderSharesPoolAndNodeLists(t *testing.T) {
 	}
 }
 
+// One pass over the items annotates each MachineConfig item that writes
+// with its reboots, the VMs its drains disrupt and its maintenance
+// windows; other items are left as they are.
+func TestAnnotateInOnePass(t *testing.T) {
+	pools := []unstructured.Unstructured{testPool("worker", []interface{}{"worker"}, 3, false)}
+	weekend, err := maintenance.New("weekend", maintenance.Spec{PoolNames: []string{"worker"}, Schedule: "0 22 * * 6", Duration: 8 * time.Hour, TimeZone: "UTC"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "99-worker-psi-karg"}
+	cm := v1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cm"}
+	listed := func() ([]unstructured.Unstructured, error) { return pools, nil }
+	for _, tc := range []struct {
+		name      string
+		item      v1alpha1.PlanItem
+		pools     func() ([]unstructured.Unstructured, error)
+		windows   bool
+		message   string
+		warnings  int
+		disrupted int
+	}{
+		{name: "a MachineConfig written: reboots, VMs, window", item: v1alpha1.PlanItem{Name: "psi", TargetRef: mc, Operation: v1alpha1.OperationCreate, Message: "m"},
+			pools: listed, windows: true, warnings: 1, disrupted: 3,
+			message: "m; reboots: pool worker, 3 nodes, once; 1 VM live-migrates, 2 shut down: default/disk-0 (DisksNotLiveMigratable), default/vm-none (EvictionStrategyNone); " +
+				"1 blocks the drain: default/gpu-0 (HostDeviceNotLiveMigratable); maintenance windows: pool 'worker': window 'weekend' opens Sat 28 Nov 22:00 UTC, in 3d12h; it is written then"},
+		{name: "no windows configured: no window note", item: v1alpha1.PlanItem{Name: "psi", TargetRef: mc, Operation: v1alpha1.OperationDelete, Message: "m"},
+			pools: listed, warnings: 1, disrupted: 3,
+			message: "m; reboots: pool worker, 3 nodes, once; 1 VM live-migrates, 2 shut down: default/disk-0 (DisksNotLiveMigratable), default/vm-none (EvictionStrategyNone); " +
+				"1 blocks the drain: default/gpu-0 (HostDeviceNotLiveMigratable)"},
+		{name: "pools not listed: reboots unknown", item: v1alpha1.PlanItem{Name: "psi", TargetRef: mc, Operation: v1alpha1.OperationUpdate, Message: "m"},
+			pools: func() ([]unstructured.Unstructured, error) { return nil, errors.New("forbidden") }, windows: true, message: "m; reboots: unknown (forbidden)"},
+		{name: "a MachineConfig unchanged", item: v1alpha1.PlanItem{Name: "psi", TargetRef: mc, Operation: v1alpha1.OperationNone, Message: "m"}, pools: listed, windows: true, message: "m"},
+		{name: "a MachineConfig that cannot be planned", item: v1alpha1.PlanItem{Name: "psi", TargetRef: mc, Operation: v1alpha1.OperationCreate, Error: "no", Message: "m"},
+			pools: listed, windows: true, message: "m"},
+		{name: "another kind", item: v1alpha1.PlanItem{Name: "cm", TargetRef: cm, Operation: v1alpha1.OperationCreate, Message: "m"}, pools: listed, windows: true, message: "m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := notes{pools: tc.pools, reads: fakeReads(workers, e2eVMIs, true, nil, nil), now: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
+			if tc.windows {
+				n.windows = windowList{weekend}.Windows
+			}
+			items := []v1alpha1.PlanItem{tc.item}
+			warnings, disrupted := n.annotate(context.Background(), items, []itemChange{{rolls: machineconfig.Change{Name: "99-worker-psi-karg", Labels: workerLabels}, spec: mcChange{after: psiSpec}}})
+			if items[0].Message != tc.message {
+				t.Errorf("message\n got %q\nwant %q", items[0].Message, tc.message)
+			}
+			if len(warnings) != tc.warnings || len(disrupted[tc.item.Name]) != tc.disrupted {
+				t.Errorf("%d warnings, %d VMs disrupted; want %d, %d", len(warnings), len(disrupted[tc.item.Name]), tc.warnings, tc.disrupted)
+			}
+		})
+	}
+}
+
 // A KubeletConfig rolls the pools its machineConfigPoolSelector selects by
 // their labels (not those whose machineConfigSelector selects its labels),
 // and what it does to their nodes is decided from the kubelet files of the
@@ -291,8 +343,8 @@ func TestRebootNotesKubeletConfig(t *testing.T) {
 			change := itemChange{rolls: machineconfig.ChangeOf(kc, rolledBy.Object),
 				spec: mcChange{before: renderedSpecOf(kc, tc.before), after: renderedSpecOf(kc, tc.after)}}
 			items := []v1alpha1.PlanItem{{Name: "dedicated-cpus", TargetRef: kc, Operation: tc.op, Message: "m"}}
-			addRebootNotes(context.Background(), items, []itemChange{change},
-				func() ([]unstructured.Unstructured, error) { return pools, nil }, tc.reads, false)
+			n := notes{pools: func() ([]unstructured.Unstructured, error) { return pools, nil }, reads: tc.reads}
+			n.annotate(context.Background(), items, []itemChange{change})
 			if items[0].Message != tc.message {
 				t.Errorf("message\n got %q\nwant %q", items[0].Message, tc.message)
 			}
