@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/controller/pools"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -188,17 +190,16 @@ type Watcher interface {
 // Controller reconciles VirtPlatformConfigs.
 type Controller struct {
 	Config
-	// queue (configs) and windows (the end of our pool pauses) live for
-	// one term of leadership.
-	queue   workqueue.TypedRateLimitingInterface[string]
-	windows workqueue.TypedRateLimitingInterface[string]
-	lister  listers.VirtPlatformConfigLister
-	clock   clock.Clock
+	// queue (configs) lives for one term of leadership.
+	queue  workqueue.TypedRateLimitingInterface[string]
+	lister listers.VirtPlatformConfigLister
+	clock  clock.Clock
 	// events records when a watch event was seen per config, for the
 	// drift detection latency metric.
 	events *eventTimes
-	// pools are the MachineConfigPools each config's items roll out on.
-	pools *rolloutPools
+	// pools is the pool controller: it answers whether an item may write
+	// to its pools now and how far it rolled out, and owns every pause.
+	pools *pools.Controller
 	// ownWrites is, per config, the resourceVersion of the controller's
 	// last status write that needs no further reconcile: its watch event
 	// is dropped instead of planning again for nothing, unless a
@@ -232,13 +233,25 @@ func New(cfg Config) *Controller {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	return &Controller{
+	c := &Controller{
 		Config: cfg,
 		lister: listers.NewVirtPlatformConfigLister(cfg.Informer.GetIndexer()),
 		clock:  clk,
 		events: newEventTimes(),
-		pools:  &rolloutPools{},
 		jitter: rand.Float64,
+	}
+	c.pools = pools.New(pools.Config{
+		Cluster: cfg.Cluster, Pauser: cfg.Pools, Drains: cfg.Planner, Windows: cfg.MaintenanceWindows,
+		CoalesceWindow: cfg.CoalesceWindow, Recorder: cfg.Recorder, Metrics: cfg.Metrics, Clock: clk,
+		Wake: c.wake,
+	})
+	return c
+}
+
+// wake looks at a config again (while leading).
+func (c *Controller) wake(config string) {
+	if c.queue != nil {
+		c.queue.Add(config)
 	}
 }
 
@@ -304,10 +317,6 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "virtplatformconfigs"})
 	defer c.queue.ShutDown()
-	c.windows = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pool-windows"})
-	defer c.windows.ShutDown()
 
 	// The caller waited already; this only guards a caller that did not.
 	if !cache.WaitForCacheSync(ctx.Done(), c.Informer.HasSynced) {
@@ -337,7 +346,7 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	if c.WindowInformer != nil {
 		again := func() {
 			c.enqueueAll()
-			c.windows.Add(windowsKey)
+			c.pools.Resync()
 		}
 		windows, err := c.WindowInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(interface{}) { again() },
@@ -367,9 +376,10 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	c.leading.Store(true)
 	defer c.leading.Store(false)
 	klog.InfoS("Controller started")
-	// Pool pauses a previous leader left behind are ended here.
-	c.windows.Add(windowsKey)
-	go wait.UntilWithContext(ctx, c.windowWorker, time.Second)
+	// The pool controller: pool pauses a previous leader left behind are
+	// ended there, the items due on them first expected.
+	c.expectDueItems()
+	c.pools.Start(ctx)
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}
@@ -446,29 +456,6 @@ func (c *Controller) enqueueAll() {
 	}
 }
 
-// windowWorker ends the pool pauses whose window is over; it has its own
-// queue so that a window's end never waits behind config reconciles.
-func (c *Controller) windowWorker(ctx context.Context) {
-	for {
-		key, quit := c.windows.Get()
-		if quit {
-			return
-		}
-		after, err := c.finishWindows(ctx)
-		switch {
-		case err != nil:
-			klog.ErrorS(err, "Ending pool pauses failed, will retry")
-			c.windows.AddRateLimited(key)
-		default:
-			c.windows.Forget(key)
-			if after > 0 {
-				c.windows.AddAfter(key, after)
-			}
-		}
-		c.windows.Done(key)
-	}
-}
-
 func (c *Controller) worker(ctx context.Context) {
 	for c.processNext(ctx) {
 	}
@@ -504,4 +491,24 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// expectDueItems tells the pool controller, as a term starts, of the
+// approved MachineConfig items not written yet: no pause of ours ends
+// under them before their config is reconciled.
+func (c *Controller) expectDueItems() {
+	configs, err := c.lister.List(everything)
+	if err != nil {
+		return
+	}
+	for _, cfg := range configs {
+		if cfg.Status.Phase != v1alpha1.PhaseInProgress || cfg.Spec.Action == v1alpha1.PlanActionIgnore {
+			continue
+		}
+		for i := range cfg.Status.Items {
+			if it := &cfg.Status.Items[i]; dueOnPools(it) {
+				c.pools.Expect(cfg.Name, it.Name, machineconfig.ItemLabels(it.DesiredState))
+			}
+		}
+	}
 }

@@ -12,16 +12,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/controller/pools"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/failpoint"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
-	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
@@ -51,6 +50,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		c.Watches.Forget(name)
 		c.ownWrites.Delete(name)
 		c.forgetRetries(name)
+		c.pools.Forget(name)
 		return 0, nil
 	}
 	if err != nil {
@@ -81,6 +81,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		status.ClearWaiting(&cfg.Status, cfg.Generation)
 	}
 	c.watch(cfg, profile)
+	c.keepPools(cfg)
 	if apiequality.Semantic.DeepEqual(before, &cfg.Status) {
 		return requeue, err
 	}
@@ -348,17 +349,15 @@ func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 		if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) {
 			r := c.rollout(ctx, cfg.Name, it, true)
 			waited := c.since(it.LastTransitionTime)
-			if r.after > 0 && (requeue == 0 || r.after < requeue) {
-				requeue = r.after
-			}
+			requeue = pools.Soonest(requeue, r.After)
 			if wait == nil && !r.Done {
-				wait = r.wait
+				wait = r.Wait
 			}
 			switch {
 			case r.Done:
 				c.setItem(it, v1alpha1.ItemStateCompleted, r.Message)
 				it.MaintenanceWindow = nil
-			case r.windowed:
+			case r.Windowed:
 				// Maintenance windows bound this rollout, not waitTimeout:
 				// it may span several of them.
 				it.Message = r.Message
@@ -577,7 +576,7 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 		due.stored = false
 	}
 	if intent && isMachineConfig(it) && len(it.PoolConfigsBefore) == 0 {
-		if err := c.notePoolConfigs(ctx, it); err != nil {
+		if err := c.pools.NotePoolConfigs(ctx, it); err != nil {
 			return true, err
 		}
 	}
@@ -649,91 +648,41 @@ func (c *Controller) setItem(it *v1alpha1.VirtPlatformConfigItem, state v1alpha1
 	it.State, it.Message = state, message
 }
 
-// itemRollout is how far the pools of a MachineConfig item rolled it out,
-// and what their maintenance windows say.
-type itemRollout struct {
-	machineconfig.Rollout
-	// windowed: a maintenance window governs a pool of the item; its
-	// rollout may then span windows and waitTimeout does not bound it.
-	windowed bool
-	// wait: the rollout is paused until a window opens.
-	wait *status.Wait
-	// after: look again then (a window closes or opens); 0 for no reason.
-	after time.Duration
+// rollout asks the pool controller how far the pools of a MachineConfig
+// item rolled it out (written: virt-advisor wrote it under an approval,
+// so a closing window pauses them), and records on the item the window
+// its rollout waits for and the pauses at a window's close.
+func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, written bool) pools.ItemRollout {
+	r := c.pools.Rollout(ctx, config, it, written)
+	it.MaintenanceWindow = r.Window
+	it.WindowPauses += r.WindowPauses
+	return r
 }
 
-// rollout evaluates every pool that renders a MachineConfig item. For an
-// item virt-advisor wrote under an approval (written), a pool whose
-// maintenance window closed while it still has nodes to update is paused
-// until the window opens again; a rollout of a plan with nothing to write
-// is not ours to pause.
-func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, written bool) itemRollout {
-	pools, err := c.itemPools(ctx, it)
-	if err != nil {
-		return itemRollout{Rollout: machineconfig.Rollout{Message: fmt.Sprintf("Cannot read the MachineConfigPools of MachineConfig '%s': %v", it.TargetRef.Name, err)}}
+// keepPools tells the pool controller which of cfg's items still wait on
+// their pools or roll out on them.
+func (c *Controller) keepPools(cfg *v1alpha1.VirtPlatformConfig) {
+	var waiting, rolling []string
+	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
+		c.pools.Keep(cfg.Name, nil, nil)
+		return
 	}
-	var out itemRollout
-	soonest := func(d time.Duration) {
-		if d > 0 && (out.after == 0 || d < out.after) {
-			out.after = d
-		}
-	}
-	now := c.clock.Now()
-	it.MaintenanceWindow = nil
-	names := make([]string, len(pools))
-	results := make([]machineconfig.Rollout, len(pools))
-	for i, pool := range pools {
-		names[i] = pool.GetName()
-		if _, found := pool.Object["spec"]; !found {
-			pool = nil // noted at apply time, gone since
-		}
-		results[i] = machineconfig.EvaluateRollout(pool, names[i], it.TargetRef.Name, it.Operation, machineconfig.ConfigBefore(it, names[i]))
-		if pool == nil || results[i].Done {
-			continue
-		}
-		w := windowCheck{Decision: maintenance.Decision{Allowed: true}}
-		if written {
-			w = c.windowFor(ctx, pool)
-		}
-		out.windowed = out.windowed || len(w.Windows) > 0
-		if !w.Allowed {
-			msg, err := c.pauseForWindow(ctx, config, it, pool, w)
-			if err != nil {
-				msg = err.Error()
-			}
-			results[i].Message = msg
-			it.MaintenanceWindow = w.wait(true)
-			if out.wait == nil {
-				out.wait = &status.Wait{Reason: status.WaitingMaintenanceWindow,
-					Message: status.WindowWaitMessage(w.Window, w.OpensAt, w.loc, now, fmt.Sprintf("to resume the rollout of item '%s'", it.Name),
-						fmt.Sprintf("MachineConfigPool '%s': %s", names[i], w.Reason))}
-			}
-			soonest(w.after(now))
-			continue
-		}
-		if w.Windowed && !w.ClosesAt.IsZero() {
-			soonest(w.ClosesAt.Sub(now)) // pause as the window closes
-		}
-		if until, ours := machineconfig.PausedBy(pool, cluster.FieldManager); ours {
-			results[i].Message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor until %s so that the changes approved meanwhile roll out with this one (one reboot per node)",
-				names[i], until.UTC().Format(time.RFC3339))
-			if !now.Before(until) {
-				// The window's own check may have run while this replica
-				// could not see the pool (during an outage, or as it took
-				// over): nothing else would end the pause.
-				c.checkWindows()
-				// Never a "paused until" in the past.
-				results[i].Message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor; its window ended at %s and the pause ends as soon as the changes approved meanwhile are written",
-					names[i], until.UTC().Format(time.RFC3339))
-			}
+	for i := range cfg.Status.Items {
+		it := &cfg.Status.Items[i]
+		switch {
+		case cfg.Status.Phase == v1alpha1.PhaseInProgress && dueOnPools(it):
+			waiting = append(waiting, it.Name)
+		case it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it):
+			rolling = append(rolling, it.Name)
 		}
 	}
-	seen := sets.New(c.pools.get(config)...)
-	if !seen.HasAll(names...) {
-		c.pools.set(config, seen.Insert(names...))
-	}
-	out.Rollout = machineconfig.CombineRollouts(it.TargetRef.Name, results)
-	return out
+	c.pools.Keep(cfg.Name, waiting, rolling)
+}
+
+// dueOnPools is true for an approved MachineConfig item whose write is
+// pending: it waits on the pools it rolls.
+func dueOnPools(it *v1alpha1.VirtPlatformConfigItem) bool {
+	return isMachineConfig(it) && writePending(it) && it.Operation != v1alpha1.OperationNone
 }
 
 // watch declares what the config depends on: its targets, the pools of
@@ -756,7 +705,7 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 			}
 		}
 	}
-	for _, pool := range c.pools.get(cfg.Name) {
+	for _, pool := range c.pools.Seen(cfg.Name) {
 		keys = append(keys, cluster.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pool})
 	}
 	for _, in := range profile.InputObjects(c.Profiles.ResolveOptions(cfg.Spec)) {
