@@ -64,16 +64,16 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	before := cfg.Status.DeepCopy()
 
 	var requeue time.Duration
-	switch step := c.step(cfg); step {
-	case stepIgnore:
+	switch c.step(cfg) {
+	case workIgnore:
 		c.ignore(cfg, profile.Metadata().Level)
-	case status.StepDraft:
+	case workDraft:
 		requeue, err = c.draft(ctx, cfg, profile)
-	case status.StepProgress:
+	case workProgress:
 		requeue, err = c.progress(ctx, cfg)
-	case status.StepCheck:
+	case workCheck:
 		requeue, err = c.check(ctx, cfg, profile, eventAt)
-	case stepTrack:
+	case workTrack:
 		c.trackRollouts(ctx, cfg)
 	}
 	if cfg.Status.Phase != v1alpha1.PhaseInProgress {
@@ -91,30 +91,54 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	return requeue, err
 }
 
-// stepIgnore is the controller's answer to action Ignore, in any phase.
-const stepIgnore = status.Step(-1)
+// work is what a reconcile does with a config: a step of the phase table
+// of pkg/status, or one of the two the controller adds to it whatever the
+// phase.
+type work int
 
-// stepTrack follows the rollouts of MachineConfigs already written by a
-// config whose phase is terminal (Failed): its status follows reality.
-const stepTrack = status.Step(-2)
+const (
+	workNone     work = iota // status.StepNone: nothing until the spec changes
+	workDraft                // status.StepDraft
+	workProgress             // status.StepProgress
+	workCheck                // status.StepCheck
+	// workIgnore is the controller's answer to action Ignore, in any phase.
+	workIgnore
+	// workTrack follows the rollouts of MachineConfigs already written by
+	// a config whose phase is terminal (Failed): its status follows
+	// reality.
+	workTrack
+)
+
+// workOf is the work of a step of the phase table.
+func workOf(s status.Step) work {
+	switch s {
+	case status.StepDraft:
+		return workDraft
+	case status.StepProgress:
+		return workProgress
+	case status.StepCheck:
+		return workCheck
+	}
+	return workNone
+}
 
 // step is what to do with cfg now: the phase table's step, except that
 // action Ignore always wins, approved writes still pending are always
 // progressed (progress fails them if the spec changed since the approval),
 // and any other spec change re-plans.
-func (c *Controller) step(cfg *v1alpha1.VirtPlatformConfig) status.Step {
+func (c *Controller) step(cfg *v1alpha1.VirtPlatformConfig) work {
 	phase, known := status.Lookup(cfg.Status.Phase)
 	switch {
 	case cfg.Spec.Action == v1alpha1.PlanActionIgnore:
-		return stepIgnore
+		return workIgnore
 	case phase.Step == status.StepProgress && writesPending(cfg.Status.Items):
-		return status.StepProgress
+		return workProgress
 	case cfg.Status.ObservedGeneration != cfg.Generation || !known:
-		return status.StepDraft
+		return workDraft
 	case phase.Terminal() && rollingOut(cfg.Status.Items):
-		return stepTrack
+		return workTrack
 	}
-	return phase.Step
+	return workOf(phase.Step)
 }
 
 // writeStatus writes cfg's status and refreshes cfg from the answer. Only
