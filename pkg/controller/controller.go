@@ -122,12 +122,12 @@ type Planner interface {
 	ReadTargets(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, []plan.Target, error)
 	// CheckTarget reads an approved item's live target and checks it
 	// (CheckReadTarget); it returns the read, the write's precondition.
-	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (plan.Target, *unstructured.Unstructured, error)
+	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, check plan.TargetCheck) (plan.Target, *unstructured.Unstructured, error)
 	// CheckReadTarget returns a *plan.StaleTargetError when an approved
 	// item's live target, as read, is no longer the one its plan was
-	// computed against; on a retry it returns the live target when our
-	// earlier write made it.
-	CheckReadTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, retry, bypass bool) (*unstructured.Unstructured, error)
+	// computed against; on a check.Retry it returns the live target when
+	// our earlier write made it.
+	CheckReadTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, check plan.TargetCheck) (*unstructured.Unstructured, error)
 	// Apply writes one item to the main cluster, conditional on the read
 	// its checks judged (at), and returns what it wrote.
 	Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem, at plan.Target) (*unstructured.Unstructured, error)

@@ -145,14 +145,14 @@ func (p *fakePlanner) DrainImpact(context.Context, *v1alpha1.VirtPlatformConfigI
 	return p.drain, p.drainErr
 }
 
-func (p *fakePlanner) CheckTarget(_ context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (plan.Target, *unstructured.Unstructured, error) {
+func (p *fakePlanner) CheckTarget(_ context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, check plan.TargetCheck) (plan.Target, *unstructured.Unstructured, error) {
 	p.mu.Lock()
 	err := p.readErr[it.Name]
 	p.mu.Unlock()
 	if err != nil {
 		return plan.Target{}, nil, err
 	}
-	ours, err := p.CheckReadTarget(cfg, it, nil, retry, bypass)
+	ours, err := p.CheckReadTarget(cfg, it, nil, check)
 	return readAt(it.Name), ours, err
 }
 
@@ -160,7 +160,7 @@ func (p *fakePlanner) CheckTarget(_ context.Context, cfg *v1alpha1.VirtPlatformC
 // named after it, which the write must carry.
 func readAt(item string) plan.Target { return plan.Target{ReadAt: "rv-" + item, Read: true} }
 
-func (p *fakePlanner) CheckReadTarget(_ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _ *unstructured.Unstructured, _, _ bool) (*unstructured.Unstructured, error) {
+func (p *fakePlanner) CheckReadTarget(_ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _ *unstructured.Unstructured, _ plan.TargetCheck) (*unstructured.Unstructured, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.checks == nil {
