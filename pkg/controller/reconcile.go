@@ -679,7 +679,7 @@ func (c *Controller) setItem(it *v1alpha1.VirtPlatformConfigItem, state v1alpha1
 func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, written bool) pools.ItemRollout {
 	r := c.pools.Rollout(ctx, config, it, written)
 	it.MaintenanceWindow = r.Window
-	it.WindowPauses += r.WindowPauses
+	it.WindowPauses = r.WindowPauses
 	return r
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
@@ -266,5 +267,34 @@ func TestWindowsThatCannotBeEvaluatedAllowNothing(t *testing.T) {
 	}
 	if h.requeue != time.Minute {
 		t.Errorf("requeue after %v, want a minute", h.requeue)
+	}
+}
+
+// A pause at a window's close is counted once in windowPauses, even when
+// the status write that would record it loses a conflict: the next
+// reconcile records it.
+func TestWindowPauseCountedDespiteAConflict(t *testing.T) {
+	h := newHarness(t, "v1", true)
+	h.setWindows(fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)})
+	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
+	h.clock.SetTime(time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC))
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.cluster.put(workerPool{updating: true, updated: 1}.obj())
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+
+	h.clock.SetTime(time.Date(2026, 11, 20, 23, 0, 1, 0, time.UTC))
+	h.syncPools()
+	if len(h.cluster.pauses) != 1 || !h.cluster.pauses[0] {
+		t.Fatalf("pauses %v, want one pause at the close", h.cluster.pauses)
+	}
+	h.status.conflict = true
+	h.reconcile()
+	if !apierrors.IsConflict(h.err) {
+		t.Fatalf("reconcile: %v, want the conflict", h.err)
+	}
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if got := psiItemOf(h).WindowPauses; got != 1 {
+		t.Errorf("windowPauses %d, want 1", got)
 	}
 }

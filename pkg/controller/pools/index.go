@@ -25,8 +25,8 @@ type index struct {
 	// expected: items due at the start of a term, by their labels, until
 	// they ask Admit.
 	expected map[itemKey]map[string]string
-	// pauses: window pauses of an item's pools not yet told to it.
-	pauses map[itemKey]int32
+	// pauses: the window pauses of each written item's pools.
+	pauses map[itemKey]*pauseCount
 	// pools: every pool a config's items were evaluated on (watched).
 	pools map[string]sets.Set[string]
 }
@@ -34,7 +34,7 @@ type index struct {
 func newIndex() *index {
 	return &index{
 		waiting: map[string]sets.Set[itemKey]{}, rolling: map[string]sets.Set[itemKey]{},
-		expected: map[itemKey]map[string]string{}, pauses: map[itemKey]int32{},
+		expected: map[itemKey]map[string]string{}, pauses: map[itemKey]*pauseCount{},
 		pools: map[string]sets.Set[string]{},
 	}
 }
@@ -121,22 +121,34 @@ func (x *index) rollingOn(pool string) []itemKey {
 	return out
 }
 
+// pauseCount counts the window pauses of a written item's pools: stored,
+// what its status said when this index began to follow it, and made, the
+// pauses since. A status write that fails loses nothing: the next
+// reconcile says stored+made again.
+type pauseCount struct{ stored, made int32 }
+
+// follow begins to count the window pauses of item k, whose status says
+// stored, and returns its count.
+func (x *index) follow(k itemKey, stored int32) int32 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	pc := x.pauses[k]
+	if pc == nil {
+		pc = &pauseCount{stored: stored}
+		x.pauses[k] = pc
+	}
+	return pc.stored + pc.made
+}
+
 // paused counts a window pause of pool for the items rolling out on it.
 func (x *index) paused(pool string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for k := range x.rolling[pool] {
-		x.pauses[k]++
+		if pc := x.pauses[k]; pc != nil {
+			pc.made++
+		}
 	}
-}
-
-// takePauses returns and forgets the window pauses not yet told to k.
-func (x *index) takePauses(k itemKey) int32 {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	n := x.pauses[k]
-	delete(x.pauses, k)
-	return n
 }
 
 // keep drops the entries of config's items other than these.

@@ -27,8 +27,8 @@ type ItemRollout struct {
 	Wait *status.Wait
 	// After: look again then (a window closes or opens); 0 for no reason.
 	After time.Duration
-	// WindowPauses: pauses of the item's pools at the close of a window
-	// since the item was last asked about.
+	// WindowPauses counts the pauses of the item's pools at the close of
+	// a window (the item's windowPauses).
 	WindowPauses int32
 }
 
@@ -62,14 +62,18 @@ func (c *Controller) Rollout(ctx context.Context, config string, it *v1alpha1.Vi
 			Message: fmt.Sprintf("Cannot read the MachineConfigPools of MachineConfig '%s': %v", it.TargetRef.Name, err)}}
 	}
 	key := itemKey{config, it.Name}
-	var out ItemRollout
+	out := ItemRollout{WindowPauses: it.WindowPauses}
+	if written {
+		c.index.follow(key, it.WindowPauses)
+	}
 	results := make([]machineconfig.Rollout, len(pools))
 	for i, pool := range pools {
 		results[i] = c.poolRollout(ctx, key, it, pool, written, &out)
 	}
 	c.index.seeLocked(config, names(pools))
 	if written {
-		out.WindowPauses = c.index.takePauses(key)
+		// After the pools: a pause their reconcile made meanwhile counts.
+		out.WindowPauses = c.index.follow(key, it.WindowPauses)
 	}
 	out.Rollout = machineconfig.CombineRollouts(it.TargetRef.Name, results)
 	return out
