@@ -317,93 +317,128 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	return requeue, err
 }
 
+// progression is what progressItems carries from one item to the next.
+type progression struct {
+	cfg     *v1alpha1.VirtPlatformConfig
+	timeout time.Duration // spec.waitTimeout, 0 for none
+	// planDue: the last look before a plan's first write, every target
+	// still as approved, is made with the next write's own checks.
+	planDue bool
+	// abort: the first failed item fails the config (failurePolicy Abort).
+	abort bool
+	// requeue and wait: when to look again, and the first wait an item
+	// is in.
+	requeue time.Duration
+	wait    *status.Wait
+}
+
+// waitFor records a reason to look again, and the wait, if it is the
+// first.
+func (p *progression) waitFor(after time.Duration, wait *status.Wait) {
+	p.requeue = pools.Soonest(p.requeue, after)
+	if p.wait == nil {
+		p.wait = wait
+	}
+}
+
+// progressEnd ends progressItems before the last item: items are written
+// in order, so the later ones wait too.
+type progressEnd struct {
+	requeue time.Duration
+	wait    *status.Wait
+	err     error
+}
+
 // progressItems applies the approved items in order and follows their
 // rollouts; it returns the first wait an item is in, if any.
 func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (time.Duration, *status.Wait, error) {
-	st := &cfg.Status
-	var wait *status.Wait
 	// Items nobody approved are not even read from the cluster.
-	if writesPending(st.Items) && !c.approvalHolds(cfg, "") {
+	if writesPending(cfg.Status.Items) && !c.approvalHolds(cfg, "") {
 		return 0, nil, nil
 	}
-	// The last look before a plan's first write: every target must still
-	// be as it was when the plan was approved. It is made with the first
-	// item's own checks.
-	planDue := notStarted(st.Items)
-	abort := cfg.Spec.FailurePolicy != v1alpha1.FailurePolicyContinue
 	timeout, _ := advisor.ParseWaitTimeout(cfg.Spec.WaitTimeout) // validated
-	var requeue time.Duration
+	p := &progression{cfg: cfg, timeout: timeout, planDue: notStarted(cfg.Status.Items),
+		abort: cfg.Spec.FailurePolicy != v1alpha1.FailurePolicyContinue}
 	for i := 0; i < len(cfg.Status.Items); i++ {
+		if writePending(&cfg.Status.Items[i]) {
+			if end := c.writeDueItem(ctx, p, i); end != nil {
+				return end.requeue, end.wait, end.err
+			}
+		}
 		it := &cfg.Status.Items[i]
-		if writePending(it) {
-			if !c.approvalHolds(cfg, it.Name) {
-				return 0, nil, nil
-			}
-			if backoff := c.retryWait(cfg.Name, it); backoff > 0 {
-				// Items are written in order: the later ones wait too.
-				return backoff, wait, nil
-			}
-			gate, left, gateWait, err := c.writeItem(ctx, cfg, i, timeout, planDue)
-			planDue = false
-			it = &cfg.Status.Items[i]
-			switch {
-			case errors.Is(err, errLookAgain) || ctx.Err() != nil:
-				return 0, nil, err
-			case err != nil && transient.Is(err):
-				// Items are written in order: the later ones wait too.
-				if after, retrying := c.retryItem(cfg.Name, it, err, timeout); retrying {
-					return after, wait, nil
-				}
-			case err != nil:
-				c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Failed to apply: %v", err))
-				it.Retry = nil
-			case gate == gateStopped:
-				return 0, nil, nil
-			case gate == gateWaiting:
-				// Items are written in order: the later ones wait too.
-				if requeue == 0 || (left > 0 && left < requeue) {
-					requeue = left
-				}
-				if wait == nil {
-					wait = gateWait
-				}
-				return requeue, wait, nil
-			}
-		}
 		if it.State == v1alpha1.ItemStateInProgress && isMachineConfig(it) {
-			r := c.rollout(ctx, cfg.Name, it, true)
-			waited := c.since(it.LastTransitionTime)
-			requeue = pools.Soonest(requeue, r.After)
-			if wait == nil && !r.Done {
-				wait = r.Wait
-			}
-			switch {
-			case r.Done:
-				c.setItem(it, v1alpha1.ItemStateCompleted, r.Message)
-				it.MaintenanceWindow = nil
-			case r.Windowed:
-				// Maintenance windows bound this rollout, not waitTimeout:
-				// it may span several of them.
-				it.Message = r.Message
-			case timeout > 0 && waited >= timeout:
-				c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s",
-					waited.Round(time.Second), timeout, r.Message))
-			default:
-				it.Message = r.Message
-				if timeout > 0 {
-					left := timeout - waited
-					if requeue == 0 || left < requeue {
-						requeue = left
-					}
-				}
-			}
+			c.followItem(ctx, p, it)
 		}
-		if it.State == v1alpha1.ItemStateFailed && abort {
+		if it.State == v1alpha1.ItemStateFailed && p.abort {
 			status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ItemFailed", fmt.Sprintf("Item '%s' failed: %s", it.Name, it.Message)+c.notePartial(cfg))
 			return 0, nil, nil
 		}
 	}
+	return c.settle(cfg, p.requeue, p.wait)
+}
 
+// writeDueItem writes item i, whose write is pending, after its checks;
+// non-nil when the items after it must wait (or the config stopped).
+func (c *Controller) writeDueItem(ctx context.Context, p *progression, i int) *progressEnd {
+	cfg := p.cfg
+	if !c.approvalHolds(cfg, cfg.Status.Items[i].Name) {
+		return &progressEnd{}
+	}
+	if backoff := c.retryWait(cfg.Name, &cfg.Status.Items[i]); backoff > 0 {
+		return &progressEnd{requeue: backoff, wait: p.wait}
+	}
+	gate, left, gateWait, err := c.writeItem(ctx, cfg, i, p.timeout, p.planDue)
+	p.planDue = false
+	it := &cfg.Status.Items[i]
+	switch {
+	case errors.Is(err, errLookAgain) || ctx.Err() != nil:
+		return &progressEnd{err: err}
+	case err != nil && transient.Is(err):
+		if after, retrying := c.retryItem(cfg.Name, it, err, p.timeout); retrying {
+			return &progressEnd{requeue: after, wait: p.wait}
+		}
+	case err != nil:
+		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Failed to apply: %v", err))
+		it.Retry = nil
+	case gate == gateStopped:
+		return &progressEnd{}
+	case gate == gateWaiting:
+		p.waitFor(left, gateWait)
+		return &progressEnd{requeue: p.requeue, wait: p.wait}
+	}
+	return nil
+}
+
+// followItem follows the rollout of a written MachineConfig item.
+func (c *Controller) followItem(ctx context.Context, p *progression, it *v1alpha1.VirtPlatformConfigItem) {
+	r := c.rollout(ctx, p.cfg.Name, it, true)
+	waited := c.since(it.LastTransitionTime)
+	p.requeue = pools.Soonest(p.requeue, r.After)
+	if !r.Done {
+		p.waitFor(0, r.Wait)
+	}
+	switch {
+	case r.Done:
+		c.setItem(it, v1alpha1.ItemStateCompleted, r.Message)
+		it.MaintenanceWindow = nil
+	case r.Windowed:
+		// Maintenance windows bound this rollout, not waitTimeout: it may
+		// span several of them.
+		it.Message = r.Message
+	case p.timeout > 0 && waited >= p.timeout:
+		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s",
+			waited.Round(time.Second), p.timeout, r.Message))
+	default:
+		it.Message = r.Message
+		if p.timeout > 0 {
+			p.requeue = pools.Soonest(p.requeue, p.timeout-waited)
+		}
+	}
+}
+
+// settle ends a pass over the items: while one is pending or rolls out,
+// look again; otherwise the config is Completed, or CompletedWithErrors.
+func (c *Controller) settle(cfg *v1alpha1.VirtPlatformConfig, requeue time.Duration, wait *status.Wait) (time.Duration, *status.Wait, error) {
 	var failed []string
 	for _, it := range cfg.Status.Items {
 		switch it.State {
@@ -413,8 +448,8 @@ func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 			failed = append(failed, fmt.Sprintf("'%s': %s", it.Name, it.Message))
 		}
 	}
-	if st.Approval != nil {
-		c.Metrics.ApplyDuration(cfg.Spec.Profile, c.clock.Since(st.Approval.ApprovedAt.Time))
+	if a := cfg.Status.Approval; a != nil {
+		c.Metrics.ApplyDuration(cfg.Spec.Profile, c.clock.Since(a.ApprovedAt.Time))
 	}
 	recordApplied(&cfg.Status)
 	if len(failed) > 0 {
