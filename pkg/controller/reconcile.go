@@ -222,53 +222,66 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		st.ImpactSeverity = v1alpha1.ImpactLow
 	}
 	st.SourceSnapshotHash = res.SnapshotHash
-
-	if !res.HasChanges() {
-		items := res.StatusItems(now)
-		rolling := false
-		for i := range items {
-			it := &items[i]
-			if plan.LeftInPlace(it) {
-				it.State = v1alpha1.ItemStateCompleted
-				continue
-			}
-			it.State, it.Message = v1alpha1.ItemStateCompleted, unchangedMessage
-			if isMachineConfig(it) {
-				r := c.rollout(ctx, cfg.Name, it, false)
-				if !r.Done {
-					it.State, it.Message, rolling = v1alpha1.ItemStateInProgress, r.Message, true
-				}
-			}
-		}
-		st.Items = keepTransitionTimes(st.Items, items)
-		if rolling {
-			status.SetPhase(st, v1alpha1.PhaseInProgress, "RollingOut", "No changes to apply; waiting for the MachineConfigPool rollout to finish")
-			return 0, nil
-		}
-		recordApplied(st)
-		c.completed(cfg, status.MessageNoop)
+	switch {
+	case !res.HasChanges():
+		c.nothingToApply(ctx, cfg, res, now)
 		return 0, nil
-	}
-
-	if cfg.Spec.Action == v1alpha1.PlanActionApply {
-		if changed, err := approvedPlanChanged(cfg, res, now); changed || err != nil {
-			st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
-			status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", fmt.Sprintf(
-				"action Apply approved plan %s of this spec (generation %d); the plan is now different (its prerequisites went away and came back, or an input changed meanwhile), so it is not applied without a review. %s",
-				v1alpha1.ShortHash(st.Approval.PlanHash), cfg.Generation, status.MessageReview))
-			return 0, err
-		}
-		approved, err := c.standingApproval(cfg, res)
-		if approved || err != nil {
-			return 0, err
-		}
-		st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
-		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "DistinctApproverRequired", c.distinctApproverMessage(cfg))
-		return 0, nil
+	case cfg.Spec.Action == v1alpha1.PlanActionApply:
+		return 0, c.applyAction(cfg, res, now)
 	}
 	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
 	status.SetPhase(st, v1alpha1.PhaseReviewRequired, "ReviewRequired", status.MessageReview)
 	return 0, nil
+}
+
+// nothingToApply drafts a plan that changes nothing: Completed, or
+// InProgress while a pool still rolls a MachineConfig out (followed, not
+// ours to pause).
+func (c *Controller) nothingToApply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time) {
+	st := &cfg.Status
+	items := res.StatusItems(now)
+	rolling := false
+	for i := range items {
+		it := &items[i]
+		if plan.LeftInPlace(it) {
+			it.State = v1alpha1.ItemStateCompleted
+			continue
+		}
+		it.State, it.Message = v1alpha1.ItemStateCompleted, unchangedMessage
+		if isMachineConfig(it) {
+			if r := c.rollout(ctx, cfg.Name, it, false); !r.Done {
+				it.State, it.Message, rolling = v1alpha1.ItemStateInProgress, r.Message, true
+			}
+		}
+	}
+	st.Items = keepTransitionTimes(st.Items, items)
+	if rolling {
+		status.SetPhase(st, v1alpha1.PhaseInProgress, "RollingOut", "No changes to apply; waiting for the MachineConfigPool rollout to finish")
+		return
+	}
+	recordApplied(st)
+	c.completed(cfg, status.MessageNoop)
+}
+
+// applyAction drafts a plan with changes under action Apply: approved
+// (a standing approval), unless this spec's approved plan changed since
+// or a distinct approver is required.
+func (c *Controller) applyAction(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time) error {
+	st := &cfg.Status
+	if changed, err := approvedPlanChanged(cfg, res, now); changed || err != nil {
+		st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", fmt.Sprintf(
+			"action Apply approved plan %s of this spec (generation %d); the plan is now different (its prerequisites went away and came back, or an input changed meanwhile), so it is not applied without a review. %s",
+			v1alpha1.ShortHash(st.Approval.PlanHash), cfg.Generation, status.MessageReview))
+		return err
+	}
+	approved, err := c.standingApproval(cfg, res)
+	if approved || err != nil {
+		return err
+	}
+	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
+	status.SetPhase(st, v1alpha1.PhaseReviewRequired, "DistinctApproverRequired", c.distinctApproverMessage(cfg))
+	return nil
 }
 
 // approvedPlanChanged is true when this spec's plan was approved before
@@ -645,30 +658,43 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	if err != nil || !holds {
 		return holds, err
 	}
-	written := target.written
 	it = &cfg.Status.Items[i]
+	if !writes {
+		c.nothingToWrite(it)
+		return true, nil
+	}
+	return true, c.write(ctx, cfg, it, target)
+}
+
+// nothingToWrite settles an item whose checks passed and that writes
+// nothing.
+func (c *Controller) nothingToWrite(it *v1alpha1.VirtPlatformConfigItem) {
 	switch {
 	case plan.LeftInPlace(it):
 		c.setItem(it, v1alpha1.ItemStateCompleted, it.Message)
-		return true, nil
-	case !writes && isMachineConfig(it):
+	case isMachineConfig(it):
 		c.setItem(it, v1alpha1.ItemStateInProgress, "Waiting for the MachineConfigPool rollout")
-		return true, nil
-	case !writes:
+	default:
 		c.setItem(it, v1alpha1.ItemStateCompleted, unchangedMessage)
-		return true, nil
 	}
+}
+
+// write writes an item whose checks passed, conditional on the read they
+// judged, and records the write.
+func (c *Controller) write(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, target checkedTarget) error {
 	// written: a retry found our own earlier write (made before a crash
 	// or a lost answer); it is not made a second time.
+	written := target.written
 	if written == nil {
 		failpoint.Hit("before-write")
+		var err error
 		if written, err = c.Planner.Apply(ctx, cfg, *it, target.read); apierrors.IsConflict(err) {
 			// The target changed (or appeared) after the checks read it:
 			// nothing was written; the item is checked again from a new read.
-			return true, fmt.Errorf("%w: %s %s changed after it was checked, before it was written: %v",
+			return fmt.Errorf("%w: %s %s changed after it was checked, before it was written: %v",
 				errLookAgain, it.TargetRef.Kind, it.TargetRef.Name, err)
 		} else if err != nil {
-			return true, err // progress retries it when transient
+			return err // progress retries it when transient
 		}
 	}
 	// After the write, before the status records it: a crash here must
@@ -684,10 +710,10 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	}
 	if isMachineConfig(it) {
 		it.Message = "Applied; waiting for the MachineConfigPool rollout"
-		return true, nil
+		return nil
 	}
 	c.setItem(it, v1alpha1.ItemStateCompleted, appliedMessage)
-	return true, nil
+	return nil
 }
 
 func (c *Controller) completed(cfg *v1alpha1.VirtPlatformConfig, message string) {
