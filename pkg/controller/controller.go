@@ -8,6 +8,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -322,55 +323,17 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	if !cache.WaitForCacheSync(ctx.Done(), c.Informer.HasSynced) {
 		return
 	}
-	// A handler added to a synced informer is told of every config.
-	configs, err := c.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueue,
-		UpdateFunc: func(_, obj interface{}) {
-			if !c.ownWrite(obj) {
-				c.enqueue(obj)
-			}
-		},
-		DeleteFunc: c.enqueue,
-	})
+	remove, err := c.addHandlers()
+	defer remove()
 	if err != nil {
-		klog.ErrorS(err, "Cannot watch VirtPlatformConfigs")
+		klog.ErrorS(err, "Cannot watch what the controller reconciles")
 		return
 	}
-	defer removeHandler(c.Informer, configs)
 	c.Watches.OnEvent(func(config string, _ cluster.ObjectKey) {
 		c.events.seen(config, c.clock.Now())
 		c.queue.Add(config)
 	})
 	defer c.stopWatching()
-
-	if c.WindowInformer != nil {
-		again := func() {
-			c.enqueueAll()
-			c.pools.Resync()
-		}
-		windows, err := c.WindowInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(interface{}) { again() },
-			UpdateFunc: func(interface{}, interface{}) { again() },
-			DeleteFunc: func(interface{}) { again() },
-		})
-		if err != nil {
-			klog.ErrorS(err, "Cannot watch MaintenanceWindows")
-			return
-		}
-		defer removeHandler(c.WindowInformer, windows)
-	}
-	if c.CRDs != nil {
-		crds, err := c.CRDs.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(interface{}) { c.enqueueAll() },
-			UpdateFunc: func(interface{}, interface{}) { c.enqueueAll() },
-			DeleteFunc: func(interface{}) { c.enqueueAll() },
-		})
-		if err != nil {
-			klog.ErrorS(err, "Cannot watch CustomResourceDefinitions")
-			return
-		}
-		defer removeHandler(c.CRDs, crds)
-	}
 
 	// /metrics reports the configs from this cache while we lead.
 	c.leading.Store(true)
@@ -385,6 +348,62 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	}
 	<-ctx.Done()
 	klog.InfoS("Controller stopped")
+}
+
+// addHandlers adds the controller's handlers to the shared informers: the
+// configs, and the maintenance windows and CRDs, after whose changes every
+// config (and every pool, for the windows) is looked at again. remove
+// removes those added, also after an error.
+func (c *Controller) addHandlers() (remove func(), err error) {
+	var added []func()
+	remove = func() {
+		for _, r := range added {
+			r()
+		}
+	}
+	add := func(informer cache.SharedInformer, h cache.ResourceEventHandler, what string) error {
+		reg, err := informer.AddEventHandler(h)
+		if err != nil {
+			return fmt.Errorf("watching %s: %w", what, err)
+		}
+		added = append(added, func() { removeHandler(informer, reg) })
+		return nil
+	}
+	// A handler added to a synced informer is told of every config.
+	if err := add(c.Informer, cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueue,
+		UpdateFunc: func(_, obj interface{}) {
+			if !c.ownWrite(obj) {
+				c.enqueue(obj)
+			}
+		},
+		DeleteFunc: c.enqueue,
+	}, "VirtPlatformConfigs"); err != nil {
+		return remove, err
+	}
+	if c.WindowInformer != nil {
+		if err := add(c.WindowInformer, anyChange(func() {
+			c.enqueueAll()
+			c.pools.Resync()
+		}), "MaintenanceWindows"); err != nil {
+			return remove, err
+		}
+	}
+	if c.CRDs != nil {
+		if err := add(c.CRDs, anyChange(c.enqueueAll), "CustomResourceDefinitions"); err != nil {
+			return remove, err
+		}
+	}
+	return remove, nil
+}
+
+// anyChange calls fn on every event.
+func anyChange(fn func()) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(interface{}) { fn() },
+		UpdateFunc: func(interface{}, interface{}) { fn() },
+		DeleteFunc: func(interface{}) { fn() },
+	}
 }
 
 func removeHandler(informer cache.SharedInformer, reg cache.ResourceEventHandlerRegistration) {
