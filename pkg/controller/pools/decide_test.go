@@ -38,7 +38,9 @@ func TestDecide(t *testing.T) {
 			poolDecision{after: machineconfig.HoldRetry, wakeDue: true}},
 		{"our window pause, window still closed: held until it opens", poolState{pause: oursForWindow, written: true, rolling: true, window: closed},
 			poolDecision{after: 23 * time.Hour, wakeDue: true}},
-		{"our window pause, window open: unpaused", poolState{pause: oursForWindow, written: true, rolling: true, window: open}, poolDecision{action: unpause}},
+		{"our window pause, window open: unpaused, looked at as it closes", poolState{pause: oursForWindow, written: true, rolling: true, window: open},
+			poolDecision{action: unpause, after: time.Hour}},
+		{"our coalescing pause over, nothing of ours rolls out: unpaused, no timer", poolState{pause: oursEnded, window: open}, poolDecision{action: unpause}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.now = now

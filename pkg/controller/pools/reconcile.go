@@ -54,7 +54,7 @@ func decide(s poolState) poolDecision {
 	if s.pause.Ours {
 		end, after := machineconfig.DecideUnpause(s.pause, s.now, s.due, s.coalesce, !w.Allowed, w.after(s.now))
 		if end {
-			return poolDecision{action: unpause}
+			return poolDecision{action: unpause, after: closeTimer(s)}
 		}
 		return poolDecision{after: after, wakeDue: true}
 	}
@@ -68,10 +68,16 @@ func decide(s poolState) poolDecision {
 		}
 		return d
 	}
-	if w.Allowed && w.Windowed && !w.ClosesAt.IsZero() {
-		return poolDecision{after: w.ClosesAt.Sub(s.now)} // the pool timer: pause as the window closes
+	return poolDecision{after: closeTimer(s)}
+}
+
+// closeTimer is the pool's timer while an item we wrote rolls out on it:
+// the close of its open window, when it pauses it (0: none).
+func closeTimer(s poolState) time.Duration {
+	if w := s.window; s.written && w.Allowed && w.Windowed && !w.ClosesAt.IsZero() {
+		return w.ClosesAt.Sub(s.now)
 	}
-	return poolDecision{}
+	return 0
 }
 
 // Reconcile reads one pool, decides and applies: the end of our pause, or
