@@ -36,7 +36,7 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	c.noteWindow(it, adm)
 	switch {
 	case adm.Stale != nil:
-		c.staleItem(cfg, c.itemIndex(cfg, it.Name, 0), adm.Stale)
+		c.staleItem(cfg, itemIndex(cfg, it.Name, 0), adm.Stale)
 		return gateStopped, 0, nil, nil
 	case err == nil && adm.Open():
 		err = c.pools.Hold(ctx, cfg.Name, it, adm)

@@ -89,7 +89,7 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 	var stale *plan.StaleTargetError
 	switch {
 	case errors.As(err, &stale):
-		c.staleItem(cfg, c.itemIndex(cfg, stale.Item, i), stale)
+		c.staleItem(cfg, itemIndex(cfg, stale.Item, i), stale)
 		return false, checkedTarget{}, nil
 	case errors.Is(err, errStalePlan):
 		status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "StalePlan", status.MessageStale)
@@ -202,7 +202,7 @@ func (c *Controller) staleTarget(view *v1alpha1.VirtPlatformConfig, targets []pl
 }
 
 // itemIndex is the index of the item named name, else fallback.
-func (c *Controller) itemIndex(cfg *v1alpha1.VirtPlatformConfig, name string, fallback int) int {
+func itemIndex(cfg *v1alpha1.VirtPlatformConfig, name string, fallback int) int {
 	for i := range cfg.Status.Items {
 		if cfg.Status.Items[i].Name == name {
 			return i

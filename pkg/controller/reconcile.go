@@ -66,7 +66,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	var requeue time.Duration
 	switch c.step(cfg) {
 	case workIgnore:
-		c.ignore(cfg, profile.Metadata().Level)
+		ignore(cfg, profile.Metadata().Level)
 	case workDraft:
 		requeue, err = c.draft(ctx, cfg, profile)
 	case workProgress:
@@ -185,7 +185,7 @@ func (c *Controller) phaseEvent(cfg *v1alpha1.VirtPlatformConfig) {
 }
 
 // ignore: nothing is rolled back and the items are kept.
-func (c *Controller) ignore(cfg *v1alpha1.VirtPlatformConfig, level v1alpha1.Impact) {
+func ignore(cfg *v1alpha1.VirtPlatformConfig, level v1alpha1.Impact) {
 	st := &cfg.Status
 	st.ObservedGeneration = cfg.Generation
 	if st.ImpactSeverity == "" {
@@ -280,7 +280,7 @@ func (c *Controller) applyAction(cfg *v1alpha1.VirtPlatformConfig, res *plan.Res
 		return err
 	}
 	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
-	status.SetPhase(st, v1alpha1.PhaseReviewRequired, "DistinctApproverRequired", c.distinctApproverMessage(cfg))
+	status.SetPhase(st, v1alpha1.PhaseReviewRequired, "DistinctApproverRequired", distinctApproverMessage(cfg))
 	return nil
 }
 
@@ -309,7 +309,7 @@ func (c *Controller) standingApproval(cfg *v1alpha1.VirtPlatformConfig, res *pla
 	return true, approval.Record(st, res, record)
 }
 
-func (c *Controller) distinctApproverMessage(cfg *v1alpha1.VirtPlatformConfig) string {
+func distinctApproverMessage(cfg *v1alpha1.VirtPlatformConfig) string {
 	return fmt.Sprintf("action Apply does not approve plans by itself on this server (--require-distinct-approver): a user other than %q must review the plan and approve it (GET .../virtplatformconfigs/%s/plan, then POST its planHash to .../approve)",
 		cfg.Status.SpecChangedBy, cfg.Name)
 }
@@ -383,7 +383,7 @@ func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 			c.followItem(ctx, p, it)
 		}
 		if it.State == v1alpha1.ItemStateFailed && p.abort {
-			status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ItemFailed", fmt.Sprintf("Item '%s' failed: %s", it.Name, it.Message)+c.notePartial(cfg))
+			status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ItemFailed", fmt.Sprintf("Item '%s' failed: %s", it.Name, it.Message)+notePartial(cfg))
 			return 0, nil, nil
 		}
 	}
@@ -469,7 +469,7 @@ func (c *Controller) settle(cfg *v1alpha1.VirtPlatformConfig, requeue time.Durat
 		opts := c.Profiles.ResolveOptions(cfg.Spec)
 		cfg.Status.AppliedOptions = &opts
 		status.SetPhase(&cfg.Status, v1alpha1.PhaseCompletedWithErrors, "ItemsFailed",
-			fmt.Sprintf("%d of %d items failed: %s", len(failed), len(cfg.Status.Items), strings.Join(failed, "; "))+c.notePartial(cfg))
+			fmt.Sprintf("%d of %d items failed: %s", len(failed), len(cfg.Status.Items), strings.Join(failed, "; "))+notePartial(cfg))
 		return 0, nil, nil
 	}
 	c.completed(cfg, status.MessageApplied)
@@ -604,13 +604,13 @@ func (c *Controller) transientDeadline() time.Duration {
 func (c *Controller) staleItem(cfg *v1alpha1.VirtPlatformConfig, i int, stale *plan.StaleTargetError) {
 	it := &cfg.Status.Items[i]
 	c.setItem(it, v1alpha1.ItemStateFailed, "Not written: "+stale.Error())
-	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "StalePlan", fmt.Sprintf("%s Nothing was written for %s.", status.MessageStale, stale.Error())+c.notePartial(cfg))
+	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "StalePlan", fmt.Sprintf("%s Nothing was written for %s.", status.MessageStale, stale.Error())+notePartial(cfg))
 }
 
 // notePartial sets PartiallyApplied when some items of the approved plan
 // were written while others failed or were not written, and returns what
 // to add to the phase message ("" when nothing was written).
-func (c *Controller) notePartial(cfg *v1alpha1.VirtPlatformConfig) string {
+func notePartial(cfg *v1alpha1.VirtPlatformConfig) string {
 	var written, notWritten []string
 	for i := range cfg.Status.Items {
 		it := &cfg.Status.Items[i]
