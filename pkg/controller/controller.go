@@ -8,6 +8,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +35,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/controller/pools"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -120,12 +123,12 @@ type Planner interface {
 	ReadTargets(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, []plan.Target, error)
 	// CheckTarget reads an approved item's live target and checks it
 	// (CheckReadTarget); it returns the read, the write's precondition.
-	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (plan.Target, *unstructured.Unstructured, error)
+	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, check plan.TargetCheck) (plan.Target, *unstructured.Unstructured, error)
 	// CheckReadTarget returns a *plan.StaleTargetError when an approved
 	// item's live target, as read, is no longer the one its plan was
-	// computed against; on a retry it returns the live target when our
-	// earlier write made it.
-	CheckReadTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, retry, bypass bool) (*unstructured.Unstructured, error)
+	// computed against; on a check.Retry it returns the live target when
+	// our earlier write made it.
+	CheckReadTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, check plan.TargetCheck) (*unstructured.Unstructured, error)
 	// Apply writes one item to the main cluster, conditional on the read
 	// its checks judged (at), and returns what it wrote.
 	Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem, at plan.Target) (*unstructured.Unstructured, error)
@@ -188,17 +191,16 @@ type Watcher interface {
 // Controller reconciles VirtPlatformConfigs.
 type Controller struct {
 	Config
-	// queue (configs) and windows (the end of our pool pauses) live for
-	// one term of leadership.
-	queue   workqueue.TypedRateLimitingInterface[string]
-	windows workqueue.TypedRateLimitingInterface[string]
-	lister  listers.VirtPlatformConfigLister
-	clock   clock.Clock
+	// queue (configs) lives for one term of leadership.
+	queue  workqueue.TypedRateLimitingInterface[string]
+	lister listers.VirtPlatformConfigLister
+	clock  clock.Clock
 	// events records when a watch event was seen per config, for the
 	// drift detection latency metric.
 	events *eventTimes
-	// pools are the MachineConfigPools each config's items roll out on.
-	pools *rolloutPools
+	// pools is the pool controller: it answers whether an item may write
+	// to its pools now and how far it rolled out, and owns every pause.
+	pools *pools.Controller
 	// ownWrites is, per config, the resourceVersion of the controller's
 	// last status write that needs no further reconcile: its watch event
 	// is dropped instead of planning again for nothing, unless a
@@ -232,13 +234,25 @@ func New(cfg Config) *Controller {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	return &Controller{
+	c := &Controller{
 		Config: cfg,
 		lister: listers.NewVirtPlatformConfigLister(cfg.Informer.GetIndexer()),
 		clock:  clk,
 		events: newEventTimes(),
-		pools:  &rolloutPools{},
 		jitter: rand.Float64,
+	}
+	c.pools = pools.New(pools.Config{
+		Cluster: cfg.Cluster, Pauser: cfg.Pools, Drains: cfg.Planner, Windows: cfg.MaintenanceWindows,
+		CoalesceWindow: cfg.CoalesceWindow, Recorder: cfg.Recorder, Metrics: cfg.Metrics, Clock: clk,
+		Wake: c.wake,
+	})
+	return c
+}
+
+// wake looks at a config again (while leading).
+func (c *Controller) wake(config string) {
+	if c.queue != nil {
+		c.queue.Add(config)
 	}
 }
 
@@ -304,17 +318,59 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "virtplatformconfigs"})
 	defer c.queue.ShutDown()
-	c.windows = workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pool-windows"})
-	defer c.windows.ShutDown()
 
 	// The caller waited already; this only guards a caller that did not.
 	if !cache.WaitForCacheSync(ctx.Done(), c.Informer.HasSynced) {
 		return
 	}
+	remove, err := c.addHandlers()
+	defer remove()
+	if err != nil {
+		klog.ErrorS(err, "Cannot watch what the controller reconciles")
+		return
+	}
+	c.Watches.OnEvent(func(config string, _ cluster.ObjectKey) {
+		c.events.seen(config, c.clock.Now())
+		c.queue.Add(config)
+	})
+	defer c.stopWatching()
+
+	// /metrics reports the configs from this cache while we lead.
+	c.leading.Store(true)
+	defer c.leading.Store(false)
+	klog.InfoS("Controller started")
+	// The pool controller: pool pauses a previous leader left behind are
+	// ended there, the items due on them first expected.
+	c.expectDueItems()
+	c.pools.Start(ctx)
+	for i := 0; i < workers; i++ {
+		go wait.UntilWithContext(ctx, c.worker, time.Second)
+	}
+	<-ctx.Done()
+	klog.InfoS("Controller stopped")
+}
+
+// addHandlers adds the controller's handlers to the shared informers: the
+// configs, and the maintenance windows and CRDs, after whose changes every
+// config (and every pool, for the windows) is looked at again. remove
+// removes those added, also after an error.
+func (c *Controller) addHandlers() (remove func(), err error) {
+	var added []func()
+	remove = func() {
+		for _, r := range added {
+			r()
+		}
+	}
+	add := func(informer cache.SharedInformer, h cache.ResourceEventHandler, what string) error {
+		reg, err := informer.AddEventHandler(h)
+		if err != nil {
+			return fmt.Errorf("watching %s: %w", what, err)
+		}
+		added = append(added, func() { removeHandler(informer, reg) })
+		return nil
+	}
 	// A handler added to a synced informer is told of every config.
-	configs, err := c.Informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := add(c.Informer, cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
 		UpdateFunc: func(_, obj interface{}) {
 			if !c.ownWrite(obj) {
@@ -322,59 +378,32 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 			}
 		},
 		DeleteFunc: c.enqueue,
-	})
-	if err != nil {
-		klog.ErrorS(err, "Cannot watch VirtPlatformConfigs")
-		return
+	}, "VirtPlatformConfigs"); err != nil {
+		return remove, err
 	}
-	defer removeHandler(c.Informer, configs)
-	c.Watches.OnEvent(func(config string, _ cluster.ObjectKey) {
-		c.events.seen(config, c.clock.Now())
-		c.queue.Add(config)
-	})
-	defer c.stopWatching()
-
 	if c.WindowInformer != nil {
-		again := func() {
+		if err := add(c.WindowInformer, anyChange(func() {
 			c.enqueueAll()
-			c.windows.Add(windowsKey)
+			c.pools.Resync()
+		}), "MaintenanceWindows"); err != nil {
+			return remove, err
 		}
-		windows, err := c.WindowInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(interface{}) { again() },
-			UpdateFunc: func(interface{}, interface{}) { again() },
-			DeleteFunc: func(interface{}) { again() },
-		})
-		if err != nil {
-			klog.ErrorS(err, "Cannot watch MaintenanceWindows")
-			return
-		}
-		defer removeHandler(c.WindowInformer, windows)
 	}
 	if c.CRDs != nil {
-		crds, err := c.CRDs.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(interface{}) { c.enqueueAll() },
-			UpdateFunc: func(interface{}, interface{}) { c.enqueueAll() },
-			DeleteFunc: func(interface{}) { c.enqueueAll() },
-		})
-		if err != nil {
-			klog.ErrorS(err, "Cannot watch CustomResourceDefinitions")
-			return
+		if err := add(c.CRDs, anyChange(c.enqueueAll), "CustomResourceDefinitions"); err != nil {
+			return remove, err
 		}
-		defer removeHandler(c.CRDs, crds)
 	}
+	return remove, nil
+}
 
-	// /metrics reports the configs from this cache while we lead.
-	c.leading.Store(true)
-	defer c.leading.Store(false)
-	klog.InfoS("Controller started")
-	// Pool pauses a previous leader left behind are ended here.
-	c.windows.Add(windowsKey)
-	go wait.UntilWithContext(ctx, c.windowWorker, time.Second)
-	for i := 0; i < workers; i++ {
-		go wait.UntilWithContext(ctx, c.worker, time.Second)
+// anyChange calls fn on every event.
+func anyChange(fn func()) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(interface{}) { fn() },
+		UpdateFunc: func(interface{}, interface{}) { fn() },
+		DeleteFunc: func(interface{}) { fn() },
 	}
-	<-ctx.Done()
-	klog.InfoS("Controller stopped")
 }
 
 func removeHandler(informer cache.SharedInformer, reg cache.ResourceEventHandlerRegistration) {
@@ -446,29 +475,6 @@ func (c *Controller) enqueueAll() {
 	}
 }
 
-// windowWorker ends the pool pauses whose window is over; it has its own
-// queue so that a window's end never waits behind config reconciles.
-func (c *Controller) windowWorker(ctx context.Context) {
-	for {
-		key, quit := c.windows.Get()
-		if quit {
-			return
-		}
-		after, err := c.finishWindows(ctx)
-		switch {
-		case err != nil:
-			klog.ErrorS(err, "Ending pool pauses failed, will retry")
-			c.windows.AddRateLimited(key)
-		default:
-			c.windows.Forget(key)
-			if after > 0 {
-				c.windows.AddAfter(key, after)
-			}
-		}
-		c.windows.Done(key)
-	}
-}
-
 func (c *Controller) worker(ctx context.Context) {
 	for c.processNext(ctx) {
 	}
@@ -504,4 +510,24 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// expectDueItems tells the pool controller, as a term starts, of the
+// approved MachineConfig items not written yet: no pause of ours ends
+// under them before their config is reconciled.
+func (c *Controller) expectDueItems() {
+	configs, err := c.lister.List(everything)
+	if err != nil {
+		return
+	}
+	for _, cfg := range configs {
+		if cfg.Status.Phase != v1alpha1.PhaseInProgress || cfg.Spec.Action == v1alpha1.PlanActionIgnore {
+			continue
+		}
+		for i := range cfg.Status.Items {
+			if it := &cfg.Status.Items[i]; dueOnPools(it) {
+				c.pools.Expect(cfg.Name, it.Name, machineconfig.ItemChange(it.TargetRef, it.DesiredState))
+			}
+		}
+	}
 }

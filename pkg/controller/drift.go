@@ -149,29 +149,7 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		return 0, nil
 
 	case len(ch.drifted) > 0:
-		if cfg.Spec.Action == v1alpha1.PlanActionApply && cfg.Spec.BypassOptimisticLock {
-			// Apply + bypassOptimisticLock: put the targets back at once.
-			approved, err := c.standingApproval(cfg, res)
-			if err != nil {
-				return 0, err
-			}
-			if approved {
-				c.recordDrift(cfg, eventAt)
-				c.Recorder.Eventf(cfg, "Normal", "DriftCorrection", "Correcting drift of %s (action Apply, bypassOptimisticLock)", driftSummary(ch.drifted))
-				return 0, nil
-			}
-		}
-		for i := range st.Items {
-			if fields, ok := ch.drifted[st.Items[i].Name]; ok {
-				st.Items[i].Message = "Drifted: " + strings.Join(fields, ", ") + " no longer as applied"
-			}
-		}
-		if st.Phase != v1alpha1.PhaseDrifted {
-			c.recordDrift(cfg, eventAt)
-		}
-		status.SetPhase(st, v1alpha1.PhaseDrifted, "DriftDetected",
-			fmt.Sprintf("%s: %s. Review the plan and approve it, or revert the change", status.MessageDrifted, driftSummary(ch.drifted)))
-		return 0, nil
+		return 0, c.drifted(cfg, res, ch.drifted, eventAt)
 	}
 
 	// In sync: what was applied is what this build would apply.
@@ -188,6 +166,35 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	}
 	st.OperatorVersion = c.Version
 	return 0, nil
+}
+
+// drifted: targets no longer as applied. With action Apply and
+// bypassOptimisticLock they are put back at once; otherwise the config is
+// Drifted, each item saying which fields.
+func (c *Controller) drifted(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, drifted map[string][]string, eventAt time.Time) error {
+	st := &cfg.Status
+	if cfg.Spec.Action == v1alpha1.PlanActionApply && cfg.Spec.BypassOptimisticLock {
+		approved, err := c.standingApproval(cfg, res)
+		if err != nil {
+			return err
+		}
+		if approved {
+			c.recordDrift(cfg, eventAt)
+			c.Recorder.Eventf(cfg, "Normal", "DriftCorrection", "Correcting drift of %s (action Apply, bypassOptimisticLock)", driftSummary(drifted))
+			return nil
+		}
+	}
+	for i := range st.Items {
+		if fields, ok := drifted[st.Items[i].Name]; ok {
+			st.Items[i].Message = "Drifted: " + strings.Join(fields, ", ") + " no longer as applied"
+		}
+	}
+	if st.Phase != v1alpha1.PhaseDrifted {
+		c.recordDrift(cfg, eventAt)
+	}
+	status.SetPhase(st, v1alpha1.PhaseDrifted, "DriftDetected",
+		fmt.Sprintf("%s: %s. Review the plan and approve it, or revert the change", status.MessageDrifted, driftSummary(drifted)))
+	return nil
 }
 
 // reviewInputDrift keeps a config with input dependency drift in review

@@ -145,14 +145,14 @@ func (p *fakePlanner) DrainImpact(context.Context, *v1alpha1.VirtPlatformConfigI
 	return p.drain, p.drainErr
 }
 
-func (p *fakePlanner) CheckTarget(_ context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (plan.Target, *unstructured.Unstructured, error) {
+func (p *fakePlanner) CheckTarget(_ context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, check plan.TargetCheck) (plan.Target, *unstructured.Unstructured, error) {
 	p.mu.Lock()
 	err := p.readErr[it.Name]
 	p.mu.Unlock()
 	if err != nil {
 		return plan.Target{}, nil, err
 	}
-	ours, err := p.CheckReadTarget(cfg, it, nil, retry, bypass)
+	ours, err := p.CheckReadTarget(cfg, it, nil, check)
 	return readAt(it.Name), ours, err
 }
 
@@ -160,7 +160,7 @@ func (p *fakePlanner) CheckTarget(_ context.Context, cfg *v1alpha1.VirtPlatformC
 // named after it, which the write must carry.
 func readAt(item string) plan.Target { return plan.Target{ReadAt: "rv-" + item, Read: true} }
 
-func (p *fakePlanner) CheckReadTarget(_ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _ *unstructured.Unstructured, _, _ bool) (*unstructured.Unstructured, error) {
+func (p *fakePlanner) CheckReadTarget(_ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _ *unstructured.Unstructured, _ plan.TargetCheck) (*unstructured.Unstructured, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.checks == nil {
@@ -353,6 +353,8 @@ type harness struct {
 	indexer  cache.Indexer
 	requeue  time.Duration
 	err      error
+	// poolQueue is the pool controller's queue.
+	poolQueue workqueue.TypedRateLimitingInterface[string]
 }
 
 func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
@@ -373,9 +375,30 @@ func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
 		RequireDistinctApprover: distinctApprover,
 	})
 	h.c.jitter = func() float64 { return 0.5 }
-	h.c.windows = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
-	t.Cleanup(h.c.windows.ShutDown)
+	h.poolQueue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	h.c.pools.UseQueue(h.poolQueue)
+	t.Cleanup(h.poolQueue.ShutDown)
 	return h
+}
+
+// setWindows sets the maintenance windows the pool controller reads.
+func (h *harness) setWindows(w maintenance.Lister) { h.c.pools.Windows = w }
+
+// syncPools runs the pool controller's reconciles queued so far (the
+// pools it was asked to look at), as its worker would, and then those of
+// every pool.
+func (h *harness) syncPools() {
+	h.t.Helper()
+	ctx := context.Background()
+	if _, err := h.c.pools.ReconcileAll(ctx); err != nil {
+		h.t.Fatalf("pool controller: %v", err)
+	}
+	pools, _ := h.cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	for _, p := range pools {
+		if _, err := h.c.pools.Reconcile(ctx, p.GetName()); err != nil {
+			h.t.Fatalf("pool controller, pool %s: %v", p.GetName(), err)
+		}
+	}
 }
 
 // create stores a new config, as the API would.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/controller/pools"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/status"
@@ -77,7 +78,7 @@ const blockedMessage = "Waiting: writing MachineConfig '99-worker-psi-karg' woul
 // TestPreflight walks the edges of the preflight before a MachineConfig
 // item's drain: a VM that would block it, a VM the review did not show,
 // a cluster upgrade. Each wait leaves the pools unpaused and nothing
-// written; each is looked at again after preflightRetry.
+// written; each is looked at again after pools.PreflightRetry.
 func TestPreflight(t *testing.T) {
 	allow := v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun, Rollout: &v1alpha1.RolloutSpec{AllowBlockingDrains: true}}
 	timeout := v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun, WaitTimeout: "30m"}
@@ -86,7 +87,7 @@ func TestPreflight(t *testing.T) {
 		{name: "InProgress --approved, every VM migrates or was reviewed to shut down--> written", spec: dryRun, given: givenApprovedPSI(migrating, vmNone), event: nothing,
 			phase: v1alpha1.PhaseInProgress, applied: []string{psi}, items: map[string]itemWant{psi: {v1alpha1.ItemStateInProgress, "MachineConfigPool 'worker' is processing changes"}}},
 		{name: "InProgress --approved, a reviewed VM blocks the drain--> InProgress, waiting, the VM named", spec: dryRun, given: givenApprovedPSI(migrating, vmNone, gpu0), event: nothing,
-			phase: v1alpha1.PhaseInProgress, requeue: preflightRetry, items: map[string]itemWant{psi: {v1alpha1.ItemStatePending, blockedMessage}},
+			phase: v1alpha1.PhaseInProgress, requeue: pools.PreflightRetry, items: map[string]itemWant{psi: {v1alpha1.ItemStatePending, blockedMessage}},
 			check: func(t *testing.T, h *harness) {
 				if paused, _, _ := unstructured.NestedBool(h.cluster.objects[clusterKey("MachineConfigPool", "", "worker")].Object, "spec", "paused"); paused {
 					t.Error("the pool was paused for an item that waits")
@@ -98,12 +99,12 @@ func TestPreflight(t *testing.T) {
 			event: drainNow(migrating, vmNone, v1alpha1.VMImpact{Node: "worker-2", Namespace: "default", Name: "gpu-0", Fate: v1alpha1.VMFateLiveMigrate}),
 			phase: v1alpha1.PhaseInProgress, applied: []string{psi}},
 		{name: "InProgress (waiting on a VM) --still blocked--> InProgress, nothing written", spec: dryRun, given: waitingOn(dryRun), event: nothing,
-			phase: v1alpha1.PhaseInProgress, requeue: preflightRetry, items: map[string]itemWant{psi: {v1alpha1.ItemStatePending, blockedMessage}}},
+			phase: v1alpha1.PhaseInProgress, requeue: pools.PreflightRetry, items: map[string]itemWant{psi: {v1alpha1.ItemStatePending, blockedMessage}}},
 		{name: "InProgress --approved with allowBlockingDrains, a VM blocks--> written at once", spec: allow, given: givenApprovedPSI(migrating, gpu0), event: nothing,
 			phase: v1alpha1.PhaseInProgress, applied: []string{psi}},
 		{name: "InProgress (waiting on a VM, waitTimeout 30m) --10m later--> InProgress, looked at again after the retry", spec: timeout, given: waitingOn(timeout),
 			event: func(h *harness) { h.clock.Step(10 * time.Minute) },
-			phase: v1alpha1.PhaseInProgress, requeue: preflightRetry, items: map[string]itemWant{psi: {v1alpha1.ItemStatePending, "would block the drain"}}},
+			phase: v1alpha1.PhaseInProgress, requeue: pools.PreflightRetry, items: map[string]itemWant{psi: {v1alpha1.ItemStatePending, "would block the drain"}}},
 		{name: "InProgress (waiting on a VM, waitTimeout 30m) --29m55s later--> InProgress, looked at again when the timeout ends", spec: timeout, given: waitingOn(timeout),
 			event: func(h *harness) { h.clock.Step(29*time.Minute + 55*time.Second) },
 			phase: v1alpha1.PhaseInProgress, requeue: 5 * time.Second},
@@ -132,12 +133,12 @@ func TestPreflight(t *testing.T) {
 			items: map[string]itemWant{psi: {v1alpha1.ItemStatePending, "Retrying in 1s (attempt 1): assessing what draining the nodes of MachineConfig '99-worker-psi-karg' does to the VMs there"}}},
 		{name: "InProgress --cluster upgrade in progress--> InProgress, waiting", spec: dryRun, given: givenApprovedPSI(migrating),
 			event: clusterVersion("True", "Working towards 4.20.2: 512 of 903 done (56% complete)"),
-			phase: v1alpha1.PhaseInProgress, requeue: preflightRetry,
+			phase: v1alpha1.PhaseInProgress, requeue: pools.PreflightRetry,
 			items: map[string]itemWant{psi: {v1alpha1.ItemStatePending, "Waiting: cluster upgrade in progress (ClusterVersion version Progressing: Working towards 4.20.2: 512 of 903 done (56% complete)); the change is written when it is done"}}},
 		{name: "InProgress --cluster upgrade done (Progressing False)--> written", spec: dryRun, given: givenApprovedPSI(migrating),
 			event: clusterVersion("False", "Cluster version is 4.20.2"), phase: v1alpha1.PhaseInProgress, applied: []string{psi}},
 		{name: "InProgress --cluster upgrade and a blocking VM--> both said", spec: dryRun, given: givenApprovedPSI(gpu0),
-			event: clusterVersion("True", "Working towards 4.20.2"), phase: v1alpha1.PhaseInProgress, requeue: preflightRetry,
+			event: clusterVersion("True", "Working towards 4.20.2"), phase: v1alpha1.PhaseInProgress, requeue: pools.PreflightRetry,
 			items: map[string]itemWant{psi: {v1alpha1.ItemStatePending, "Waiting: cluster upgrade in progress (ClusterVersion version Progressing: Working towards 4.20.2); the change is written when it is done; writing MachineConfig '99-worker-psi-karg' would drain"}}},
 	}
 	for _, tc := range tests {

@@ -32,7 +32,8 @@ type preWrite struct {
 	target bool
 }
 
-// checked is what the checks before a write read of the item's target.
+// checkedTarget is what the checks before a write read of the item's
+// target.
 type checkedTarget struct {
 	// read: the target as the checks read it; the write carries it as its
 	// precondition, so that nothing the checks did not see is written over.
@@ -40,6 +41,23 @@ type checkedTarget struct {
 	// written: a retry found the target as our own earlier write left it
 	// (not to be written again).
 	written *unstructured.Unstructured
+}
+
+// preWriteReads is what the reads of checkBeforeWrite found, each with
+// its error.
+type preWriteReads struct {
+	// snap and targets: the whole plan's read (due.plan).
+	snap    string
+	targets []plan.Target
+	planErr error
+	// stored: the config as stored (due.stored).
+	stored    *v1alpha1.VirtPlatformConfig
+	storedErr error
+	// target: the item's own target (due.target).
+	target    checkedTarget
+	targetErr error
+	// intentErr: recording the intent to write failed.
+	intentErr error
 }
 
 // checkBeforeWrite makes the checks of item i that are due and, when
@@ -52,67 +70,26 @@ type checkedTarget struct {
 func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, due preWrite, intent bool) (bool, checkedTarget, error) {
 	// The reads work on a copy: the intent write replaces *cfg.
 	view := cfg.DeepCopy()
-	it := &view.Status.Items[i]
-	retry := it.State == v1alpha1.ItemStateInProgress
-	var (
-		wg                   sync.WaitGroup
-		snap                 string
-		stored               *v1alpha1.VirtPlatformConfig
-		target               checkedTarget
-		planErr, storedErr   error
-		targetErr, intentErr error
-	)
-	var targets []plan.Target
-	switch {
-	case due.plan:
-		// The whole plan's read includes the item's target: it is read
-		// once and checked twice.
-		wg.Go(func() {
-			if snap, targets, planErr = c.Planner.ReadTargets(ctx, view.Status.Items); planErr == nil && due.target {
-				target.read = targets[i]
-				target.written, targetErr = c.Planner.CheckReadTarget(view, it, targets[i].Object, retry, view.Spec.BypassOptimisticLock)
-			}
-		})
-	case due.target:
-		wg.Go(func() {
-			target.read, target.written, targetErr = c.Planner.CheckTarget(ctx, view, it, retry, view.Spec.BypassOptimisticLock)
-		})
-	}
-	if due.stored {
-		wg.Go(func() { stored, storedErr = c.Status.GetStored(ctx, view.Name) })
-	}
-	if intent {
-		c.setItem(&cfg.Status.Items[i], v1alpha1.ItemStateInProgress, applyingMessage)
-		if intentErr = c.writeStatus(ctx, cfg, cfg.Status.DeepCopy()); intentErr != nil {
-			intentErr = fmt.Errorf("%w: recording the intent to write item '%s': %v", errLookAgain, it.Name, intentErr)
-		} else {
-			// This reconcile goes on from its intent and ends with a write
-			// of its own: the intent's event needs no reconcile, which
-			// would only find its cache behind storage.
-			c.ownWrites.Store(cfg.Name, cfg.ResourceVersion)
-		}
-	}
-	wg.Wait()
-
-	holds, err := c.checked(view, due, snap, targets, stored, planErr, storedErr, targetErr, intentErr)
-	if holds {
-		return true, target, nil
+	reads := c.readBeforeWrite(ctx, cfg, view, i, due, intent)
+	err := c.checked(view, due, &reads)
+	if err == nil {
+		return true, reads.target, nil
 	}
 	if intent {
 		// Nothing is written: the item is not in progress, and storage
 		// must not say it is (a write in progress skips the whole-plan
 		// check when it is tried again).
 		cfg.Status.Items[i] = view.Status.Items[i]
-		if intentErr == nil {
+		if reads.intentErr == nil {
 			if werr := c.writeStatus(ctx, cfg, cfg.Status.DeepCopy()); werr != nil {
-				return false, checkedTarget{}, fmt.Errorf("%w: taking back the intent to write item '%s' (%v): %v", errLookAgain, it.Name, err, werr)
+				return false, checkedTarget{}, fmt.Errorf("%w: taking back the intent to write item '%s' (%v): %v", errLookAgain, view.Status.Items[i].Name, err, werr)
 			}
 		}
 	}
 	var stale *plan.StaleTargetError
 	switch {
 	case errors.As(err, &stale):
-		c.staleItem(cfg, c.itemIndex(cfg, stale.Item, i), stale)
+		c.staleItem(cfg, itemIndex(cfg, stale.Item, i), stale)
 		return false, checkedTarget{}, nil
 	case errors.Is(err, errStalePlan):
 		status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "StalePlan", status.MessageStale)
@@ -121,43 +98,88 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 	return false, checkedTarget{}, err
 }
 
+// readBeforeWrite makes the reads of the checks due on view, a copy of
+// cfg, at the same time, and the intent write of item i on cfg with them.
+func (c *Controller) readBeforeWrite(ctx context.Context, cfg, view *v1alpha1.VirtPlatformConfig, i int, due preWrite, intent bool) preWriteReads {
+	it := &view.Status.Items[i]
+	check := plan.CheckOf(view, it)
+	var r preWriteReads
+	var wg sync.WaitGroup
+	switch {
+	case due.plan:
+		// The whole plan's read includes the item's target: it is read
+		// once and checked twice.
+		wg.Go(func() {
+			if r.snap, r.targets, r.planErr = c.Planner.ReadTargets(ctx, view.Status.Items); r.planErr == nil && due.target {
+				r.target.read = r.targets[i]
+				r.target.written, r.targetErr = c.Planner.CheckReadTarget(view, it, r.targets[i].Object, check)
+			}
+		})
+	case due.target:
+		wg.Go(func() {
+			r.target.read, r.target.written, r.targetErr = c.Planner.CheckTarget(ctx, view, it, check)
+		})
+	}
+	if due.stored {
+		wg.Go(func() { r.stored, r.storedErr = c.Status.GetStored(ctx, view.Name) })
+	}
+	if intent {
+		r.intentErr = c.recordIntent(ctx, cfg, i)
+	}
+	wg.Wait()
+	return r
+}
+
+// recordIntent stores item i InProgress before it is written.
+func (c *Controller) recordIntent(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int) error {
+	c.setItem(&cfg.Status.Items[i], v1alpha1.ItemStateInProgress, applyingMessage)
+	if err := c.writeStatus(ctx, cfg, cfg.Status.DeepCopy()); err != nil {
+		return fmt.Errorf("%w: recording the intent to write item '%s': %v", errLookAgain, cfg.Status.Items[i].Name, err)
+	}
+	// This reconcile goes on from its intent and ends with a write of its
+	// own: the intent's event needs no reconcile, which would only find
+	// its cache behind storage.
+	c.ownWrites.Store(cfg.Name, cfg.ResourceVersion)
+	return nil
+}
+
 // errStalePlan: the plan's snapshot changed, yet no item names its target
 // as changed (an approval made before plans recorded their targets).
 var errStalePlan = errors.New("stale plan")
 
 // checked judges what the checks of checkBeforeWrite read, most decisive
 // first: our own storage behind or ahead makes the config be looked at
-// again; then the plan, then the item's target.
-func (c *Controller) checked(view *v1alpha1.VirtPlatformConfig, due preWrite, snap string, targets []plan.Target, stored *v1alpha1.VirtPlatformConfig, planErr, storedErr, targetErr, intentErr error) (bool, error) {
-	if intentErr != nil {
-		return false, intentErr
+// again; then the plan, then the item's target. nil: the write may be made.
+func (c *Controller) checked(view *v1alpha1.VirtPlatformConfig, due preWrite, r *preWriteReads) error {
+	if r.intentErr != nil {
+		return r.intentErr
 	}
 	if due.stored {
-		if storedErr != nil {
-			return false, fmt.Errorf("%w: reading the approval of %s from storage before writing: %v", errLookAgain, view.Name, storedErr)
+		if r.storedErr != nil {
+			return fmt.Errorf("%w: reading the approval of %s from storage before writing: %v", errLookAgain, view.Name, r.storedErr)
 		}
-		if stored.UID != view.UID || stored.ResourceVersion != view.ResourceVersion {
+		if r.stored.UID != view.UID || r.stored.ResourceVersion != view.ResourceVersion {
 			// This replica's cache is behind storage: look again with what
 			// is stored (the watch brings it) rather than write on old news.
-			return false, fmt.Errorf("%w: the stored config %s (resourceVersion %s) is newer than the cached one (%s); nothing written",
-				errLookAgain, view.Name, stored.ResourceVersion, view.ResourceVersion)
+			return fmt.Errorf("%w: the stored config %s (resourceVersion %s) is newer than the cached one (%s); nothing written",
+				errLookAgain, view.Name, r.stored.ResourceVersion, view.ResourceVersion)
 		}
 	}
 	if due.plan {
-		if planErr != nil {
+		if r.planErr != nil {
 			// Nothing is written. A transient error is retried with its
 			// message and deadline, a permanent one (a 403) fails the item:
 			// neither waits unseen.
-			return false, fmt.Errorf("reading the targets of %s before its first write: %w", view.Name, planErr)
+			return fmt.Errorf("reading the targets of %s before its first write: %w", view.Name, r.planErr)
 		}
-		if snap != view.Status.SourceSnapshotHash && !view.Spec.BypassOptimisticLock {
-			return false, c.staleTarget(view, targets)
+		if r.snap != view.Status.SourceSnapshotHash && !view.Spec.BypassOptimisticLock {
+			return c.staleTarget(view, r.targets)
 		}
 	}
-	if due.target && targetErr != nil {
-		return false, targetErr
+	if due.target && r.targetErr != nil {
+		return r.targetErr
 	}
-	return true, nil
+	return nil
 }
 
 // staleTarget names the item whose target changed since the review, when
@@ -168,7 +190,9 @@ func (c *Controller) staleTarget(view *v1alpha1.VirtPlatformConfig, targets []pl
 		if view.Status.Items[i].State == v1alpha1.ItemStateFailed {
 			continue // not read, not part of the snapshot
 		}
-		_, err := c.Planner.CheckReadTarget(view, &view.Status.Items[i], targets[i].Object, false, false)
+		// Before the plan's first write: no item's write was started
+		// (no retry), and the snapshot is checked only without bypass.
+		_, err := c.Planner.CheckReadTarget(view, &view.Status.Items[i], targets[i].Object, plan.TargetCheck{})
 		var stale *plan.StaleTargetError
 		if errors.As(err, &stale) {
 			return stale
@@ -178,7 +202,7 @@ func (c *Controller) staleTarget(view *v1alpha1.VirtPlatformConfig, targets []pl
 }
 
 // itemIndex is the index of the item named name, else fallback.
-func (c *Controller) itemIndex(cfg *v1alpha1.VirtPlatformConfig, name string, fallback int) int {
+func itemIndex(cfg *v1alpha1.VirtPlatformConfig, name string, fallback int) int {
 	for i := range cfg.Status.Items {
 		if cfg.Status.Items[i].Name == name {
 			return i

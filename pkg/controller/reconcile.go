@@ -11,18 +11,16 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/controller/pools"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/failpoint"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
-	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
@@ -52,6 +50,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		c.Watches.Forget(name)
 		c.ownWrites.Delete(name)
 		c.forgetRetries(name)
+		c.pools.Forget(name)
 		return 0, nil
 	}
 	if err != nil {
@@ -65,16 +64,16 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	before := cfg.Status.DeepCopy()
 
 	var requeue time.Duration
-	switch step := c.step(cfg); step {
-	case stepIgnore:
-		c.ignore(cfg, profile.Metadata().Level)
-	case status.StepDraft:
+	switch c.step(cfg) {
+	case workIgnore:
+		ignore(cfg, profile.Metadata().Level)
+	case workDraft:
 		requeue, err = c.draft(ctx, cfg, profile)
-	case status.StepProgress:
+	case workProgress:
 		requeue, err = c.progress(ctx, cfg)
-	case status.StepCheck:
+	case workCheck:
 		requeue, err = c.check(ctx, cfg, profile, eventAt)
-	case stepTrack:
+	case workTrack:
 		c.trackRollouts(ctx, cfg)
 	}
 	if cfg.Status.Phase != v1alpha1.PhaseInProgress {
@@ -82,6 +81,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		status.ClearWaiting(&cfg.Status, cfg.Generation)
 	}
 	c.watch(cfg, profile)
+	c.keepPools(cfg)
 	if apiequality.Semantic.DeepEqual(before, &cfg.Status) {
 		return requeue, err
 	}
@@ -91,30 +91,54 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	return requeue, err
 }
 
-// stepIgnore is the controller's answer to action Ignore, in any phase.
-const stepIgnore = status.Step(-1)
+// work is what a reconcile does with a config: a step of the phase table
+// of pkg/status, or one of the two the controller adds to it whatever the
+// phase.
+type work int
 
-// stepTrack follows the rollouts of MachineConfigs already written by a
-// config whose phase is terminal (Failed): its status follows reality.
-const stepTrack = status.Step(-2)
+const (
+	workNone     work = iota // status.StepNone: nothing until the spec changes
+	workDraft                // status.StepDraft
+	workProgress             // status.StepProgress
+	workCheck                // status.StepCheck
+	// workIgnore is the controller's answer to action Ignore, in any phase.
+	workIgnore
+	// workTrack follows the rollouts of MachineConfigs already written by
+	// a config whose phase is terminal (Failed): its status follows
+	// reality.
+	workTrack
+)
+
+// workOf is the work of a step of the phase table.
+func workOf(s status.Step) work {
+	switch s {
+	case status.StepDraft:
+		return workDraft
+	case status.StepProgress:
+		return workProgress
+	case status.StepCheck:
+		return workCheck
+	}
+	return workNone
+}
 
 // step is what to do with cfg now: the phase table's step, except that
 // action Ignore always wins, approved writes still pending are always
 // progressed (progress fails them if the spec changed since the approval),
 // and any other spec change re-plans.
-func (c *Controller) step(cfg *v1alpha1.VirtPlatformConfig) status.Step {
+func (c *Controller) step(cfg *v1alpha1.VirtPlatformConfig) work {
 	phase, known := status.Lookup(cfg.Status.Phase)
 	switch {
 	case cfg.Spec.Action == v1alpha1.PlanActionIgnore:
-		return stepIgnore
+		return workIgnore
 	case phase.Step == status.StepProgress && writesPending(cfg.Status.Items):
-		return status.StepProgress
+		return workProgress
 	case cfg.Status.ObservedGeneration != cfg.Generation || !known:
-		return status.StepDraft
+		return workDraft
 	case phase.Terminal() && rollingOut(cfg.Status.Items):
-		return stepTrack
+		return workTrack
 	}
-	return phase.Step
+	return workOf(phase.Step)
 }
 
 // writeStatus writes cfg's status and refreshes cfg from the answer. Only
@@ -161,7 +185,7 @@ func (c *Controller) phaseEvent(cfg *v1alpha1.VirtPlatformConfig) {
 }
 
 // ignore: nothing is rolled back and the items are kept.
-func (c *Controller) ignore(cfg *v1alpha1.VirtPlatformConfig, level v1alpha1.Impact) {
+func ignore(cfg *v1alpha1.VirtPlatformConfig, level v1alpha1.Impact) {
 	st := &cfg.Status
 	st.ObservedGeneration = cfg.Generation
 	if st.ImpactSeverity == "" {
@@ -198,53 +222,66 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		st.ImpactSeverity = v1alpha1.ImpactLow
 	}
 	st.SourceSnapshotHash = res.SnapshotHash
-
-	if !res.HasChanges() {
-		items := res.StatusItems(now)
-		rolling := false
-		for i := range items {
-			it := &items[i]
-			if plan.LeftInPlace(it) {
-				it.State = v1alpha1.ItemStateCompleted
-				continue
-			}
-			it.State, it.Message = v1alpha1.ItemStateCompleted, unchangedMessage
-			if rollsPools(it) {
-				r := c.rollout(ctx, cfg.Name, it, false)
-				if !r.Done {
-					it.State, it.Message, rolling = v1alpha1.ItemStateInProgress, r.Message, true
-				}
-			}
-		}
-		st.Items = keepTransitionTimes(st.Items, items)
-		if rolling {
-			status.SetPhase(st, v1alpha1.PhaseInProgress, "RollingOut", "No changes to apply; waiting for the MachineConfigPool rollout to finish")
-			return 0, nil
-		}
-		recordApplied(st)
-		c.completed(cfg, status.MessageNoop)
+	switch {
+	case !res.HasChanges():
+		c.nothingToApply(ctx, cfg, res, now)
 		return 0, nil
-	}
-
-	if cfg.Spec.Action == v1alpha1.PlanActionApply {
-		if changed, err := approvedPlanChanged(cfg, res, now); changed || err != nil {
-			st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
-			status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", fmt.Sprintf(
-				"action Apply approved plan %s of this spec (generation %d); the plan is now different (its prerequisites went away and came back, or an input changed meanwhile), so it is not applied without a review. %s",
-				v1alpha1.ShortHash(st.Approval.PlanHash), cfg.Generation, status.MessageReview))
-			return 0, err
-		}
-		approved, err := c.standingApproval(cfg, res)
-		if approved || err != nil {
-			return 0, err
-		}
-		st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
-		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "DistinctApproverRequired", c.distinctApproverMessage(cfg))
-		return 0, nil
+	case cfg.Spec.Action == v1alpha1.PlanActionApply:
+		return 0, c.applyAction(cfg, res, now)
 	}
 	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
 	status.SetPhase(st, v1alpha1.PhaseReviewRequired, "ReviewRequired", status.MessageReview)
 	return 0, nil
+}
+
+// nothingToApply drafts a plan that changes nothing: Completed, or
+// InProgress while a pool still rolls a MachineConfig out (followed, not
+// ours to pause).
+func (c *Controller) nothingToApply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time) {
+	st := &cfg.Status
+	items := res.StatusItems(now)
+	rolling := false
+	for i := range items {
+		it := &items[i]
+		if plan.LeftInPlace(it) {
+			it.State = v1alpha1.ItemStateCompleted
+			continue
+		}
+		it.State, it.Message = v1alpha1.ItemStateCompleted, unchangedMessage
+		if rollsPools(it) {
+			if r := c.rollout(ctx, cfg.Name, it, false); !r.Done {
+				it.State, it.Message, rolling = v1alpha1.ItemStateInProgress, r.Message, true
+			}
+		}
+	}
+	st.Items = keepTransitionTimes(st.Items, items)
+	if rolling {
+		status.SetPhase(st, v1alpha1.PhaseInProgress, "RollingOut", "No changes to apply; waiting for the MachineConfigPool rollout to finish")
+		return
+	}
+	recordApplied(st)
+	c.completed(cfg, status.MessageNoop)
+}
+
+// applyAction drafts a plan with changes under action Apply: approved
+// (a standing approval), unless this spec's approved plan changed since
+// or a distinct approver is required.
+func (c *Controller) applyAction(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time) error {
+	st := &cfg.Status
+	if changed, err := approvedPlanChanged(cfg, res, now); changed || err != nil {
+		st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", fmt.Sprintf(
+			"action Apply approved plan %s of this spec (generation %d); the plan is now different (its prerequisites went away and came back, or an input changed meanwhile), so it is not applied without a review. %s",
+			v1alpha1.ShortHash(st.Approval.PlanHash), cfg.Generation, status.MessageReview))
+		return err
+	}
+	approved, err := c.standingApproval(cfg, res)
+	if approved || err != nil {
+		return err
+	}
+	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
+	status.SetPhase(st, v1alpha1.PhaseReviewRequired, "DistinctApproverRequired", distinctApproverMessage(cfg))
+	return nil
 }
 
 // approvedPlanChanged is true when this spec's plan was approved before
@@ -272,7 +309,7 @@ func (c *Controller) standingApproval(cfg *v1alpha1.VirtPlatformConfig, res *pla
 	return true, approval.Record(st, res, record)
 }
 
-func (c *Controller) distinctApproverMessage(cfg *v1alpha1.VirtPlatformConfig) string {
+func distinctApproverMessage(cfg *v1alpha1.VirtPlatformConfig) string {
 	return fmt.Sprintf("action Apply does not approve plans by itself on this server (--require-distinct-approver): a user other than %q must review the plan and approve it (GET .../virtplatformconfigs/%s/plan, then POST its planHash to .../approve)",
 		cfg.Status.SpecChangedBy, cfg.Name)
 }
@@ -293,95 +330,128 @@ func (c *Controller) progress(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	return requeue, err
 }
 
+// progression is what progressItems carries from one item to the next.
+type progression struct {
+	cfg     *v1alpha1.VirtPlatformConfig
+	timeout time.Duration // spec.waitTimeout, 0 for none
+	// planDue: the last look before a plan's first write, every target
+	// still as approved, is made with the next write's own checks.
+	planDue bool
+	// abort: the first failed item fails the config (failurePolicy Abort).
+	abort bool
+	// requeue and wait: when to look again, and the first wait an item
+	// is in.
+	requeue time.Duration
+	wait    *status.Wait
+}
+
+// waitFor records a reason to look again, and the wait, if it is the
+// first.
+func (p *progression) waitFor(after time.Duration, wait *status.Wait) {
+	p.requeue = pools.Soonest(p.requeue, after)
+	if p.wait == nil {
+		p.wait = wait
+	}
+}
+
+// progressEnd ends progressItems before the last item: items are written
+// in order, so the later ones wait too.
+type progressEnd struct {
+	requeue time.Duration
+	wait    *status.Wait
+	err     error
+}
+
 // progressItems applies the approved items in order and follows their
 // rollouts; it returns the first wait an item is in, if any.
 func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (time.Duration, *status.Wait, error) {
-	st := &cfg.Status
-	var wait *status.Wait
 	// Items nobody approved are not even read from the cluster.
-	if writesPending(st.Items) && !c.approvalHolds(cfg, "") {
+	if writesPending(cfg.Status.Items) && !c.approvalHolds(cfg, "") {
 		return 0, nil, nil
 	}
-	// The last look before a plan's first write: every target must still
-	// be as it was when the plan was approved. It is made with the first
-	// item's own checks.
-	planDue := notStarted(st.Items)
-	abort := cfg.Spec.FailurePolicy != v1alpha1.FailurePolicyContinue
 	timeout, _ := advisor.ParseWaitTimeout(cfg.Spec.WaitTimeout) // validated
-	var requeue time.Duration
+	p := &progression{cfg: cfg, timeout: timeout, planDue: notStarted(cfg.Status.Items),
+		abort: cfg.Spec.FailurePolicy != v1alpha1.FailurePolicyContinue}
 	for i := 0; i < len(cfg.Status.Items); i++ {
+		if writePending(&cfg.Status.Items[i]) {
+			if end := c.writeDueItem(ctx, p, i); end != nil {
+				return end.requeue, end.wait, end.err
+			}
+		}
 		it := &cfg.Status.Items[i]
-		if writePending(it) {
-			if !c.approvalHolds(cfg, it.Name) {
-				return 0, nil, nil
-			}
-			if backoff := c.retryWait(cfg.Name, it); backoff > 0 {
-				// Items are written in order: the later ones wait too.
-				return backoff, wait, nil
-			}
-			gate, left, gateWait, err := c.writeItem(ctx, cfg, i, timeout, planDue)
-			planDue = false
-			it = &cfg.Status.Items[i]
-			switch {
-			case errors.Is(err, errLookAgain) || ctx.Err() != nil:
-				return 0, nil, err
-			case err != nil && transient.Retry(err, retriesOf(it)):
-				// Items are written in order: the later ones wait too.
-				if after, retrying := c.retryItem(cfg.Name, it, err, timeout); retrying {
-					return after, wait, nil
-				}
-			case err != nil:
-				c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Failed to apply: %v", err))
-				it.Retry = nil
-			case gate == gateStopped:
-				return 0, nil, nil
-			case gate == gateWaiting:
-				// Items are written in order: the later ones wait too.
-				if requeue == 0 || (left > 0 && left < requeue) {
-					requeue = left
-				}
-				if wait == nil {
-					wait = gateWait
-				}
-				return requeue, wait, nil
-			}
-		}
 		if it.State == v1alpha1.ItemStateInProgress && rollsPools(it) {
-			r := c.rollout(ctx, cfg.Name, it, true)
-			waited := c.since(it.LastTransitionTime)
-			if r.after > 0 && (requeue == 0 || r.after < requeue) {
-				requeue = r.after
-			}
-			if wait == nil && !r.Done {
-				wait = r.wait
-			}
-			switch {
-			case r.Done:
-				c.setItem(it, v1alpha1.ItemStateCompleted, r.Message)
-				it.MaintenanceWindow = nil
-			case r.windowed:
-				// Maintenance windows bound this rollout, not waitTimeout:
-				// it may span several of them.
-				it.Message = r.Message
-			case timeout > 0 && waited >= timeout:
-				c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s",
-					waited.Round(time.Second), timeout, r.Message))
-			default:
-				it.Message = r.Message
-				if timeout > 0 {
-					left := timeout - waited
-					if requeue == 0 || left < requeue {
-						requeue = left
-					}
-				}
-			}
+			c.followItem(ctx, p, it)
 		}
-		if it.State == v1alpha1.ItemStateFailed && abort {
-			status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ItemFailed", fmt.Sprintf("Item '%s' failed: %s", it.Name, it.Message)+c.notePartial(cfg))
+		if it.State == v1alpha1.ItemStateFailed && p.abort {
+			status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ItemFailed", fmt.Sprintf("Item '%s' failed: %s", it.Name, it.Message)+notePartial(cfg))
 			return 0, nil, nil
 		}
 	}
+	return c.settle(cfg, p.requeue, p.wait)
+}
 
+// writeDueItem writes item i, whose write is pending, after its checks;
+// non-nil when the items after it must wait (or the config stopped).
+func (c *Controller) writeDueItem(ctx context.Context, p *progression, i int) *progressEnd {
+	cfg := p.cfg
+	if !c.approvalHolds(cfg, cfg.Status.Items[i].Name) {
+		return &progressEnd{}
+	}
+	if backoff := c.retryWait(cfg.Name, &cfg.Status.Items[i]); backoff > 0 {
+		return &progressEnd{requeue: backoff, wait: p.wait}
+	}
+	gate, left, gateWait, err := c.writeItem(ctx, cfg, i, p.timeout, p.planDue)
+	p.planDue = false
+	it := &cfg.Status.Items[i]
+	switch {
+	case errors.Is(err, errLookAgain) || ctx.Err() != nil:
+		return &progressEnd{err: err}
+	case err != nil && transient.Retry(err, retriesOf(it)):
+		if after, retrying := c.retryItem(cfg.Name, it, err, p.timeout); retrying {
+			return &progressEnd{requeue: after, wait: p.wait}
+		}
+	case err != nil:
+		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Failed to apply: %v", err))
+		it.Retry = nil
+	case gate == gateStopped:
+		return &progressEnd{}
+	case gate == gateWaiting:
+		p.waitFor(left, gateWait)
+		return &progressEnd{requeue: p.requeue, wait: p.wait}
+	}
+	return nil
+}
+
+// followItem follows the rollout of a written MachineConfig item.
+func (c *Controller) followItem(ctx context.Context, p *progression, it *v1alpha1.VirtPlatformConfigItem) {
+	r := c.rollout(ctx, p.cfg.Name, it, true)
+	waited := c.since(it.LastTransitionTime)
+	p.requeue = pools.Soonest(p.requeue, r.After)
+	if !r.Done {
+		p.waitFor(0, r.Wait)
+	}
+	switch {
+	case r.Done:
+		c.setItem(it, v1alpha1.ItemStateCompleted, r.Message)
+		it.MaintenanceWindow = nil
+	case r.Windowed:
+		// Maintenance windows bound this rollout, not waitTimeout: it may
+		// span several of them.
+		it.Message = r.Message
+	case p.timeout > 0 && waited >= p.timeout:
+		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s",
+			waited.Round(time.Second), p.timeout, r.Message))
+	default:
+		it.Message = r.Message
+		if p.timeout > 0 {
+			p.requeue = pools.Soonest(p.requeue, p.timeout-waited)
+		}
+	}
+}
+
+// settle ends a pass over the items: while one is pending or rolls out,
+// look again; otherwise the config is Completed, or CompletedWithErrors.
+func (c *Controller) settle(cfg *v1alpha1.VirtPlatformConfig, requeue time.Duration, wait *status.Wait) (time.Duration, *status.Wait, error) {
 	var failed []string
 	for _, it := range cfg.Status.Items {
 		switch it.State {
@@ -391,15 +461,15 @@ func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 			failed = append(failed, fmt.Sprintf("'%s': %s", it.Name, it.Message))
 		}
 	}
-	if st.Approval != nil {
-		c.Metrics.ApplyDuration(cfg.Spec.Profile, c.clock.Since(st.Approval.ApprovedAt.Time))
+	if a := cfg.Status.Approval; a != nil {
+		c.Metrics.ApplyDuration(cfg.Spec.Profile, c.clock.Since(a.ApprovedAt.Time))
 	}
 	recordApplied(&cfg.Status)
 	if len(failed) > 0 {
 		opts := c.Profiles.ResolveOptions(cfg.Spec)
 		cfg.Status.AppliedOptions = &opts
 		status.SetPhase(&cfg.Status, v1alpha1.PhaseCompletedWithErrors, "ItemsFailed",
-			fmt.Sprintf("%d of %d items failed: %s", len(failed), len(cfg.Status.Items), strings.Join(failed, "; "))+c.notePartial(cfg))
+			fmt.Sprintf("%d of %d items failed: %s", len(failed), len(cfg.Status.Items), strings.Join(failed, "; "))+notePartial(cfg))
 		return 0, nil, nil
 	}
 	c.completed(cfg, status.MessageApplied)
@@ -542,13 +612,13 @@ func (c *Controller) transientDeadline() time.Duration {
 func (c *Controller) staleItem(cfg *v1alpha1.VirtPlatformConfig, i int, stale *plan.StaleTargetError) {
 	it := &cfg.Status.Items[i]
 	c.setItem(it, v1alpha1.ItemStateFailed, "Not written: "+stale.Error())
-	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "StalePlan", fmt.Sprintf("%s Nothing was written for %s.", status.MessageStale, stale.Error())+c.notePartial(cfg))
+	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "StalePlan", fmt.Sprintf("%s Nothing was written for %s.", status.MessageStale, stale.Error())+notePartial(cfg))
 }
 
 // notePartial sets PartiallyApplied when some items of the approved plan
 // were written while others failed or were not written, and returns what
 // to add to the phase message ("" when nothing was written).
-func (c *Controller) notePartial(cfg *v1alpha1.VirtPlatformConfig) string {
+func notePartial(cfg *v1alpha1.VirtPlatformConfig) string {
 	var written, notWritten []string
 	for i := range cfg.Status.Items {
 		it := &cfg.Status.Items[i]
@@ -586,7 +656,7 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 		due.stored = false
 	}
 	if intent && rollsPools(it) && len(it.PoolConfigsBefore) == 0 {
-		if err := c.notePoolConfigs(ctx, it); err != nil {
+		if err := c.pools.NotePoolConfigs(ctx, it); err != nil {
 			return true, err
 		}
 	}
@@ -596,30 +666,43 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	if err != nil || !holds {
 		return holds, err
 	}
-	written := target.written
 	it = &cfg.Status.Items[i]
+	if !writes {
+		c.nothingToWrite(it)
+		return true, nil
+	}
+	return true, c.write(ctx, cfg, it, target)
+}
+
+// nothingToWrite settles an item whose checks passed and that writes
+// nothing.
+func (c *Controller) nothingToWrite(it *v1alpha1.VirtPlatformConfigItem) {
 	switch {
 	case plan.LeftInPlace(it):
 		c.setItem(it, v1alpha1.ItemStateCompleted, it.Message)
-		return true, nil
-	case !writes && rollsPools(it):
+	case rollsPools(it):
 		c.setItem(it, v1alpha1.ItemStateInProgress, "Waiting for the MachineConfigPool rollout")
-		return true, nil
-	case !writes:
+	default:
 		c.setItem(it, v1alpha1.ItemStateCompleted, unchangedMessage)
-		return true, nil
 	}
+}
+
+// write writes an item whose checks passed, conditional on the read they
+// judged, and records the write.
+func (c *Controller) write(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, target checkedTarget) error {
 	// written: a retry found our own earlier write (made before a crash
 	// or a lost answer); it is not made a second time.
+	written := target.written
 	if written == nil {
 		failpoint.Hit("before-write")
+		var err error
 		if written, err = c.Planner.Apply(ctx, cfg, *it, target.read); apierrors.IsConflict(err) {
 			// The target changed (or appeared) after the checks read it:
 			// nothing was written; the item is checked again from a new read.
-			return true, fmt.Errorf("%w: %s %s changed after it was checked, before it was written: %v",
+			return fmt.Errorf("%w: %s %s changed after it was checked, before it was written: %v",
 				errLookAgain, it.TargetRef.Kind, it.TargetRef.Name, err)
 		} else if err != nil {
-			return true, err // progress retries it when transient
+			return err // progress retries it when transient
 		}
 	}
 	// After the write, before the status records it: a crash here must
@@ -635,10 +718,10 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	}
 	if rollsPools(it) {
 		it.Message = "Applied; waiting for the MachineConfigPool rollout"
-		return true, nil
+		return nil
 	}
 	c.setItem(it, v1alpha1.ItemStateCompleted, appliedMessage)
-	return true, nil
+	return nil
 }
 
 func (c *Controller) completed(cfg *v1alpha1.VirtPlatformConfig, message string) {
@@ -658,99 +741,41 @@ func (c *Controller) setItem(it *v1alpha1.VirtPlatformConfigItem, state v1alpha1
 	it.State, it.Message = state, message
 }
 
-// itemRollout is how far the pools of a MachineConfig item rolled it out,
-// and what their maintenance windows say.
-type itemRollout struct {
-	machineconfig.Rollout
-	// windowed: a maintenance window governs a pool of the item; its
-	// rollout may then span windows and waitTimeout does not bound it.
-	windowed bool
-	// wait: the rollout is paused until a window opens.
-	wait *status.Wait
-	// after: look again then (a window closes or opens); 0 for no reason.
-	after time.Duration
+// rollout asks the pool controller how far the pools of a MachineConfig
+// item rolled it out (written: virt-advisor wrote it under an approval,
+// so a closing window pauses them), and records on the item the window
+// its rollout waits for and the pauses at a window's close.
+func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, written bool) pools.ItemRollout {
+	r := c.pools.Rollout(ctx, config, it, written)
+	it.MaintenanceWindow = r.Window
+	it.WindowPauses = r.WindowPauses
+	return r
 }
 
-// rollout evaluates every pool that renders a MachineConfig item. For an
-// item virt-advisor wrote under an approval (written), a pool whose
-// maintenance window closed while it still has nodes to update is paused
-// until the window opens again; a rollout of a plan with nothing to write
-// is not ours to pause.
-func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, written bool) itemRollout {
-	pools, err := c.itemPools(ctx, it)
-	if err != nil {
-		return itemRollout{Rollout: machineconfig.Rollout{Message: fmt.Sprintf("Cannot read the MachineConfigPools of MachineConfig '%s': %v", it.TargetRef.Name, err)}}
+// keepPools tells the pool controller which of cfg's items still wait on
+// their pools or roll out on them.
+func (c *Controller) keepPools(cfg *v1alpha1.VirtPlatformConfig) {
+	var waiting, rolling []string
+	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
+		c.pools.Keep(cfg.Name, nil, nil)
+		return
 	}
-	var out itemRollout
-	soonest := func(d time.Duration) {
-		if d > 0 && (out.after == 0 || d < out.after) {
-			out.after = d
-		}
-	}
-	// A KubeletConfig rolls out through the MachineConfig generated from
-	// it, named by the live object (and refused in its status).
-	var live *unstructured.Unstructured
-	if machineconfig.IsKubeletConfig(it.TargetRef) && it.Operation != v1alpha1.OperationDelete {
-		if live, err = c.Cluster.Get(ctx, plan.TargetGVK(it.TargetRef), "", it.TargetRef.Name); err != nil {
-			return itemRollout{Rollout: machineconfig.Rollout{Message: fmt.Sprintf("Cannot read KubeletConfig '%s': %v", it.TargetRef.Name, err)}}
+	for i := range cfg.Status.Items {
+		it := &cfg.Status.Items[i]
+		switch {
+		case cfg.Status.Phase == v1alpha1.PhaseInProgress && dueOnPools(it):
+			waiting = append(waiting, it.Name)
+		case it.State == v1alpha1.ItemStateInProgress && rollsPools(it):
+			rolling = append(rolling, it.Name)
 		}
 	}
-	now := c.clock.Now()
-	it.MaintenanceWindow = nil
-	names := make([]string, len(pools))
-	results := make([]machineconfig.Rollout, len(pools))
-	for i, pool := range pools {
-		names[i] = pool.GetName()
-		if _, found := pool.Object["spec"]; !found {
-			pool = nil // noted at apply time, gone since
-		}
-		results[i] = machineconfig.EvaluateTargetRollout(pool, names[i], it.TargetRef, live, it.Operation, machineconfig.ConfigBefore(it, names[i]))
-		if pool == nil || results[i].Done {
-			continue
-		}
-		w := windowCheck{Decision: maintenance.Decision{Allowed: true}}
-		if written {
-			w = c.windowFor(ctx, pool)
-		}
-		out.windowed = out.windowed || len(w.Windows) > 0
-		if !w.Allowed {
-			msg, err := c.pauseForWindow(ctx, config, it, pool, w)
-			if err != nil {
-				msg = err.Error()
-			}
-			results[i].Message = msg
-			it.MaintenanceWindow = w.wait(true)
-			if out.wait == nil {
-				out.wait = &status.Wait{Reason: status.WaitingMaintenanceWindow,
-					Message: status.WindowWaitMessage(w.Window, w.OpensAt, w.loc, now, fmt.Sprintf("to resume the rollout of item '%s'", it.Name),
-						fmt.Sprintf("MachineConfigPool '%s': %s", names[i], w.Reason))}
-			}
-			soonest(w.after(now))
-			continue
-		}
-		if w.Windowed && !w.ClosesAt.IsZero() {
-			soonest(w.ClosesAt.Sub(now)) // pause as the window closes
-		}
-		if until, ours := machineconfig.PausedBy(pool, cluster.FieldManager); ours {
-			results[i].Message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor until %s so that the changes approved meanwhile roll out with this one (one reboot per node)",
-				names[i], until.UTC().Format(time.RFC3339))
-			if !now.Before(until) {
-				// The window's own check may have run while this replica
-				// could not see the pool (during an outage, or as it took
-				// over): nothing else would end the pause.
-				c.checkWindows()
-				// Never a "paused until" in the past.
-				results[i].Message = fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor; its window ended at %s and the pause ends as soon as the changes approved meanwhile are written",
-					names[i], until.UTC().Format(time.RFC3339))
-			}
-		}
-	}
-	seen := sets.New(c.pools.get(config)...)
-	if !seen.HasAll(names...) {
-		c.pools.set(config, seen.Insert(names...))
-	}
-	out.Rollout = machineconfig.CombineRollouts(it.TargetRef.Name, results)
-	return out
+	c.pools.Keep(cfg.Name, waiting, rolling)
+}
+
+// dueOnPools is true for an approved MachineConfig item whose write is
+// pending: it waits on the pools it rolls.
+func dueOnPools(it *v1alpha1.VirtPlatformConfigItem) bool {
+	return rollsPools(it) && writePending(it) && it.Operation != v1alpha1.OperationNone
 }
 
 // watch declares what the config depends on: its targets, the pools of
@@ -775,7 +800,7 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 			}
 		}
 	}
-	for _, pool := range c.pools.get(cfg.Name) {
+	for _, pool := range c.pools.Seen(cfg.Name) {
 		keys = append(keys, cluster.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pool})
 	}
 	for _, in := range profile.InputObjects(c.Profiles.ResolveOptions(cfg.Spec)) {

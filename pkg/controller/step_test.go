@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 func TestStep(t *testing.T) {
@@ -18,21 +17,23 @@ func TestStep(t *testing.T) {
 		action      v1alpha1.PlanAction
 		specChanged bool
 		items       []v1alpha1.VirtPlatformConfigItem
-		want        status.Step
+		want        work
 	}{
-		{"new config", "", v1alpha1.PlanActionDryRun, true, nil, status.StepDraft},
-		{"Ignore wins in any phase", v1alpha1.PhaseInProgress, v1alpha1.PlanActionIgnore, false, pending, stepIgnore},
-		{"Ignored, action back to DryRun", v1alpha1.PhaseIgnored, v1alpha1.PlanActionDryRun, true, nil, status.StepDraft},
-		{"ReviewRequired re-plans", v1alpha1.PhaseReviewRequired, v1alpha1.PlanActionDryRun, false, pending, status.StepDraft},
-		{"PrerequisiteFailed re-plans", v1alpha1.PhasePrerequisiteFailed, v1alpha1.PlanActionDryRun, false, nil, status.StepDraft},
-		{"InProgress applies", v1alpha1.PhaseInProgress, v1alpha1.PlanActionDryRun, false, pending, status.StepProgress},
-		{"InProgress with writes pending after a spec change: progress fails it", v1alpha1.PhaseInProgress, v1alpha1.PlanActionDryRun, true, pending, status.StepProgress},
-		{"InProgress rolling out after a spec change re-plans", v1alpha1.PhaseInProgress, v1alpha1.PlanActionDryRun, true, rolling, status.StepDraft},
-		{"Completed is checked", v1alpha1.PhaseCompleted, v1alpha1.PlanActionDryRun, false, nil, status.StepCheck},
-		{"Drifted is checked", v1alpha1.PhaseDrifted, v1alpha1.PlanActionApply, false, nil, status.StepCheck},
-		{"Completed after a spec change re-plans", v1alpha1.PhaseCompleted, v1alpha1.PlanActionDryRun, true, nil, status.StepDraft},
-		{"Failed stays", v1alpha1.PhaseFailed, v1alpha1.PlanActionApply, false, pending, status.StepNone},
-		{"Failed after a spec change re-plans", v1alpha1.PhaseFailed, v1alpha1.PlanActionDryRun, true, nil, status.StepDraft},
+		{"new config", "", v1alpha1.PlanActionDryRun, true, nil, workDraft},
+		{"Ignore wins in any phase", v1alpha1.PhaseInProgress, v1alpha1.PlanActionIgnore, false, pending, workIgnore},
+		{"Ignored, action back to DryRun", v1alpha1.PhaseIgnored, v1alpha1.PlanActionDryRun, true, nil, workDraft},
+		{"ReviewRequired re-plans", v1alpha1.PhaseReviewRequired, v1alpha1.PlanActionDryRun, false, pending, workDraft},
+		{"PrerequisiteFailed re-plans", v1alpha1.PhasePrerequisiteFailed, v1alpha1.PlanActionDryRun, false, nil, workDraft},
+		{"InProgress applies", v1alpha1.PhaseInProgress, v1alpha1.PlanActionDryRun, false, pending, workProgress},
+		{"InProgress with writes pending after a spec change: progress fails it", v1alpha1.PhaseInProgress, v1alpha1.PlanActionDryRun, true, pending, workProgress},
+		{"InProgress rolling out after a spec change re-plans", v1alpha1.PhaseInProgress, v1alpha1.PlanActionDryRun, true, rolling, workDraft},
+		{"Completed is checked", v1alpha1.PhaseCompleted, v1alpha1.PlanActionDryRun, false, nil, workCheck},
+		{"Drifted is checked", v1alpha1.PhaseDrifted, v1alpha1.PlanActionApply, false, nil, workCheck},
+		{"Completed after a spec change re-plans", v1alpha1.PhaseCompleted, v1alpha1.PlanActionDryRun, true, nil, workDraft},
+		{"Failed stays", v1alpha1.PhaseFailed, v1alpha1.PlanActionApply, false, pending, workNone},
+		{"Failed after a spec change re-plans", v1alpha1.PhaseFailed, v1alpha1.PlanActionDryRun, true, nil, workDraft},
+		{"Failed with a written MachineConfig rolling out is tracked", v1alpha1.PhaseFailed, v1alpha1.PlanActionApply, false,
+			[]v1alpha1.VirtPlatformConfigItem{{Name: "mc", State: v1alpha1.ItemStateInProgress, TargetRef: v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "mc"}}}, workTrack},
 	}
 	c := &Controller{}
 	for _, tc := range tests {

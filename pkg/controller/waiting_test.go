@@ -16,7 +16,7 @@ import (
 // givenWindowWait: the PSI item approved while the worker pool's nightly
 // window (22:00 UTC, 1h) is closed; the harness's clock is Fri 10:00 UTC.
 func givenWindowWait(h *harness, spec v1alpha1.VirtPlatformConfigSpec) {
-	h.c.MaintenanceWindows = fakeWindows{nightly(h.t, maintenance.Allow, "0 22 * * *", time.Hour)}
+	h.setWindows(fakeWindows{nightly(h.t, maintenance.Allow, "0 22 * * *", time.Hour)})
 	h.cluster.put(workerPool{}.obj())
 	h.create(spec, "alice")
 	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationCreate))
@@ -74,7 +74,7 @@ func TestWaitingIsSaid(t *testing.T) {
 	tests := []edge{
 		{name: "ReviewRequired --approval into a closed window--> InProgress (Waiting MaintenanceWindow, nothing written)", spec: dryRun,
 			given: func(h *harness, s v1alpha1.VirtPlatformConfigSpec) {
-				h.c.MaintenanceWindows = fakeWindows{nightly(h.t, maintenance.Allow, "0 22 * * *", time.Hour)}
+				h.setWindows(fakeWindows{nightly(h.t, maintenance.Allow, "0 22 * * *", time.Hour)})
 				givenPSIApproved(h, s)
 			},
 			event: nothing, phase: v1alpha1.PhaseInProgress, reason: "Waiting",

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
@@ -42,7 +43,7 @@ func psiItemOf(h *harness) *v1alpha1.VirtPlatformConfigItem {
 // rollout is paused when the window closes and resumed at the next opening.
 func TestMaintenanceWindowGatesWritesAndPausesRollouts(t *testing.T) {
 	h := newHarness(t, "v1", true)
-	h.c.MaintenanceWindows = fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)}
+	h.setWindows(fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)})
 	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun, WaitTimeout: "30s"})
 
 	h.mustReconcile(v1alpha1.PhaseInProgress)
@@ -76,8 +77,11 @@ func TestMaintenanceWindowGatesWritesAndPausesRollouts(t *testing.T) {
 		t.Errorf("requeue after %v, want %v (the close)", h.requeue, want)
 	}
 
-	// The window closes mid-rollout: the pool is paused until it opens.
+	// The window closes mid-rollout: the pool controller pauses the pool
+	// until it opens, and the item says so.
 	h.clock.SetTime(time.Date(2026, 11, 20, 23, 0, 1, 0, time.UTC))
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.syncPools()
 	h.mustReconcile(v1alpha1.PhaseInProgress)
 	it = psiItemOf(h)
 	if len(h.cluster.pauses) != 1 || !h.cluster.pauses[0] {
@@ -88,17 +92,19 @@ func TestMaintenanceWindowGatesWritesAndPausesRollouts(t *testing.T) {
 		t.Errorf("item %s pauses %d window %+v %q", it.State, it.WindowPauses, it.MaintenanceWindow, it.Message)
 	}
 	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.syncPools()
+	h.mustReconcile(v1alpha1.PhaseInProgress)
 	if len(h.cluster.pauses) != 1 || psiItemOf(h).WindowPauses != 1 {
 		t.Errorf("pauses %v, windowPauses %d: a paused pool is not paused again", h.cluster.pauses, psiItemOf(h).WindowPauses)
 	}
-	if _, err := h.c.finishWindows(context.Background()); err != nil || len(h.cluster.pauses) != 1 {
-		t.Fatalf("finishWindows while closed: %v, pauses %v", err, h.cluster.pauses)
+	if h.syncPools(); len(h.cluster.pauses) != 1 {
+		t.Fatalf("pool reconcile while closed: pauses %v", h.cluster.pauses)
 	}
 
 	// At the next opening the pause ends and the rollout resumes.
 	h.clock.SetTime(time.Date(2026, 11, 21, 22, 0, 1, 0, time.UTC))
-	if _, err := h.c.finishWindows(context.Background()); err != nil || len(h.cluster.pauses) != 2 || h.cluster.pauses[1] {
-		t.Fatalf("finishWindows at the opening: %v, pauses %v, want the pause ended", err, h.cluster.pauses)
+	if h.syncPools(); len(h.cluster.pauses) != 2 || h.cluster.pauses[1] {
+		t.Fatalf("pool reconcile at the opening: pauses %v, want the pause ended", h.cluster.pauses)
 	}
 	h.cluster.put(workerPool{rolled: true}.obj())
 	h.mustReconcile(v1alpha1.PhaseCompleted)
@@ -116,7 +122,7 @@ func TestFreezeBeatsAnOpenWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.c.MaintenanceWindows = fakeWindows{always, freeze}
+	h.setWindows(fakeWindows{always, freeze})
 	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
 	h.mustReconcile(v1alpha1.PhaseInProgress)
 	if it := psiItemOf(h); len(h.planner.applied) != 0 || !strings.Contains(it.Message, "freeze 'holidays' until") {
@@ -138,13 +144,14 @@ func TestFreezeBeatsAnOpenWindow(t *testing.T) {
 func TestRolloutPausedForAWindowResumesWhenAWindowOpens(t *testing.T) {
 	h := newHarness(t, "v1", true)
 	night := nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)
-	h.c.MaintenanceWindows = fakeWindows{night}
+	h.setWindows(fakeWindows{night})
 	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
 	h.clock.SetTime(time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC))
 	h.mustReconcile(v1alpha1.PhaseInProgress)
 	h.cluster.put(workerPool{updating: true, updated: 1}.obj())
 	h.clock.SetTime(time.Date(2026, 11, 20, 23, 0, 1, 0, time.UTC))
 	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.syncPools()
 	pool, _ := h.cluster.Get(context.Background(), machineconfig.MachineConfigPoolGVK, "", machineconfig.WorkerPool)
 	if got := pool.GetAnnotations()[machineconfig.PausedForAnnotation]; got != "night" || len(h.cluster.pauses) != 1 {
 		t.Fatalf("pauses %v, %s=%q: want one pause for window 'night'", h.cluster.pauses, machineconfig.PausedForAnnotation, got)
@@ -154,16 +161,17 @@ func TestRolloutPausedForAWindowResumesWhenAWindowOpens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.c.MaintenanceWindows = fakeWindows{night, extra}
-	if _, err := h.c.finishWindows(context.Background()); err != nil || len(h.cluster.pauses) != 2 || h.cluster.pauses[1] {
-		t.Fatalf("finishWindows with a window open: %v, pauses %v, want the pause ended", err, h.cluster.pauses)
+	h.setWindows(fakeWindows{night, extra})
+	if h.syncPools(); len(h.cluster.pauses) != 2 || h.cluster.pauses[1] {
+		t.Fatalf("pool reconcile with a window open: pauses %v, want the pause ended", h.cluster.pauses)
 	}
 }
 
 // A config whose MachineConfig waits on a pool we still hold past its
-// coalescing window asks for the window check: the one planned when the
-// pool was paused may have run while the pool could not be read (an
-// outage, a takeover), and nothing else would end the pause.
+// coalescing window has the pool controller look at the pool: the
+// reconcile planned when the pool was paused may have run while the pool
+// could not be read (an outage, a takeover), and nothing else would end
+// the pause.
 func TestRolloutPastOurPauseAsksToEndIt(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -176,8 +184,9 @@ func TestRolloutPastOurPauseAsksToEndIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "v1", true)
-			h.c.windows = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			h.poolQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 				workqueue.TypedRateLimitingQueueConfig[string]{Clock: h.clock})
+			h.c.pools.UseQueue(h.poolQueue)
 			givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
 			h.mustReconcile(v1alpha1.PhaseInProgress)
 			held := workerPool{updating: true, updated: 1, paused: true}.obj()
@@ -193,10 +202,10 @@ func TestRolloutPastOurPauseAsksToEndIt(t *testing.T) {
 			h.clock.Step(machineconfig.HoldRetry)
 			queued := false
 			_ = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, time.Second, true, func(context.Context) (bool, error) {
-				for h.c.windows.Len() > 0 {
-					key, _ := h.c.windows.Get()
-					queued = queued || key == windowsKey
-					h.c.windows.Done(key)
+				for h.poolQueue.Len() > 0 {
+					key, _ := h.poolQueue.Get()
+					queued = queued || key == machineconfig.WorkerPool
+					h.poolQueue.Done(key)
 				}
 				return queued, nil
 			})
@@ -212,7 +221,7 @@ func TestRolloutPastOurPauseAsksToEndIt(t *testing.T) {
 // that needs an approval.
 func TestNoPauseForARolloutNobodyApproved(t *testing.T) {
 	h := newHarness(t, "v1", true)
-	h.c.MaintenanceWindows = fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)}
+	h.setWindows(fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)})
 	h.cluster.put(workerPool{updating: true, updated: 1}.obj())
 	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
 	h.planner.result = planOf("snap-1", psiItem(v1alpha1.OperationNone))
@@ -248,7 +257,7 @@ func TestWindowsThatCannotBeEvaluatedAllowNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.c.MaintenanceWindows = append(windows, midnight)
+	h.setWindows(append(windows, midnight))
 	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
 	h.mustReconcile(v1alpha1.PhaseInProgress)
 	it := psiItemOf(h)
@@ -258,5 +267,34 @@ func TestWindowsThatCannotBeEvaluatedAllowNothing(t *testing.T) {
 	}
 	if h.requeue != time.Minute {
 		t.Errorf("requeue after %v, want a minute", h.requeue)
+	}
+}
+
+// A pause at a window's close is counted once in windowPauses, even when
+// the status write that would record it loses a conflict: the next
+// reconcile records it.
+func TestWindowPauseCountedDespiteAConflict(t *testing.T) {
+	h := newHarness(t, "v1", true)
+	h.setWindows(fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)})
+	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
+	h.clock.SetTime(time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC))
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.cluster.put(workerPool{updating: true, updated: 1}.obj())
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+
+	h.clock.SetTime(time.Date(2026, 11, 20, 23, 0, 1, 0, time.UTC))
+	h.syncPools()
+	if len(h.cluster.pauses) != 1 || !h.cluster.pauses[0] {
+		t.Fatalf("pauses %v, want one pause at the close", h.cluster.pauses)
+	}
+	h.status.conflict = true
+	h.reconcile()
+	if !apierrors.IsConflict(h.err) {
+		t.Fatalf("reconcile: %v, want the conflict", h.err)
+	}
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if got := psiItemOf(h).WindowPauses; got != 1 {
+		t.Errorf("windowPauses %d, want 1", got)
 	}
 }

@@ -26,10 +26,26 @@ func (e *StaleTargetError) Error() string {
 	return fmt.Sprintf("item '%s': %s %s", e.Item, e.Target, e.What)
 }
 
+// TargetCheck is how an approved item's target is checked before its write.
+type TargetCheck struct {
+	// Retry: the write may already have been made, before a crash or a
+	// failover (the item is InProgress): the target then also passes when
+	// it holds exactly what the item writes, as our own write left it.
+	Retry bool
+	// Bypass: spec.bypassOptimisticLock; the target's identity is checked,
+	// not its managed fields.
+	Bypass bool
+}
+
+// CheckOf is the check of item it of cfg before its write.
+func CheckOf(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem) TargetCheck {
+	return TargetCheck{Retry: it.State == v1alpha1.ItemStateInProgress, Bypass: cfg.Spec.BypassOptimisticLock}
+}
+
 // CheckTarget reads an approved item's target from the main cluster (not
 // a cache) just before it is written and checks it (CheckReadTarget). It
 // returns the read, which the write carries as its precondition.
-func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, retry, bypass bool) (Target, *unstructured.Unstructured, error) {
+func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, check TargetCheck) (Target, *unstructured.Unstructured, error) {
 	if it.ReviewedTarget == nil || LeftInPlace(it) {
 		return Target{}, nil, nil
 	}
@@ -37,7 +53,7 @@ func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 	if err != nil {
 		return Target{}, nil, fmt.Errorf("reading %s %s before writing it: %w", it.TargetRef.Kind, cluster.ObjectName(it.TargetRef.Namespace, it.TargetRef.Name), err)
 	}
-	ours, err := e.CheckReadTarget(cfg, it, t.Object, retry, bypass)
+	ours, err := e.CheckReadTarget(cfg, it, t.Object, check)
 	return t, ours, err
 }
 
@@ -45,24 +61,23 @@ func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 // cluster just before the write (live, nil when it does not exist) and
 // returns a *StaleTargetError when it is not the one reviewed: it appeared
 // (for a Create), disappeared or was replaced (another UID), or, unless
-// bypass is set, its managed fields changed. An item that changes nothing
-// is checked too: "no change" was reviewed against that target. retry is
-// true when the write may already have been made before a crash or
-// failover: the target then also passes when it holds exactly what the
-// item writes, as our own write left it, and is returned so that the
-// write is not made a second time. An item approved before targets were
+// check.Bypass is set, its managed fields changed. An item that changes
+// nothing is checked too: "no change" was reviewed against that target. On
+// a check.Retry, the target that holds exactly what the item writes, as
+// our own write left it, passes and is returned so that the write is not
+// made a second time. An item approved before targets were
 // recorded passes (the whole-plan snapshot check covers it).
-func (e *Engine) CheckReadTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, retry, bypass bool) (*unstructured.Unstructured, error) {
+func (e *Engine) CheckReadTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, check TargetCheck) (*unstructured.Unstructured, error) {
 	if it.ReviewedTarget == nil || LeftInPlace(it) {
 		return nil, nil
 	}
-	if retry && live != nil && writtenAsItem(live, it, cfg.Name) {
+	if check.Retry && live != nil && writtenAsItem(live, it, cfg.Name) {
 		return live, nil
 	}
-	return nil, checkTarget(it, live, retry, bypass)
+	return nil, checkTarget(it, live, check)
 }
 
-func checkTarget(it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, retry, bypass bool) error {
+func checkTarget(it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, check TargetCheck) error {
 	rt := it.ReviewedTarget
 	gvk := TargetGVK(it.TargetRef)
 	stale := func(what string) error {
@@ -74,13 +89,13 @@ func checkTarget(it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstruc
 	case rt.UID == "":
 		return stale("was created by someone else after the plan was reviewed" + managersOf(live))
 	case live == nil:
-		if it.Operation == v1alpha1.OperationDelete && retry {
+		if it.Operation == v1alpha1.OperationDelete && check.Retry {
 			return nil // deleted by our write before a crash
 		}
 		return stale("was deleted after the plan was reviewed")
 	case live.GetUID() != rt.UID:
 		return stale("was deleted and created again after the plan was reviewed" + managersOf(live))
-	case bypass:
+	case check.Bypass:
 		return nil
 	}
 	now := snapshotValue(live, it.ManagedFields, boundMetaOfItem(it))

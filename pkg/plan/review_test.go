@@ -98,7 +98,7 @@ func TestCheckTarget(t *testing.T) {
 			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "MachineConfigList"}, objs...)
 			e := &Engine{Cluster: &cluster.Cluster{Dynamic: dyn, Mapper: clustertest.ClusterScoped(machineconfig.MachineConfigGVK)}}
 			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: config}}
-			read, _, err := e.CheckTarget(context.Background(), cfg, tc.item, tc.retry, tc.bypass)
+			read, _, err := e.CheckTarget(context.Background(), cfg, tc.item, TargetCheck{Retry: tc.retry, Bypass: tc.bypass})
 			// A first write checks its target as the whole plan's read
 			// found it: the same verdict from one read.
 			_, targets, rerr := e.ReadTargets(context.Background(), []v1alpha1.VirtPlatformConfigItem{*tc.item})
@@ -111,7 +111,7 @@ func TestCheckTarget(t *testing.T) {
 			if legacy := tc.item.ReviewedTarget == nil; targets[0].ReadAt != read.ReadAt || read.Read == legacy {
 				t.Fatalf("the plan's read is at resourceVersion %q, the item's own at %q (read: %v)", targets[0].ReadAt, read.ReadAt, read.Read)
 			}
-			if _, err2 := e.CheckReadTarget(cfg, tc.item, targets[0].Object, tc.retry, tc.bypass); fmt.Sprint(err2) != fmt.Sprint(err) {
+			if _, err2 := e.CheckReadTarget(cfg, tc.item, targets[0].Object, TargetCheck{Retry: tc.retry, Bypass: tc.bypass}); fmt.Sprint(err2) != fmt.Sprint(err) {
 				t.Fatalf("checked from the plan's read: %v, from its own read: %v", err2, err)
 			}
 			var stale *StaleTargetError

@@ -1,0 +1,192 @@
+// Package pools is the pool controller: one reconcile per
+// MachineConfigPool, keyed by the pool's name, on a queue of its own. It
+// owns what virt-advisor does to pools — maintenance window gating, the
+// preflight before a drain (a cluster upgrade, VMs that would block it),
+// the coalescing pause before a MachineConfig write (one reboot per node),
+// the pause when a window closes mid-rollout and the unpause — and the
+// index of which approved items wait on, or roll out on, which pool. The
+// config controller asks it two questions: may an item write to its pools
+// now (Admit, then Hold), and how far has it rolled out (Rollout). Its
+// decisions are pure (decide*, pkg/machineconfig, pkg/maintenance); its
+// reconcile reads the pool, decides and applies.
+package pools
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
+)
+
+// Reader reads the main cluster: pools, MachineConfigs, the ClusterVersion.
+type Reader interface {
+	// Get returns the object, or nil and no error when it does not exist.
+	Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error)
+	// List returns the objects of a kind.
+	List(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error)
+}
+
+// Pauser server-side applies our fields of a MachineConfigPool, with our
+// field manager: its pause and the pause's end, nothing else.
+type Pauser interface {
+	ApplyPool(ctx context.Context, pool *unstructured.Unstructured) error
+}
+
+// Drains assesses what draining the nodes an approved MachineConfig item
+// rolls does to the VMs there now (the plan engine's DrainImpact).
+type Drains interface {
+	DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error)
+}
+
+// Metrics is what the pool controller records.
+type Metrics interface {
+	// PoolWindows reports, per pool a maintenance window selects, the
+	// seconds until it may be disrupted again.
+	PoolWindows(opensIn map[string]float64)
+}
+
+// Config is what the pool controller needs; the caller shares its readers
+// and its clock with the config controller.
+type Config struct {
+	Cluster Reader
+	Pauser  Pauser
+	Drains  Drains
+	// Windows lists the maintenance windows; nil: none.
+	Windows maintenance.Lister
+	// CoalesceWindow is how long pools stay paused after a MachineConfig
+	// write; 0 disables the coalescing pause.
+	CoalesceWindow time.Duration
+	Recorder       record.EventRecorder
+	Metrics        Metrics
+	Clock          clock.Clock
+	// Wake asks the config controller to look at a config again: one of
+	// its items waits on, or rolls out on, a pool whose state changed.
+	Wake func(config string)
+}
+
+// Controller reconciles MachineConfigPools.
+type Controller struct {
+	Config
+	// queue holds pool names, and allPools; it lives for one term of
+	// leadership (nil outside one: nothing is queued).
+	queue workqueue.TypedRateLimitingInterface[string]
+	index *index
+}
+
+// allPools is the queue key that looks at every pool: at the start of a
+// term (pauses a previous leader left behind), when the windows change,
+// and to keep the next-opening gauges fresh. No pool has an empty name.
+const allPools = ""
+
+// windowReport is how often the pools' next openings are reported while
+// maintenance windows select any pool.
+const windowReport = 30 * time.Second
+
+// New returns a pool controller; Start or UseQueue gives it its queue.
+func New(cfg Config) *Controller {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
+	if cfg.Wake == nil {
+		cfg.Wake = func(string) {}
+	}
+	return &Controller{Config: cfg, index: newIndex()}
+}
+
+// UseQueue sets the queue of a term of leadership (Start does it).
+func (c *Controller) UseQueue(q workqueue.TypedRateLimitingInterface[string]) { c.queue = q }
+
+// Start starts one term of leadership: a new queue, and one worker until
+// ctx ends. It looks at every pool first.
+func (c *Controller) Start(ctx context.Context) {
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "machineconfigpools"})
+	c.UseQueue(q)
+	q.Add(allPools)
+	go func() {
+		for c.processNext(ctx) {
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		q.ShutDown()
+	}()
+}
+
+// Resync looks at every pool again (the maintenance windows changed).
+func (c *Controller) Resync() { c.enqueue(allPools, 0) }
+
+func (c *Controller) enqueue(pool string, after time.Duration) {
+	if c.queue == nil {
+		return
+	}
+	if after > 0 {
+		c.queue.AddAfter(pool, after)
+		return
+	}
+	c.queue.Add(pool)
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	var after time.Duration
+	var err error
+	if key == allPools {
+		after, err = c.ReconcileAll(ctx)
+	} else {
+		after, err = c.Reconcile(ctx, key)
+	}
+	if err != nil {
+		klog.ErrorS(err, "Reconciling a MachineConfigPool failed, will retry", "pool", key)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	if after > 0 {
+		c.queue.AddAfter(key, after)
+	}
+	return true
+}
+
+// Seen are the pools a config's items were evaluated on, so that the
+// config controller watches them.
+func (c *Controller) Seen(config string) []string { return c.index.seen(config) }
+
+// Forget drops a deleted config from the index.
+func (c *Controller) Forget(config string) { c.index.forget(config) }
+
+// Keep drops from the index the items of config other than these: waiting,
+// the approved MachineConfig items not written yet; rolling, those
+// written whose rollout is followed.
+func (c *Controller) Keep(config string, waiting, rolling []string) {
+	c.index.keep(config, waiting, rolling)
+}
+
+// Expect records, at the start of a term, an approved item that rolls
+// pools, not written yet, by its change: until the config is reconciled
+// and the item asks Admit, it counts as due on every pool that renders
+// the change, so that no pause of ours ends under it.
+func (c *Controller) Expect(config, item string, change machineconfig.Change) {
+	c.index.expect(itemKey{config, item}, change)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) PoolWindows(map[string]float64) {}

@@ -1,0 +1,82 @@
+package pools
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+)
+
+// writePools are the pools that render an item's change (a MachineConfig
+// or KubeletConfig); a deleted one has no desired state: the live object
+// tells its pools.
+func (c *Controller) writePools(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
+	change := machineconfig.ItemChange(it.TargetRef, it.DesiredState)
+	if it.Operation == v1alpha1.OperationDelete {
+		live, err := c.Cluster.Get(ctx, plan.TargetGVK(it.TargetRef), "", it.TargetRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		if live != nil && (machineconfig.IsKubeletConfig(it.TargetRef) || len(live.GetLabels()) > 0) {
+			change = machineconfig.ChangeOf(it.TargetRef, live.Object)
+		}
+	}
+	return c.rolledPools(ctx, change)
+}
+
+// itemPools returns the pools an item rolls out on: the pools noted when
+// it was applied, else those rendering its change now.
+func (c *Controller) itemPools(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
+	if len(it.PoolConfigsBefore) == 0 {
+		return c.rolledPools(ctx, machineconfig.ItemChange(it.TargetRef, it.DesiredState))
+	}
+	var out []*unstructured.Unstructured
+	for _, pc := range it.PoolConfigsBefore {
+		pool, err := c.Cluster.Get(ctx, machineconfig.MachineConfigPoolGVK, "", pc.Pool)
+		if err != nil {
+			return nil, err
+		}
+		if pool == nil { // EvaluateRollout reports it missing
+			pool = &unstructured.Unstructured{Object: map[string]interface{}{}}
+			pool.SetName(pc.Pool)
+		}
+		out = append(out, pool)
+	}
+	return out, nil
+}
+
+// rolledPools lists the pools and keeps those rendering the change.
+func (c *Controller) rolledPools(ctx context.Context, change machineconfig.Change) ([]*unstructured.Unstructured, error) {
+	all, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return nil, err
+	}
+	pools, err := machineconfig.RolledPools(all, change)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(pools))
+	for i := range pools {
+		out[i] = &pools[i]
+	}
+	return out, nil
+}
+
+// NotePoolConfigs records, before an item that rolls pools is written, the
+// rendered config every pool that renders it is on (how its rollout is
+// followed).
+func (c *Controller) NotePoolConfigs(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) error {
+	pools, err := c.writePools(ctx, it)
+	if err != nil {
+		return err
+	}
+	it.PoolConfigsBefore = nil
+	for _, pool := range pools {
+		name, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
+		it.PoolConfigsBefore = append(it.PoolConfigsBefore, v1alpha1.PoolConfiguration{Pool: pool.GetName(), Configuration: name})
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package pools
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+)
+
+// poolState is what a pool's reconcile decides from.
+type poolState struct {
+	pause machineconfig.PoolPause
+	// rolling: the pool has nodes to update; written: an item we wrote
+	// under an approval rolls out on it; due: approved items wait to
+	// write to it.
+	rolling, written, due bool
+	window                windowCheck
+	now                   time.Time
+	coalesce              time.Duration
+}
+
+type poolAction int
+
+const (
+	keep        poolAction = iota // leave the pool as it is
+	unpause                       // end our pause
+	windowPause                   // pause it: its window closed mid-rollout
+)
+
+// poolDecision is what to do with a pool now, and when to look again.
+type poolDecision struct {
+	action poolAction
+	// until and forWindow: the window pause's end and window.
+	until     time.Time
+	forWindow string
+	after     time.Duration
+	// wakeDue: the items due on the pool are looked at again (our pause
+	// is held for them).
+	wakeDue bool
+}
+
+// decide is a pool's reconcile, without I/O. A pause of ours ends when
+// pkg/machineconfig says so (its window over, the items due on it
+// written, its maintenance window open); a pool rolling out an item we
+// wrote is paused when its maintenance window closes, and looked at again
+// as it closes.
+func decide(s poolState) poolDecision {
+	w := s.window
+	if s.pause.Ours {
+		end, after := machineconfig.DecideUnpause(s.pause, s.now, s.due, s.coalesce, !w.Allowed, w.after(s.now))
+		if end {
+			return poolDecision{action: unpause, after: closeTimer(s)}
+		}
+		return poolDecision{after: after, wakeDue: true}
+	}
+	if !s.written {
+		return poolDecision{}
+	}
+	if machineconfig.DecideWindowPause(s.pause, s.rolling, w.Allowed) {
+		d := poolDecision{action: windowPause, until: s.now.Add(w.after(s.now)), forWindow: w.Window, after: w.after(s.now)}
+		if d.forWindow == "" {
+			d.forWindow = "unknown" // the windows could not be read
+		}
+		return d
+	}
+	return poolDecision{after: closeTimer(s)}
+}
+
+// closeTimer is the pool's timer while an item we wrote rolls out on it:
+// the close of its open window, when it pauses it (0: none).
+func closeTimer(s poolState) time.Duration {
+	if w := s.window; s.written && w.Allowed && w.Windowed && !w.ClosesAt.IsZero() {
+		return w.ClosesAt.Sub(s.now)
+	}
+	return 0
+}
+
+// Reconcile reads one pool, decides and applies: the end of our pause, or
+// a pause at the close of its maintenance window. It returns when to look
+// again.
+func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration, error) {
+	pool, err := c.Cluster.Get(ctx, machineconfig.MachineConfigPoolGVK, "", name)
+	if err != nil || pool == nil {
+		return 0, err
+	}
+	rolling := c.index.rollingOn(name)
+	due := c.index.due(pool)
+	w := c.windowFor(ctx, pool)
+	d := decide(poolState{
+		pause: machineconfig.ReadPool(pool, cluster.FieldManager, "", ""), rolling: machineconfig.RollingOut(pool),
+		written: len(rolling) > 0, due: len(due) > 0, window: w, now: c.Clock.Now(), coalesce: c.CoalesceWindow,
+	})
+	switch d.action {
+	case unpause:
+		p := machineconfig.ReadPool(pool, cluster.FieldManager, "", "")
+		if err := c.applyPause(ctx, name, nil, ""); err != nil {
+			return 0, fmt.Errorf("unpausing MachineConfigPool '%s': %w", name, err)
+		}
+		klog.InfoS("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", name, "othersHoldingPause", p.Others)
+		c.Recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", machineconfig.UnpauseMessage(p))
+	case windowPause:
+		if err := c.applyPause(ctx, name, &d.until, d.forWindow); err != nil {
+			return 0, fmt.Errorf("pausing MachineConfigPool '%s' at the close of its maintenance window: %w", name, err)
+		}
+		c.index.paused(name)
+		first := rolling[0]
+		klog.InfoS("Paused MachineConfigPool: its maintenance window closed mid-rollout", "pool", name, "until", d.until, "config", first.config, "item", first.item)
+		c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
+			"Paused by virt-advisor (VirtPlatformConfig '%s', item '%s'): %s; the rollout resumes when the pool may be disrupted again", first.config, first.item, w.Reason)
+		for _, k := range rolling {
+			c.Wake(k.config)
+		}
+	}
+	if d.wakeDue {
+		for _, config := range due {
+			c.Wake(config)
+		}
+	}
+	return d.after, nil
+}
+
+// ReconcileAll looks at every pool: it reports when each may be disrupted
+// again, and queues the pools we hold paused or follow a rollout on.
+func (c *Controller) ReconcileAll(ctx context.Context) (time.Duration, error) {
+	pools, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return 0, err
+	}
+	var after time.Duration
+	if c.reportWindows(ctx, pools) {
+		after = windowReport // keeps the next-opening gauges fresh
+	}
+	for i := range pools {
+		name := pools[i].GetName()
+		if machineconfig.ReadPool(&pools[i], cluster.FieldManager, "", "").Ours || len(c.index.rollingOn(name)) > 0 {
+			c.enqueue(name, 0)
+		}
+	}
+	return after, nil
+}

@@ -1,0 +1,150 @@
+package pools
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/status"
+)
+
+// ItemRollout is how far the pools of a MachineConfig item rolled it out,
+// and what their maintenance windows say.
+type ItemRollout struct {
+	machineconfig.Rollout
+	// Windowed: a maintenance window governs a pool of the item; its
+	// rollout may then span windows and waitTimeout does not bound it.
+	Windowed bool
+	// Window is the item's maintenanceWindow: the window a pool of its
+	// waits for to resume the rollout, nil when none.
+	Window *v1alpha1.WindowWait
+	// Wait: the rollout is paused until a window opens.
+	Wait *status.Wait
+	// After: look again then (a window closes or opens); 0 for no reason.
+	After time.Duration
+	// WindowPauses counts the pauses of the item's pools at the close of
+	// a window (the item's windowPauses).
+	WindowPauses int32
+}
+
+// soonest keeps the sooner of two durations, 0 meaning none.
+func soonest(a, b time.Duration) time.Duration {
+	if b > 0 && (a == 0 || b < a) {
+		return b
+	}
+	return a
+}
+
+// Soonest is the soonest of durations, 0 meaning none: when to look again
+// of several reasons to.
+func Soonest(ds ...time.Duration) time.Duration {
+	var out time.Duration
+	for _, d := range ds {
+		out = soonest(out, d)
+	}
+	return out
+}
+
+// Rollout evaluates every pool that renders a MachineConfig item. It
+// writes nothing: for an item virt-advisor wrote under an approval
+// (written), a pool whose maintenance window closed while it still has
+// nodes to update is queued for its reconcile, which pauses it; a rollout
+// of a plan with nothing to write is not ours to pause.
+func (c *Controller) Rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, written bool) ItemRollout {
+	pools, err := c.itemPools(ctx, it)
+	if err != nil {
+		return ItemRollout{Window: it.MaintenanceWindow, Rollout: machineconfig.Rollout{
+			Message: fmt.Sprintf("Cannot read the MachineConfigPools of %s '%s': %v", it.TargetRef.Kind, it.TargetRef.Name, err)}}
+	}
+	// A KubeletConfig rolls out through the MachineConfig generated from
+	// it, named by the live object (and refused in its status).
+	var live *unstructured.Unstructured
+	if machineconfig.IsKubeletConfig(it.TargetRef) && it.Operation != v1alpha1.OperationDelete {
+		if live, err = c.Cluster.Get(ctx, plan.TargetGVK(it.TargetRef), "", it.TargetRef.Name); err != nil {
+			return ItemRollout{Window: it.MaintenanceWindow, Rollout: machineconfig.Rollout{
+				Message: fmt.Sprintf("Cannot read KubeletConfig '%s': %v", it.TargetRef.Name, err)}}
+		}
+	}
+	key := itemKey{config, it.Name}
+	out := ItemRollout{WindowPauses: it.WindowPauses}
+	if written {
+		c.index.follow(key, it.WindowPauses)
+	}
+	results := make([]machineconfig.Rollout, len(pools))
+	for i, pool := range pools {
+		results[i] = c.poolRollout(ctx, key, it, pool, live, written, &out)
+	}
+	c.index.seeLocked(config, names(pools))
+	if written {
+		// After the pools: a pause their reconcile made meanwhile counts.
+		out.WindowPauses = c.index.follow(key, it.WindowPauses)
+	}
+	out.Rollout = machineconfig.CombineRollouts(it.TargetRef.Name, results)
+	return out
+}
+
+// poolRollout evaluates one pool of the item (live: the KubeletConfig it
+// writes, nil for a MachineConfig), adding what its window says to out.
+func (c *Controller) poolRollout(ctx context.Context, key itemKey, it *v1alpha1.VirtPlatformConfigItem, pool, live *unstructured.Unstructured, written bool, out *ItemRollout) machineconfig.Rollout {
+	name := pool.GetName()
+	if _, found := pool.Object["spec"]; !found {
+		pool = nil // noted at apply time, gone since
+	}
+	r := machineconfig.EvaluateTargetRollout(pool, name, it.TargetRef, live, it.Operation, machineconfig.ConfigBefore(it, name))
+	if pool == nil || r.Done {
+		return r
+	}
+	w := allowed
+	if written {
+		w = c.windowFor(ctx, pool)
+		if c.index.setRolling(key, name) && w.Windowed {
+			c.enqueue(name, 0) // its reconcile sets the timer of the window's close
+		}
+	}
+	out.Windowed = out.Windowed || len(w.Windows) > 0
+	now := c.Clock.Now()
+	if !w.Allowed {
+		if machineconfig.DecideWindowPause(machineconfig.ReadPool(pool, cluster.FieldManager, "", ""), machineconfig.RollingOut(pool), false) {
+			c.enqueue(name, 0) // the pool's reconcile pauses it
+		}
+		r.Message = windowClosedMessage(name, pool, w, now)
+		out.Window = w.wait(true)
+		if out.Wait == nil {
+			out.Wait = &status.Wait{Reason: status.WaitingMaintenanceWindow,
+				Message: status.WindowWaitMessage(w.Window, w.OpensAt, w.loc, now, fmt.Sprintf("to resume the rollout of item '%s'", it.Name),
+					fmt.Sprintf("MachineConfigPool '%s': %s", name, w.Reason))}
+		}
+		out.After = soonest(out.After, w.after(now))
+		return r
+	}
+	if w.Windowed && !w.ClosesAt.IsZero() {
+		out.After = soonest(out.After, w.ClosesAt.Sub(now)) // the rollout's message changes as the window closes
+	}
+	if until, ours := machineconfig.PausedBy(pool, cluster.FieldManager); ours {
+		r.Message = pausedMessage(name, until, now)
+		if !now.Before(until) {
+			// The pool's reconcile may have run while this replica could
+			// not see the pool (during an outage, or as it took over):
+			// nothing else would end the pause.
+			c.enqueue(name, machineconfig.HoldRetry)
+		}
+	}
+	return r
+}
+
+// pausedMessage says that we hold the pool paused, and until when; never
+// a "paused until" in the past.
+func pausedMessage(name string, until, now time.Time) string {
+	if !now.Before(until) {
+		return fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor; its window ended at %s and the pause ends as soon as the changes approved meanwhile are written",
+			name, until.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor until %s so that the changes approved meanwhile roll out with this one (one reboot per node)",
+		name, until.UTC().Format(time.RFC3339))
+}
