@@ -4,7 +4,6 @@ package advisor
 // which names its block in its metadata (profiles.Metadata.Options);
 // validation admits on a config only the block of its profile.
 const (
-	OptionsLoadAware           = "loadAware"
-	OptionsVirtHigherDensity   = "virtHigherDensity"
-	OptionsLiveMigrationLimits = "liveMigrationLimits"
+	OptionsLoadAware         = "loadAware"
+	OptionsVirtHigherDensity = "virtHigherDensity"
 )

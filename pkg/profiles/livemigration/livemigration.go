@@ -36,10 +36,12 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
-// Name is the profile name; ItemName its one item.
+// Name is the profile name; ItemName its one item; OptionsBlock the JSON
+// name of its block of spec.options (ProfileOptions.LiveMigrationLimits).
 const (
-	Name     = "live-migration-limits"
-	ItemName = "configure-live-migration-limits"
+	Name         = "live-migration-limits"
+	ItemName     = "configure-live-migration-limits"
+	OptionsBlock = "liveMigrationLimits"
 )
 
 // The options' bounds (validated with their field paths) and the bounds of
@@ -80,7 +82,7 @@ func (profile) Metadata() profiles.Metadata {
 		ImpactSummary:   "Low - changes the HyperConverged liveMigrationConfig; no reboot, running migrations keep their limits",
 		Level:           v1alpha1.ImpactMedium,
 		Advertised:      true,
-		Options:         advisor.OptionsLiveMigrationLimits,
+		Options:         OptionsBlock,
 		ValidateOptions: validateOptions,
 		Writes: []profiles.Write{{
 			Resource:  schema.GroupResource{Group: kubevirt.HyperConvergedGVK.Group, Resource: "hyperconvergeds"},

@@ -181,7 +181,7 @@ func TestValidateOptions(t *testing.T) {
 // generated from.
 func TestExamplesWithinWrites(t *testing.T) {
 	for _, ex := range examples() {
-		opts := profiles.ResolveOptions(advisor.OptionsLiveMigrationLimits, v1alpha1.VirtPlatformConfigSpec{Profile: Name, Options: &ex.Options})
+		opts := profiles.ResolveOptions(OptionsBlock, v1alpha1.VirtPlatformConfigSpec{Profile: Name, Options: &ex.Options})
 		objs := append(ex.Objects, workerPool("worker", "node-role.kubernetes.io/worker", nil))
 		items, err := New().Items(context.Background(), profiles.Inputs{ConfigName: Name, Options: opts, Cluster: &cluster{version: kubevirt.HCOVersionV1, objects: objs}})
 		if err != nil || items[0].Err != nil {
