@@ -54,7 +54,8 @@ var _ = Describe("live-migration-limits", Ordered, func() {
 
 	// Three worker nodes through HCO 1.17, four through 1.20: the worker
 	// pool drains one node at a time, so the cluster-wide limit is what the
-	// nodes left can receive at 2 each (4 of 2 nodes, then the HCO's 5).
+	// nodes left can receive at the per-node default of each version (2 in
+	// v1beta1: 4 for 2 nodes; 1 in v1: 3 for 3 nodes), below the HCO's 5.
 	for i, r := range []hcoRelease{hco117, hco120} {
 		extra := i
 		It(fmt.Sprintf("derives the limits from %d nodes through %s, reboots nothing and reports drift", 3+extra, r.name), func() {
@@ -67,7 +68,10 @@ var _ = Describe("live-migration-limits", Ordered, func() {
 			runVMIs(env.VMI{Namespace: "default", Name: "lm-a", Node: "worker-0", Migratable: true, Memory: "8Gi"},
 				env.VMI{Namespace: "default", Name: "lm-b", Node: "worker-1", Migratable: true, Memory: "16Gi"})
 			nodes := 3 + extra
-			perCluster := min(max(2, 5), 2*(nodes-1))
+			perNode := map[string]int{"v1beta1": 2, "v1": 1}[r.version]
+			completion := map[string]int{"v1beta1": 150, "v1": 20}[r.version]
+			bandwidth := fmt.Sprintf("%dMi", 596/perNode)
+			perCluster := min(max(perNode, 5), perNode*(nodes-1))
 			hco := hcoGVRFor(r.version)
 			mcsBefore := listNames(mcGVR)
 
@@ -78,8 +82,8 @@ var _ = Describe("live-migration-limits", Ordered, func() {
 			Expect(it.TargetRef.APIVersion).To(Equal("hco.kubevirt.io/" + r.version))
 			Expect(it.Reboots).To(BeEmpty(), "a HyperConverged change reboots no pool")
 			Expect(nested(desired(it), hcoPath(r.version, "liveMigrationConfig")...)).To(Equal(map[string]interface{}{
-				"parallelMigrationsPerCluster": float64(perCluster), "parallelOutboundMigrationsPerNode": float64(2),
-				"bandwidthPerMigration": "298Mi", "completionTimeoutPerGiB": float64(150), "progressTimeout": float64(150),
+				"parallelMigrationsPerCluster": float64(perCluster), "parallelOutboundMigrationsPerNode": float64(perNode),
+				"bandwidthPerMigration": bandwidth, "completionTimeoutPerGiB": float64(completion), "progressTimeout": float64(150),
 			}))
 			Expect(it.Message).To(ContainSubstring(fmt.Sprintf("(from %d schedulable node(s): pool worker drains 1 node(s) at once, %d left to receive its VMs)", nodes, nodes-1)))
 			Expect(it.Message).To(ContainSubstring(fmt.Sprintf("pool worker: 24Gi of VM memory on %d node(s), 1 at a time, about 42s", nodes)))
@@ -90,7 +94,7 @@ var _ = Describe("live-migration-limits", Ordered, func() {
 			waitPhase(lml, v1alpha1.PhaseCompleted, 30*time.Second)
 			live := getObject(hco, hcoNS, hcoName).Object
 			Expect(nested(live, hcoPath(r.version, "liveMigrationConfig", "parallelMigrationsPerCluster")...)).To(BeEquivalentTo(perCluster))
-			Expect(nested(live, hcoPath(r.version, "liveMigrationConfig", "bandwidthPerMigration")...)).To(Equal("298Mi"))
+			Expect(nested(live, hcoPath(r.version, "liveMigrationConfig", "bandwidthPerMigration")...)).To(Equal(bandwidth))
 			Expect(nested(live, hcoPath(r.version, "liveMigrationConfig", "allowPostCopy")...)).To(Equal(false), "the HCO's other settings stay")
 
 			By("no reboot: no MachineConfig written, the worker pool still runs 00-worker only")

@@ -137,9 +137,11 @@ type LiveMigrationLimitsConfig struct {
 	MigrationNetworkGbps *int32
 	// networkSharePercent is the share of the link migrations may use (default 50).
 	NetworkSharePercent *int32
-	// parallelOutboundMigrationsPerNode is how many VMs a draining node sends at once (default 2).
+	// parallelOutboundMigrationsPerNode is how many VMs a draining node sends at once
+	// (unset: the HyperConverged's default).
 	ParallelOutboundMigrationsPerNode *int32
-	// completionTimeoutPerGiB is in seconds per GiB of guest memory (default 150).
+	// completionTimeoutPerGiB is in seconds per GiB of guest memory (unset: the
+	// HyperConverged's default).
 	CompletionTimeoutPerGiB *int64
 	// progressTimeout is in seconds (default 150).
 	ProgressTimeout *int64

@@ -508,16 +508,14 @@ func schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref common.Refer
 					},
 					"parallelOutboundMigrationsPerNode": {
 						SchemaProps: spec.SchemaProps{
-							Description: "parallelOutboundMigrationsPerNode is how many VMs a draining node sends at once, 1..10 (default 2, the HyperConverged's); each gets its share of the link as bandwidthPerMigration.",
-							Default:     2,
+							Description: "parallelOutboundMigrationsPerNode is how many VMs a draining node sends at once, 1..10; each gets its share of the link as bandwidthPerMigration. Unset: the installed HyperConverged's default (2 in v1beta1, 1 in v1).",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
 					},
 					"completionTimeoutPerGiB": {
 						SchemaProps: spec.SchemaProps{
-							Description: "completionTimeoutPerGiB cancels a migration that has not completed in this many seconds per GiB of guest memory, 10..3600 (default 150, the HyperConverged's).",
-							Default:     150,
+							Description: "completionTimeoutPerGiB cancels a migration that has not completed in this many seconds per GiB of guest memory, 10..3600. Unset: the installed HyperConverged's default (150 in v1beta1, 20 in v1).",
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},

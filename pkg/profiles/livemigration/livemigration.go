@@ -4,14 +4,15 @@
 // floods a node's migration link. No reboot: the HCO hands the values to
 // KubeVirt, which applies them to the next migrations.
 //
-// The fields, their meaning and their defaults are those of
+// The fields, their meaning and their v1beta1 defaults are those of
 // kubevirt/hyperconverged-cluster-operator, api/v1beta1/hyperconverged_types.go,
 // LiveMigrationConfigurations: parallelMigrationsPerCluster (default 5),
 // parallelOutboundMigrationsPerNode (default 2), bandwidthPerMigration
 // (a quantity of bytes per second, "2048Mi = 2048MiB/sec"; unset: no
 // limit), completionTimeoutPerGiB (seconds per GiB of guest memory,
 // default 150) and progressTimeout (seconds, default 150); in v1 they sit
-// under spec.virtualization (pkg/kubevirt).
+// under spec.virtualization, and HCO 1.20 defaults parallelOutboundMigrationsPerNode
+// to 1 and completionTimeoutPerGiB to 20 there (pkg/kubevirt).
 package livemigration
 
 import (
@@ -108,8 +109,13 @@ type options struct {
 	completionPerGiB, progress  int64
 }
 
-func resolve(c *v1alpha1.LiveMigrationLimitsConfig) options {
-	o := options{gbps: 10, sharePercent: 50, perNode: 2, completionPerGiB: 150, progress: 150}
+// resolve applies the defaults: those of the API, and for the per-node
+// migrations and the completion timeout those of the installed
+// HyperConverged version (its CRD defaults, pkg/kubevirt), so that unset
+// they stay what the HCO would have.
+func resolve(c *v1alpha1.LiveMigrationLimitsConfig, version string) options {
+	_, perNode := kubevirt.HCOMigrationDefaults(version)
+	o := options{gbps: 10, sharePercent: 50, perNode: int32(perNode), completionPerGiB: kubevirt.HCOCompletionTimeoutPerGiBDefault(version), progress: 150}
 	if c == nil {
 		return o
 	}
@@ -159,7 +165,7 @@ func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, 
 	if err != nil {
 		return []profiles.Item{{Name: ItemName, Err: err}}, nil
 	}
-	l, err := derive(resolve(in.Options.LiveMigrationLimits), w)
+	l, err := derive(resolve(in.Options.LiveMigrationLimits, version), w)
 	if err != nil {
 		return []profiles.Item{{Name: ItemName, Err: err}}, nil
 	}

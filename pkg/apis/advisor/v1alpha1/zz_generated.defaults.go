@@ -98,14 +98,6 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 				var ptrVar1 int32 = 50
 				in.Spec.Options.LiveMigrationLimits.NetworkSharePercent = &ptrVar1
 			}
-			if in.Spec.Options.LiveMigrationLimits.ParallelOutboundMigrationsPerNode == nil {
-				var ptrVar1 int32 = 2
-				in.Spec.Options.LiveMigrationLimits.ParallelOutboundMigrationsPerNode = &ptrVar1
-			}
-			if in.Spec.Options.LiveMigrationLimits.CompletionTimeoutPerGiB == nil {
-				var ptrVar1 int64 = 150
-				in.Spec.Options.LiveMigrationLimits.CompletionTimeoutPerGiB = &ptrVar1
-			}
 			if in.Spec.Options.LiveMigrationLimits.ProgressTimeout == nil {
 				var ptrVar1 int64 = 150
 				in.Spec.Options.LiveMigrationLimits.ProgressTimeout = &ptrVar1
@@ -150,14 +142,6 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 			if in.Status.AppliedOptions.LiveMigrationLimits.NetworkSharePercent == nil {
 				var ptrVar1 int32 = 50
 				in.Status.AppliedOptions.LiveMigrationLimits.NetworkSharePercent = &ptrVar1
-			}
-			if in.Status.AppliedOptions.LiveMigrationLimits.ParallelOutboundMigrationsPerNode == nil {
-				var ptrVar1 int32 = 2
-				in.Status.AppliedOptions.LiveMigrationLimits.ParallelOutboundMigrationsPerNode = &ptrVar1
-			}
-			if in.Status.AppliedOptions.LiveMigrationLimits.CompletionTimeoutPerGiB == nil {
-				var ptrVar1 int64 = 150
-				in.Status.AppliedOptions.LiveMigrationLimits.CompletionTimeoutPerGiB = &ptrVar1
 			}
 			if in.Status.AppliedOptions.LiveMigrationLimits.ProgressTimeout == nil {
 				var ptrVar1 int64 = 150

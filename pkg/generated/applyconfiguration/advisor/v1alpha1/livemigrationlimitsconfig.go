@@ -32,12 +32,12 @@ type LiveMigrationLimitsConfigApplyConfiguration struct {
 	// 10..100 (default 50); the rest stays with the VMs' own traffic.
 	NetworkSharePercent *int32 `json:"networkSharePercent,omitempty"`
 	// parallelOutboundMigrationsPerNode is how many VMs a draining node sends
-	// at once, 1..10 (default 2, the HyperConverged's); each gets its share of
-	// the link as bandwidthPerMigration.
+	// at once, 1..10; each gets its share of the link as bandwidthPerMigration.
+	// Unset: the installed HyperConverged's default (2 in v1beta1, 1 in v1).
 	ParallelOutboundMigrationsPerNode *int32 `json:"parallelOutboundMigrationsPerNode,omitempty"`
 	// completionTimeoutPerGiB cancels a migration that has not completed in
-	// this many seconds per GiB of guest memory, 10..3600 (default 150, the
-	// HyperConverged's).
+	// this many seconds per GiB of guest memory, 10..3600. Unset: the
+	// installed HyperConverged's default (150 in v1beta1, 20 in v1).
 	CompletionTimeoutPerGiB *int64 `json:"completionTimeoutPerGiB,omitempty"`
 	// progressTimeout cancels a migration whose memory copy made no progress
 	// for this many seconds, 30..3600 (default 150, the HyperConverged's).
