@@ -406,8 +406,13 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 			Expect(canI(q...)).To(HavePrefix("yes"), "can-i %v", q)
 		}
 
-		// Both advertised profiles, the whole way: plan, approve, apply, rollout.
-		for _, profile := range []string{"load-aware-rebalancing", "virt-higher-density"} {
+		// The advertised profiles, the whole way: plan, approve, apply, rollout
+		// (live-migration-limits derives from the worker Nodes, created last
+		// so the others plan as they always have).
+		for _, profile := range []string{"load-aware-rebalancing", "virt-higher-density", "live-migration-limits"} {
+			if profile == "live-migration-limits" {
+				withWorkerNodes()
+			}
 			configWith(profile, fmt.Sprintf(`{"profile":%q}`, profile))
 			waitPhase(profile, v1alpha1.PhaseReviewRequired, 20*time.Second)
 			p := getPlan(profile)
