@@ -6,20 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	maincluster "github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
 // Resources the policy confines.
@@ -55,8 +50,14 @@ func (c *cluster) PreferredVersion(gk schema.GroupKind) (string, error) {
 	return "v1", nil
 }
 
-func (c *cluster) List(context.Context, schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
-	return nil, nil
+func (c *cluster) List(_ context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	for _, o := range c.objects {
+		if o.GetKind() == gvk.Kind {
+			out = append(out, *o.DeepCopy())
+		}
+	}
+	return out, nil
 }
 
 func (c *cluster) put(o *unstructured.Unstructured) {
@@ -123,54 +124,35 @@ func deschedulerCRDs(t *testing.T) []string {
 	return append(levels, filepath.Join("..", "crds", "kubedescheduler.yaml"))
 }
 
-// variant is one way a profile is configured.
+// variant is one way a profile is configured: an example of its package
+// (profiles.Metadata.Examples).
 type variant struct {
 	name    string
 	profile profiles.Profile
 	options v1alpha1.ProfileOptions
+	objects []*unstructured.Unstructured
 }
 
+// variants are the examples of every profile of the catalogue.
 func variants() []variant {
-	la := func(psi bool) v1alpha1.ProfileOptions {
-		return v1alpha1.ProfileOptions{LoadAware: &v1alpha1.LoadAwareConfig{
-			DeschedulingIntervalSeconds: ptr.To[int32](60), Mode: "Automatic", EnablePSIMetrics: ptr.To(psi), DevDeviationThresholds: "AsymmetricLow"}}
+	var out []variant
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		for _, ex := range p.Metadata().Examples {
+			out = append(out, variant{ex.Name, p, ex.Options, ex.Objects})
+		}
 	}
-	hd := func(swap, ksm bool) v1alpha1.ProfileOptions {
-		c := &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(swap), KSMConfiguration: &v1alpha1.KSMConfiguration{Enabled: ptr.To(ksm)}}
-		v1alpha1.SetDefaults_VirtHigherDensityConfig(c)
-		return v1alpha1.ProfileOptions{VirtHigherDensity: c}
-	}
-	// The other ends of the options' ranges and enums.
-	laMax := la(true)
-	laMax.LoadAware.DeschedulingIntervalSeconds = ptr.To(validation.DeschedulingIntervalSeconds.Max)
-	laMax.LoadAware.Mode = "Predictive"
-	laMax.LoadAware.DevDeviationThresholds = "High"
-	laMax.LoadAware.EvictionLimitTotal, laMax.LoadAware.EvictionLimitNode = ptr.To(validation.EvictionLimitTotal.Max), ptr.To(validation.EvictionLimitNode.Max)
-	laMin := la(true)
-	laMin.LoadAware.EvictionLimitTotal, laMin.LoadAware.EvictionLimitNode = ptr.To(validation.EvictionLimitTotal.Min), ptr.To(validation.EvictionLimitNode.Min)
-	hdMax := hd(true, true)
-	hdMax.VirtHigherDensity.MemoryToRequestRatio = ptr.To(validation.MemoryToRequestRatio.Max)
-	hdMax.VirtHigherDensity.KSMConfiguration.NodeLabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"ksm": "on"},
-		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "node-role.kubernetes.io/worker", Operator: metav1.LabelSelectorOpExists}}}
-	hdMin := hd(false, true)
-	hdMin.VirtHigherDensity.MemoryToRequestRatio = ptr.To(validation.MemoryToRequestRatio.Min)
-	return []variant{
-		{"load-aware-rebalancing", loadaware.New(), la(true)},
-		{"load-aware-rebalancing without PSI", loadaware.New(), la(false)},
-		{"load-aware-rebalancing, every option at its maximum", loadaware.New(), laMax},
-		{"load-aware-rebalancing, eviction limits at their minimum", loadaware.New(), laMin},
-		{"virt-higher-density", higherdensity.New(), hd(true, true)},
-		{"virt-higher-density without swap", higherdensity.New(), hd(false, true)},
-		{"virt-higher-density without KSM", higherdensity.New(), hd(true, false)},
-		{"virt-higher-density at the highest ratio, a KSM node selector", higherdensity.New(), hdMax},
-		{"virt-higher-density at the lowest ratio", higherdensity.New(), hdMin},
-		{"example-profile", example.New(), v1alpha1.ProfileOptions{}},
-	}
+	return out
 }
 
 func items(t *testing.T, v variant, c *cluster) []profiles.Item {
 	t.Helper()
-	its, err := v.profile.Items(context.Background(), profiles.Inputs{ConfigName: v.profile.Metadata().Name, Options: v.options, Cluster: c})
+	for _, o := range v.objects {
+		c.put(o)
+	}
+	opts := profiles.ResolveOptions(v.profile.Metadata().Options, v1alpha1.VirtPlatformConfigSpec{Profile: v.profile.Metadata().Name, Options: &v.options})
+	its, err := v.profile.Items(context.Background(), profiles.Inputs{ConfigName: v.profile.Metadata().Name, Options: opts, Cluster: c})
 	if err != nil {
 		t.Fatalf("%s: %v", v.name, err)
 	}

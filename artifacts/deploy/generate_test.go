@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/loadaware"
 )
 
@@ -47,17 +47,23 @@ func block(start string, vars []namedValue) string {
 // difference fails the test.
 func syncBlock(t *testing.T, start, generated string) bool {
 	t.Helper()
-	raw, err := os.ReadFile(policyFile)
+	return syncFileBlock(t, policyFile, start, generatedEnd, generated)
+}
+
+// syncFileBlock is syncBlock on any file, with its own end line.
+func syncFileBlock(t *testing.T, file, start, end, generated string) bool {
+	t.Helper()
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	from := strings.Index(string(raw), start)
 	to := -1
 	if from >= 0 {
-		to = strings.Index(string(raw[from:]), generatedEnd)
+		to = strings.Index(string(raw[from:]), end)
 	}
 	if from < 0 || to < 0 {
-		t.Fatalf("%s: no %q ... %q block", policyFile, start, generatedEnd)
+		t.Fatalf("%s: no %q ... %q block", file, start, end)
 	}
 	to += from
 	if string(raw[from:to]) == generated {
@@ -65,13 +71,13 @@ func syncBlock(t *testing.T, start, generated string) bool {
 	}
 	if !*update {
 		t.Fatalf("%s: the block %q is not what the profiles write: run `go test ./artifacts/deploy -update`\nit holds\n%s\nthe profiles make\n%s",
-			policyFile, strings.TrimSpace(start), raw[from:to], generated)
+			file, strings.TrimSpace(start), raw[from:to], generated)
 	}
 	out := string(raw[:from]) + generated + string(raw[to:])
-	if err := os.WriteFile(policyFile, []byte(out), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wrote %q into %s", strings.TrimSpace(start), policyFile)
+	t.Logf("wrote %q into %s", strings.TrimSpace(start), file)
 	return true
 }
 
@@ -216,11 +222,17 @@ func catalogueBlock(t *testing.T) string {
 	for k, r := range kd.EvictionLimits {
 		limits[k] = bounds(r)
 	}
-	if len(catalog.Default().Names()) != 3 {
-		t.Fatalf("the catalogue has profiles %v; the policy's value rules know load-aware-rebalancing, virt-higher-density and example-profile: extend them", catalog.Default().Names())
+	if got, want := catalog.Default().Names(), []string{"example-profile", livemigration.Name, "load-aware-rebalancing", "virt-higher-density"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("the catalogue has profiles %v; the policy's value rules know %v: extend them", got, want)
+	}
+	lmBounds := map[string]interface{}{
+		"parallelMigrationsPerCluster":      bounds(livemigration.PerCluster),
+		"parallelOutboundMigrationsPerNode": bounds(livemigration.OutboundPerNode),
+		"completionTimeoutPerGiB":           bounds(livemigration.CompletionTimeoutPerGiB),
+		"progressTimeout":                   bounds(livemigration.ProgressTimeout),
 	}
 	var exampleData map[string]interface{}
-	for _, it := range items(t, variant{"example-profile", example.New(), v1alpha1.ProfileOptions{}}, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
+	for _, it := range items(t, variant{name: "example-profile", profile: example.New()}, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
 		exampleData = it.Desired.Object["data"].(map[string]interface{})
 	}
 	return block(catalogueStart, []namedValue{
@@ -235,6 +247,9 @@ func catalogueBlock(t *testing.T) string {
 		{"kdEvictionLimitFields", strs(sortedKeys(limits))},
 		{"hcoOvercommitPercentage", bounds(higherdensity.Writes())},
 		{"exampleData", exampleData},
+		{"lmBounds", lmBounds},
+		{"lmBoundFields", strs(sortedKeys(lmBounds))},
+		{"lmBandwidthMiB", bounds(livemigration.BandwidthMiB)},
 	})
 }
 
@@ -264,4 +279,235 @@ func sortedKeys(m map[string]interface{}) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// writesStart begins what the profiles' writes make of the policy's
+// variables.
+const writesStart = "  # GENERATED from the profiles' writes (profiles.Metadata.Writes)"
+
+// Resources of writes that are not a profile's, or not in a spec.
+const (
+	poolsResource  = "machineconfiguration.openshift.io/machineconfigpools"
+	hcoResource    = "hco.kubevirt.io/hyperconvergeds"
+	configMapsRsrc = "/configmaps"
+)
+
+// writes is what the profiles of the catalogue declare they write, plus
+// the controller's pause of a pool (spec.paused of any pool).
+type writes struct {
+	operations, objects, ownSpec map[string][]string
+	hcoFields                    []string
+}
+
+func catalogueWrites() writes {
+	w := writes{
+		operations: map[string][]string{poolsResource: {"UPDATE"}},
+		objects:    map[string][]string{},
+		ownSpec:    map[string][]string{poolsResource: {"paused"}},
+	}
+	add := func(list []string, v ...string) []string {
+		for _, s := range v {
+			if !contains(list, s) {
+				list = append(list, s)
+			}
+		}
+		return list
+	}
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		for _, wr := range p.Metadata().Writes {
+			res := wr.Resource.Group + "/" + wr.Resource.Resource
+			ops := w.operations[res]
+			if wr.Create {
+				ops = add(ops, "CREATE")
+			}
+			ops = add(ops, "UPDATE")
+			if wr.Delete {
+				ops = add(ops, "DELETE")
+			}
+			w.operations[res] = ops
+			key := wr.Name
+			if wr.Namespace != "" {
+				key = wr.Namespace + "/" + key
+			}
+			w.objects[res] = add(w.objects[res], key)
+			switch {
+			case res == configMapsRsrc:
+				// A ConfigMap has no spec: the exampleData rule checks its data.
+			case res == hcoResource:
+				w.hcoFields = add(w.hcoFields, wr.Fields...)
+			case wr.Create:
+				// Objects a profile makes are managed by name.
+				w.ownSpec[res+":"+wr.Name] = add(w.ownSpec[res+":"+wr.Name], wr.Fields...)
+			default:
+				w.ownSpec[res] = add(w.ownSpec[res], wr.Fields...)
+			}
+		}
+	}
+	if len(w.hcoFields) > 0 {
+		// v1 holds them under spec.virtualization (pkg/kubevirt).
+		w.ownSpec[hcoResource] = add(append([]string(nil), w.hcoFields...), kubevirt.HCOFieldPath(kubevirt.HCOVersionV1, "x")[1])
+	}
+	for res, ops := range w.operations {
+		sort.Slice(ops, func(i, j int) bool { return opOrder[ops[i]] < opOrder[ops[j]] })
+		w.operations[res] = ops
+	}
+	return w
+}
+
+var opOrder = map[string]int{"CREATE": 0, "UPDATE": 1, "DELETE": 2}
+
+// writesBlock is the writes as CEL variables; hcoManaged names the
+// HyperConverged's fields the items manage (in v1beta1's paths) for messages.
+func writesBlock(t *testing.T) string {
+	t.Helper()
+	w := catalogueWrites()
+	lists := func(m map[string][]string) map[string]interface{} {
+		out := map[string]interface{}{}
+		for k, v := range m {
+			l := make([]interface{}, len(v))
+			for i, s := range v {
+				l[i] = s
+			}
+			out[k] = l
+		}
+		return out
+	}
+	strs := func(s []string) []interface{} {
+		out := make([]interface{}, len(s))
+		for i, v := range s {
+			out[i] = v
+		}
+		return out
+	}
+	var managed []string
+	for _, vr := range variants() {
+		for _, it := range items(t, vr, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
+			if it.Desired.GetKind() != kubevirt.HyperConvergedGVK.Kind {
+				continue
+			}
+			for _, f := range it.ManagedFields {
+				if f = strings.TrimPrefix(f, "spec."); !contains(managed, f) {
+					managed = append(managed, f)
+				}
+			}
+		}
+	}
+	sort.Strings(managed)
+	return block(writesStart, []namedValue{
+		{"operations", lists(w.operations)},
+		{"objects", lists(w.objects)},
+		{"ownSpecByResource", lists(w.ownSpec)},
+		{"hcoFields", strs(w.hcoFields)},
+		{"hcoManaged", strs(managed)},
+		{"lmFields", strs(livemigration.Fields())},
+	})
+}
+
+// TestPolicyIsWhatTheProfilesWrite: the policy's objects, operations and
+// fields are generated from the profiles' Writes (-update rewrites them).
+func TestPolicyIsWhatTheProfilesWrite(t *testing.T) {
+	syncBlock(t, writesStart, writesBlock(t))
+}
+
+// The server's RBAC: its write rules are generated from the profiles'
+// Writes, in the ClusterRole and, for objects a profile creates in a
+// namespace, a Role there (create cannot be restricted by name).
+const (
+	rbacFile      = "03-server-rbac.yaml"
+	rbacStart     = "# GENERATED from the profiles' writes (profiles.Metadata.Writes)"
+	rbacRoleStart = "# GENERATED Roles from the profiles' writes (profiles.Metadata.Writes)"
+	rbacEnd       = "# END GENERATED"
+)
+
+func rbacBlocks() (clusterRules, roles string) {
+	type rule struct {
+		group, resource string
+		names, why      []string
+		verbs           []string
+		create          bool
+	}
+	var order []string
+	rules := map[string]*rule{}
+	byNamespace := map[string][]*rule{}
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		for _, w := range p.Metadata().Writes {
+			key := w.Resource.String()
+			if w.Create && w.Namespace != "" {
+				key = w.Namespace + "/" + key
+			}
+			r := rules[key]
+			if r == nil {
+				r = &rule{group: w.Resource.Group, resource: w.Resource.Resource, verbs: []string{"update", "patch"}}
+				rules[key] = r
+				order = append(order, key)
+				if w.Create && w.Namespace != "" {
+					byNamespace[w.Namespace] = append(byNamespace[w.Namespace], r)
+				}
+			}
+			if !contains(r.names, w.Name) {
+				r.names = append(r.names, w.Name)
+			}
+			r.why = append(r.why, fmt.Sprintf("%s: %s (%s)", w.Name, w.Why, name))
+			if w.Delete && !contains(r.verbs, "delete") {
+				r.verbs = append(r.verbs, "delete")
+			}
+			r.create = r.create || w.Create
+		}
+	}
+	sort.Strings(order)
+	quoted := func(l []string) string {
+		q := make([]string, len(l))
+		for i, s := range l {
+			q[i] = strconv.Quote(s)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	}
+	writeRule := func(b *strings.Builder, r *rule) {
+		for _, w := range r.why {
+			fmt.Fprintf(b, "# %s\n", w)
+		}
+		fmt.Fprintf(b, "- apiGroups: [%q]\n  resources: [%q]\n  resourceNames: %s\n  verbs: %s\n", r.group, r.resource, quoted(r.names), quoted(r.verbs))
+	}
+	var cb strings.Builder
+	cb.WriteString(rbacStart + doNotEdit)
+	for _, key := range order {
+		r := rules[key]
+		if strings.Contains(key, "/") && !strings.HasPrefix(key, r.resource) {
+			continue // a Role's
+		}
+		writeRule(&cb, r)
+		if r.create {
+			fmt.Fprintf(&cb, "# create cannot be restricted by name: granted for the kind (the admission\n# policy refuses any other name and content).\n- apiGroups: [%q]\n  resources: [%q]\n  verbs: [\"create\"]\n", r.group, r.resource)
+		}
+	}
+	var rb strings.Builder
+	rb.WriteString(rbacRoleStart + doNotEdit)
+	var namespaces []string
+	for ns := range byNamespace {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces)
+	for _, ns := range namespaces {
+		fmt.Fprintf(&rb, "---\n# The objects profiles create in %s: read, create (not restricted by name)\n# and update, patch (delete where they prune) by name, in this namespace only.\n", ns)
+		fmt.Fprintf(&rb, "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: virt-advisor-apiserver-writes\n  namespace: %s\n  labels:\n    app.kubernetes.io/name: virt-advisor\n    app.kubernetes.io/component: apiserver\nrules:\n", ns)
+		for _, r := range byNamespace[ns] {
+			fmt.Fprintf(&rb, "- apiGroups: [%q]\n  resources: [%q]\n  verbs: [\"get\", \"list\", \"watch\", \"create\"]\n", r.group, r.resource)
+			writeRule(&rb, r)
+		}
+		fmt.Fprintf(&rb, "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: virt-advisor-apiserver-writes\n  namespace: %s\n  labels:\n    app.kubernetes.io/name: virt-advisor\n    app.kubernetes.io/component: apiserver\n", ns)
+		rb.WriteString("roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: virt-advisor-apiserver-writes\nsubjects:\n- kind: ServiceAccount\n  name: virt-advisor-apiserver\n  namespace: virt-advisor\n")
+	}
+	return cb.String(), rb.String()
+}
+
+// TestRBACIsWhatTheProfilesWrite: the server's rights to write are
+// generated from the profiles' Writes (-update rewrites them).
+func TestRBACIsWhatTheProfilesWrite(t *testing.T) {
+	cluster, roles := rbacBlocks()
+	syncFileBlock(t, rbacFile, rbacStart, rbacEnd, cluster)
+	syncFileBlock(t, rbacFile, rbacRoleStart, rbacEnd, roles)
 }

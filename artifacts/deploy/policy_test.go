@@ -35,6 +35,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
 )
 
 var update = flag.Bool("update", false, "regenerate the swap configuration in "+policyFile+" from the profile")
@@ -523,10 +524,13 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	// both versions; a profile managing another one needs it extended.
 	hcoFields := []string{"higherWorkloadDensity.memoryOvercommitPercentage", "ksmConfiguration",
 		"virtualization.higherWorkloadDensity.memoryOvercommitPercentage", "virtualization.ksmConfiguration"}
+	for _, f := range livemigration.Fields() {
+		hcoFields = append(hcoFields, "liveMigrationConfig."+f, "virtualization.liveMigrationConfig."+f)
+	}
 	if !sameSet(pt.fields[hco], hcoFields) {
 		t.Errorf("the profiles manage %v of the HyperConverged; the policy's HyperConverged rule handles %v: extend it", pt.fields[hco], hcoFields)
 	}
-	if got := stringList(t, ownSpec[hco]); !sameSet(got, []string{"ksmConfiguration", "higherWorkloadDensity", "virtualization"}) {
+	if got := stringList(t, ownSpec[hco]); !sameSet(got, []string{"ksmConfiguration", "higherWorkloadDensity", "liveMigrationConfig", "virtualization"}) {
 		t.Errorf("ownSpecByResource[%s] = %v", hco, got)
 	}
 	// The example ConfigMap's data is managed whole (the policy leaves
@@ -574,6 +578,7 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 // RBAC, and the profiles never do, is denied with a message naming what
 // is allowed; other users are not concerned.
 func TestDeniesEverythingElse(t *testing.T) {
+	const hcoOnly = "changes only higherWorkloadDensity.memoryOvercommitPercentage, ksmConfiguration, liveMigrationConfig.bandwidthPerMigration, liveMigrationConfig.completionTimeoutPerGiB"
 	policy, _ := readPolicy(t)
 	v := compile(t, policy)
 	c := newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])
@@ -663,14 +668,24 @@ func TestDeniesEverythingElse(t *testing.T) {
 		{"a pool's status", request{op: admission.Update, gvr: machineConfigPools, subresource: "status", old: pool, obj: pool}, "writes no subresource (machineconfiguration.openshift.io/machineconfigpools/status)"},
 		{"deleting a pool", request{op: admission.Delete, gvr: machineConfigPools, old: pool}, "may not DELETE machineconfiguration.openshift.io/machineconfigpools (only UPDATE)"},
 		{"an HCO field no profile manages", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
-			set(o, int64(50), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
-		})}, "changes only memoryOvercommitPercentage and ksmConfiguration (under spec or spec.virtualization) of the HyperConverged"},
+			set(o, true, "spec", "liveMigrationConfig", "allowPostCopy")
+		})}, hcoOnly + ", liveMigrationConfig.parallelMigrationsPerCluster, liveMigrationConfig.parallelOutboundMigrationsPerNode, liveMigrationConfig.progressTimeout (under spec or spec.virtualization) of the HyperConverged"},
 		{"an HCO field beside memoryOvercommitPercentage", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
 			set(o, "x", "spec", "higherWorkloadDensity", "other")
-		})}, "changes only memoryOvercommitPercentage and ksmConfiguration"},
+		})}, hcoOnly},
 		{"an HCO v1 field beside ours", request{op: admission.Update, gvr: hyperConvergeds("v1"), old: baselineHCO("v1"), obj: edited(baselineHCO("v1"), func(o map[string]interface{}) {
+			set(o, "evil-net", "spec", "virtualization", "liveMigrationConfig", "network")
+		})}, hcoOnly},
+		{"the HCO's live-migration limits (what live-migration-limits manages)", request{op: admission.Update, gvr: hyperConvergeds("v1"), old: baselineHCO("v1"), obj: edited(baselineHCO("v1"), func(o map[string]interface{}) {
 			set(o, int64(50), "spec", "virtualization", "liveMigrationConfig", "parallelMigrationsPerCluster")
-		})}, "changes only memoryOvercommitPercentage and ksmConfiguration"},
+			set(o, "300Mi", "spec", "virtualization", "liveMigrationConfig", "bandwidthPerMigration")
+		})}, ""},
+		{"parallelMigrationsPerCluster beyond its bound", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
+			set(o, int64(5000), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
+		})}, "sets liveMigrationConfig of the HyperConverged within completionTimeoutPerGiB 10..3600"},
+		{"a bandwidth not in MiB/s", request{op: admission.Update, gvr: hyperConvergeds("v1"), old: baselineHCO("v1"), obj: edited(baselineHCO("v1"), func(o map[string]interface{}) {
+			set(o, "1G", "spec", "virtualization", "liveMigrationConfig", "bandwidthPerMigration")
+		})}, "and bandwidthPerMigration 1Mi..95367Mi only"},
 		{"the HCO's memoryOvercommitPercentage (what the profile manages)", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
 			set(o, int64(200), "spec", "higherWorkloadDensity", "memoryOvercommitPercentage")
 		})}, ""},

@@ -9,7 +9,6 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 )
@@ -102,4 +101,4 @@ func (c *Cluster) ListVMIs(ctx context.Context) ([]kubevirt.VMI, bool, error) {
 }
 
 // VirtualMachineInstanceGVK is KubeVirt's VMI.
-var VirtualMachineInstanceGVK = schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstance"}
+var VirtualMachineInstanceGVK = kubevirt.VirtualMachineInstanceGVK

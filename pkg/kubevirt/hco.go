@@ -55,6 +55,16 @@ func HCOMigrationDefaults(version string) (int64, int64) {
 	return 5, 2
 }
 
+// HCOCompletionTimeoutPerGiBDefault is liveMigrationConfig's
+// completionTimeoutPerGiB default of a version (its CRD default: 150 in
+// v1beta1, 20 in v1 as HCO 1.20 installs it, artifacts/testdata/crds).
+func HCOCompletionTimeoutPerGiBDefault(version string) int64 {
+	if version == HCOVersionV1 {
+		return 20
+	}
+	return 150
+}
+
 // HCOVersionError says which versions this build knows.
 func HCOVersionError(version string) error {
 	return fmt.Errorf("HyperConverged %s is not supported: this build reads and writes hco.kubevirt.io/%s and %s", version, HCOVersionV1beta1, HCOVersionV1)

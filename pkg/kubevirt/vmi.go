@@ -2,7 +2,11 @@ package kubevirt
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
+
+// VirtualMachineInstanceGVK is KubeVirt's VMI.
+var VirtualMachineInstanceGVK = schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstance"}
 
 // NodeNameLabel is the label KubeVirt puts on a VirtualMachineInstance with
 // the node it runs on (as status.nodeName).

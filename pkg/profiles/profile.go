@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 )
 
@@ -39,6 +41,47 @@ type Metadata struct {
 	// JSON name (advisor.Options*); "" when it takes no options. Validation
 	// admits only that block on its configs, and ResolveOptions defaults it.
 	Options string
+	// ValidateOptions checks the profile's options block (nil: none to
+	// check). The API server calls it on every create and update, with the
+	// block's field path: errors are 422s naming the field.
+	ValidateOptions func(o *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList
+	// Writes are the objects the profile may write and the fields it sets
+	// there: the server's RBAC (artifacts/deploy/03-server-rbac.yaml) and
+	// the admission policy (05-admission-policy.yaml) are generated from
+	// them, and docs/api.md lists them (go test ./artifacts/deploy -update,
+	// go test ./docs -update).
+	Writes []Write
+	// Examples are configurations of the profile, the first its sample
+	// (artifacts/samples/<name>.yaml, generated): the admission policy's
+	// tests admit every write each makes on the baseline cluster plus the
+	// example's Objects, and the catalogue's tests validate and plan them.
+	Examples []Example
+}
+
+// Write is an object a profile writes.
+type Write struct {
+	// Resource is the object's group and resource (e.g. hco.kubevirt.io,
+	// hyperconvergeds); Namespace is "" for a cluster-scoped object.
+	Resource        schema.GroupResource
+	Namespace, Name string
+	// Create and Delete: the profile makes (and prunes) the whole object;
+	// otherwise it only patches fields of an object someone else made.
+	Create, Delete bool
+	// Fields are the keys of the object's spec (or data) the profile
+	// sets; on the HyperConverged, the keys of its virtualization settings
+	// (spec in v1beta1, spec.virtualization in v1).
+	Fields []string
+	// Why says, for the RBAC comment and the docs, what the write is for.
+	Why string
+}
+
+// Example is one configuration of a profile.
+type Example struct {
+	Name    string
+	Options v1alpha1.ProfileOptions
+	// Objects are what the example reads beyond the test cluster's
+	// baseline (artifacts/testdata/baseline.yaml): Nodes, VMIs.
+	Objects []*unstructured.Unstructured
 }
 
 // ResolveOptions returns the options a config runs with: the block of

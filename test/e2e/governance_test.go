@@ -406,8 +406,13 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 			Expect(canI(q...)).To(HavePrefix("yes"), "can-i %v", q)
 		}
 
-		// Both advertised profiles, the whole way: plan, approve, apply, rollout.
-		for _, profile := range []string{"load-aware-rebalancing", "virt-higher-density"} {
+		// The advertised profiles, the whole way: plan, approve, apply, rollout
+		// (live-migration-limits derives from the worker Nodes, created last
+		// so the others plan as they always have).
+		for _, profile := range []string{"load-aware-rebalancing", "virt-higher-density", "live-migration-limits"} {
+			if profile == "live-migration-limits" {
+				withWorkerNodes()
+			}
 			configWith(profile, fmt.Sprintf(`{"profile":%q}`, profile))
 			waitPhase(profile, v1alpha1.PhaseReviewRequired, 20*time.Second)
 			p := getPlan(profile)
@@ -474,9 +479,14 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 		Expect(canI("patch", "hyperconvergeds.hco.kubevirt.io/"+hcoName, "-n", hcoNS)).To(HavePrefix("yes"))
 		hcoBefore := getObject(hcoGVR, hcoNS, hcoName)
 		_, err = server.Resource(hcoGVR).Namespace(hcoNS).Patch(suiteCtx, hcoName, types.MergePatchType,
-			[]byte(`{"spec":{"liveMigrationConfig":{"parallelMigrationsPerCluster":50}}}`), metav1.PatchOptions{})
-		byPolicy(err, "change liveMigrationConfig")
-		Expect(err.Error()).To(ContainSubstring("changes only memoryOvercommitPercentage and ksmConfiguration"))
+			[]byte(`{"spec":{"liveMigrationConfig":{"allowPostCopy":true}}}`), metav1.PatchOptions{})
+		byPolicy(err, "change liveMigrationConfig.allowPostCopy")
+		Expect(err.Error()).To(ContainSubstring("changes only higherWorkloadDensity.memoryOvercommitPercentage, ksmConfiguration, liveMigrationConfig.bandwidthPerMigration"))
+		By("a live-migration limit beyond what live-migration-limits writes")
+		_, err = server.Resource(hcoGVR).Namespace(hcoNS).Patch(suiteCtx, hcoName, types.MergePatchType,
+			[]byte(`{"spec":{"liveMigrationConfig":{"parallelMigrationsPerCluster":5000}}}`), metav1.PatchOptions{})
+		byPolicy(err, "set parallelMigrationsPerCluster beyond its bound")
+		Expect(err.Error()).To(ContainSubstring("sets liveMigrationConfig of the HyperConverged within completionTimeoutPerGiB 10..3600, parallelMigrationsPerCluster 1..1000"))
 		Expect(getObject(hcoGVR, hcoNS, hcoName).GetResourceVersion()).To(Equal(hcoBefore.GetResourceVersion()), "the HCO is untouched")
 
 		By("the same token still makes the writes the controller makes: pause and unpause a pool, apply an HCO field of ours (dry-run), create and delete a MachineConfig of ours")

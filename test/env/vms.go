@@ -76,6 +76,9 @@ type VMI struct {
 	NoCondition bool
 	// Phase defaults to Running.
 	Phase string
+	// Memory is spec.domain.memory.guest (e.g. 8Gi), what a migration
+	// copies; "" leaves it out.
+	Memory string
 }
 
 // Object is the VirtualMachineInstance as KubeVirt reports a running one:
@@ -87,7 +90,11 @@ func (v VMI) Object() *unstructured.Unstructured {
 	if phase == "" {
 		phase = "Running"
 	}
-	spec := map[string]interface{}{"domain": map[string]interface{}{"devices": map[string]interface{}{}}}
+	domain := map[string]interface{}{"devices": map[string]interface{}{}}
+	if v.Memory != "" {
+		domain["memory"] = map[string]interface{}{"guest": v.Memory}
+	}
+	spec := map[string]interface{}{"domain": domain}
 	if v.EvictionStrategy != "" {
 		spec["evictionStrategy"] = v.EvictionStrategy
 	}

@@ -93,7 +93,7 @@ type VirtPlatformConfig struct {
 
 // VirtPlatformConfigSpec is the desired state of a VirtPlatformConfig.
 type VirtPlatformConfigSpec struct {
-	// profile is the tuning profile: load-aware-rebalancing, virt-higher-density or example-profile.
+	// profile is the tuning profile, one of those the server serves.
 	// It must equal metadata.name and is immutable.
 	Profile string
 	// action is DryRun (draft a plan and wait for approval; the default), Apply (a standing
@@ -127,6 +127,24 @@ type ProfileOptions struct {
 	LoadAware *LoadAwareConfig
 	// virtHigherDensity tunes the virt-higher-density profile.
 	VirtHigherDensity *VirtHigherDensityConfig
+	// liveMigrationLimits tunes the live-migration-limits profile.
+	LiveMigrationLimits *LiveMigrationLimitsConfig
+}
+
+// LiveMigrationLimitsConfig tunes the live-migration-limits profile.
+type LiveMigrationLimitsConfig struct {
+	// migrationNetworkGbps is each node's migration link, in Gbit/s (default 10).
+	MigrationNetworkGbps *int32
+	// networkSharePercent is the share of the link migrations may use (default 50).
+	NetworkSharePercent *int32
+	// parallelOutboundMigrationsPerNode is how many VMs a draining node sends at once
+	// (unset: the HyperConverged's default).
+	ParallelOutboundMigrationsPerNode *int32
+	// completionTimeoutPerGiB is in seconds per GiB of guest memory (unset: the
+	// HyperConverged's default).
+	CompletionTimeoutPerGiB *int64
+	// progressTimeout is in seconds (default 150).
+	ProgressTimeout *int64
 }
 
 // LoadAwareConfig tunes the load-aware-rebalancing profile.

@@ -42,6 +42,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.ItemRetryApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KSMConfiguration"):
 		return &advisorv1alpha1.KSMConfigurationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LiveMigrationLimitsConfig"):
+		return &advisorv1alpha1.LiveMigrationLimitsConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LoadAwareConfig"):
 		return &advisorv1alpha1.LoadAwareConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceWindow"):

@@ -13,6 +13,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/loadaware"
 )
 
@@ -38,7 +39,7 @@ func New(ps ...profiles.Profile) *Catalog {
 
 // Default returns the catalogue of every profile of this build.
 func Default() *Catalog {
-	return New(loadaware.New(), higherdensity.New(), example.New())
+	return New(loadaware.New(), higherdensity.New(), example.New(), livemigration.New())
 }
 
 // Get returns a profile by name.
@@ -75,7 +76,7 @@ func (c *Catalog) Validation() validation.Profiles {
 	out := make(validation.Profiles, 0, len(c.ordered))
 	for _, p := range c.ordered {
 		md := p.Metadata()
-		out = append(out, validation.Profile{Name: md.Name, Options: md.Options})
+		out = append(out, validation.Profile{Name: md.Name, Options: md.Options, Validate: md.ValidateOptions})
 	}
 	return out
 }

@@ -111,7 +111,6 @@ func TestEveryProfileIsWired(t *testing.T) {
 	install.Install(scheme)
 	c := catalog.Default()
 	served := c.Validation()
-	cluster := loadBaseline(t)
 	if len(served) != len(c.Names()) {
 		t.Fatalf("validation knows %d profiles, the catalogue %d", len(served), len(c.Names()))
 	}
@@ -122,6 +121,13 @@ func TestEveryProfileIsWired(t *testing.T) {
 				t.Fatalf("the catalogue does not find %q by its name", name)
 			}
 			md := p.Metadata()
+			if len(md.Examples) == 0 {
+				t.Fatal("no Metadata.Examples: the admission policy's tests and the docs need at least one")
+			}
+			// The local environment's cluster, with what the profile's
+			// first example reads beyond it (Nodes, VMIs).
+			cluster := loadBaseline(t)
+			cluster.objects = append(cluster.objects, md.Examples[0].Objects...)
 
 			// Its options, every default applied, hold its own block only.
 			spec := v1alpha1.VirtPlatformConfigSpec{Profile: name}
@@ -143,7 +149,11 @@ func TestEveryProfileIsWired(t *testing.T) {
 
 			// Validation accepts a config of it, without options and with
 			// its options in full.
-			for _, o := range []*v1alpha1.ProfileOptions{nil, &opts} {
+			candidates := []*v1alpha1.ProfileOptions{nil, &opts}
+			for i := range md.Examples {
+				candidates = append(candidates, &md.Examples[i].Options)
+			}
+			for _, o := range candidates {
 				cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
 				cfg.Spec.Options = o
 				scheme.Default(cfg)
@@ -191,12 +201,18 @@ func TestValidationOrder(t *testing.T) {
 		{Name: advisor.ProfileVirtHigherDensity, Options: advisor.OptionsVirtHigherDensity},
 		{Name: advisor.ProfileExample},
 	}
-	if len(got) != len(want) {
+	// Profiles added later come after these, in the order of Default.
+	if len(got) < len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("profile %d: got %+v, want %+v", i, got[i], want[i])
+		if got[i].Name != want[i].Name || got[i].Options != want[i].Options {
+			t.Errorf("profile %d: got %s (options %q), want %s (options %q)", i, got[i].Name, got[i].Options, want[i].Name, want[i].Options)
+		}
+	}
+	for _, p := range got {
+		if (p.Validate != nil) != (p.Options != "") {
+			t.Errorf("profile %s: options block %q, validator set: %v; a profile with options checks them", p.Name, p.Options, p.Validate != nil)
 		}
 	}
 }

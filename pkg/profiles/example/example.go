@@ -25,6 +25,9 @@ func (profile) Metadata() profiles.Metadata {
 		Description:   "Example profile that manages one ConfigMap",
 		ImpactSummary: "Low - writes the ConfigMap openshift-cnv/example-config",
 		Level:         v1alpha1.ImpactLow,
+		Writes: []profiles.Write{{Resource: schema.GroupResource{Resource: "configmaps"}, Namespace: kubevirt.HCONamespace, Name: "example-config",
+			Create: true, Fields: []string{"data"}, Why: "example-profile's data"}},
+		Examples: []profiles.Example{{Name: "example-profile"}},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -52,6 +53,40 @@ func (profile) Metadata() profiles.Metadata {
 		Level:         v1alpha1.ImpactHigh,
 		Advertised:    true,
 		Options:       advisor.OptionsVirtHigherDensity,
+		// The checks stay in package validation, with the bound the
+		// admission policy pins memoryOvercommitPercentage to.
+		ValidateOptions: validation.VirtHigherDensityOptions,
+		Writes: []profiles.Write{
+			{Resource: schema.GroupResource{Group: machineconfig.MachineConfigGVK.Group, Resource: "machineconfigs"}, Name: swapMachineConfigName,
+				Create: true, Delete: true, Fields: []string{"config"}, Why: "kubelet swap, worker pool"},
+			{Resource: schema.GroupResource{Group: kubevirt.HyperConvergedGVK.Group, Resource: "hyperconvergeds"},
+				Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName, Fields: []string{"higherWorkloadDensity", "ksmConfiguration"},
+				Why: "memory overcommit and KSM"},
+		},
+		Examples: examples(),
+	}
+}
+
+// examples are the configurations the admission policy's tests write: with
+// and without swap and KSM, and the ends of the ratio's range.
+func examples() []profiles.Example {
+	hd := func(swap, ksm bool) v1alpha1.ProfileOptions {
+		c := &v1alpha1.VirtHigherDensityConfig{EnableSwap: ptr.To(swap), KSMConfiguration: &v1alpha1.KSMConfiguration{Enabled: ptr.To(ksm)}}
+		v1alpha1.SetDefaults_VirtHigherDensityConfig(c)
+		return v1alpha1.ProfileOptions{VirtHigherDensity: c}
+	}
+	hdMax := hd(true, true)
+	hdMax.VirtHigherDensity.MemoryToRequestRatio = ptr.To(validation.MemoryToRequestRatio.Max)
+	hdMax.VirtHigherDensity.KSMConfiguration.NodeLabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"ksm": "on"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "node-role.kubernetes.io/worker", Operator: metav1.LabelSelectorOpExists}}}
+	hdMin := hd(false, true)
+	hdMin.VirtHigherDensity.MemoryToRequestRatio = ptr.To(validation.MemoryToRequestRatio.Min)
+	return []profiles.Example{
+		{Name: Name, Options: hd(true, true)},
+		{Name: Name + " without swap", Options: hd(false, true)},
+		{Name: Name + " without KSM", Options: hd(true, false)},
+		{Name: Name + " at the highest ratio, a KSM node selector", Options: hdMax},
+		{Name: Name + " at the lowest ratio", Options: hdMin},
 	}
 }
 

@@ -122,7 +122,12 @@ func TestMetadata(t *testing.T) {
 		Advertised:    true,
 		Options:       "virtHigherDensity",
 	}
-	if got := New().Metadata(); got != want {
+	got := New().Metadata()
+	if got.ValidateOptions == nil || len(got.Writes) != 2 || len(got.Examples) == 0 {
+		t.Errorf("Metadata() has no validation, writes or examples: %+v", got)
+	}
+	got.ValidateOptions, got.Writes, got.Examples = nil, nil, nil
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Metadata() = %+v, want %+v", got, want)
 	}
 	wantKinds := []schema.GroupVersionKind{machineconfig.MachineConfigGVK, kubevirt.HyperConvergedGVK}

@@ -12,9 +12,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -54,6 +56,44 @@ func (profile) Metadata() profiles.Metadata {
 		Level:         v1alpha1.ImpactHigh,
 		Advertised:    true,
 		Options:       advisor.OptionsLoadAware,
+		// The checks stay in package validation, which the option bounds
+		// of the admission policy and the CRD-era messages come from.
+		ValidateOptions: validation.LoadAwareOptions,
+		Writes: []profiles.Write{
+			{Resource: machineConfigs, Name: psiWorker.machineConfig, Create: true, Delete: true, Fields: []string{"kernelArguments"},
+				Why: "the PSI kernel argument, worker pool"},
+			{Resource: machineConfigs, Name: psiMaster.machineConfig, Create: true, Delete: true, Fields: []string{"kernelArguments"},
+				Why: "the PSI kernel argument, master pool of a compact cluster"},
+			{Resource: schema.GroupResource{Group: profiles.KubeDeschedulerGVK.Group, Resource: "kubedeschedulers"},
+				Namespace: profiles.DeschedulerNamespace, Name: profiles.DeschedulerName,
+				Fields: []string{"managementState", "deschedulingIntervalSeconds", "mode", "profiles", "profileCustomizations", "evictionLimits"},
+				Why:    "the descheduler's KubeVirt profile, interval, mode and eviction limits"},
+		},
+		Examples: examples(),
+	}
+}
+
+var machineConfigs = schema.GroupResource{Group: machineconfig.MachineConfigGVK.Group, Resource: "machineconfigs"}
+
+// examples are the configurations the admission policy's tests write: the
+// defaults, without PSI, and the other ends of the options' ranges and enums.
+func examples() []profiles.Example {
+	la := func(psi bool) v1alpha1.ProfileOptions {
+		return v1alpha1.ProfileOptions{LoadAware: &v1alpha1.LoadAwareConfig{
+			DeschedulingIntervalSeconds: ptr.To[int32](60), Mode: "Automatic", EnablePSIMetrics: ptr.To(psi), DevDeviationThresholds: "AsymmetricLow"}}
+	}
+	laMax := la(true)
+	laMax.LoadAware.DeschedulingIntervalSeconds = ptr.To(validation.DeschedulingIntervalSeconds.Max)
+	laMax.LoadAware.Mode = "Predictive"
+	laMax.LoadAware.DevDeviationThresholds = "High"
+	laMax.LoadAware.EvictionLimitTotal, laMax.LoadAware.EvictionLimitNode = ptr.To(validation.EvictionLimitTotal.Max), ptr.To(validation.EvictionLimitNode.Max)
+	laMin := la(true)
+	laMin.LoadAware.EvictionLimitTotal, laMin.LoadAware.EvictionLimitNode = ptr.To(validation.EvictionLimitTotal.Min), ptr.To(validation.EvictionLimitNode.Min)
+	return []profiles.Example{
+		{Name: advisor.ProfileLoadAwareRebalancing, Options: la(true)},
+		{Name: advisor.ProfileLoadAwareRebalancing + " without PSI", Options: la(false)},
+		{Name: advisor.ProfileLoadAwareRebalancing + ", every option at its maximum", Options: laMax},
+		{Name: advisor.ProfileLoadAwareRebalancing + ", eviction limits at their minimum", Options: laMin},
 	}
 }
 

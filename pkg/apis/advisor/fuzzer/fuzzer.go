@@ -3,6 +3,7 @@ package fuzzer
 
 import (
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
@@ -39,6 +40,12 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				s.Kind = advisor.MaintenanceWindowKindAllow
 			}
 		},
+		// Every options block: an unset scalar option would be defaulted
+		// on decoding; a block of a new profile needs no function here.
+		func(o *advisor.ProfileOptions, c randfill.Continue) {
+			c.FillNoCustom(o)
+			setScalars(reflect.ValueOf(o).Elem())
+		},
 		func(o *advisor.LoadAwareConfig, c randfill.Continue) {
 			c.FillNoCustom(o)
 			if o.DeschedulingIntervalSeconds == nil {
@@ -69,5 +76,27 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				o.Enabled = new(bool)
 			}
 		},
+	}
+}
+
+// setScalars gives every nil pointer to a scalar in the blocks of v (a
+// ProfileOptions) a zero value.
+func setScalars(v reflect.Value) {
+	for i := 0; i < v.NumField(); i++ {
+		block := v.Field(i)
+		if block.Kind() != reflect.Pointer || block.IsNil() || block.Elem().Kind() != reflect.Struct {
+			continue
+		}
+		b := block.Elem()
+		for j := 0; j < b.NumField(); j++ {
+			f := b.Field(j)
+			if f.Kind() != reflect.Pointer || !f.IsNil() {
+				continue
+			}
+			switch f.Type().Elem().Kind() {
+			case reflect.Bool, reflect.Int32, reflect.Int64, reflect.String:
+				f.Set(reflect.New(f.Type().Elem()))
+			}
+		}
 	}
 }

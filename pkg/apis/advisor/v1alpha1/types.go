@@ -105,7 +105,8 @@ type VirtPlatformConfig struct {
 
 // VirtPlatformConfigSpec is the desired state of a VirtPlatformConfig.
 type VirtPlatformConfigSpec struct {
-	// profile is the tuning profile: load-aware-rebalancing, virt-higher-density or example-profile.
+	// profile is the tuning profile, one of those the server serves (a config with
+	// another name is refused with their list; docs/api.md#profiles describes each).
 	// It must equal metadata.name and is immutable.
 	Profile string `json:"profile"`
 	// action is DryRun (draft a plan and wait for approval; the default), Apply (a standing
@@ -155,6 +156,40 @@ type ProfileOptions struct {
 	// virtHigherDensity tunes the virt-higher-density profile.
 	// +optional
 	VirtHigherDensity *VirtHigherDensityConfig `json:"virtHigherDensity,omitempty"`
+	// liveMigrationLimits tunes the live-migration-limits profile.
+	// +optional
+	LiveMigrationLimits *LiveMigrationLimitsConfig `json:"liveMigrationLimits,omitempty"`
+}
+
+// LiveMigrationLimitsConfig tunes the live-migration-limits profile: the
+// HyperConverged liveMigrationConfig it writes is derived from these, the
+// number of schedulable nodes and the pool that drains the most nodes at once.
+type LiveMigrationLimitsConfig struct {
+	// migrationNetworkGbps is the speed of each node's migration network
+	// link, in Gbit/s, 1..800 (default 10).
+	// +optional
+	// +default=10
+	MigrationNetworkGbps *int32 `json:"migrationNetworkGbps,omitempty"`
+	// networkSharePercent is the share of that link live migrations may use,
+	// 10..100 (default 50); the rest stays with the VMs' own traffic.
+	// +optional
+	// +default=50
+	NetworkSharePercent *int32 `json:"networkSharePercent,omitempty"`
+	// parallelOutboundMigrationsPerNode is how many VMs a draining node sends
+	// at once, 1..10; each gets its share of the link as bandwidthPerMigration.
+	// Unset: the installed HyperConverged's default (2 in v1beta1, 1 in v1).
+	// +optional
+	ParallelOutboundMigrationsPerNode *int32 `json:"parallelOutboundMigrationsPerNode,omitempty"`
+	// completionTimeoutPerGiB cancels a migration that has not completed in
+	// this many seconds per GiB of guest memory, 10..3600. Unset: the
+	// installed HyperConverged's default (150 in v1beta1, 20 in v1).
+	// +optional
+	CompletionTimeoutPerGiB *int64 `json:"completionTimeoutPerGiB,omitempty"`
+	// progressTimeout cancels a migration whose memory copy made no progress
+	// for this many seconds, 30..3600 (default 150, the HyperConverged's).
+	// +optional
+	// +default=150
+	ProgressTimeout *int64 `json:"progressTimeout,omitempty"`
 }
 
 // LoadAwareConfig tunes the load-aware-rebalancing profile.

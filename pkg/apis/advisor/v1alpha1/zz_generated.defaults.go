@@ -89,6 +89,20 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 				}
 			}
 		}
+		if in.Spec.Options.LiveMigrationLimits != nil {
+			if in.Spec.Options.LiveMigrationLimits.MigrationNetworkGbps == nil {
+				var ptrVar1 int32 = 10
+				in.Spec.Options.LiveMigrationLimits.MigrationNetworkGbps = &ptrVar1
+			}
+			if in.Spec.Options.LiveMigrationLimits.NetworkSharePercent == nil {
+				var ptrVar1 int32 = 50
+				in.Spec.Options.LiveMigrationLimits.NetworkSharePercent = &ptrVar1
+			}
+			if in.Spec.Options.LiveMigrationLimits.ProgressTimeout == nil {
+				var ptrVar1 int64 = 150
+				in.Spec.Options.LiveMigrationLimits.ProgressTimeout = &ptrVar1
+			}
+		}
 	}
 	if in.Status.AppliedOptions != nil {
 		if in.Status.AppliedOptions.LoadAware != nil {
@@ -118,6 +132,20 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 					var ptrVar1 bool = true
 					in.Status.AppliedOptions.VirtHigherDensity.KSMConfiguration.Enabled = &ptrVar1
 				}
+			}
+		}
+		if in.Status.AppliedOptions.LiveMigrationLimits != nil {
+			if in.Status.AppliedOptions.LiveMigrationLimits.MigrationNetworkGbps == nil {
+				var ptrVar1 int32 = 10
+				in.Status.AppliedOptions.LiveMigrationLimits.MigrationNetworkGbps = &ptrVar1
+			}
+			if in.Status.AppliedOptions.LiveMigrationLimits.NetworkSharePercent == nil {
+				var ptrVar1 int32 = 50
+				in.Status.AppliedOptions.LiveMigrationLimits.NetworkSharePercent = &ptrVar1
+			}
+			if in.Status.AppliedOptions.LiveMigrationLimits.ProgressTimeout == nil {
+				var ptrVar1 int64 = 150
+				in.Status.AppliedOptions.LiveMigrationLimits.ProgressTimeout = &ptrVar1
 			}
 		}
 	}

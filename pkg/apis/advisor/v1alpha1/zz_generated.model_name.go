@@ -62,6 +62,11 @@ func (in KSMConfiguration) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LiveMigrationLimitsConfig) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.LiveMigrationLimitsConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in LoadAwareConfig) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.LoadAwareConfig"
 }

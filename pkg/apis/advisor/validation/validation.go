@@ -4,6 +4,8 @@ package validation
 
 import (
 	"fmt"
+	"reflect"
+	"strings"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -61,6 +63,9 @@ type Profile struct {
 	// name (advisor.Options*); "" when it takes none. It is the only
 	// block a config of the profile may set.
 	Options string
+	// Validate checks that block (the profile's own checks, from its
+	// package: profiles.Metadata.ValidateOptions); nil checks nothing.
+	Validate func(*advisor.ProfileOptions, *field.Path) field.ErrorList
 }
 
 // Profiles are the profiles a server serves, in the order messages list
@@ -178,23 +183,20 @@ func validateSpec(spec *advisor.VirtPlatformConfigSpec, served Profiles, fldPath
 	return allErrs
 }
 
-// optionBlocks are the blocks of spec.options, in the order they are
-// validated: whether a config sets one, and the checks of its fields.
-var optionBlocks = []struct {
-	name     string
-	set      func(*advisor.ProfileOptions) bool
-	validate func(*advisor.ProfileOptions, *field.Path) field.ErrorList
-}{
-	{advisor.OptionsLoadAware,
-		func(o *advisor.ProfileOptions) bool { return o.LoadAware != nil },
-		func(o *advisor.ProfileOptions, p *field.Path) field.ErrorList {
-			return validateLoadAware(o.LoadAware, p)
-		}},
-	{advisor.OptionsVirtHigherDensity,
-		func(o *advisor.ProfileOptions) bool { return o.VirtHigherDensity != nil },
-		func(o *advisor.ProfileOptions, p *field.Path) field.ErrorList {
-			return validateVirtHigherDensity(o.VirtHigherDensity, p)
-		}},
+// setBlocks are the JSON names of the blocks of spec.options a config
+// sets: every pointer field of ProfileOptions is one block, named as its
+// JSON field (the Go name with a lower-case first letter), so a new block
+// needs no entry here.
+func setBlocks(o *advisor.ProfileOptions) []string {
+	var out []string
+	v := reflect.ValueOf(o).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			name := v.Type().Field(i).Name
+			out = append(out, strings.ToLower(name[:1])+name[1:])
+		}
+	}
+	return out
 }
 
 // validateOptions admits the block of the config's profile only, and
@@ -202,39 +204,44 @@ var optionBlocks = []struct {
 func validateOptions(served Profiles, profile string, o *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	own, _ := served.get(profile)
-	for _, b := range optionBlocks {
-		if !b.set(o) {
-			continue
-		}
-		p := fldPath.Child(b.name)
-		switch owner, owned := served.owner(b.name); {
-		case b.name == own.Options:
-			allErrs = append(allErrs, b.validate(o, p)...)
+	for _, b := range setBlocks(o) {
+		p := fldPath.Child(b)
+		switch owner, owned := served.owner(b); {
+		case b == own.Options:
+			if own.Validate != nil {
+				allErrs = append(allErrs, own.Validate(o, p)...)
+			}
 		case own.Options != "":
 			allErrs = append(allErrs, field.Forbidden(p, fmt.Sprintf("When profile is '%s', only options.%s may be set", profile, own.Options)))
 		case owned:
-			allErrs = append(allErrs, field.Forbidden(p, fmt.Sprintf("options.%s can only be used with profile '%s'", b.name, owner)))
+			allErrs = append(allErrs, field.Forbidden(p, fmt.Sprintf("options.%s can only be used with profile '%s'", b, owner)))
 		default:
-			allErrs = append(allErrs, field.Forbidden(p, fmt.Sprintf("options.%s is read by no profile this server serves", b.name)))
+			allErrs = append(allErrs, field.Forbidden(p, fmt.Sprintf("options.%s is read by no profile this server serves", b)))
 		}
 	}
 	return allErrs
 }
 
-func validateLoadAware(o *advisor.LoadAwareConfig, fldPath *field.Path) field.ErrorList {
+// LoadAwareOptions checks options.loadAware (load-aware-rebalancing's
+// ValidateOptions).
+func LoadAwareOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList {
+	o := opts.LoadAware
 	var allErrs field.ErrorList
-	allErrs = append(allErrs, validateRange(fldPath.Child("deschedulingIntervalSeconds"), o.DeschedulingIntervalSeconds, DeschedulingIntervalSeconds)...)
+	allErrs = append(allErrs, ValidateRange(fldPath.Child("deschedulingIntervalSeconds"), o.DeschedulingIntervalSeconds, DeschedulingIntervalSeconds)...)
 	allErrs = append(allErrs, validateEnum(fldPath.Child("mode"), o.Mode, DescheduleModes)...)
 	allErrs = append(allErrs, validateEnum(fldPath.Child("devDeviationThresholds"), o.DevDeviationThresholds, DeviationLevels)...)
-	allErrs = append(allErrs, validateRange(fldPath.Child("evictionLimitTotal"), o.EvictionLimitTotal, EvictionLimitTotal)...)
-	allErrs = append(allErrs, validateRange(fldPath.Child("evictionLimitNode"), o.EvictionLimitNode, EvictionLimitNode)...)
+	allErrs = append(allErrs, ValidateRange(fldPath.Child("evictionLimitTotal"), o.EvictionLimitTotal, EvictionLimitTotal)...)
+	allErrs = append(allErrs, ValidateRange(fldPath.Child("evictionLimitNode"), o.EvictionLimitNode, EvictionLimitNode)...)
 	return allErrs
 }
 
-func validateVirtHigherDensity(o *advisor.VirtHigherDensityConfig, fldPath *field.Path) field.ErrorList {
+// VirtHigherDensityOptions checks options.virtHigherDensity
+// (virt-higher-density's ValidateOptions).
+func VirtHigherDensityOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList {
+	o := opts.VirtHigherDensity
 	var allErrs field.ErrorList
 	ratioPath := fldPath.Child("memoryToRequestRatio")
-	allErrs = append(allErrs, validateRange(ratioPath, o.MemoryToRequestRatio, MemoryToRequestRatio)...)
+	allErrs = append(allErrs, ValidateRange(ratioPath, o.MemoryToRequestRatio, MemoryToRequestRatio)...)
 	if o.MemoryToRequestRatio != nil && *o.MemoryToRequestRatio > 120 && (o.EnableSwap == nil || !*o.EnableSwap) {
 		allErrs = append(allErrs, field.Invalid(ratioPath, *o.MemoryToRequestRatio, "memoryToRequestRatio > 120 requires enableSwap=true"))
 	}
@@ -258,7 +265,8 @@ func validateEnum(fldPath *field.Path, v string, allowed []string) field.ErrorLi
 	return field.ErrorList{field.NotSupported(fldPath, v, allowed)}
 }
 
-func validateRange(fldPath *field.Path, v *int32, r Range) field.ErrorList {
+// ValidateRange accepts nil (left to defaulting) or a value in r.
+func ValidateRange(fldPath *field.Path, v *int32, r Range) field.ErrorList {
 	if v == nil || r.Contains(*v) {
 		return nil
 	}

@@ -67,8 +67,8 @@ const (
 // served are the profiles of this build as the catalogue describes them
 // (its own test checks that it does).
 var served = validation.Profiles{
-	{Name: lar, Options: advisor.OptionsLoadAware},
-	{Name: vhd, Options: advisor.OptionsVirtHigherDensity},
+	{Name: lar, Options: advisor.OptionsLoadAware, Validate: validation.LoadAwareOptions},
+	{Name: vhd, Options: advisor.OptionsVirtHigherDensity, Validate: validation.VirtHigherDensityOptions},
 	{Name: ex},
 }
 

@@ -27,6 +27,8 @@ type ProfileOptionsApplyConfiguration struct {
 	LoadAware *LoadAwareConfigApplyConfiguration `json:"loadAware,omitempty"`
 	// virtHigherDensity tunes the virt-higher-density profile.
 	VirtHigherDensity *VirtHigherDensityConfigApplyConfiguration `json:"virtHigherDensity,omitempty"`
+	// liveMigrationLimits tunes the live-migration-limits profile.
+	LiveMigrationLimits *LiveMigrationLimitsConfigApplyConfiguration `json:"liveMigrationLimits,omitempty"`
 }
 
 // ProfileOptionsApplyConfiguration constructs a declarative configuration of the ProfileOptions type for use with
@@ -48,5 +50,13 @@ func (b *ProfileOptionsApplyConfiguration) WithLoadAware(value *LoadAwareConfigA
 // If called multiple times, the VirtHigherDensity field is set to the value of the last call.
 func (b *ProfileOptionsApplyConfiguration) WithVirtHigherDensity(value *VirtHigherDensityConfigApplyConfiguration) *ProfileOptionsApplyConfiguration {
 	b.VirtHigherDensity = value
+	return b
+}
+
+// WithLiveMigrationLimits sets the LiveMigrationLimits field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LiveMigrationLimits field is set to the value of the last call.
+func (b *ProfileOptionsApplyConfiguration) WithLiveMigrationLimits(value *LiveMigrationLimitsConfigApplyConfiguration) *ProfileOptionsApplyConfiguration {
+	b.LiveMigrationLimits = value
 	return b
 }

@@ -27,7 +27,8 @@ import (
 //
 // VirtPlatformConfigSpec is the desired state of a VirtPlatformConfig.
 type VirtPlatformConfigSpecApplyConfiguration struct {
-	// profile is the tuning profile: load-aware-rebalancing, virt-higher-density or example-profile.
+	// profile is the tuning profile, one of those the server serves (a config with
+	// another name is refused with their list; docs/api.md#profiles describes each).
 	// It must equal metadata.name and is immutable.
 	Profile *string `json:"profile,omitempty"`
 	// action is DryRun (draft a plan and wait for approval; the default), Apply (a standing
