@@ -320,3 +320,13 @@ func orNone(r v1alpha1.RebootBound) v1alpha1.RebootBound {
 	}
 	return r
 }
+
+// RefusedReason is the reason of the ReviewRequired condition of a config
+// whose plan every policy covering it refused; its message names each
+// policy and the bound exceeded.
+const RefusedReason = "PolicyBoundExceeded"
+
+// Named is true when a refusal message names policy name.
+func Named(message, name string) bool {
+	return strings.Contains(message, "policy '"+name+"'")
+}

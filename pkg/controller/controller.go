@@ -93,6 +93,8 @@ type Config struct {
 	// TransientErrorDeadline is how long a write failing transiently is
 	// retried when the config sets no waitTimeout; 0 means 10 minutes.
 	TransientErrorDeadline time.Duration
+	// ApprovalPolicies approve plans within their bounds (approvalpolicy.go).
+	ApprovalPolicies
 }
 
 // StatusWriter writes the status of a config, failing with a conflict when
@@ -362,6 +364,8 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 		}
 		defer removeHandler(c.CRDs, crds)
 	}
+
+	defer c.watchPolicies()()
 
 	// /metrics reports the configs from this cache while we lead.
 	c.leading.Store(true)
