@@ -152,6 +152,9 @@ var _ = Describe("approval policies", Ordered, func() {
 		Expect(review.Message).To(ContainSubstring("impact High; policy 'e2e-quiet-tuning' allows at most Low"))
 		Expect(c.Status.Approval.Generation).NotTo(Equal(c.Generation), "no approval of this spec")
 		Consistently(func() interface{} { return getObject(mcGVR, "", "99-worker-psi-karg") }).WithTimeout(2 * time.Second).Should(BeNil())
+		r := plugin("", "plan", "load-aware-rebalancing", "--no-color")
+		Expect(r.stdout).To(ContainSubstring("approval policies: none would approve this plan: "), r.stderr)
+		Expect(r.stdout).To(ContainSubstring("reboots pool worker; policy 'e2e-quiet-tuning' allows no reboot; a person approves it"))
 		refused := getPolicy("e2e-quiet-tuning").Status.LastRefused
 		Expect(refused).NotTo(BeNil())
 		Expect(refused.Config).To(Equal("load-aware-rebalancing"))
