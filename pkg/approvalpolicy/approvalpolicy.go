@@ -330,3 +330,21 @@ const RefusedReason = "PolicyBoundExceeded"
 func Named(message, name string) bool {
 	return strings.Contains(message, "policy '"+name+"'")
 }
+
+// Summary says a policy's bounds in a few words, as kubectl and the
+// dashboard show them, e.g. "impact<=Low reboots=None vms=LiveMigrate".
+func Summary(b v1alpha1.PolicyBounds) string {
+	var fates []string
+	for _, f := range b.VMFates {
+		fates = append(fates, string(f))
+	}
+	s := fmt.Sprintf("impact<=%s reboots=%s vms=%s", orLow(b.MaxImpact), orNone(b.Reboots), strings.Join(fates, ","))
+	if len(b.Items) > 0 {
+		var items []string
+		for _, it := range b.Items {
+			items = append(items, strings.Trim(it.Kind+"/"+it.Name, "/"))
+		}
+		s += " items=" + strings.Join(items, ",")
+	}
+	return s
+}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	policies "github.com/kubevirt/virt-advisor/pkg/approvalpolicy"
 )
 
 var policyColumns = []metav1.TableColumnDefinition{
@@ -62,7 +64,7 @@ func (t policyTable) ConvertToTable(ctx context.Context, obj runtime.Object, tab
 		table.Rows = append(table.Rows, metav1.TableRow{
 			Object: runtime.RawExtension{Object: p},
 			Cells: []interface{}{
-				p.Name, configs(&p.Spec.Configs), Bounds(&p.Spec.Bounds), windows(p.Spec.Windows), decision(p.Status.LastApproved, now),
+				p.Name, configs(&p.Spec.Configs), bounds(&p.Spec.Bounds), windows(p.Spec.Windows), decision(p.Status.LastApproved, now),
 				p.Status.Author, covers, decision(p.Status.LastRefused, now),
 			},
 		})
@@ -81,22 +83,13 @@ func configs(c *advisor.PolicyConfigs) string {
 	return strings.Join(parts, " + ")
 }
 
-// Bounds says a policy's bounds in a few words, e.g.
-// "impact<=Low reboots=None vms=LiveMigrate".
-func Bounds(b *advisor.PolicyBounds) string {
-	var fates []string
-	for _, f := range b.VMFates {
-		fates = append(fates, string(f))
+// bounds says a policy's bounds in a few words (approvalpolicy.Summary).
+func bounds(b *advisor.PolicyBounds) string {
+	var out v1alpha1.PolicyBounds
+	if err := v1alpha1.Convert_advisor_PolicyBounds_To_v1alpha1_PolicyBounds(b, &out, nil); err != nil {
+		return "<unknown>"
 	}
-	s := fmt.Sprintf("impact<=%s reboots=%s vms=%s", b.MaxImpact, b.Reboots, strings.Join(fates, ","))
-	if len(b.Items) > 0 {
-		var items []string
-		for _, it := range b.Items {
-			items = append(items, strings.Trim(it.Kind+"/"+it.Name, "/"))
-		}
-		s += " items=" + strings.Join(items, ",")
-	}
-	return s
+	return policies.Summary(out)
 }
 
 func windows(names []string) string {
