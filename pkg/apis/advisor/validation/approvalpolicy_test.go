@@ -1,10 +1,13 @@
 package validation_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -78,5 +81,25 @@ func TestValidateApprovalPolicy(t *testing.T) {
 			}
 			t.Fatalf("want an error on %s containing %q, got %v", tt.field, tt.message, errs)
 		})
+	}
+}
+
+// TestSamplePolicyIsValid keeps the sample the docs point to valid.
+func TestSamplePolicyIsValid(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "artifacts", "samples", "approvalpolicy-quiet-tuning.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &v1alpha1.ApprovalPolicy{}
+	if err := yaml.UnmarshalStrict(data, in); err != nil {
+		t.Fatal(err)
+	}
+	scheme.Default(in)
+	out := &advisor.ApprovalPolicy{}
+	if err := scheme.Convert(in, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if errs := validation.ValidateApprovalPolicy(out); len(errs) > 0 {
+		t.Fatal(errs)
 	}
 }
