@@ -193,6 +193,24 @@ var _ = Describe("approval policies", Ordered, func() {
 		expectUnpausedByUs()
 	})
 
+	It("approve only while one of their windows is open: closed, the plan waits naming the window; opened, it is approved", func() {
+		createWindow(newWindow("e2e-policy-new-year", "0 0 1 1 *", time.Hour, ""))
+		setter, setterName := policySetter()
+		createPolicy(setter, newPolicy("e2e-policy-windowed", []string{"load-aware-rebalancing"}, func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Windows = []string{"e2e-policy-new-year"}
+		}))
+		configWith("load-aware-rebalancing", loadAwareSpec(false, 1200))
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 30*time.Second)
+		Expect(condition(c, "ReviewRequired").Message).To(MatchRegexp(`policy 'e2e-policy-windowed' approves only while window e2e-policy-new-year is open; the next opens in \S+`))
+		Expect(c.Status.Approval).To(BeNil())
+
+		_, err := advisor.AdvisorV1alpha1().MaintenanceWindows().Patch(suiteCtx, "e2e-policy-new-year", types.MergePatchType,
+			[]byte(`{"spec":{"schedule":"* * * * *","duration":"1m"}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		c = waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 30*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).To(Equal("policy/e2e-policy-windowed (set by " + setterName + ")"))
+	})
+
 	It("hold a policy's approval to every check a person's passes: status cannot be forged, and a target that appeared after the approval fails the plan with nothing written", func() {
 		createWindow(workerWindow("e2e-policy-always", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindAllow))
 		createWindow(workerWindow("e2e-policy-freeze", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindDeny))
