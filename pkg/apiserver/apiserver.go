@@ -43,6 +43,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
+	"github.com/kubevirt/virt-advisor/pkg/registry/approvalpolicy"
 	"github.com/kubevirt/virt-advisor/pkg/registry/maintenancewindow"
 	"github.com/kubevirt/virt-advisor/pkg/registry/virtplatformconfig"
 	"github.com/kubevirt/virt-advisor/pkg/sharedstorage"
@@ -245,6 +246,13 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	policies, err := approvalpolicy.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, approvalpolicy.Options{
+		Authorizer: c.GenericConfig.Authorization.Authorizer,
+		Configs:    storage.Config,
+	})
+	if err != nil {
+		return nil, err
+	}
 	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(advisor.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	apiGroupInfo.VersionedResourcesStorageMap["v1alpha1"] = map[string]rest.Storage{
 		"virtplatformconfigs":         storage.Config,
@@ -252,6 +260,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		"virtplatformconfigs/plan":    storage.Plan,
 		"virtplatformconfigs/approve": storage.Approve,
 		"maintenancewindows":          windows,
+		"approvalpolicies":            policies,
 	}
 	if err := s.GenericAPIServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, err
@@ -278,6 +287,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		windows := configs.Advisor().V1alpha1().MaintenanceWindows()
 		windowLister := &maintenance.CacheLister{Lister: windows.Lister()}
 		d.engine.SetMaintenanceWindows(windowLister)
+		approvalPolicies := configs.Advisor().V1alpha1().ApprovalPolicies()
 		ctrl := controller.New(controller.Config{
 			Informer:           configs.Advisor().V1alpha1().VirtPlatformConfigs().Informer(),
 			MaintenanceWindows: windowLister, WindowInformer: windows.Informer(),
@@ -288,6 +298,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
 			CoalesceWindow:          c.ExtraConfig.RolloutCoalesceWindow,
 			TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
+			ApprovalPolicies:        controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer()},
 		})
 		metrics.RegisterConfigs(configs.Advisor().V1alpha1().VirtPlatformConfigs().Lister(), ctrl.Leading)
 		if leases != nil {
@@ -309,7 +320,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		}, func(ctx context.Context) {
 			configs.Start(ctx.Done())
 			crds.Start(ctx.Done())
-			if !cache.WaitForCacheSync(ctx.Done(), ctrl.Informer.HasSynced, ctrl.WindowInformer.HasSynced) {
+			if !cache.WaitForCacheSync(ctx.Done(), ctrl.Informer.HasSynced, ctrl.WindowInformer.HasSynced, ctrl.PolicyInformer.HasSynced) {
 				return
 			}
 			ctrl.Run(ctx, controllerWorkers)

@@ -96,6 +96,8 @@ type Config struct {
 	// TransientErrorDeadline is how long a write failing transiently is
 	// retried when the config sets no waitTimeout; 0 means 10 minutes.
 	TransientErrorDeadline time.Duration
+	// ApprovalPolicies approve plans within their bounds (approvalpolicy.go).
+	ApprovalPolicies
 }
 
 // StatusWriter writes the status of a config, failing with a conflict when
@@ -351,9 +353,9 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 }
 
 // addHandlers adds the controller's handlers to the shared informers: the
-// configs, and the maintenance windows and CRDs, after whose changes every
-// config (and every pool, for the windows) is looked at again. remove
-// removes those added, also after an error.
+// configs, and the maintenance windows, CRDs and approval policies, after
+// whose changes every config (and every pool, for the windows) is looked
+// at again. remove removes those added, also after an error.
 func (c *Controller) addHandlers() (remove func(), err error) {
 	var added []func()
 	remove = func() {
@@ -391,6 +393,12 @@ func (c *Controller) addHandlers() (remove func(), err error) {
 	}
 	if c.CRDs != nil {
 		if err := add(c.CRDs, anyChange(c.enqueueAll), "CustomResourceDefinitions"); err != nil {
+			return remove, err
+		}
+	}
+	// A policy that changes may approve, or stop approving, any plan.
+	if c.PolicyInformer != nil {
+		if err := add(c.PolicyInformer, anyChange(c.enqueueAll), "ApprovalPolicies"); err != nil {
 			return remove, err
 		}
 	}

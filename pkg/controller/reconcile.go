@@ -144,7 +144,7 @@ func (c *Controller) step(cfg *v1alpha1.VirtPlatformConfig) work {
 // writeStatus writes cfg's status and refreshes cfg from the answer. Only
 // once it is stored does it tell anyone: an Event when the phase changed,
 // and the Approved event and metric when the controller recorded a
-// standing approval (action Apply), so that a write that lost a conflict
+// standing approval (action Apply, a policy), so that a write that lost a conflict
 // leaves no trace but its error.
 func (c *Controller) writeStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, before *v1alpha1.VirtPlatformConfigStatus) error {
 	updated, err := c.Status.UpdateStatus(ctx, cfg)
@@ -152,8 +152,7 @@ func (c *Controller) writeStatus(ctx context.Context, cfg *v1alpha1.VirtPlatform
 		return err
 	}
 	if a := updated.Status.Approval; a != nil && !apiequality.Semantic.DeepEqual(a, before.Approval) {
-		c.Metrics.Approved()
-		c.Recorder.Eventf(updated, "Normal", "Approved", "Plan %s approved by %s (action Apply)", a.PlanHash, a.ApprovedBy)
+		c.announceApproval(updated, a)
 	}
 	if updated.Status.Phase != before.Phase {
 		c.phaseEvent(updated)
@@ -229,9 +228,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	case cfg.Spec.Action == v1alpha1.PlanActionApply:
 		return 0, c.applyAction(cfg, res, now)
 	}
-	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
-	status.SetPhase(st, v1alpha1.PhaseReviewRequired, "ReviewRequired", status.MessageReview)
-	return 0, nil
+	return c.review(ctx, cfg, res, now)
 }
 
 // nothingToApply drafts a plan that changes nothing: Completed, or

@@ -51,6 +51,13 @@ var (
 	})
 )
 
+// PolicyApprovals counts the approvals each ApprovalPolicy made (also
+// counted in Approvals).
+var PolicyApprovals = metrics.NewCounterVec(&metrics.CounterOpts{
+	Namespace: namespace, Name: "policy_approvals_total",
+	Help: "Plan approvals made by an ApprovalPolicy, by policy.", StabilityLevel: metrics.ALPHA,
+}, []string{"policy"})
+
 // PoolWindowOpensIn is, per MachineConfigPool a maintenance window
 // selects, the seconds until its nodes may be disrupted again (0 while
 // they may).
@@ -67,7 +74,7 @@ var once sync.Once
 // series of the configs are registered by RegisterConfigs.
 func Register(profiles ...string) {
 	once.Do(func() {
-		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency, PoolWindowOpensIn)
+		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency, PoolWindowOpensIn, PolicyApprovals)
 		now := unixSeconds(time.Now())
 		for _, p := range profiles {
 			DriftDetections.WithLabelValues(p).Add(0)
@@ -97,6 +104,11 @@ func (r *Recorder) PlanComputed(profile string, failed bool) {
 // Approved counts an approval.
 func (r *Recorder) Approved() {
 	Approvals.Inc()
+}
+
+// PolicyApproved counts an approval made by an ApprovalPolicy.
+func (r *Recorder) PolicyApproved(policy string) {
+	PolicyApprovals.WithLabelValues(policy).Inc()
 }
 
 // PlanDuration records how long a plan computation of profile took.

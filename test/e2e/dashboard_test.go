@@ -314,6 +314,22 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 		waitPoolSettled("00-worker", "99-worker-psi-karg")
 	})
 
+	It("shows the approval policies, and a config approved by a policy as such", func() {
+		setter, setterName := policySetter()
+		createPolicy(setter, newPolicy("e2e-dashboard-quiet", []string{"load-aware-rebalancing"}, nil))
+		configWith("load-aware-rebalancing", loadAwareSpec(false, 1200))
+		waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 60*time.Second)
+		_, kubeconfig := dashboardUser("erin", "virt-advisor-viewer", clusterReader)
+		d := startDashboard(kubeconfig)
+		tab := newTab()
+		load(tab, chromedp.Navigate(d.url))
+		Expect(textOf(tab, `tr[data-config="load-aware-rebalancing"]`)).To(SatisfyAll(
+			ContainSubstring("approved by policy e2e-dashboard-quiet"), ContainSubstring("policy/e2e-dashboard-quiet (set by "+setterName+")")))
+		Expect(textOf(tab, `tr[data-policy="e2e-dashboard-quiet"]`)).To(SatisfyAll(ContainSubstring("load-aware-rebalancing"),
+			ContainSubstring("impact<=Low reboots=None vms=LiveMigrate"), ContainSubstring("any time"), ContainSubstring(setterName)))
+		screenshot(tab, "policies")
+	})
+
 	It("shows an editor no approve button, and the server's 403 when the editor forces a POST; nothing is approved", func() {
 		hash := exampleConfigReady()
 		editor, kubeconfig := dashboardUser("bob", "virt-advisor-editor")

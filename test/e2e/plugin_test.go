@@ -100,7 +100,7 @@ var _ = Describe("kubectl advisor", Ordered, func() {
 		Expect(r.stdout).To(ContainSubstring("[1/1] configure-example-component: Create ConfigMap openshift-cnv/example-config, impact Low\n"))
 		Expect(r.stdout).To(ContainSubstring("--- /dev/null\n+++ example-config (ConfigMap)\n"))
 		Expect(r.stdout).To(ContainSubstring("+  example-key: example-value\n"))
-		Expect(r.stdout).To(HaveSuffix("\nreboots: none\n1 of 1 items change something.\n"))
+		Expect(r.stdout).To(HaveSuffix("\nreboots: none\n1 of 1 items change something.\napproval policies: none covers example-profile; a person approves this plan\n"))
 		Expect(r.stdout).NotTo(ContainSubstring("\x1b["), "no colour when stdout is not a terminal")
 
 		r = plugin("", "plan", "example-profile", "-o", "json")
@@ -217,7 +217,7 @@ var _ = Describe("kubectl advisor", Ordered, func() {
 		Expect(r.code).To(Equal(1), r.stderr)
 		Expect(r.stdout).To(ContainSubstring("[1/2] enable-psi-metrics: Create MachineConfig 99-worker-psi-karg, impact High\n"))
 		Expect(r.stdout).To(ContainSubstring("+  - psi=1\n"))
-		Expect(r.stdout).To(HaveSuffix("\nreboots: pool worker, 3 nodes, once\n2 of 2 items change something.\n"))
+		Expect(r.stdout).To(HaveSuffix("\nreboots: pool worker, 3 nodes, once\n2 of 2 items change something.\napproval policies: none covers load-aware-rebalancing; a person approves this plan\n"))
 
 		// Who may approve but not read pools still gets the plan, and the reason.
 		_, approver, _ := userClient("virt-advisor-approver")

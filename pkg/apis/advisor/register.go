@@ -36,6 +36,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&Approval{},
 		&MaintenanceWindow{},
 		&MaintenanceWindowList{},
+		&ApprovalPolicy{},
+		&ApprovalPolicyList{},
 	)
 	return nil
 }

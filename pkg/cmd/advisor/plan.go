@@ -31,7 +31,9 @@ func newCmdPlan(o *options) *cobra.Command {
 		Short: "Show the live plan of a VirtPlatformConfig as a diff per item",
 		Long: `Show the live plan of a VirtPlatformConfig: for each item the operation, its
 impact and a unified diff of the live object against a server-side apply
-dry-run, then which MachineConfigPools' nodes applying it reboots.
+dry-run, then which MachineConfigPools' nodes applying it reboots, and
+whether an ApprovalPolicy would approve it (and, if not, which bound it
+exceeds).
 
 With -o yaml or -o json the Plan object is printed as the server returned it.
 
@@ -83,6 +85,9 @@ func (o *planOptions) run(ctx context.Context, name string) error {
 		}
 	} else {
 		printPlan(o.streams.Out, p, pools.Summary(ctx, c.dynamic, p.Status.Items), o.color())
+		if line := policyVerdict(ctx, c, name, p); line != "" {
+			fmt.Fprintln(o.streams.Out, line)
+		}
 	}
 	if code := planExitCode(p); code != exitOK {
 		return &exitCodeError{code: code}

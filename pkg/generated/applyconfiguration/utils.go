@@ -34,6 +34,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=advisor.kubevirt.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("AppliedItem"):
 		return &advisorv1alpha1.AppliedItemApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicy"):
+		return &advisorv1alpha1.ApprovalPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicySpec"):
+		return &advisorv1alpha1.ApprovalPolicySpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicyStatus"):
+		return &advisorv1alpha1.ApprovalPolicyStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalRecord"):
 		return &advisorv1alpha1.ApprovalRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DisruptedVM"):
@@ -54,6 +60,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.MaintenanceWindowStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ObjectReference"):
 		return &advisorv1alpha1.ObjectReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PolicyBounds"):
+		return &advisorv1alpha1.PolicyBoundsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PolicyConfigs"):
+		return &advisorv1alpha1.PolicyConfigsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PolicyDecision"):
+		return &advisorv1alpha1.PolicyDecisionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PolicyItem"):
+		return &advisorv1alpha1.PolicyItemApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PoolConfiguration"):
 		return &advisorv1alpha1.PoolConfigurationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProfileOptions"):

@@ -35,6 +35,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	return map[string]common.OpenAPIDefinition{
 		v1alpha1.AppliedItem{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_AppliedItem(ref),
 		v1alpha1.Approval{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_Approval(ref),
+		v1alpha1.ApprovalPolicy{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalPolicy(ref),
+		v1alpha1.ApprovalPolicyList{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyList(ref),
+		v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_ApprovalPolicySpec(ref),
+		v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():      schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyStatus(ref),
 		v1alpha1.ApprovalRecord{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref),
 		v1alpha1.ApprovalSpec{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_ApprovalSpec(ref),
 		v1alpha1.ApprovalStatus{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref),
@@ -52,6 +56,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PlanItem{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_PlanItem(ref),
 		v1alpha1.PlanSettings{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref),
 		v1alpha1.PlanStatus{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref),
+		v1alpha1.PolicyBounds{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PolicyBounds(ref),
+		v1alpha1.PolicyConfigs{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PolicyConfigs(ref),
+		v1alpha1.PolicyDecision{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_PolicyDecision(ref),
+		v1alpha1.PolicyItem{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PolicyItem(ref),
 		v1alpha1.PoolConfiguration{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_PoolConfiguration(ref),
 		v1alpha1.PoolReboot{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref),
 		v1alpha1.Prerequisite{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_Prerequisite(ref),
@@ -246,6 +254,216 @@ func schema_pkg_apis_advisor_v1alpha1_Approval(ref common.ReferenceCallback) com
 		},
 		Dependencies: []string{
 			v1alpha1.ApprovalSpec{}.OpenAPIModelName(), v1alpha1.ApprovalStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalPolicy is a standing approval by a person, bounded: a plan of a config it covers that stays within its bounds is approved by the policy, in the name of the user who last set its spec (status.author), and passes every check a human approval passes. A plan beyond the bounds waits in ReviewRequired for a person. Creating or changing a policy needs the approve permission on every config it covers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec says which configs the policy covers and which plans it approves.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status: author is set by the server from the request that last changed the spec; the rest is computed on every read.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName(), v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalPolicyList is a list of ApprovalPolicies.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.ApprovalPolicy{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ApprovalPolicy{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicySpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalPolicySpec is what a policy covers and what it approves.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"configs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "configs are the VirtPlatformConfigs the policy covers.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.PolicyConfigs{}.OpenAPIModelName()),
+						},
+					},
+					"bounds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "bounds are what a plan may do to be approved by the policy.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.PolicyBounds{}.OpenAPIModelName()),
+						},
+					},
+					"windows": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "windows are names of MaintenanceWindows: the policy approves only while one of them is open. Unset: at any time.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "description says what the policy is for, for people.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"configs"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PolicyBounds{}.OpenAPIModelName(), v1alpha1.PolicyConfigs{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalPolicyStatus is who set a policy and what it did.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"author": {
+						SchemaProps: spec.SchemaProps{
+							Description: "author is the user who last changed the spec (from the request, never from the body): the policy approves in their name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"configs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "configs are the names of the configs the policy covers now.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"lastApproved": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastApproved is the last plan the policy approved that a config still records.",
+							Ref:         ref(v1alpha1.PolicyDecision{}.OpenAPIModelName()),
+						},
+					},
+					"lastRefused": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastRefused is the last plan the policy refused that still waits for a review, and why.",
+							Ref:         ref(v1alpha1.PolicyDecision{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PolicyDecision{}.OpenAPIModelName()},
 	}
 }
 
@@ -1168,6 +1386,191 @@ func schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref common.ReferenceCallback) c
 		},
 		Dependencies: []string{
 			v1alpha1.PlanItem{}.OpenAPIModelName(), v1alpha1.PlanSettings{}.OpenAPIModelName(), v1alpha1.Prerequisite{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PolicyBounds(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PolicyBounds are what a plan may do to be approved by a policy.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"maxImpact": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxImpact is the highest impact the plan may have: Low (the default), Medium or High.\n\nPossible enum values:\n - `\"High\"`\n - `\"Low\"`\n - `\"Medium\"`\n - `\"None\"`",
+							Default:     "Low",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"High", "Low", "Medium", "None"},
+						},
+					},
+					"reboots": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reboots is None (the default: no pool drained or rebooted) or InWindow (every pool drained or rebooted is governed by an Allow MaintenanceWindow; its writes wait for the window).\n\nPossible enum values:\n - `\"InWindow\"` : every pool the plan drains or reboots is governed by an Allow maintenance window, so its writes wait for that window.\n - `\"None\"` : no pool is drained or rebooted.",
+							Default:     "None",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"InWindow", "None"},
+						},
+					},
+					"vmFates": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "vmFates are what a drain may do to a VM: LiveMigrate (the default: live migration only, which also means it fits elsewhere), ShutDown, BlocksDrain. A VM the plan could not assess is never within bounds.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+										Enum:    []interface{}{"BlocksDrain", "LiveMigrate", "ShutDown"},
+									},
+								},
+							},
+						},
+					},
+					"items": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "items are the plan items the policy may approve, by target kind and/or item name; unset: any item. Unchanged items do not count.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.PolicyItem{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PolicyItem{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PolicyConfigs(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PolicyConfigs selects the VirtPlatformConfigs a policy covers: those named and those the selector selects. At least one is required.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"names": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "names of VirtPlatformConfigs, e.g. [load-aware-rebalancing].",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "selector selects VirtPlatformConfigs by label. A policy with a selector covers configs that do not exist yet: setting it needs the approve permission on every config (no resourceNames).",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PolicyDecision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PolicyDecision is one plan a policy approved or refused.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"config": {
+						SchemaProps: spec.SchemaProps{
+							Description: "config is the VirtPlatformConfig.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"planHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "planHash is the plan approved, or refused.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"at": {
+						SchemaProps: spec.SchemaProps{
+							Description: "at is when.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message says why it was refused.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"config"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PolicyItem(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PolicyItem matches plan items: by target kind, item name, or both.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind of the item's target, e.g. KubeDescheduler.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the item, e.g. descheduler-profile.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 

@@ -61,3 +61,11 @@ func requirePermission(ctx context.Context, authz authorizer.Authorizer, name st
 	}
 	return apierrors.NewForbidden(configsResource, name, fmt.Errorf("user %q may not %s: %s; %s", requestUser(ctx), p, why, instead))
 }
+
+// MayApprove says whether the request's user may `create
+// virtplatformconfigs/approve` on the config name, or, with name "", on
+// every config. Approving, setting action Apply and setting an approval
+// policy all take it; this is the one check of it.
+func MayApprove(ctx context.Context, authz authorizer.Authorizer, name string) (bool, error) {
+	return allowed(ctx, authz, name, approvePermission)
+}

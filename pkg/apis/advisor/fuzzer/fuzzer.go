@@ -46,6 +46,18 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 			c.FillNoCustom(o)
 			setScalars(reflect.ValueOf(o).Elem())
 		},
+		func(b *advisor.PolicyBounds, c randfill.Continue) {
+			c.FillNoCustom(b)
+			if b.MaxImpact == "" {
+				b.MaxImpact = advisor.ImpactLow
+			}
+			if b.Reboots == "" {
+				b.Reboots = advisor.RebootBoundNone
+			}
+			if len(b.VMFates) == 0 {
+				b.VMFates = []advisor.VMFate{"LiveMigrate"}
+			}
+		},
 		func(o *advisor.LoadAwareConfig, c randfill.Continue) {
 			c.FillNoCustom(o)
 			if o.DeschedulingIntervalSeconds == nil {

@@ -82,6 +82,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&Approval{},
 		&MaintenanceWindow{},
 		&MaintenanceWindowList{},
+		&ApprovalPolicy{},
+		&ApprovalPolicyList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

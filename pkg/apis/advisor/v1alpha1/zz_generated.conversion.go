@@ -58,6 +58,46 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*ApprovalPolicy)(nil), (*advisor.ApprovalPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ApprovalPolicy_To_advisor_ApprovalPolicy(a.(*ApprovalPolicy), b.(*advisor.ApprovalPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.ApprovalPolicy)(nil), (*ApprovalPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_ApprovalPolicy_To_v1alpha1_ApprovalPolicy(a.(*advisor.ApprovalPolicy), b.(*ApprovalPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ApprovalPolicyList)(nil), (*advisor.ApprovalPolicyList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ApprovalPolicyList_To_advisor_ApprovalPolicyList(a.(*ApprovalPolicyList), b.(*advisor.ApprovalPolicyList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.ApprovalPolicyList)(nil), (*ApprovalPolicyList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_ApprovalPolicyList_To_v1alpha1_ApprovalPolicyList(a.(*advisor.ApprovalPolicyList), b.(*ApprovalPolicyList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ApprovalPolicySpec)(nil), (*advisor.ApprovalPolicySpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ApprovalPolicySpec_To_advisor_ApprovalPolicySpec(a.(*ApprovalPolicySpec), b.(*advisor.ApprovalPolicySpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.ApprovalPolicySpec)(nil), (*ApprovalPolicySpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_ApprovalPolicySpec_To_v1alpha1_ApprovalPolicySpec(a.(*advisor.ApprovalPolicySpec), b.(*ApprovalPolicySpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ApprovalPolicyStatus)(nil), (*advisor.ApprovalPolicyStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ApprovalPolicyStatus_To_advisor_ApprovalPolicyStatus(a.(*ApprovalPolicyStatus), b.(*advisor.ApprovalPolicyStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.ApprovalPolicyStatus)(nil), (*ApprovalPolicyStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_ApprovalPolicyStatus_To_v1alpha1_ApprovalPolicyStatus(a.(*advisor.ApprovalPolicyStatus), b.(*ApprovalPolicyStatus), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*ApprovalRecord)(nil), (*advisor.ApprovalRecord)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_ApprovalRecord_To_advisor_ApprovalRecord(a.(*ApprovalRecord), b.(*advisor.ApprovalRecord), scope)
 	}); err != nil {
@@ -225,6 +265,46 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*advisor.PlanStatus)(nil), (*PlanStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_advisor_PlanStatus_To_v1alpha1_PlanStatus(a.(*advisor.PlanStatus), b.(*PlanStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PolicyBounds)(nil), (*advisor.PolicyBounds)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PolicyBounds_To_advisor_PolicyBounds(a.(*PolicyBounds), b.(*advisor.PolicyBounds), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.PolicyBounds)(nil), (*PolicyBounds)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_PolicyBounds_To_v1alpha1_PolicyBounds(a.(*advisor.PolicyBounds), b.(*PolicyBounds), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PolicyConfigs)(nil), (*advisor.PolicyConfigs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PolicyConfigs_To_advisor_PolicyConfigs(a.(*PolicyConfigs), b.(*advisor.PolicyConfigs), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.PolicyConfigs)(nil), (*PolicyConfigs)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_PolicyConfigs_To_v1alpha1_PolicyConfigs(a.(*advisor.PolicyConfigs), b.(*PolicyConfigs), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PolicyDecision)(nil), (*advisor.PolicyDecision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PolicyDecision_To_advisor_PolicyDecision(a.(*PolicyDecision), b.(*advisor.PolicyDecision), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.PolicyDecision)(nil), (*PolicyDecision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_PolicyDecision_To_v1alpha1_PolicyDecision(a.(*advisor.PolicyDecision), b.(*PolicyDecision), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PolicyItem)(nil), (*advisor.PolicyItem)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PolicyItem_To_advisor_PolicyItem(a.(*PolicyItem), b.(*advisor.PolicyItem), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.PolicyItem)(nil), (*PolicyItem)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_PolicyItem_To_v1alpha1_PolicyItem(a.(*advisor.PolicyItem), b.(*PolicyItem), scope)
 	}); err != nil {
 		return err
 	}
@@ -445,6 +525,120 @@ func autoConvert_advisor_Approval_To_v1alpha1_Approval(in *advisor.Approval, out
 // Convert_advisor_Approval_To_v1alpha1_Approval is an autogenerated conversion function.
 func Convert_advisor_Approval_To_v1alpha1_Approval(in *advisor.Approval, out *Approval, s conversion.Scope) error {
 	return autoConvert_advisor_Approval_To_v1alpha1_Approval(in, out, s)
+}
+
+func autoConvert_v1alpha1_ApprovalPolicy_To_advisor_ApprovalPolicy(in *ApprovalPolicy, out *advisor.ApprovalPolicy, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_ApprovalPolicySpec_To_advisor_ApprovalPolicySpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_ApprovalPolicyStatus_To_advisor_ApprovalPolicyStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_ApprovalPolicy_To_advisor_ApprovalPolicy is an autogenerated conversion function.
+func Convert_v1alpha1_ApprovalPolicy_To_advisor_ApprovalPolicy(in *ApprovalPolicy, out *advisor.ApprovalPolicy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ApprovalPolicy_To_advisor_ApprovalPolicy(in, out, s)
+}
+
+func autoConvert_advisor_ApprovalPolicy_To_v1alpha1_ApprovalPolicy(in *advisor.ApprovalPolicy, out *ApprovalPolicy, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_advisor_ApprovalPolicySpec_To_v1alpha1_ApprovalPolicySpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_advisor_ApprovalPolicyStatus_To_v1alpha1_ApprovalPolicyStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_advisor_ApprovalPolicy_To_v1alpha1_ApprovalPolicy is an autogenerated conversion function.
+func Convert_advisor_ApprovalPolicy_To_v1alpha1_ApprovalPolicy(in *advisor.ApprovalPolicy, out *ApprovalPolicy, s conversion.Scope) error {
+	return autoConvert_advisor_ApprovalPolicy_To_v1alpha1_ApprovalPolicy(in, out, s)
+}
+
+func autoConvert_v1alpha1_ApprovalPolicyList_To_advisor_ApprovalPolicyList(in *ApprovalPolicyList, out *advisor.ApprovalPolicyList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]advisor.ApprovalPolicy)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1alpha1_ApprovalPolicyList_To_advisor_ApprovalPolicyList is an autogenerated conversion function.
+func Convert_v1alpha1_ApprovalPolicyList_To_advisor_ApprovalPolicyList(in *ApprovalPolicyList, out *advisor.ApprovalPolicyList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ApprovalPolicyList_To_advisor_ApprovalPolicyList(in, out, s)
+}
+
+func autoConvert_advisor_ApprovalPolicyList_To_v1alpha1_ApprovalPolicyList(in *advisor.ApprovalPolicyList, out *ApprovalPolicyList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]ApprovalPolicy)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_advisor_ApprovalPolicyList_To_v1alpha1_ApprovalPolicyList is an autogenerated conversion function.
+func Convert_advisor_ApprovalPolicyList_To_v1alpha1_ApprovalPolicyList(in *advisor.ApprovalPolicyList, out *ApprovalPolicyList, s conversion.Scope) error {
+	return autoConvert_advisor_ApprovalPolicyList_To_v1alpha1_ApprovalPolicyList(in, out, s)
+}
+
+func autoConvert_v1alpha1_ApprovalPolicySpec_To_advisor_ApprovalPolicySpec(in *ApprovalPolicySpec, out *advisor.ApprovalPolicySpec, s conversion.Scope) error {
+	if err := Convert_v1alpha1_PolicyConfigs_To_advisor_PolicyConfigs(&in.Configs, &out.Configs, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_PolicyBounds_To_advisor_PolicyBounds(&in.Bounds, &out.Bounds, s); err != nil {
+		return err
+	}
+	out.Windows = *(*[]string)(unsafe.Pointer(&in.Windows))
+	out.Description = in.Description
+	return nil
+}
+
+// Convert_v1alpha1_ApprovalPolicySpec_To_advisor_ApprovalPolicySpec is an autogenerated conversion function.
+func Convert_v1alpha1_ApprovalPolicySpec_To_advisor_ApprovalPolicySpec(in *ApprovalPolicySpec, out *advisor.ApprovalPolicySpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ApprovalPolicySpec_To_advisor_ApprovalPolicySpec(in, out, s)
+}
+
+func autoConvert_advisor_ApprovalPolicySpec_To_v1alpha1_ApprovalPolicySpec(in *advisor.ApprovalPolicySpec, out *ApprovalPolicySpec, s conversion.Scope) error {
+	if err := Convert_advisor_PolicyConfigs_To_v1alpha1_PolicyConfigs(&in.Configs, &out.Configs, s); err != nil {
+		return err
+	}
+	if err := Convert_advisor_PolicyBounds_To_v1alpha1_PolicyBounds(&in.Bounds, &out.Bounds, s); err != nil {
+		return err
+	}
+	out.Windows = *(*[]string)(unsafe.Pointer(&in.Windows))
+	out.Description = in.Description
+	return nil
+}
+
+// Convert_advisor_ApprovalPolicySpec_To_v1alpha1_ApprovalPolicySpec is an autogenerated conversion function.
+func Convert_advisor_ApprovalPolicySpec_To_v1alpha1_ApprovalPolicySpec(in *advisor.ApprovalPolicySpec, out *ApprovalPolicySpec, s conversion.Scope) error {
+	return autoConvert_advisor_ApprovalPolicySpec_To_v1alpha1_ApprovalPolicySpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_ApprovalPolicyStatus_To_advisor_ApprovalPolicyStatus(in *ApprovalPolicyStatus, out *advisor.ApprovalPolicyStatus, s conversion.Scope) error {
+	out.Author = in.Author
+	out.Configs = *(*[]string)(unsafe.Pointer(&in.Configs))
+	out.LastApproved = (*advisor.PolicyDecision)(unsafe.Pointer(in.LastApproved))
+	out.LastRefused = (*advisor.PolicyDecision)(unsafe.Pointer(in.LastRefused))
+	return nil
+}
+
+// Convert_v1alpha1_ApprovalPolicyStatus_To_advisor_ApprovalPolicyStatus is an autogenerated conversion function.
+func Convert_v1alpha1_ApprovalPolicyStatus_To_advisor_ApprovalPolicyStatus(in *ApprovalPolicyStatus, out *advisor.ApprovalPolicyStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ApprovalPolicyStatus_To_advisor_ApprovalPolicyStatus(in, out, s)
+}
+
+func autoConvert_advisor_ApprovalPolicyStatus_To_v1alpha1_ApprovalPolicyStatus(in *advisor.ApprovalPolicyStatus, out *ApprovalPolicyStatus, s conversion.Scope) error {
+	out.Author = in.Author
+	out.Configs = *(*[]string)(unsafe.Pointer(&in.Configs))
+	out.LastApproved = (*PolicyDecision)(unsafe.Pointer(in.LastApproved))
+	out.LastRefused = (*PolicyDecision)(unsafe.Pointer(in.LastRefused))
+	return nil
+}
+
+// Convert_advisor_ApprovalPolicyStatus_To_v1alpha1_ApprovalPolicyStatus is an autogenerated conversion function.
+func Convert_advisor_ApprovalPolicyStatus_To_v1alpha1_ApprovalPolicyStatus(in *advisor.ApprovalPolicyStatus, out *ApprovalPolicyStatus, s conversion.Scope) error {
+	return autoConvert_advisor_ApprovalPolicyStatus_To_v1alpha1_ApprovalPolicyStatus(in, out, s)
 }
 
 func autoConvert_v1alpha1_ApprovalRecord_To_advisor_ApprovalRecord(in *ApprovalRecord, out *advisor.ApprovalRecord, s conversion.Scope) error {
@@ -921,6 +1115,102 @@ func autoConvert_advisor_PlanStatus_To_v1alpha1_PlanStatus(in *advisor.PlanStatu
 // Convert_advisor_PlanStatus_To_v1alpha1_PlanStatus is an autogenerated conversion function.
 func Convert_advisor_PlanStatus_To_v1alpha1_PlanStatus(in *advisor.PlanStatus, out *PlanStatus, s conversion.Scope) error {
 	return autoConvert_advisor_PlanStatus_To_v1alpha1_PlanStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_PolicyBounds_To_advisor_PolicyBounds(in *PolicyBounds, out *advisor.PolicyBounds, s conversion.Scope) error {
+	out.MaxImpact = advisor.Impact(in.MaxImpact)
+	out.Reboots = advisor.RebootBound(in.Reboots)
+	out.VMFates = *(*[]advisor.VMFate)(unsafe.Pointer(&in.VMFates))
+	out.Items = *(*[]advisor.PolicyItem)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1alpha1_PolicyBounds_To_advisor_PolicyBounds is an autogenerated conversion function.
+func Convert_v1alpha1_PolicyBounds_To_advisor_PolicyBounds(in *PolicyBounds, out *advisor.PolicyBounds, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PolicyBounds_To_advisor_PolicyBounds(in, out, s)
+}
+
+func autoConvert_advisor_PolicyBounds_To_v1alpha1_PolicyBounds(in *advisor.PolicyBounds, out *PolicyBounds, s conversion.Scope) error {
+	out.MaxImpact = Impact(in.MaxImpact)
+	out.Reboots = RebootBound(in.Reboots)
+	out.VMFates = *(*[]VMFate)(unsafe.Pointer(&in.VMFates))
+	out.Items = *(*[]PolicyItem)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_advisor_PolicyBounds_To_v1alpha1_PolicyBounds is an autogenerated conversion function.
+func Convert_advisor_PolicyBounds_To_v1alpha1_PolicyBounds(in *advisor.PolicyBounds, out *PolicyBounds, s conversion.Scope) error {
+	return autoConvert_advisor_PolicyBounds_To_v1alpha1_PolicyBounds(in, out, s)
+}
+
+func autoConvert_v1alpha1_PolicyConfigs_To_advisor_PolicyConfigs(in *PolicyConfigs, out *advisor.PolicyConfigs, s conversion.Scope) error {
+	out.Names = *(*[]string)(unsafe.Pointer(&in.Names))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	return nil
+}
+
+// Convert_v1alpha1_PolicyConfigs_To_advisor_PolicyConfigs is an autogenerated conversion function.
+func Convert_v1alpha1_PolicyConfigs_To_advisor_PolicyConfigs(in *PolicyConfigs, out *advisor.PolicyConfigs, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PolicyConfigs_To_advisor_PolicyConfigs(in, out, s)
+}
+
+func autoConvert_advisor_PolicyConfigs_To_v1alpha1_PolicyConfigs(in *advisor.PolicyConfigs, out *PolicyConfigs, s conversion.Scope) error {
+	out.Names = *(*[]string)(unsafe.Pointer(&in.Names))
+	out.Selector = (*v1.LabelSelector)(unsafe.Pointer(in.Selector))
+	return nil
+}
+
+// Convert_advisor_PolicyConfigs_To_v1alpha1_PolicyConfigs is an autogenerated conversion function.
+func Convert_advisor_PolicyConfigs_To_v1alpha1_PolicyConfigs(in *advisor.PolicyConfigs, out *PolicyConfigs, s conversion.Scope) error {
+	return autoConvert_advisor_PolicyConfigs_To_v1alpha1_PolicyConfigs(in, out, s)
+}
+
+func autoConvert_v1alpha1_PolicyDecision_To_advisor_PolicyDecision(in *PolicyDecision, out *advisor.PolicyDecision, s conversion.Scope) error {
+	out.Config = in.Config
+	out.PlanHash = in.PlanHash
+	out.At = (*v1.Time)(unsafe.Pointer(in.At))
+	out.Message = in.Message
+	return nil
+}
+
+// Convert_v1alpha1_PolicyDecision_To_advisor_PolicyDecision is an autogenerated conversion function.
+func Convert_v1alpha1_PolicyDecision_To_advisor_PolicyDecision(in *PolicyDecision, out *advisor.PolicyDecision, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PolicyDecision_To_advisor_PolicyDecision(in, out, s)
+}
+
+func autoConvert_advisor_PolicyDecision_To_v1alpha1_PolicyDecision(in *advisor.PolicyDecision, out *PolicyDecision, s conversion.Scope) error {
+	out.Config = in.Config
+	out.PlanHash = in.PlanHash
+	out.At = (*v1.Time)(unsafe.Pointer(in.At))
+	out.Message = in.Message
+	return nil
+}
+
+// Convert_advisor_PolicyDecision_To_v1alpha1_PolicyDecision is an autogenerated conversion function.
+func Convert_advisor_PolicyDecision_To_v1alpha1_PolicyDecision(in *advisor.PolicyDecision, out *PolicyDecision, s conversion.Scope) error {
+	return autoConvert_advisor_PolicyDecision_To_v1alpha1_PolicyDecision(in, out, s)
+}
+
+func autoConvert_v1alpha1_PolicyItem_To_advisor_PolicyItem(in *PolicyItem, out *advisor.PolicyItem, s conversion.Scope) error {
+	out.Kind = in.Kind
+	out.Name = in.Name
+	return nil
+}
+
+// Convert_v1alpha1_PolicyItem_To_advisor_PolicyItem is an autogenerated conversion function.
+func Convert_v1alpha1_PolicyItem_To_advisor_PolicyItem(in *PolicyItem, out *advisor.PolicyItem, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PolicyItem_To_advisor_PolicyItem(in, out, s)
+}
+
+func autoConvert_advisor_PolicyItem_To_v1alpha1_PolicyItem(in *advisor.PolicyItem, out *PolicyItem, s conversion.Scope) error {
+	out.Kind = in.Kind
+	out.Name = in.Name
+	return nil
+}
+
+// Convert_advisor_PolicyItem_To_v1alpha1_PolicyItem is an autogenerated conversion function.
+func Convert_advisor_PolicyItem_To_v1alpha1_PolicyItem(in *advisor.PolicyItem, out *PolicyItem, s conversion.Scope) error {
+	return autoConvert_advisor_PolicyItem_To_v1alpha1_PolicyItem(in, out, s)
 }
 
 func autoConvert_v1alpha1_PoolConfiguration_To_advisor_PoolConfiguration(in *PoolConfiguration, out *advisor.PoolConfiguration, s conversion.Scope) error {

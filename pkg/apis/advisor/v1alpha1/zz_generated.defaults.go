@@ -29,11 +29,30 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&ApprovalPolicy{}, func(obj interface{}) { SetObjectDefaults_ApprovalPolicy(obj.(*ApprovalPolicy)) })
+	scheme.AddTypeDefaultingFunc(&ApprovalPolicyList{}, func(obj interface{}) { SetObjectDefaults_ApprovalPolicyList(obj.(*ApprovalPolicyList)) })
 	scheme.AddTypeDefaultingFunc(&MaintenanceWindow{}, func(obj interface{}) { SetObjectDefaults_MaintenanceWindow(obj.(*MaintenanceWindow)) })
 	scheme.AddTypeDefaultingFunc(&MaintenanceWindowList{}, func(obj interface{}) { SetObjectDefaults_MaintenanceWindowList(obj.(*MaintenanceWindowList)) })
 	scheme.AddTypeDefaultingFunc(&VirtPlatformConfig{}, func(obj interface{}) { SetObjectDefaults_VirtPlatformConfig(obj.(*VirtPlatformConfig)) })
 	scheme.AddTypeDefaultingFunc(&VirtPlatformConfigList{}, func(obj interface{}) { SetObjectDefaults_VirtPlatformConfigList(obj.(*VirtPlatformConfigList)) })
 	return nil
+}
+
+func SetObjectDefaults_ApprovalPolicy(in *ApprovalPolicy) {
+	SetDefaults_PolicyBounds(&in.Spec.Bounds)
+	if in.Spec.Bounds.MaxImpact == "" {
+		in.Spec.Bounds.MaxImpact = "Low"
+	}
+	if in.Spec.Bounds.Reboots == "" {
+		in.Spec.Bounds.Reboots = "None"
+	}
+}
+
+func SetObjectDefaults_ApprovalPolicyList(in *ApprovalPolicyList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_ApprovalPolicy(a)
+	}
 }
 
 func SetObjectDefaults_MaintenanceWindow(in *MaintenanceWindow) {

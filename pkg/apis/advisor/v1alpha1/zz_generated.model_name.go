@@ -32,6 +32,26 @@ func (in Approval) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ApprovalPolicy) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.ApprovalPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ApprovalPolicyList) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.ApprovalPolicyList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ApprovalPolicySpec) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.ApprovalPolicySpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ApprovalPolicyStatus) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.ApprovalPolicyStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ApprovalRecord) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.ApprovalRecord"
 }
@@ -114,6 +134,26 @@ func (in PlanSettings) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PlanStatus) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.PlanStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PolicyBounds) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PolicyBounds"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PolicyConfigs) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PolicyConfigs"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PolicyDecision) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PolicyDecision"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PolicyItem) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PolicyItem"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	policies "github.com/kubevirt/virt-advisor/pkg/approvalpolicy"
 	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/explain"
 	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
@@ -154,15 +155,19 @@ func stateTone(s v1alpha1.ItemState) string {
 // approvalView is a config's last approval.
 type approvalView struct {
 	Hash, By string
-	At       time.Time
-	Gen      int64
+	// Policy is the approval policy that approved it, if one did (By
+	// then says "policy/<name> (set by <author>)").
+	Policy string
+	At     time.Time
+	Gen    int64
 }
 
 func newApprovalView(a *v1alpha1.ApprovalRecord) *approvalView {
 	if a == nil {
 		return nil
 	}
-	return &approvalView{Hash: a.PlanHash, By: a.ApprovedBy, At: a.ApprovedAt.Time, Gen: a.Generation}
+	policy, _ := policies.PolicyOf(a.ApprovedBy)
+	return &approvalView{Hash: a.PlanHash, By: a.ApprovedBy, Policy: policy, At: a.ApprovedAt.Time, Gen: a.Generation}
 }
 
 // summaryView is a config's phase, approval and drift: the header of its
@@ -570,6 +575,40 @@ func eventTime(e corev1.Event) time.Time {
 type configsView struct {
 	Rows []summaryView
 	Err  string
+	// Policies are the approval policies; PoliciesErr says why they
+	// cannot be shown.
+	Policies    []policyView
+	PoliciesErr string
+}
+
+// policyView is an approval policy as the configs page lists it.
+type policyView struct {
+	Name, Configs, Bounds, Windows, Author string
+	LastApproved                           *v1alpha1.PolicyDecision
+	LastRefused                            *v1alpha1.PolicyDecision
+}
+
+// policiesOf lists the approval policies for the configs page.
+func (s *Server) policiesOf(ctx context.Context) ([]policyView, string) {
+	list, err := s.c.Advisor.AdvisorV1alpha1().ApprovalPolicies().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, explain.Line(err)
+	}
+	var out []policyView
+	for _, p := range list.Items {
+		configs := strings.Join(p.Spec.Configs.Names, ", ")
+		if sel := p.Spec.Configs.Selector; sel != nil {
+			configs = strings.TrimPrefix(configs+" + "+metav1.FormatLabelSelector(sel), " + ")
+		}
+		windows := strings.Join(p.Spec.Windows, ", ")
+		if windows == "" {
+			windows = "any time"
+		}
+		out = append(out, policyView{Name: p.Name, Configs: configs, Bounds: policies.Summary(p.Spec.Bounds), Windows: windows,
+			Author: p.Status.Author, LastApproved: p.Status.LastApproved, LastRefused: p.Status.LastRefused})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, ""
 }
 
 func (s *Server) buildConfigs(ctx context.Context) (configsView, int) {
@@ -582,5 +621,6 @@ func (s *Server) buildConfigs(ctx context.Context) (configsView, int) {
 		v.Rows = append(v.Rows, newSummary(&list.Items[i], s.clock.Now()))
 	}
 	sort.Slice(v.Rows, func(i, j int) bool { return v.Rows[i].Name < v.Rows[j].Name })
+	v.Policies, v.PoliciesErr = s.policiesOf(ctx)
 	return v, 200
 }

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+// ApprovalPolicyListerExpansion allows custom methods to be added to
+// ApprovalPolicyLister.
+type ApprovalPolicyListerExpansion interface{}
+
 // MaintenanceWindowListerExpansion allows custom methods to be added to
 // MaintenanceWindowLister.
 type MaintenanceWindowListerExpansion interface{}

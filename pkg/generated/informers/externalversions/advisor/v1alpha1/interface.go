@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// ApprovalPolicies returns a ApprovalPolicyInformer.
+	ApprovalPolicies() ApprovalPolicyInformer
 	// MaintenanceWindows returns a MaintenanceWindowInformer.
 	MaintenanceWindows() MaintenanceWindowInformer
 	// VirtPlatformConfigs returns a VirtPlatformConfigInformer.
@@ -39,6 +41,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// ApprovalPolicies returns a ApprovalPolicyInformer.
+func (v *version) ApprovalPolicies() ApprovalPolicyInformer {
+	return &approvalPolicyInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // MaintenanceWindows returns a MaintenanceWindowInformer.

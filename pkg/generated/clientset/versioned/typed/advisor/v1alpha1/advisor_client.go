@@ -28,6 +28,7 @@ import (
 
 type AdvisorV1alpha1Interface interface {
 	RESTClient() rest.Interface
+	ApprovalPoliciesGetter
 	MaintenanceWindowsGetter
 	VirtPlatformConfigsGetter
 }
@@ -35,6 +36,10 @@ type AdvisorV1alpha1Interface interface {
 // AdvisorV1alpha1Client is used to interact with features provided by the advisor.kubevirt.io group.
 type AdvisorV1alpha1Client struct {
 	restClient rest.Interface
+}
+
+func (c *AdvisorV1alpha1Client) ApprovalPolicies() ApprovalPolicyInterface {
+	return newApprovalPolicies(c)
 }
 
 func (c *AdvisorV1alpha1Client) MaintenanceWindows() MaintenanceWindowInterface {

@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1alpha1
 
+type ApprovalPolicyExpansion interface{}
+
 type MaintenanceWindowExpansion interface{}
 
 type VirtPlatformConfigExpansion interface{}

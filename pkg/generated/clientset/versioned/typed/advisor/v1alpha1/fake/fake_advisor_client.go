@@ -28,6 +28,10 @@ type FakeAdvisorV1alpha1 struct {
 	*testing.Fake
 }
 
+func (c *FakeAdvisorV1alpha1) ApprovalPolicies() v1alpha1.ApprovalPolicyInterface {
+	return newFakeApprovalPolicies(c)
+}
+
 func (c *FakeAdvisorV1alpha1) MaintenanceWindows() v1alpha1.MaintenanceWindowInterface {
 	return newFakeMaintenanceWindows(c)
 }

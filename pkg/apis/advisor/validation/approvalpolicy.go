@@ -1,0 +1,94 @@
+package validation
+
+import (
+	"fmt"
+	"slices"
+
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+)
+
+var (
+	policyImpacts = []string{string(advisor.ImpactLow), string(advisor.ImpactMedium), string(advisor.ImpactHigh)}
+	rebootBounds  = []string{string(advisor.RebootBoundNone), string(advisor.RebootBoundInWindow)}
+	vmFates       = []string{"LiveMigrate", "ShutDown", "BlocksDrain"}
+)
+
+// ValidateApprovalPolicy validates a new ApprovalPolicy.
+func ValidateApprovalPolicy(p *advisor.ApprovalPolicy) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMeta(&p.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	return append(allErrs, validatePolicySpec(&p.Spec, field.NewPath("spec"))...)
+}
+
+// ValidateApprovalPolicyUpdate validates a change of an ApprovalPolicy:
+// every spec field may change.
+func ValidateApprovalPolicyUpdate(p, old *advisor.ApprovalPolicy) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&p.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))
+	return append(allErrs, validatePolicySpec(&p.Spec, field.NewPath("spec"))...)
+}
+
+func validatePolicySpec(spec *advisor.ApprovalPolicySpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	configs := fldPath.Child("configs")
+	if len(spec.Configs.Names) == 0 && spec.Configs.Selector == nil {
+		allErrs = append(allErrs, field.Required(configs.Child("names"),
+			"name the VirtPlatformConfigs the policy covers (e.g. [load-aware-rebalancing]), or select them with configs.selector"))
+	}
+	allErrs = append(allErrs, uniqueNames(spec.Configs.Names, configs.Child("names"), "a VirtPlatformConfig")...)
+	if spec.Configs.Selector != nil {
+		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(spec.Configs.Selector, metav1validation.LabelSelectorValidationOptions{}, configs.Child("selector"))...)
+	}
+
+	bounds := fldPath.Child("bounds")
+	if !contains(policyImpacts, string(spec.Bounds.MaxImpact)) {
+		allErrs = append(allErrs, field.NotSupported(bounds.Child("maxImpact"), spec.Bounds.MaxImpact, policyImpacts))
+	}
+	if !contains(rebootBounds, string(spec.Bounds.Reboots)) {
+		allErrs = append(allErrs, field.NotSupported(bounds.Child("reboots"), spec.Bounds.Reboots, rebootBounds))
+	}
+	seen := sets.New[advisor.VMFate]()
+	for i, f := range spec.Bounds.VMFates {
+		p := bounds.Child("vmFates").Index(i)
+		if !contains(vmFates, string(f)) {
+			allErrs = append(allErrs, field.NotSupported(p, f, vmFates))
+		}
+		if seen.Has(f) {
+			allErrs = append(allErrs, field.Duplicate(p, f))
+		}
+		seen.Insert(f)
+	}
+	for i, it := range spec.Bounds.Items {
+		if it.Kind == "" && it.Name == "" {
+			allErrs = append(allErrs, field.Required(bounds.Child("items").Index(i),
+				"set kind (the target's kind, e.g. KubeDescheduler), name (the item's name, e.g. descheduler-profile), or both"))
+		}
+	}
+	allErrs = append(allErrs, uniqueNames(spec.Windows, fldPath.Child("windows"), "a MaintenanceWindow")...)
+	if len(spec.Description) > MaxWindowDescriptionLength {
+		allErrs = append(allErrs, field.TooLong(fldPath.Child("description"), "", MaxWindowDescriptionLength))
+	}
+	return allErrs
+}
+
+// uniqueNames checks a list of object names of what.
+func uniqueNames(names []string, fldPath *field.Path, what string) field.ErrorList {
+	var allErrs field.ErrorList
+	seen := sets.New[string]()
+	for i, name := range names {
+		p := fldPath.Index(i)
+		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(name, false) {
+			allErrs = append(allErrs, field.Invalid(p, name, fmt.Sprintf("not the name of %s: %s", what, msg)))
+		}
+		if seen.Has(name) {
+			allErrs = append(allErrs, field.Duplicate(p, name))
+		}
+		seen.Insert(name)
+	}
+	return allErrs
+}
+
+func contains(values []string, v string) bool { return slices.Contains(values, v) }

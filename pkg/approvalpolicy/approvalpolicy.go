@@ -1,0 +1,350 @@
+// Package approvalpolicy decides, without I/O, whether an ApprovalPolicy
+// approves a plan: which configs a policy covers, whether a plan stays
+// within its bounds (impact, reboots, VM fates, items, windows, four
+// eyes), and, when it does not, which bound it exceeds, in words.
+package approvalpolicy
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
+)
+
+// Facts are what a decision depends on besides the policy and the plan.
+type Facts struct {
+	// Now is the instant of the decision.
+	Now time.Time
+	// SpecChangedBy is the user who last changed the config's spec.
+	SpecChangedBy string
+	// RequireDistinctApprover: a policy never approves the plan of a spec
+	// its author last changed (--require-distinct-approver).
+	RequireDistinctApprover bool
+	// Windows are the maintenance windows.
+	Windows []*maintenance.Window
+	// PoolLabels are the labels of the MachineConfigPools, by name: which
+	// windows select a pool depends on them.
+	PoolLabels map[string]map[string]string
+}
+
+// Decision is what one policy says of one plan.
+type Decision struct {
+	// Policy is the policy's name.
+	Policy string
+	// Approved is true when the plan is within every bound.
+	Approved bool
+	// Exceeded say, when not approved, each bound the plan exceeds, e.g.
+	// "reboots pool worker; policy 'quiet-tuning' allows no reboot".
+	Exceeded []string
+	// OpensAt is, when the policy refused only because none of its
+	// windows is open, when the first of them opens next (zero: never).
+	OpensAt time.Time
+}
+
+// Message says the decision in one sentence.
+func (d Decision) Message() string {
+	if d.Approved {
+		return fmt.Sprintf("policy '%s' approves the plan", d.Policy)
+	}
+	return strings.Join(d.Exceeded, "; ")
+}
+
+// ApprovedBy is how an approval by policy p is recorded:
+// "policy/<name> (set by <author>)".
+func ApprovedBy(p *v1alpha1.ApprovalPolicy) string {
+	return fmt.Sprintf("%s%s (set by %s)", approvedByPrefix, p.Name, p.Status.Author)
+}
+
+const approvedByPrefix = "policy/"
+
+// PolicyOf returns the name of the policy an approval was recorded by,
+// if a policy made it.
+func PolicyOf(approvedBy string) (string, bool) {
+	rest, ok := strings.CutPrefix(approvedBy, approvedByPrefix)
+	if !ok {
+		return "", false
+	}
+	name, _, ok := strings.Cut(rest, " (set by ")
+	if !ok {
+		return "", false
+	}
+	return name, true
+}
+
+// Covers is true when policy p covers the config of that name and labels.
+func Covers(p *v1alpha1.ApprovalPolicy, name string, configLabels map[string]string) bool {
+	for _, n := range p.Spec.Configs.Names {
+		if n == name {
+			return true
+		}
+	}
+	if p.Spec.Configs.Selector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(p.Spec.Configs.Selector)
+	return err == nil && sel.Matches(labels.Set(configLabels))
+}
+
+// Decide asks every policy that covers cfg about plan, in name order: the
+// first that approves it, and the refusals of the others before it.
+func Decide(policies []*v1alpha1.ApprovalPolicy, cfg *v1alpha1.VirtPlatformConfig, plan *v1alpha1.PlanStatus, f Facts) (approved *Decision, refused []Decision) {
+	sorted := append([]*v1alpha1.ApprovalPolicy(nil), policies...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, p := range sorted {
+		if !Covers(p, cfg.Name, cfg.Labels) {
+			continue
+		}
+		d := Evaluate(p, plan, f)
+		if d.Approved {
+			return &d, refused
+		}
+		refused = append(refused, d)
+	}
+	return nil, refused
+}
+
+// Evaluate decides whether policy p approves plan.
+func Evaluate(p *v1alpha1.ApprovalPolicy, plan *v1alpha1.PlanStatus, f Facts) Decision {
+	d := Decision{Policy: p.Name}
+	refuse := func(format string, args ...any) {
+		d.Exceeded = append(d.Exceeded, fmt.Sprintf(format, args...)+fmt.Sprintf("; policy '%s' %s", p.Name, allows(p, format)))
+	}
+	b := p.Spec.Bounds
+	if f.RequireDistinctApprover && f.SpecChangedBy != "" && f.SpecChangedBy == p.Status.Author {
+		d.Exceeded = append(d.Exceeded, fmt.Sprintf(
+			"user %q, who set policy '%s', made the last spec change, and this server requires a second person (--require-distinct-approver)", p.Status.Author, p.Name))
+	}
+	if maxImpact := orLow(b.MaxImpact); rank(plan.ImpactSeverity) > rank(maxImpact) {
+		refuse(impactBound, plan.ImpactSeverity)
+	}
+	for i := range plan.Items {
+		it := &plan.Items[i]
+		if it.Operation == v1alpha1.OperationNone || it.Operation == "" {
+			continue
+		}
+		if it.Error != "" {
+			d.Exceeded = append(d.Exceeded, fmt.Sprintf("item %s could not be planned; policy '%s' approves only whole plans", it.Name, p.Name))
+			continue
+		}
+		if len(b.Items) > 0 && !itemAllowed(b.Items, it) {
+			refuse(itemBound, it.Name, it.TargetRef.Kind, it.TargetRef.Name)
+		}
+		for _, r := range it.Reboots {
+			disrupts := r.Drains || r.Disruption == v1alpha1.NodeDisruptionReboot
+			if disrupts {
+				switch {
+				case orNone(b.Reboots) == v1alpha1.RebootBoundNone:
+					refuse(rebootBound, verb(r), r.Pool)
+				case !windowed(r.Pool, f):
+					refuse(windowBound, verb(r), r.Pool)
+				}
+			}
+			if r.VMImpactUnknown != "" && r.Drains {
+				refuse(unknownVMBound, r.Pool, r.VMImpactUnknown)
+			}
+			for _, vm := range r.VMImpacts {
+				if !fateAllowed(b.VMFates, vm.Fate) {
+					refuse(fateBound, vm.Namespace, vm.Name, r.Pool, fateWords(vm.Fate)+because(vm.Reason))
+				}
+			}
+		}
+	}
+	if len(p.Spec.Windows) > 0 {
+		open, opensAt, missing := windowsOpen(p.Spec.Windows, f)
+		if !open {
+			d.OpensAt = opensAt
+			when := "none of them is open"
+			if !opensAt.IsZero() {
+				when = "the next opens " + maintenance.FormatFrom(opensAt, f.Now)
+			}
+			if len(missing) > 0 {
+				when += fmt.Sprintf(" (%s: no such MaintenanceWindow)", strings.Join(missing, ", "))
+			}
+			d.Exceeded = append(d.Exceeded, fmt.Sprintf("policy '%s' approves only while window %s is open; %s", p.Name, strings.Join(p.Spec.Windows, " or "), when))
+		}
+	}
+	d.Approved = len(d.Exceeded) == 0
+	if !d.Approved && len(d.Exceeded) > 1 {
+		d.OpensAt = time.Time{} // opening a window would not be enough
+	}
+	return d
+}
+
+// The formats of the bounds a plan exceeds; allows says what the policy allows instead.
+const (
+	impactBound    = "impact %s"
+	itemBound      = "changes item %s (%s %s)"
+	rebootBound    = "%s pool %s"
+	windowBound    = "%s pool %s, which no Allow maintenance window governs"
+	unknownVMBound = "the VMs of pool %s could not be assessed (%s)"
+	fateBound      = "VM %s/%s on pool %s would be %s"
+)
+
+func allows(p *v1alpha1.ApprovalPolicy, format string) string {
+	b := p.Spec.Bounds
+	switch format {
+	case impactBound:
+		return "allows at most " + string(orLow(b.MaxImpact))
+	case itemBound:
+		var names []string
+		for _, it := range b.Items {
+			names = append(names, strings.TrimSpace(it.Kind+" "+it.Name))
+		}
+		return "allows only " + strings.Join(names, ", ")
+	case rebootBound:
+		return "allows no reboot"
+	case windowBound:
+		return "allows reboots only in a maintenance window"
+	case unknownVMBound:
+		return "approves only drains whose VMs it knows"
+	case fateBound:
+		var fates []string
+		for _, f := range b.VMFates {
+			fates = append(fates, fateWords(f))
+		}
+		return "allows only VMs that are " + strings.Join(fates, " or ")
+	}
+	return ""
+}
+
+func verb(r v1alpha1.PoolReboot) string {
+	if r.Disruption == v1alpha1.NodeDisruptionReboot {
+		return "reboots"
+	}
+	return "drains"
+}
+
+func fateWords(f v1alpha1.VMFate) string {
+	switch f {
+	case v1alpha1.VMFateLiveMigrate:
+		return "live-migrated"
+	case v1alpha1.VMFateShutDown:
+		return "shut down"
+	case v1alpha1.VMFateBlocksDrain:
+		return "blocking the drain"
+	}
+	return string(f)
+}
+
+func because(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (" + reason + ")"
+}
+
+func fateAllowed(allowed []v1alpha1.VMFate, f v1alpha1.VMFate) bool {
+	if len(allowed) == 0 {
+		allowed = []v1alpha1.VMFate{v1alpha1.VMFateLiveMigrate}
+	}
+	for _, a := range allowed {
+		if a == f {
+			return true
+		}
+	}
+	return false
+}
+
+func itemAllowed(allowed []v1alpha1.PolicyItem, it *v1alpha1.PlanItem) bool {
+	for _, a := range allowed {
+		if (a.Kind == "" || a.Kind == it.TargetRef.Kind) && (a.Name == "" || a.Name == it.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// windowed is true when an Allow window selects the pool: its writes
+// wait for that window.
+func windowed(pool string, f Facts) bool {
+	p := maintenance.Pool{Name: pool, Labels: f.PoolLabels[pool]}
+	for _, w := range f.Windows {
+		if w.Kind == maintenance.Allow && w.Selects(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// windowsOpen says whether one of the named windows is open, and if not,
+// when the first opens and which names are no window.
+func windowsOpen(names []string, f Facts) (open bool, opensAt time.Time, missing []string) {
+	byName := map[string]*maintenance.Window{}
+	for _, w := range f.Windows {
+		byName[w.Name] = w
+	}
+	for _, n := range names {
+		w, ok := byName[n]
+		if !ok {
+			missing = append(missing, n)
+			continue
+		}
+		if w.IsOpen(f.Now) {
+			return true, time.Time{}, nil
+		}
+		if next := w.NextOpening(f.Now); !next.IsZero() && (opensAt.IsZero() || next.Before(opensAt)) {
+			opensAt = next
+		}
+	}
+	return false, opensAt, missing
+}
+
+func rank(i v1alpha1.Impact) int {
+	switch i {
+	case v1alpha1.ImpactLow:
+		return 1
+	case v1alpha1.ImpactMedium:
+		return 2
+	case v1alpha1.ImpactHigh:
+		return 3
+	}
+	return 0
+}
+
+func orLow(i v1alpha1.Impact) v1alpha1.Impact {
+	if i == "" {
+		return v1alpha1.ImpactLow
+	}
+	return i
+}
+
+func orNone(r v1alpha1.RebootBound) v1alpha1.RebootBound {
+	if r == "" {
+		return v1alpha1.RebootBoundNone
+	}
+	return r
+}
+
+// RefusedReason is the reason of the ReviewRequired condition of a config
+// whose plan every policy covering it refused; its message names each
+// policy and the bound exceeded.
+const RefusedReason = "PolicyBoundExceeded"
+
+// Named is true when a refusal message names policy name.
+func Named(message, name string) bool {
+	return strings.Contains(message, "policy '"+name+"'")
+}
+
+// Summary says a policy's bounds in a few words, as kubectl and the
+// dashboard show them, e.g. "impact<=Low reboots=None vms=LiveMigrate".
+func Summary(b v1alpha1.PolicyBounds) string {
+	var fates []string
+	for _, f := range b.VMFates {
+		fates = append(fates, string(f))
+	}
+	s := fmt.Sprintf("impact<=%s reboots=%s vms=%s", orLow(b.MaxImpact), orNone(b.Reboots), strings.Join(fates, ","))
+	if len(b.Items) > 0 {
+		var items []string
+		for _, it := range b.Items {
+			items = append(items, strings.Trim(it.Kind+"/"+it.Name, "/"))
+		}
+		s += " items=" + strings.Join(items, ",")
+	}
+	return s
+}

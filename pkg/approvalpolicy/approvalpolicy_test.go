@@ -1,0 +1,200 @@
+package approvalpolicy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
+)
+
+func policy(name string, mutate func(*v1alpha1.ApprovalPolicySpec)) *v1alpha1.ApprovalPolicy {
+	p := &v1alpha1.ApprovalPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.ApprovalPolicySpec{
+			Configs: v1alpha1.PolicyConfigs{Names: []string{"load-aware-rebalancing"}},
+			Bounds:  v1alpha1.PolicyBounds{MaxImpact: v1alpha1.ImpactLow, Reboots: v1alpha1.RebootBoundNone, VMFates: []v1alpha1.VMFate{v1alpha1.VMFateLiveMigrate}},
+		},
+		Status: v1alpha1.ApprovalPolicyStatus{Author: "alice"},
+	}
+	if mutate != nil {
+		mutate(&p.Spec)
+	}
+	return p
+}
+
+func interval() v1alpha1.PlanItem {
+	return v1alpha1.PlanItem{Name: "descheduler-profile", Operation: v1alpha1.OperationUpdate, ImpactSeverity: v1alpha1.ImpactLow,
+		TargetRef: v1alpha1.ObjectReference{Kind: "KubeDescheduler", Name: "cluster"}}
+}
+
+func psi(vms ...v1alpha1.VMImpact) v1alpha1.PlanItem {
+	return v1alpha1.PlanItem{Name: "enable-psi-metrics", Operation: v1alpha1.OperationCreate, ImpactSeverity: v1alpha1.ImpactHigh,
+		TargetRef: v1alpha1.ObjectReference{Kind: "MachineConfig", Name: "99-worker-psi-karg"},
+		Reboots:   []v1alpha1.PoolReboot{{Pool: "worker", Nodes: 3, Disruption: v1alpha1.NodeDisruptionReboot, Drains: true, VMImpacts: vms}}}
+}
+
+func planOf(impact v1alpha1.Impact, items ...v1alpha1.PlanItem) *v1alpha1.PlanStatus {
+	return &v1alpha1.PlanStatus{ImpactSeverity: impact, Items: items}
+}
+
+func window(t *testing.T, name, schedule string, d time.Duration) *maintenance.Window {
+	t.Helper()
+	w, err := maintenance.New(name, maintenance.Spec{PoolNames: []string{"worker"}, Schedule: schedule, Duration: d, Kind: maintenance.Allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestEvaluate(t *testing.T) {
+	now := time.Date(2026, 3, 28, 12, 0, 30, 0, time.UTC)
+	everyMinute := window(t, "every-minute", "* * * * *", 20*time.Second) // closed at :30
+	nightly := window(t, "nightly", "0 22 * * *", time.Hour)
+	migrates := v1alpha1.VMImpact{Node: "worker-0", Namespace: "vms", Name: "db", Fate: v1alpha1.VMFateLiveMigrate}
+	shutDown := v1alpha1.VMImpact{Node: "worker-0", Namespace: "vms", Name: "legacy", Fate: v1alpha1.VMFateShutDown, Reason: "evictionStrategy None"}
+	high := func(s *v1alpha1.ApprovalPolicySpec) { s.Bounds.MaxImpact = v1alpha1.ImpactHigh }
+	inWindow := func(s *v1alpha1.ApprovalPolicySpec) { high(s); s.Bounds.Reboots = v1alpha1.RebootBoundInWindow }
+
+	tests := []struct {
+		name     string
+		policy   *v1alpha1.ApprovalPolicy
+		plan     *v1alpha1.PlanStatus
+		facts    Facts
+		exceeded []string // nil: approved
+		opensAt  time.Time
+	}{
+		{"a low interval change", policy("quiet-tuning", nil), planOf(v1alpha1.ImpactLow, interval()), Facts{}, nil, time.Time{}},
+		{"unchanged items do not count", policy("quiet-tuning", nil),
+			planOf(v1alpha1.ImpactLow, interval(), v1alpha1.PlanItem{Name: "enable-psi-metrics", Operation: v1alpha1.OperationNone, ImpactSeverity: v1alpha1.ImpactHigh}), Facts{}, nil, time.Time{}},
+		{"PSI reboots: impact and reboot named", policy("quiet-tuning", nil), planOf(v1alpha1.ImpactHigh, interval(), psi()), Facts{},
+			[]string{"impact High; policy 'quiet-tuning' allows at most Low", "reboots pool worker; policy 'quiet-tuning' allows no reboot"}, time.Time{}},
+		{"a reboot within the impact allowed", policy("reboots-high", high), planOf(v1alpha1.ImpactHigh, psi()), Facts{},
+			[]string{"reboots pool worker; policy 'reboots-high' allows no reboot"}, time.Time{}},
+		{"InWindow: a windowed pool", policy("in-window", inWindow), planOf(v1alpha1.ImpactHigh, psi(migrates)),
+			Facts{Now: now, Windows: []*maintenance.Window{everyMinute}}, nil, time.Time{}},
+		{"InWindow: a pool no window governs", policy("in-window", inWindow), planOf(v1alpha1.ImpactHigh, psi()),
+			Facts{Now: now, Windows: []*maintenance.Window{}},
+			[]string{"reboots pool worker, which no Allow maintenance window governs; policy 'in-window' allows reboots only in a maintenance window"}, time.Time{}},
+		{"live migration only: a VM shut down is named", policy("in-window", inWindow), planOf(v1alpha1.ImpactHigh, psi(migrates, shutDown)),
+			Facts{Now: now, Windows: []*maintenance.Window{everyMinute}},
+			[]string{"VM vms/legacy on pool worker would be shut down (evictionStrategy None); policy 'in-window' allows only VMs that are live-migrated"}, time.Time{}},
+		{"shut down allowed", policy("in-window", func(s *v1alpha1.ApprovalPolicySpec) {
+			inWindow(s)
+			s.Bounds.VMFates = []v1alpha1.VMFate{v1alpha1.VMFateLiveMigrate, v1alpha1.VMFateShutDown}
+		}), planOf(v1alpha1.ImpactHigh, psi(migrates, shutDown)), Facts{Now: now, Windows: []*maintenance.Window{everyMinute}}, nil, time.Time{}},
+		{"VMs not assessed", policy("in-window", inWindow), planOf(v1alpha1.ImpactHigh, func() v1alpha1.PlanItem {
+			it := psi()
+			it.Reboots[0].VMImpactUnknown = "the cluster does not serve VirtualMachineInstances"
+			return it
+		}()), Facts{Now: now, Windows: []*maintenance.Window{everyMinute}},
+			[]string{"the VMs of pool worker could not be assessed (the cluster does not serve VirtualMachineInstances); policy 'in-window' approves only drains whose VMs it knows"}, time.Time{}},
+		{"items: a kind allowed", policy("descheduler-only", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Bounds.Items = []v1alpha1.PolicyItem{{Kind: "KubeDescheduler"}}
+		}), planOf(v1alpha1.ImpactLow, interval()), Facts{}, nil, time.Time{}},
+		{"items: another item", policy("descheduler-only", func(s *v1alpha1.ApprovalPolicySpec) {
+			high(s)
+			s.Bounds.Items = []v1alpha1.PolicyItem{{Kind: "KubeDescheduler", Name: "descheduler-profile"}}
+		}), planOf(v1alpha1.ImpactLow, v1alpha1.PlanItem{Name: "swap", Operation: v1alpha1.OperationCreate, TargetRef: v1alpha1.ObjectReference{Kind: "MachineConfig", Name: "90-swap"}}), Facts{},
+			[]string{"changes item swap (MachineConfig 90-swap); policy 'descheduler-only' allows only KubeDescheduler descheduler-profile"}, time.Time{}},
+		{"an item that failed", policy("quiet-tuning", nil), planOf(v1alpha1.ImpactLow, func() v1alpha1.PlanItem { it := interval(); it.Error = "dry-run refused"; return it }()), Facts{},
+			[]string{"item descheduler-profile could not be planned; policy 'quiet-tuning' approves only whole plans"}, time.Time{}},
+		{"its window is closed: when it opens", policy("nights", func(s *v1alpha1.ApprovalPolicySpec) { s.Windows = []string{"nightly"} }),
+			planOf(v1alpha1.ImpactLow, interval()), Facts{Now: now, Windows: []*maintenance.Window{nightly}},
+			[]string{"policy 'nights' approves only while window nightly is open; the next opens in 9h59m"}, time.Date(2026, 3, 28, 22, 0, 0, 0, time.UTC)},
+		{"its window is open", policy("nights", func(s *v1alpha1.ApprovalPolicySpec) { s.Windows = []string{"nightly"} }),
+			planOf(v1alpha1.ImpactLow, interval()), Facts{Now: time.Date(2026, 3, 28, 22, 30, 0, 0, time.UTC), Windows: []*maintenance.Window{nightly}}, nil, time.Time{}},
+		{"a window that does not exist", policy("nights", func(s *v1alpha1.ApprovalPolicySpec) { s.Windows = []string{"weekend"} }),
+			planOf(v1alpha1.ImpactLow, interval()), Facts{Now: now},
+			[]string{"policy 'nights' approves only while window weekend is open; none of them is open (weekend: no such MaintenanceWindow)"}, time.Time{}},
+		{"four eyes: the author changed the spec", policy("quiet-tuning", nil), planOf(v1alpha1.ImpactLow, interval()),
+			Facts{SpecChangedBy: "alice", RequireDistinctApprover: true},
+			[]string{`user "alice", who set policy 'quiet-tuning', made the last spec change, and this server requires a second person (--require-distinct-approver)`}, time.Time{}},
+		{"four eyes: another user changed the spec", policy("quiet-tuning", nil), planOf(v1alpha1.ImpactLow, interval()),
+			Facts{SpecChangedBy: "bob", RequireDistinctApprover: true}, nil, time.Time{}},
+		{"without four eyes the author's change is approved", policy("quiet-tuning", nil), planOf(v1alpha1.ImpactLow, interval()),
+			Facts{SpecChangedBy: "alice"}, nil, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Evaluate(tt.policy, tt.plan, tt.facts)
+			if d.Approved != (tt.exceeded == nil) {
+				t.Fatalf("approved = %v, want %v (%q)", d.Approved, tt.exceeded == nil, d.Exceeded)
+			}
+			if strings.Join(d.Exceeded, "\n") != strings.Join(tt.exceeded, "\n") {
+				t.Errorf("exceeded:\n%s\nwant:\n%s", strings.Join(d.Exceeded, "\n"), strings.Join(tt.exceeded, "\n"))
+			}
+			if !d.OpensAt.Equal(tt.opensAt) {
+				t.Errorf("opensAt = %v, want %v", d.OpensAt, tt.opensAt)
+			}
+		})
+	}
+}
+
+func TestDecide(t *testing.T) {
+	cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "load-aware-rebalancing", Labels: map[string]string{"tier": "quiet"}}}
+	quiet := policy("a-quiet", nil)
+	reboots := policy("b-reboots", func(s *v1alpha1.ApprovalPolicySpec) {
+		s.Bounds.MaxImpact, s.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
+	})
+	bySelector := policy("c-selector", func(s *v1alpha1.ApprovalPolicySpec) {
+		s.Configs = v1alpha1.PolicyConfigs{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "quiet"}}}
+	})
+	other := policy("d-other", func(s *v1alpha1.ApprovalPolicySpec) { s.Configs.Names = []string{"virt-higher-density"} })
+	windows := Facts{Windows: []*maintenance.Window{window(t, "w", "* * * * *", 20*time.Second)}}
+
+	tests := []struct {
+		name     string
+		policies []*v1alpha1.ApprovalPolicy
+		plan     *v1alpha1.PlanStatus
+		approved string
+		refused  []string
+	}{
+		{"no policy", nil, planOf(v1alpha1.ImpactLow, interval()), "", nil},
+		{"a policy of another config", []*v1alpha1.ApprovalPolicy{other}, planOf(v1alpha1.ImpactLow, interval()), "", nil},
+		{"the first in name order approves", []*v1alpha1.ApprovalPolicy{bySelector, quiet}, planOf(v1alpha1.ImpactLow, interval()), "a-quiet", nil},
+		{"one refuses, the next approves", []*v1alpha1.ApprovalPolicy{reboots, quiet}, planOf(v1alpha1.ImpactHigh, psi()), "b-reboots", []string{"a-quiet"}},
+		{"every covering policy refuses", []*v1alpha1.ApprovalPolicy{quiet, bySelector, other}, planOf(v1alpha1.ImpactHigh, psi()), "", []string{"a-quiet", "c-selector"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			approved, refused := Decide(tt.policies, cfg, tt.plan, windows)
+			got := ""
+			if approved != nil {
+				got = approved.Policy
+			}
+			if got != tt.approved {
+				t.Errorf("approved by %q, want %q", got, tt.approved)
+			}
+			var names []string
+			for _, r := range refused {
+				names = append(names, r.Policy)
+			}
+			if strings.Join(names, ",") != strings.Join(tt.refused, ",") {
+				t.Errorf("refused by %v, want %v", names, tt.refused)
+			}
+		})
+	}
+}
+
+func TestApprovedBy(t *testing.T) {
+	by := ApprovedBy(policy("quiet-tuning", nil))
+	if by != "policy/quiet-tuning (set by alice)" {
+		t.Fatalf("ApprovedBy = %q", by)
+	}
+	for _, tt := range []struct {
+		approvedBy, policy string
+		ok                 bool
+	}{
+		{by, "quiet-tuning", true},
+		{"alice", "", false},
+		{"policy/x", "", false}, // a user could be named so; a policy's record always says who set it
+	} {
+		if name, ok := PolicyOf(tt.approvedBy); name != tt.policy || ok != tt.ok {
+			t.Errorf("PolicyOf(%q) = %q, %v; want %q, %v", tt.approvedBy, name, ok, tt.policy, tt.ok)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package controller
+
+// Approval policies (docs/security.md, "Approval policies"): a plan that
+// would wait for a review is first shown to the ApprovalPolicies that
+// cover its config. The first that approves it records an approval as a
+// person's approval is recorded (approval.Record: plan hash, items hash,
+// generation, UID), in the name "policy/<name> (set by <author>)"; the
+// writes then pass every check a human approval passes. When none
+// approves, the config waits in ReviewRequired with a condition naming
+// each policy and the bound its plan exceeds. The decision is
+// pkg/approvalpolicy's; this file reads its facts and records it.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/approval"
+	policies "github.com/kubevirt/virt-advisor/pkg/approvalpolicy"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/status"
+)
+
+// ApprovalPolicies is where the controller finds the approval policies;
+// the zero value: none, every plan waits for a person.
+type ApprovalPolicies struct {
+	// PolicyLister lists the policies (the generated lister).
+	PolicyLister interface {
+		List(selector labels.Selector) ([]*v1alpha1.ApprovalPolicy, error)
+	}
+	// PolicyInformer, when set, tells of changed policies: the configs
+	// are looked at again.
+	PolicyInformer cache.SharedInformer
+}
+
+// policyMetrics is what a Metrics recorder may also count.
+type policyMetrics interface {
+	// PolicyApproved counts an approval made by policy.
+	PolicyApproved(policy string)
+}
+
+// review decides what the plan res of cfg, which has changes and no
+// standing approval of its own, needs: a policy's approval, or a person.
+func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time) (time.Duration, error) {
+	st := &cfg.Status
+	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
+	approved, refused, err := c.askPolicies(ctx, cfg, res)
+	if err != nil {
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "ReviewRequired", status.MessageReview)
+		return 0, err
+	}
+	if approved != nil {
+		record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: approved.by, ApprovedAt: now, Generation: cfg.Generation, UID: cfg.UID}
+		return 0, approval.Record(st, res, record)
+	}
+	if len(refused) == 0 {
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "ReviewRequired", status.MessageReview)
+		return 0, nil
+	}
+	var why []string
+	var requeue time.Duration
+	for _, d := range refused {
+		why = append(why, d.Message())
+		if !d.OpensAt.IsZero() {
+			if in := d.OpensAt.Sub(c.clock.Now()); in > 0 && (requeue == 0 || in < requeue) {
+				requeue = in
+			}
+		}
+	}
+	status.SetPhase(st, v1alpha1.PhaseReviewRequired, policies.RefusedReason, fmt.Sprintf(
+		"plan %s is beyond what the approval policies covering it approve: %s. %s",
+		v1alpha1.ShortHash(res.Status.PlanHash), strings.Join(why, "; "), status.MessageReview))
+	return requeue, nil
+}
+
+// policyApproval is the policy that approved a plan, and the name it is recorded by.
+type policyApproval struct {
+	policies.Decision
+	by string
+}
+
+// askPolicies returns the policy that approves res, or the refusals of
+// those covering cfg.
+func (c *Controller) askPolicies(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result) (*policyApproval, []policies.Decision, error) {
+	if c.PolicyLister == nil {
+		return nil, nil, nil
+	}
+	all, err := c.PolicyLister.List(everything)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing approval policies: %w", err)
+	}
+	var covering []*v1alpha1.ApprovalPolicy
+	for _, p := range all {
+		if policies.Covers(p, cfg.Name, cfg.Labels) {
+			covering = append(covering, p)
+		}
+	}
+	if len(covering) == 0 {
+		return nil, nil, nil
+	}
+	facts, err := c.policyFacts(ctx, cfg, res)
+	if err != nil {
+		return nil, nil, err
+	}
+	approved, refused := policies.Decide(covering, cfg, &res.Status, facts)
+	if approved == nil {
+		return nil, refused, nil
+	}
+	for _, p := range covering {
+		if p.Name == approved.Policy {
+			return &policyApproval{Decision: *approved, by: policies.ApprovedBy(p)}, refused, nil
+		}
+	}
+	return nil, refused, nil
+}
+
+// policyFacts reads what the decision depends on: the maintenance windows
+// and the labels of the pools the plan drains.
+func (c *Controller) policyFacts(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result) (policies.Facts, error) {
+	f := policies.Facts{
+		Now:                     c.clock.Now(),
+		SpecChangedBy:           cfg.Status.SpecChangedBy,
+		RequireDistinctApprover: c.RequireDistinctApprover,
+		PoolLabels:              map[string]map[string]string{},
+	}
+	if c.MaintenanceWindows != nil {
+		windows, err := c.MaintenanceWindows.Windows()
+		if err != nil {
+			return f, fmt.Errorf("reading maintenance windows: %w", err)
+		}
+		f.Windows = windows
+	}
+	for _, it := range res.Status.Items {
+		for _, r := range it.Reboots {
+			if _, seen := f.PoolLabels[r.Pool]; seen {
+				continue
+			}
+			pool, err := c.Cluster.Get(ctx, machineconfig.MachineConfigPoolGVK, "", r.Pool)
+			if err != nil {
+				return f, err
+			}
+			f.PoolLabels[r.Pool] = nil
+			if pool != nil {
+				f.PoolLabels[r.Pool] = pool.GetLabels()
+			}
+		}
+	}
+	return f, nil
+}
+
+// announceApproval tells of a standing approval the controller recorded
+// and stored, by a policy or by action Apply: the Approved event and the
+// metrics.
+func (c *Controller) announceApproval(cfg *v1alpha1.VirtPlatformConfig, a *v1alpha1.ApprovalRecord) {
+	c.Metrics.Approved()
+	name, byPolicy := policies.PolicyOf(a.ApprovedBy)
+	if !byPolicy {
+		c.Recorder.Eventf(cfg, "Normal", "Approved", "Plan %s approved by %s (action Apply)", a.PlanHash, a.ApprovedBy)
+		return
+	}
+	if m, ok := c.Metrics.(policyMetrics); ok {
+		m.PolicyApproved(name)
+	}
+	c.Recorder.Eventf(cfg, "Normal", "Approved", "Plan %s approved by %s", a.PlanHash, a.ApprovedBy)
+}
+

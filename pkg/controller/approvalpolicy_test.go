@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/approval"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/status"
+)
+
+type fakePolicies []*v1alpha1.ApprovalPolicy
+
+func (p fakePolicies) List(labels.Selector) ([]*v1alpha1.ApprovalPolicy, error) { return p, nil }
+
+// quietTuning is a policy carol set: impact Low, no reboot, covering the config.
+func quietTuning() *v1alpha1.ApprovalPolicy {
+	return &v1alpha1.ApprovalPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "quiet-tuning"},
+		Spec: v1alpha1.ApprovalPolicySpec{
+			Configs: v1alpha1.PolicyConfigs{Names: []string{configName}},
+			Bounds:  v1alpha1.PolicyBounds{MaxImpact: v1alpha1.ImpactLow, Reboots: v1alpha1.RebootBoundNone, VMFates: []v1alpha1.VMFate{v1alpha1.VMFateLiveMigrate}},
+		},
+		Status: v1alpha1.ApprovalPolicyStatus{Author: "carol"},
+	}
+}
+
+// psiRebootPlan is the PSI MachineConfig's Create, which reboots the worker pool.
+func psiRebootPlan() *plan.Result {
+	it := psiItem(v1alpha1.OperationCreate)
+	it.Reboots = []v1alpha1.PoolReboot{{Pool: "worker", Nodes: 3, Disruption: v1alpha1.NodeDisruptionReboot, Drains: true}}
+	return planOf("snap-1", it)
+}
+
+func TestApprovalPolicies(t *testing.T) {
+	otherConfig := quietTuning()
+	otherConfig.Spec.Configs.Names = []string{"virt-higher-density"}
+	tests := []struct {
+		name             string
+		distinctApprover bool
+		author           string // of the config's spec
+		policies         fakePolicies
+		plan             func() *plan.Result
+		phase            v1alpha1.ConfigPhase
+		reason           string
+		message          string
+		approvedBy       string
+		events           []string
+	}{
+		{name: "(new) --a policy approves--> InProgress", author: "alice", policies: fakePolicies{quietTuning()}, plan: deschedulerPlan,
+			phase: v1alpha1.PhaseInProgress, reason: "Approved", approvedBy: "policy/quiet-tuning (set by carol)",
+			events: []string{"Normal Approved Plan " + deschedulerPlan().Status.PlanHash + " approved by policy/quiet-tuning (set by carol)", "Normal InProgress"}},
+		{name: "(new) --no policy covers it--> ReviewRequired", author: "alice", policies: fakePolicies{otherConfig}, plan: deschedulerPlan,
+			phase: v1alpha1.PhaseReviewRequired, reason: "ReviewRequired", message: status.MessageReview, events: []string{"Normal ReviewRequired"}},
+		{name: "(new) --beyond the bounds--> ReviewRequired naming the policy and the bound", author: "alice", policies: fakePolicies{quietTuning()}, plan: psiRebootPlan,
+			phase: v1alpha1.PhaseReviewRequired, reason: "PolicyBoundExceeded",
+			message: "impact High; policy 'quiet-tuning' allows at most Low; reboots pool worker; policy 'quiet-tuning' allows no reboot. " + status.MessageReview,
+			events:  []string{"Normal ReviewRequired"}},
+		{name: "(new) --four eyes: the policy's author changed the spec--> ReviewRequired", distinctApprover: true, author: "carol", policies: fakePolicies{quietTuning()}, plan: deschedulerPlan,
+			phase: v1alpha1.PhaseReviewRequired, reason: "PolicyBoundExceeded",
+			message: `user "carol", who set policy 'quiet-tuning', made the last spec change, and this server requires a second person (--require-distinct-approver)`},
+		{name: "(new) --four eyes: another user changed the spec--> InProgress", distinctApprover: true, author: "alice", policies: fakePolicies{quietTuning()}, plan: deschedulerPlan,
+			phase: v1alpha1.PhaseInProgress, reason: "Approved", approvedBy: "policy/quiet-tuning (set by carol)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, "v1", tt.distinctApprover)
+			h.c.PolicyLister = tt.policies
+			h.cluster.put(workerPool{}.obj())
+			h.create(dryRun, tt.author)
+			h.planner.result = tt.plan()
+			h.reconcile()
+			if h.err != nil {
+				t.Fatalf("reconcile: %v", h.err)
+			}
+			cfg := h.get()
+			if cfg.Status.Phase != tt.phase {
+				t.Fatalf("phase %s, want %s (%s)", cfg.Status.Phase, tt.phase, status.PhaseMessage(&cfg.Status))
+			}
+			c := findCondition(cfg, tt.phase)
+			if c.Reason != tt.reason || !strings.Contains(c.Message, tt.message) {
+				t.Errorf("condition %s: %q, want %s: …%q…", c.Reason, c.Message, tt.reason, tt.message)
+			}
+			var by string
+			if a := cfg.Status.Approval; a != nil {
+				by = a.ApprovedBy
+				if a.PlanHash != h.planner.result.Status.PlanHash || a.Generation != cfg.Generation || a.UID != cfg.UID {
+					t.Errorf("approval %+v does not bind the plan %s, generation %d, UID %s", a, h.planner.result.Status.PlanHash, cfg.Generation, cfg.UID)
+				}
+				if err := approval.Check(cfg); err != nil {
+					t.Errorf("the policy's approval fails the check before every write: %v", err)
+				}
+			}
+			if by != tt.approvedBy {
+				t.Errorf("approvedBy %q, want %q", by, tt.approvedBy)
+			}
+			if tt.events != nil {
+				got := h.events()
+				for i, want := range tt.events {
+					if i >= len(got) || !strings.HasPrefix(got[i], want) {
+						t.Fatalf("events %q, want %q", got, tt.events)
+					}
+				}
+			}
+		})
+	}
+}
+
+// A policy's approval is written like a person's: the items it approved,
+// and nothing once the spec changed after it.
+func TestPolicyApprovalIsCheckedBeforeEveryWrite(t *testing.T) {
+	h := newHarness(t, "v1", false)
+	h.c.PolicyLister = fakePolicies{quietTuning()}
+	h.create(dryRun, "alice")
+	h.planner.result = deschedulerPlan()
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	// A spec change after the approval: the approval no longer holds.
+	h.edit(true, "alice", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.FailurePolicy = v1alpha1.FailurePolicyContinue })
+	h.reconcile()
+	if len(h.planner.applied) != 0 {
+		t.Fatalf("applied %v after the spec changed", h.planner.applied)
+	}
+	if got := h.get().Status.Phase; got != v1alpha1.PhaseFailed {
+		t.Fatalf("phase %s, want Failed (%s)", got, status.PhaseMessage(&h.get().Status))
+	}
+}
+
+func findCondition(cfg *v1alpha1.VirtPlatformConfig, phase v1alpha1.ConfigPhase) metav1.Condition {
+	for _, c := range cfg.Status.Conditions {
+		if c.Type == string(phase) {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
