@@ -170,4 +170,3 @@ func (c *Controller) announceApproval(cfg *v1alpha1.VirtPlatformConfig, a *v1alp
 	}
 	c.Recorder.Eventf(cfg, "Normal", "Approved", "Plan %s approved by %s", a.PlanHash, a.ApprovedBy)
 }
-
