@@ -74,6 +74,9 @@ type Engine struct {
 	Metrics Metrics
 	// Clock is the real clock if nil.
 	Clock clock.PassiveClock
+	// NodeVMs, if set, serves the Nodes and VMIs plans read (nodevms.go);
+	// nil reads them live.
+	NodeVMs NodeVMs
 
 	// windows are the maintenance windows the plan tells the approver
 	// about (when each MachineConfig item would be written).
@@ -109,6 +112,9 @@ type Result struct {
 	// Disrupted are, by item name, the VMs draining the nodes of the
 	// item's pools shuts down or would block on (none: not listed).
 	Disrupted map[string][]v1alpha1.DisruptedVM
+	// ReadAt: the resourceVersions of the caches the plan's Nodes and
+	// VMIs were read from.
+	ReadAt ReadAt
 }
 
 // Satisfied is true when no prerequisite is missing.
@@ -243,7 +249,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	inputs := newInputReader(ctx, e.Cluster, refs, from, listPools)
 	// What the MachineConfig items do to nodes and VMs is read once per
 	// plan, and the profile's own reads of Nodes share the list.
-	reads := e.newClusterReads(ctx, inputs.Get)
+	reads := e.newClusterReads(ctx, inputs.Get, true)
 	inputs.nodes = reads.nodes
 	if from.live() && writesMachineConfigs(profile) {
 		reads.start()
@@ -312,6 +318,7 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	warnings, disrupted := addRebootNotes(ctx, res.Status.Items, rollChanges(planned), listPools, reads, cfg.Spec.AllowsBlockingDrains())
 	res.Status.Warnings = append(res.Status.Warnings, warnings...)
 	res.Disrupted = disrupted
+	res.ReadAt = reads.at.get()
 	if l := e.windows.Load(); l != nil {
 		addWindowNotes(ctx, res.Status.Items, listPools, *l, e.now())
 	}
