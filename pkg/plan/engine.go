@@ -319,6 +319,9 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	res.Status.Warnings = append(res.Status.Warnings, warnings...)
 	res.Disrupted = disrupted
 	res.ReadAt = reads.at.get()
+	if res.ReadAt != (ReadAt{}) {
+		res.Status.ReadFrom = &v1alpha1.PlanReadFrom{NodesResourceVersion: res.ReadAt.Nodes, VirtualMachineInstancesResourceVersion: res.ReadAt.VMIs}
+	}
 	if l := e.windows.Load(); l != nil {
 		addWindowNotes(ctx, res.Status.Items, listPools, *l, e.now())
 	}
