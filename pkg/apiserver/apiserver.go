@@ -211,6 +211,7 @@ func (x ExtraConfig) build() (*dependencies, error) {
 			Cluster:  mainCluster,
 			Profiles: profiles,
 			Metrics:  recorder,
+			NodeVMs:  mainCluster.NodeVMs,
 		},
 		metrics:            recorder,
 		kube:               kube,

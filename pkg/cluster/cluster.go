@@ -38,6 +38,9 @@ type Cluster struct {
 	// Watches caches the objects profiles read as inputs (and tells the
 	// controller when they change); nil reads everything live.
 	Watches *Watches
+	// NodeVMs caches the Nodes and VMIs plans read (nodevms.go); nil:
+	// none.
+	NodeVMs *NodeVMCache
 
 	// CRDs are large and read on every plan (the descheduler schema): they
 	// are kept, parsed, for as long as their resourceVersion in the CRD
@@ -220,7 +223,7 @@ var (
 // until Start.
 func NewCluster(dyn dynamic.Interface, mapper meta.ResettableRESTMapper, meta metadata.Interface) (*Cluster, error) {
 	settling := newSettlingMapper(mapper, time.Now)
-	c := &Cluster{Dynamic: dyn, Mapper: settling, Watches: NewWatches(dyn, settling)}
+	c := &Cluster{Dynamic: dyn, Mapper: settling, Watches: NewWatches(dyn, settling), NodeVMs: NewNodeVMCache(dyn, settling)}
 	// The CRD metadata watch forgets the cached discovery whenever a CRD is
 	// created, changed or deleted (and until discovery has settled), so
 	// prerequisites and mappings follow the cluster without a restart, and
@@ -248,10 +251,13 @@ func NewCluster(dyn dynamic.Interface, mapper meta.ResettableRESTMapper, meta me
 	return c, nil
 }
 
-// Start runs the CRD watch and lets the object watches run until ctx
-// ends, and waits until the CRD watch has synced.
+// Start runs the CRD watch and lets the object watches and the Node and
+// VMI caches run until ctx ends, and waits until the CRD watch has synced.
 func (c *Cluster) Start(ctx context.Context) error {
 	c.Watches.Start(ctx)
+	if c.NodeVMs != nil {
+		c.NodeVMs.Start(ctx)
+	}
 	c.crdFactory.Start(ctx.Done())
 	for gvr, synced := range c.crdFactory.WaitForCacheSync(ctx.Done()) {
 		if !synced {

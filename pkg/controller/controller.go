@@ -138,6 +138,10 @@ type Planner interface {
 	// cluster: per pool it rolls out on, the disruption and what draining
 	// the nodes does to the VMs there now.
 	DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error)
+	// DriftFromCaches compares applied items with their targets in the
+	// watch caches, without dry-runs (watchdrift.go); decided is false
+	// when only a full plan can tell.
+	DriftFromCaches(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, applied []v1alpha1.VirtPlatformConfigItem) (drifted map[string][]string, decided bool, err error)
 }
 
 // Profiles is what the controller uses of the catalogue of profiles
@@ -200,6 +204,9 @@ type Controller struct {
 	// events records when a watch event was seen per config, for the
 	// drift detection latency metric.
 	events *eventTimes
+	// objects records which objects' watch events came per config (drift
+	// from the watch).
+	objects *objectEvents
 	// pools is the pool controller: it answers whether an item may write
 	// to its pools now and how far it rolled out, and owns every pause.
 	pools *pools.Controller
@@ -237,11 +244,12 @@ func New(cfg Config) *Controller {
 		cfg.Metrics = noMetrics{}
 	}
 	c := &Controller{
-		Config: cfg,
-		lister: listers.NewVirtPlatformConfigLister(cfg.Informer.GetIndexer()),
-		clock:  clk,
-		events: newEventTimes(),
-		jitter: rand.Float64,
+		Config:  cfg,
+		lister:  listers.NewVirtPlatformConfigLister(cfg.Informer.GetIndexer()),
+		clock:   clk,
+		events:  newEventTimes(),
+		objects: newObjectEvents(),
+		jitter:  rand.Float64,
 	}
 	c.pools = pools.New(pools.Config{
 		Cluster: cfg.Cluster, Pauser: cfg.Pools, Drains: cfg.Planner, Windows: cfg.MaintenanceWindows,
@@ -331,8 +339,9 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 		klog.ErrorS(err, "Cannot watch what the controller reconciles")
 		return
 	}
-	c.Watches.OnEvent(func(config string, _ cluster.ObjectKey) {
+	c.Watches.OnEvent(func(config string, key cluster.ObjectKey) {
 		c.events.seen(config, c.clock.Now())
+		c.objects.seen(config, key)
 		c.queue.Add(config)
 	})
 	defer c.stopWatching()

@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
@@ -114,18 +116,24 @@ func (c *Controller) compare(cfg *v1alpha1.VirtPlatformConfig, profile profiles.
 
 // check looks at an applied config again: managed-field drift, input
 // dependency drift, newer profile logic, or nothing.
-func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, eventAt time.Time) (time.Duration, error) {
+// Only targets changed (events): their drift is decided from the watch
+// caches when it can be, without a plan (watchdrift.go).
+func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, eventAt time.Time, events sets.Set[cluster.ObjectKey]) (time.Duration, error) {
 	st := &cfg.Status
-	res, err := c.Planner.Compute(ctx, cfg)
-	if err != nil {
-		return 0, err
+	ch, fromWatch := c.driftFromWatch(ctx, cfg, events)
+	var res *plan.Result
+	if !fromWatch {
+		var err error
+		if res, err = c.Planner.Compute(ctx, cfg); err != nil {
+			return 0, err
+		}
+		if !res.Satisfied() {
+			// An API we manage went away: say so, and come back when it returns.
+			status.FailPrerequisites(st, res.MissingMessage())
+			return prerequisiteRetry, nil
+		}
+		ch = c.compare(cfg, profile, res)
 	}
-	if !res.Satisfied() {
-		// An API we manage went away: say so, and come back when it returns.
-		status.FailPrerequisites(st, res.MissingMessage())
-		return prerequisiteRetry, nil
-	}
-	ch := c.compare(cfg, profile, res)
 
 	switch {
 	case len(ch.logic) > 0:

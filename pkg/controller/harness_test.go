@@ -136,6 +136,16 @@ type fakePlanner struct {
 	drains   int
 	// onApply is called as Apply starts (the intent is stored then).
 	onApply func()
+	// fromCaches, when set, is what DriftFromCaches decides (nil: it
+	// cannot tell, a full plan is computed); computes counts Compute.
+	fromCaches map[string][]string
+	computes   int
+}
+
+func (p *fakePlanner) DriftFromCaches(context.Context, *v1alpha1.VirtPlatformConfig, []v1alpha1.VirtPlatformConfigItem) (map[string][]string, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fromCaches, p.fromCaches != nil, nil
 }
 
 func (p *fakePlanner) DrainImpact(context.Context, *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error) {
@@ -182,6 +192,7 @@ func (p *fakePlanner) set(res *plan.Result) {
 func (p *fakePlanner) Compute(_ context.Context, _ *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.computes++
 	if p.err != nil {
 		return nil, p.err
 	}

@@ -45,6 +45,7 @@ const (
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
 	// The first watch event since the last reconcile, for the drift latency.
 	eventAt, _ := c.events.take(name)
+	objects := c.objects.take(name)
 	cached, err := c.cached(name)
 	if apierrors.IsNotFound(err) {
 		c.Watches.Forget(name)
@@ -72,7 +73,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	case workProgress:
 		requeue, err = c.progress(ctx, cfg)
 	case workCheck:
-		requeue, err = c.check(ctx, cfg, profile, eventAt)
+		requeue, err = c.check(ctx, cfg, profile, eventAt, objects)
 	case workTrack:
 		c.trackRollouts(ctx, cfg)
 	}

@@ -739,6 +739,36 @@ func TestReconcileEdges(t *testing.T) {
 			message: "Configuration has drifted from desired state: item 'enable-load-aware-descheduling' (spec.mode). Review the plan and approve it, or revert the change",
 			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStateCompleted, "Drifted: spec.mode no longer as applied"}},
 			events:  []string{"Warning Drifted"}},
+		{name: "Completed --target event, managed field edited--> Drifted from the watch caches (no plan computed)", spec: dryRun, given: givenCompleted,
+			event: targetEvent(map[string][]string{descheduler: {"spec.mode"}}),
+			phase: v1alpha1.PhaseDrifted, reason: "DriftDetected",
+			message: "Configuration has drifted from desired state: item 'enable-load-aware-descheduling' (spec.mode). Review the plan and approve it, or revert the change",
+			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStateCompleted, "Drifted: spec.mode no longer as applied"}},
+			events:  []string{"Warning Drifted"}, check: noPlan},
+		{name: "Completed --target event, caches cannot tell--> Drifted from a plan", spec: dryRun, given: givenCompleted,
+			event: func(h *harness) {
+				targetEvent(nil)(h)
+				h.planner.result = differing(planOf("snap-3", deschedulerItem(v1alpha1.OperationUpdate, "Automatic", 5)), descheduler, "spec.mode")
+			},
+			phase: v1alpha1.PhaseDrifted, message: "item 'enable-load-aware-descheduling' (spec.mode)", events: []string{"Warning Drifted"},
+			check: func(t *testing.T, h *harness) {
+				if h.planner.computes == 0 {
+					t.Error("no plan computed: the caches could not tell")
+				}
+			}},
+		{name: "Completed --input event--> a plan, not the watch caches", spec: dryRun, given: givenCompleted,
+			event: func(h *harness) {
+				h.planner.fromCaches = map[string][]string{descheduler: {"spec.mode"}}
+				h.c.objects.seen(configName, cluster.ObjectKey{GVK: kubevirt.HyperConvergedGVK, Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName})
+			},
+			phase: v1alpha1.PhaseCompleted, check: func(t *testing.T, h *harness) {
+				if h.planner.computes == 0 {
+					t.Error("no plan computed after an input changed")
+				}
+			}},
+		{name: "Drifted --target event, reverted--> Completed from the watch caches (no plan computed)", spec: dryRun, given: givenDrifted,
+			event: targetEvent(map[string][]string{}), phase: v1alpha1.PhaseCompleted, reason: "Completed", message: status.MessageApplied,
+			events: []string{"Normal DriftResolved", "Normal Completed"}, check: noPlan},
 		{name: "Completed --managed object deleted--> Drifted (the object (deleted))", spec: dryRun, given: givenCompleted,
 			event: newPlan(func() *plan.Result {
 				return planOf("snap-3", deschedulerItem(v1alpha1.OperationCreate, "Automatic", 5))
@@ -978,6 +1008,23 @@ func findItem(items []v1alpha1.VirtPlatformConfigItem, name string) *v1alpha1.Vi
 		}
 	}
 	return nil
+}
+
+// targetEvent: a watch event of the descheduler's KubeDescheduler, whose
+// drift the watch caches decide as given (nil: they cannot tell).
+func targetEvent(fromCaches map[string][]string) func(*harness) {
+	return func(h *harness) {
+		h.planner.fromCaches = fromCaches
+		h.planner.computes = 0
+		h.c.objects.seen(configName, cluster.ObjectKey{GVK: profiles.KubeDeschedulerGVK, Namespace: "openshift-kube-descheduler-operator", Name: "cluster"})
+	}
+}
+
+func noPlan(t *testing.T, h *harness) {
+	t.Helper()
+	if h.planner.computes != 0 {
+		t.Errorf("%d plans computed, want none", h.planner.computes)
+	}
 }
 
 func noWrite(t *testing.T, h *harness) {

@@ -71,6 +71,13 @@ func Hit(name string) {
 	kill()
 }
 
+// Armed is true when the point name is armed: code that has to set
+// something up for a point (a watch whose events it holds) does so only
+// then.
+func Armed(name string) bool {
+	return armed[name] != nil
+}
+
 // kill sends SIGKILL to this process and waits for it to land: the signal
 // is delivered asynchronously, and the caller must not go on meanwhile.
 func kill() {

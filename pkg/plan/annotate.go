@@ -28,6 +28,10 @@ func (e *Engine) annotate(ctx context.Context, res *Result, planned []plannedIte
 	warnings, disrupted := n.annotate(ctx, res.Status.Items, rollChanges(planned))
 	res.Status.Warnings = append(res.Status.Warnings, warnings...)
 	res.Disrupted = disrupted
+	// Where the Nodes and VMs came from: the caches' resourceVersions.
+	if res.ReadAt = snap.reads.at.get(); res.ReadAt != (ReadAt{}) {
+		res.Status.ReadFrom = &v1alpha1.PlanReadFrom{NodesResourceVersion: res.ReadAt.Nodes, VirtualMachineInstancesResourceVersion: res.ReadAt.VMIs}
+	}
 }
 
 // notes are what annotating a plan reads: the pools, the nodes and VMs on

@@ -15,15 +15,16 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
 // clusterReads are what the disruption of a plan's MachineConfig items is
 // read from: the Nodes, the VirtualMachineInstances, the node disruption
 // policies and, when a VMI has no eviction strategy of its own, the
-// HyperConverged. Each is read at most once per plan, live: one list of
-// Nodes and one of VMIs, however many nodes and pools there are.
+// HyperConverged. Each is read at most once per plan: the Nodes and VMIs
+// from their caches (Engine.NodeVMs) for a plan, live for DrainImpact.
 type clusterReads struct {
+	// at: the resourceVersions of the caches the Nodes and VMIs came from.
+	at       *readAt
 	nodes    func() ([]unstructured.Unstructured, error)
 	vmis     func() ([]kubevirt.VMI, bool, error)
 	policies func() (*disruption.Policies, string, error)
@@ -31,11 +32,14 @@ type clusterReads struct {
 }
 
 // newClusterReads reads through inputs where it can (the HyperConverged a
-// profile reads as an input is read once), everything else live.
-func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error)) *clusterReads {
+// profile reads as an input is read once), the Nodes and VMIs from their
+// caches when cached, everything else live.
+func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error), cached bool) *clusterReads {
 	c := e.Cluster
-	nodes, vmis := e.nodeAndVMIReads(ctx)
+	at := &readAt{}
+	nodes, vmis := e.nodeReads(ctx, cached, at)
 	return &clusterReads{
+		at:    at,
 		nodes: sync.OnceValues(nodes),
 		vmis:  onceValues3(vmis),
 		policies: onceValues3(func() (*disruption.Policies, string, error) {
@@ -53,15 +57,6 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 			return get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName)
 		}),
 	}
-}
-
-// nodeAndVMIReads are where a plan reads the Nodes and the
-// VirtualMachineInstances (live lists): the one place to change where
-// they come from. Each is called at most once per plan.
-func (e *Engine) nodeAndVMIReads(ctx context.Context) (nodes func() ([]unstructured.Unstructured, error), vmis func() ([]kubevirt.VMI, bool, error)) {
-	nodes = func() ([]unstructured.Unstructured, error) { return e.Cluster.List(ctx, profiles.NodeGVK) }
-	vmis = func() ([]kubevirt.VMI, bool, error) { return e.Cluster.ListVMIs(ctx) }
-	return nodes, vmis
 }
 
 // start begins the reads a plan that writes a MachineConfig will need, so
@@ -225,7 +220,9 @@ func (e *Engine) DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfi
 	if err != nil || len(reboots) == 0 {
 		return nil, err
 	}
-	reads := e.newClusterReads(ctx, e.Cluster.Get)
+	// The last look before a drain: the VMs are read live, never from a
+	// cache that may lag behind (docs/disruption.md).
+	reads := e.newClusterReads(ctx, e.Cluster.Get, false)
 	if _, err := reads.assess(ctx, reboots, pools, change, true); err != nil {
 		return nil, err
 	}

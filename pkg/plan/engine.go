@@ -69,6 +69,9 @@ type Engine struct {
 	Metrics Metrics
 	// Clock is the real clock if nil.
 	Clock clock.PassiveClock
+	// NodeVMs, if set, serves the Nodes and VMIs plans read (nodevms.go);
+	// nil reads them live.
+	NodeVMs NodeVMs
 
 	// windows are the maintenance windows the plan tells the approver
 	// about (when each MachineConfig item would be written).
@@ -104,6 +107,9 @@ type Result struct {
 	// Disrupted are, by item name, the VMs draining the nodes of the
 	// item's pools shuts down or would block on (none: not listed).
 	Disrupted map[string][]v1alpha1.DisruptedVM
+	// ReadAt: the resourceVersions of the caches the plan's Nodes and
+	// VMIs were read from.
+	ReadAt ReadAt
 }
 
 // Satisfied is true when no prerequisite is missing.

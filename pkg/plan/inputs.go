@@ -65,7 +65,7 @@ func (e *Engine) readSnapshot(ctx context.Context, profile profiles.Profile, opt
 	}
 	refs := profile.InputObjects(opts)
 	r := newInputReader(ctx, e.Cluster, refs, from, e.poolLister(ctx, profile, refs, from))
-	r.reads = e.newClusterReads(ctx, r.getLive)
+	r.reads = e.newClusterReads(ctx, r.getLive, true)
 	r.nodes = r.reads.nodes // the profile's reads of Nodes share the list
 	if from.live() && writesMachineConfigs(profile) {
 		r.reads.start()

@@ -153,13 +153,19 @@ var _ = Describe("disruption-aware rollouts: what a drain does to the VMs", Orde
 		// A new VM that migrates changes what is shown, not what is approved.
 		another := env.VMI{Namespace: vmNS, Name: "vm-another", Node: "worker-2", EvictionStrategy: "LiveMigrate", Migratable: true}
 		runVMIs(another)
-		p := getPlan("load-aware-rebalancing")
-		Expect(fates(planItem(p, psiItemName))).To(ContainElement("default/vm-another on worker-2: LiveMigrate"))
+		// Plans read the VMs from the server's cache, milliseconds behind.
+		var p *v1alpha1.Plan
+		Eventually(func() []string {
+			p = getPlan("load-aware-rebalancing")
+			return fates(planItem(p, psiItemName))
+		}).WithTimeout(5 * time.Second).Should(ContainElement("default/vm-another on worker-2: LiveMigrate"))
 		Expect(p.Status.PlanHash).To(Equal(reviewed), "migrating VMs are shown but not hashed")
 
 		stuck := vmMigratable
 		stuck.Migratable, stuck.Reason = false, "HostDeviceNotLiveMigratable"
 		Expect(testEnv.UpdateVMI(suiteCtx, stuck)).To(Succeed())
+		Eventually(func() string { return getPlan("load-aware-rebalancing").Status.PlanHash }).
+			WithTimeout(5*time.Second).ShouldNot(Equal(reviewed), "the server's cache has the change")
 		err := approve(advisor, "load-aware-rebalancing", reviewed)
 		Expect(statusCode(err)).To(Equal(int32(409)), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("you approved plan " + reviewed))

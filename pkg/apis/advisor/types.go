@@ -447,6 +447,16 @@ type PlanStatus struct {
 	Warnings []string
 	// settings are the spec settings planHash binds besides the items.
 	Settings PlanSettings
+	// readFrom says as of which resourceVersions the plan read the Nodes
+	// and VirtualMachineInstances (nil: read live, or not read).
+	ReadFrom *PlanReadFrom
+}
+
+// PlanReadFrom are the resourceVersions of the server's caches a plan read
+// the Nodes and VirtualMachineInstances from.
+type PlanReadFrom struct {
+	NodesResourceVersion                   string
+	VirtualMachineInstancesResourceVersion string
 }
 
 // PlanSettings are the spec settings an approval of the plan approves.

@@ -54,6 +54,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ObjectReference{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ObjectReference(ref),
 		v1alpha1.Plan{}.OpenAPIModelName():                      schema_pkg_apis_advisor_v1alpha1_Plan(ref),
 		v1alpha1.PlanItem{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_PlanItem(ref),
+		v1alpha1.PlanReadFrom{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PlanReadFrom(ref),
 		v1alpha1.PlanSettings{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref),
 		v1alpha1.PlanStatus{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref),
 		v1alpha1.PolicyBounds{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PolicyBounds(ref),
@@ -1221,6 +1222,33 @@ func schema_pkg_apis_advisor_v1alpha1_PlanItem(ref common.ReferenceCallback) com
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_PlanReadFrom(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlanReadFrom are the resourceVersions of the server's caches a plan read the Nodes and VirtualMachineInstances from (\"\" for one read live).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodesResourceVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nodesResourceVersion is the resourceVersion of the Node cache.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"virtualMachineInstancesResourceVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "virtualMachineInstancesResourceVersion is the resourceVersion of the VirtualMachineInstance cache.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1380,12 +1408,18 @@ func schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref common.ReferenceCallback) c
 							Ref:         ref(v1alpha1.PlanSettings{}.OpenAPIModelName()),
 						},
 					},
+					"readFrom": {
+						SchemaProps: spec.SchemaProps{
+							Description: "readFrom says as of which resourceVersions the plan read the Nodes and VirtualMachineInstances: the server serves plans from caches of them (a VM as the server's watch last saw it); absent when they were read live or not read. The check right before a drain reads them live.",
+							Ref:         ref(v1alpha1.PlanReadFrom{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"profile", "generation"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PlanItem{}.OpenAPIModelName(), v1alpha1.PlanSettings{}.OpenAPIModelName(), v1alpha1.Prerequisite{}.OpenAPIModelName()},
+			v1alpha1.PlanItem{}.OpenAPIModelName(), v1alpha1.PlanReadFrom{}.OpenAPIModelName(), v1alpha1.PlanSettings{}.OpenAPIModelName(), v1alpha1.Prerequisite{}.OpenAPIModelName()},
 	}
 }
 

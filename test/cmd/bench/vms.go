@@ -1,35 +1,50 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubevirt/virt-advisor/test/env"
 )
 
 var (
-	vmNodes         = flag.Int("vm-nodes", 50, "worker Nodes for the VM impact figure")
-	vmCount         = flag.Int("vms", 2000, "VirtualMachineInstances spread over those nodes for the VM impact figure; 0 skips it")
-	vmPlanP50Factor = flag.Float64("vm-plan-p50-factor", 1.5, "target: plan GET p50 with the VMs at most this many times the same plan without them")
+	vmNodes          = flag.Int("vm-nodes", 500, "worker Nodes for the VM figures")
+	vmCount          = flag.Int("vms", 10000, "VirtualMachineInstances spread over those nodes for the VM figures; 0 skips them")
+	vmPlanP50Factor  = flag.Float64("vm-plan-p50-factor", 1.2, "target: plan GET p50 with the VMs at most this many times the same plan without them")
+	vmRSSGrowthMiB   = flag.Float64("vm-rss-growth-mib", 24, "target: server RSS growth with the VMs and their nodes, MiB")
+	vmBurstP95       = flag.Duration("vm-burst-p95", 250*time.Millisecond, "target: p95 of a burst of concurrent plan GETs on the cluster with the VMs (no answer 5xx)")
+	vmApprovalFactor = flag.Float64("vm-approval-factor", 1.2, "target: approval to target written p50 with the VMs at most this many times the same without them")
 )
 
-// vmImpact: the plan of a profile that writes a MachineConfig reads one
-// list of Nodes and one of VirtualMachineInstances, whatever their number,
-// to say what draining each node does to each VM. Its p50 with 2 000 VMIs
-// on 50 nodes is compared with the same plan on the same nodes without
-// VMIs.
+// vmImpact: the plan of a profile that writes a MachineConfig reads the
+// Nodes and VirtualMachineInstances from caches in the server, whatever
+// their number, to say what draining each node does to each VM. With
+// 10 000 VMIs on 500 nodes: its p50 against the same plan on no VMIs,
+// the server's RSS growth, a burst of concurrent plan GETs, and approval
+// to target written against the same without the VMs.
 func (b *bench) vmImpact() error {
 	if *vmCount == 0 {
 		return nil
 	}
 	const profile = "load-aware-rebalancing"
-	b.printf("\n== plan GET latency of %s (a MachineConfig item) with %d VMIs on %d worker nodes vs. without VMIs\n", profile, *vmCount, *vmNodes)
+	b.printf("\n== %s (a MachineConfig item) with %d VMIs on %d worker nodes vs. without VMIs\n", profile, *vmCount, *vmNodes)
+	rssBefore, err := rss(b.e.Advisor().Pid())
+	if err != nil {
+		return err
+	}
 	nodes, err := b.e.CreateWorkerNodes(b.ctx, "bench-worker", *vmNodes)
+	if err != nil {
+		return err
+	}
+	approvalsWithout, _, err := b.approvals(*applyRuns)
 	if err != nil {
 		return err
 	}
@@ -45,24 +60,27 @@ func (b *bench) vmImpact() error {
 		return err
 	}
 	b.printf("created %d VMIs in %v\n", *vmCount, time.Since(start).Round(time.Second))
-	p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, profile, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	seen := 0
-	for _, it := range p.Status.Items {
-		for _, r := range it.Reboots {
-			seen += len(r.VMImpacts)
+	// The plan shows every VM once the server's cache holds them all.
+	if err := wait.PollUntilContextTimeout(b.ctx, 200*time.Millisecond, budget, true, func(ctx context.Context) (bool, error) {
+		p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(ctx, profile, metav1.GetOptions{})
+		if err != nil {
+			return false, err
 		}
-	}
-	if seen != *vmCount {
-		return fmt.Errorf("the plan of %s lists %d VMs, want the %d created", profile, seen, *vmCount)
+		seen := 0
+		for _, it := range p.Status.Items {
+			for _, r := range it.Reboots {
+				seen += len(r.VMImpacts)
+			}
+		}
+		return seen == *vmCount, nil
+	}); err != nil {
+		return fmt.Errorf("the plan of %s does not list the %d VMs created: %w", profile, *vmCount, err)
 	}
 	with, err := b.planTimes(profile)
 	if err != nil {
 		return err
 	}
-	// What the one list costs by itself: the same GET straight to
+	// What one list costs by itself: the same GET straight to
 	// kube-apiserver, read but not decoded.
 	rawClient, err := kubernetes.NewForConfig(b.e.AdminConfig)
 	if err != nil {
@@ -70,7 +88,7 @@ func (b *bench) vmImpact() error {
 	}
 	raw := rawClient.Discovery().RESTClient()
 	var lists []time.Duration
-	for i := 0; i < *planRuns/4+2; i++ {
+	for i := 0; i < *planRuns/10+2; i++ {
 		start := time.Now()
 		if _, err := raw.Get().AbsPath("/apis/kubevirt.io/v1/virtualmachineinstances").DoRaw(b.ctx); err != nil {
 			return fmt.Errorf("listing the VMIs: %w", err)
@@ -95,6 +113,66 @@ func (b *bench) vmImpact() error {
 		profile, ms(w50), ms(w95), *vmCount, ms(v50), ms(v95), factor, *vmPlanP50Factor, verdict(met))
 	b.printf("%-24s the VMI list alone, straight from kube-apiserver (not decoded): p50 %.1fms; plan computation inside the server, mean of both series: %.1fms\n",
 		profile, ms(l50), mean)
+
+	if err := b.vmBurst(profile); err != nil {
+		return err
+	}
+
+	approvalsWith, _, err := b.approvals(*applyRuns)
+	if err != nil {
+		return err
+	}
+	a0, _ := percentiles(approvalsWithout)
+	a1, _ := percentiles(approvalsWith)
+	b.report.add("approval to target written p50 without VMIs", "ms", ms(a0))
+	b.report.add(fmt.Sprintf("approval to target written p50 with %d VMIs", *vmCount), "ms", ms(a1))
+	met = b.report.check(fmt.Sprintf("approval to target written p50 with %d VMIs / without", *vmCount), "x", float64(a1)/float64(a0), *vmApprovalFactor)
+	b.printf("approval -> target written p50 without VMIs %6.1fms, with %d VMIs %6.1fms: ratio %.2f (target <= %.2f: %s)\n",
+		ms(a0), *vmCount, ms(a1), float64(a1)/float64(a0), *vmApprovalFactor, verdict(met))
+
+	time.Sleep(5 * time.Second)
+	rssAfter, err := rss(b.e.Advisor().Pid())
+	if err != nil {
+		return err
+	}
+	growth := float64(rssAfter-rssBefore) / 1024
+	b.report.add("server RSS before the VMs and their nodes", "MiB", float64(rssBefore)/1024)
+	b.report.add(fmt.Sprintf("server RSS with %d VMIs on %d nodes", *vmCount, *vmNodes), "MiB", float64(rssAfter)/1024)
+	met = b.report.check(fmt.Sprintf("server RSS growth with %d VMIs on %d nodes", *vmCount, *vmNodes), "MiB", growth, *vmRSSGrowthMiB)
+	b.printf("RSS before %.1f MiB, with %d VMIs on %d nodes %.1f MiB, growth %.1f MiB (target <= %.0f MiB: %s)\n",
+		float64(rssBefore)/1024, *vmCount, *vmNodes, float64(rssAfter)/1024, growth, *vmRSSGrowthMiB, verdict(met))
+	return nil
+}
+
+// vmBurst: burstSize concurrent plan GETs, burstRounds times, on the
+// cluster with the VMs: their p95, and no answer 5xx (a 429 is an answer).
+func (b *bench) vmBurst(profile string) error {
+	client, err := rest.HTTPClientFor(b.e.AdminConfig)
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("%s/apis/advisor.kubevirt.io/v1alpha1/virtplatformconfigs/%s/plan", b.e.AdminConfig.Host, profile)
+	var times []time.Duration
+	codes := map[int]int{}
+	failed := 0
+	for round := 0; round < *burstRounds; round++ {
+		answers, err := burst(b.ctx, client, url, *burstSize)
+		if err != nil {
+			return err
+		}
+		for _, a := range answers {
+			codes[a.code]++
+			if a.code >= 500 {
+				failed++
+			}
+			times = append(times, a.took)
+		}
+	}
+	_, p95 := percentiles(times)
+	met := b.report.check(fmt.Sprintf("burst plan GET p95 with %d VMIs", *vmCount), "ms", ms(p95), ms(*vmBurstP95))
+	met5xx := b.report.check(fmt.Sprintf("burst plan GETs answered 5xx with %d VMIs", *vmCount), "requests", float64(failed), 0)
+	b.printf("%d concurrent plan GETs x %d with %d VMIs: answers %v, p95 %6.1fms (target <= %v: %s), 5xx %d (target 0: %s)\n",
+		*burstSize, *burstRounds, *vmCount, codes, ms(p95), *vmBurstP95, verdict(met), failed, verdict(met5xx))
 	return nil
 }
 

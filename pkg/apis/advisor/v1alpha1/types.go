@@ -640,6 +640,25 @@ type PlanStatus struct {
 	// settings are the spec settings planHash binds besides the items.
 	// +optional
 	Settings PlanSettings `json:"settings,omitempty"`
+	// readFrom says as of which resourceVersions the plan read the Nodes
+	// and VirtualMachineInstances: the server serves plans from caches of
+	// them (a VM as the server's watch last saw it); absent when they were
+	// read live or not read. The check right before a drain reads them
+	// live.
+	// +optional
+	ReadFrom *PlanReadFrom `json:"readFrom,omitempty"`
+}
+
+// PlanReadFrom are the resourceVersions of the server's caches a plan read
+// the Nodes and VirtualMachineInstances from ("" for one read live).
+type PlanReadFrom struct {
+	// nodesResourceVersion is the resourceVersion of the Node cache.
+	// +optional
+	NodesResourceVersion string `json:"nodesResourceVersion,omitempty"`
+	// virtualMachineInstancesResourceVersion is the resourceVersion of the
+	// VirtualMachineInstance cache.
+	// +optional
+	VirtualMachineInstancesResourceVersion string `json:"virtualMachineInstancesResourceVersion,omitempty"`
 }
 
 // PlanSettings are the spec settings an approval of the plan approves.

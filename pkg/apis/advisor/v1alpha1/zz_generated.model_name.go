@@ -127,6 +127,11 @@ func (in PlanItem) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PlanReadFrom) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PlanReadFrom"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PlanSettings) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.PlanSettings"
 }

@@ -1,0 +1,285 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kubevirt/virt-advisor/pkg/failpoint"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
+)
+
+// VMIWatchFailpoint holds each change of a VirtualMachineInstance the
+// VMI cache's watch delivers (not the objects of its initial list) when
+// armed with a duration: an e2e test makes the cache stale on purpose.
+const VMIWatchFailpoint = "vmi-watch-event"
+
+// NodeVMCache serves the Nodes and VirtualMachineInstances every plan that
+// writes a MachineConfig reads (which nodes a pool drains, what that does
+// to the VMs there) from informers: on a cluster with thousands of VMs a
+// list per plan costs kube-apiserver more than the rest of the plan. A
+// transform cuts each object down to what the decisions read as it
+// enters the cache, so memory grows by bytes per VM, not by the kilobytes
+// of a whole VMI. The cache is as new as its watch: the controller's check
+// right before a drain reads the VMs live instead (plan.Engine.DrainImpact).
+type NodeVMCache struct {
+	dynamic dynamic.Interface
+	mapper  meta.RESTMapper
+
+	mu          sync.Mutex
+	ctx         context.Context
+	nodes, vmis *slimInformer
+}
+
+// slimInformer is one informer and the sorted view of its store, built
+// again only after an event changed the store.
+type slimInformer struct {
+	informer cache.SharedIndexInformer
+	// changes counts the store's events; built is the count the view was
+	// built at.
+	changes atomic.Int64
+	mu      sync.Mutex
+	built   int64
+	view    any
+}
+
+// NewNodeVMCache returns a cache whose informers start at Start (Nodes)
+// and at the first read of the VMIs once the cluster serves them.
+func NewNodeVMCache(dyn dynamic.Interface, mapper meta.RESTMapper) *NodeVMCache {
+	return &NodeVMCache{dynamic: dyn, mapper: mapper}
+}
+
+// Start runs the Node informer until ctx ends; the VMI informer starts at
+// the first read that finds the kind served.
+func (c *NodeVMCache) Start(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ctx = ctx
+	c.nodes = c.startLocked(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, slimNode, false)
+}
+
+// Nodes returns the cached Nodes, sorted by name, shared (callers must not
+// modify them), and the resourceVersion the cache is at; ok is false until
+// the cache has synced (the caller reads live).
+func (c *NodeVMCache) Nodes() (nodes []unstructured.Unstructured, resourceVersion string, ok bool) {
+	c.mu.Lock()
+	s := c.nodes
+	c.mu.Unlock()
+	if s == nil || !s.informer.HasSynced() {
+		return nil, "", false
+	}
+	view := s.current(func(items []interface{}) any {
+		out := make([]unstructured.Unstructured, 0, len(items))
+		for _, o := range items {
+			if u, isU := o.(*unstructured.Unstructured); isU {
+				out = append(out, *u)
+			}
+		}
+		slices.SortFunc(out, func(a, b unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+		return out
+	})
+	return view.([]unstructured.Unstructured), s.informer.LastSyncResourceVersion(), true
+}
+
+// VMIs returns the cached VirtualMachineInstances, sorted by namespace and
+// name, shared, and the resourceVersion the cache is at; ok is false until
+// the cache has synced, and when the cluster does not serve
+// kubevirt.io/v1 VirtualMachineInstance (the caller reads live, which
+// tells).
+func (c *NodeVMCache) VMIs() (vmis []kubevirt.VMI, resourceVersion string, ok bool) {
+	c.mu.Lock()
+	s := c.vmis
+	if s == nil && c.ctx != nil {
+		if mapping, err := c.mapper.RESTMapping(VirtualMachineInstanceGVK.GroupKind(), VirtualMachineInstanceGVK.Version); err == nil {
+			s = c.startLocked(mapping.Resource, slimVMI, true)
+			c.vmis = s
+		}
+	}
+	c.mu.Unlock()
+	if s == nil || !s.informer.HasSynced() {
+		return nil, "", false
+	}
+	view := s.current(func(items []interface{}) any {
+		out := make([]kubevirt.VMI, 0, len(items))
+		for _, o := range items {
+			if v, isV := o.(*CachedVMI); isV {
+				out = append(out, v.VMI)
+			}
+		}
+		slices.SortFunc(out, func(a, b kubevirt.VMI) int {
+			if n := strings.Compare(a.Namespace, b.Namespace); n != 0 {
+				return n
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+		return out
+	})
+	return view.([]kubevirt.VMI), s.informer.LastSyncResourceVersion(), true
+}
+
+// current is the view of the store, built by build when the store changed
+// since the last one.
+func (s *slimInformer) current(build func([]interface{}) any) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.changes.Load(); s.view == nil || n != s.built {
+		s.view, s.built = build(s.informer.GetStore().List()), n
+	}
+	return s.view
+}
+
+func (c *NodeVMCache) startLocked(gvr schema.GroupVersionResource, transform cache.TransformFunc, held bool) *slimInformer {
+	ri := c.dynamic.Resource(gvr)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := ri.Watch(ctx, o)
+			if err != nil || !held {
+				return w, err
+			}
+			return heldWatch(w), nil
+		},
+	}
+	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c.dynamic), &unstructured.Unstructured{}, 0, cache.Indexers{})
+	if err := informer.SetTransform(transform); err != nil {
+		klog.ErrorS(err, "Cannot cut down the cached objects", "resource", gvr.Resource)
+	}
+	s := &slimInformer{informer: informer}
+	bump := func() { s.changes.Add(1) }
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(interface{}) { bump() },
+		UpdateFunc: func(_, _ interface{}) { bump() },
+		DeleteFunc: func(interface{}) { bump() },
+	}); err != nil {
+		klog.ErrorS(err, "Cannot follow the cache", "resource", gvr.Resource)
+	}
+	go informer.RunWithContext(c.ctx)
+	return s
+}
+
+// heldWatch passes each change (Modified, Deleted) of w through the
+// failpoint VMIWatchFailpoint; with the failpoint unarmed it is w.
+func heldWatch(w watch.Interface) watch.Interface {
+	if !failpoint.Armed(VMIWatchFailpoint) {
+		return w
+	}
+	h := &held{Interface: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		defer close(h.out)
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Modified || ev.Type == watch.Deleted {
+				failpoint.Hit(VMIWatchFailpoint)
+			}
+			select {
+			case h.out <- ev:
+			case <-h.stop:
+				return
+			}
+		}
+	}()
+	return h
+}
+
+// held is a watch whose events are handed on one by one.
+type held struct {
+	watch.Interface
+	out      chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func (h *held) ResultChan() <-chan watch.Event { return h.out }
+
+func (h *held) Stop() {
+	h.stopOnce.Do(func() { close(h.stop) })
+	h.Interface.Stop()
+}
+
+// CachedVMI is a VirtualMachineInstance as the cache keeps it: its
+// identity and resourceVersion, and what a drain depends on.
+type CachedVMI struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	VMI kubevirt.VMI
+}
+
+// DeepCopyObject copies the VMI (all its fields are values).
+func (v *CachedVMI) DeepCopyObject() runtime.Object {
+	out := *v
+	v.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return &out
+}
+
+// slimVMI keeps of a VMI its name, namespace, resourceVersion and
+// kubevirt.VMI (node, phase, eviction strategy, LiveMigratable).
+func slimVMI(obj interface{}) (interface{}, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil // already cut down, or a tombstone
+	}
+	return &CachedVMI{
+		ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), ResourceVersion: u.GetResourceVersion()},
+		VMI:        kubevirt.ReadVMI(u),
+	}, nil
+}
+
+// slimNode keeps of a Node what the plans read: its name, labels (pools
+// select nodes by them), the control-plane topology annotation (a single
+// node cluster), whether it is schedulable and its taints (where VMs may
+// go), its capacity and allocatable resources, its architecture and the
+// swap it reports (virt-higher-density's check).
+func slimNode(obj interface{}) (interface{}, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	md := map[string]interface{}{"name": u.GetName(), "resourceVersion": u.GetResourceVersion(), "uid": string(u.GetUID())}
+	if l, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "labels"); found {
+		md["labels"] = l
+	}
+	if a, found := u.GetAnnotations()[controlPlaneTopologyAnnotation]; found {
+		md["annotations"] = map[string]interface{}{controlPlaneTopologyAnnotation: a}
+	}
+	status := map[string]interface{}{}
+	for _, f := range []string{"capacity", "allocatable"} {
+		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", f); found {
+			status[f] = v
+		}
+	}
+	nodeInfo := map[string]interface{}{}
+	for _, f := range []string{"swap", "architecture"} {
+		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "nodeInfo", f); found {
+			nodeInfo[f] = v
+		}
+	}
+	if len(nodeInfo) > 0 {
+		status["nodeInfo"] = nodeInfo
+	}
+	spec := map[string]interface{}{}
+	for _, f := range []string{"unschedulable", "taints"} {
+		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", f); found {
+			spec[f] = v
+		}
+	}
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "Node", "metadata": md, "spec": spec, "status": status,
+	}}, nil
+}
+
+// controlPlaneTopologyAnnotation is what marks a single-node cluster's node
+// (pkg/disruption.TopologyAnnotation; this package decides nothing).
+const controlPlaneTopologyAnnotation = "machineconfiguration.openshift.io/controlPlaneTopology"

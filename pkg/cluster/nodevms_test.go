@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/kubevirt/virt-advisor/pkg/cluster/clustertest"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
+)
+
+// The transforms keep what the decisions read and nothing else.
+func TestSlimObjects(t *testing.T) {
+	node := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "Node",
+		"metadata": map[string]interface{}{"name": "worker-0", "resourceVersion": "7", "uid": "u-1",
+			"labels":        map[string]interface{}{"node-role.kubernetes.io/worker": ""},
+			"annotations":   map[string]interface{}{"machineconfiguration.openshift.io/controlPlaneTopology": "SingleReplica", "big": "x"},
+			"managedFields": []interface{}{map[string]interface{}{"manager": "kubelet"}}},
+		"spec": map[string]interface{}{"podCIDR": "10.0.0.0/24", "unschedulable": true,
+			"taints": []interface{}{map[string]interface{}{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}}},
+		"status": map[string]interface{}{
+			"capacity":    map[string]interface{}{"memory": "16Gi", "cpu": "8"},
+			"allocatable": map[string]interface{}{"memory": "15Gi", "cpu": "7"},
+			"nodeInfo":    map[string]interface{}{"kernelVersion": "6.1", "architecture": "amd64", "swap": map[string]interface{}{"capacity": int64(1024)}},
+			"images":      []interface{}{map[string]interface{}{"names": []interface{}{"a"}}},
+		},
+	}}
+	vmi := clustertest.VMI("vm-0", "worker-0", "LiveMigrate", "False", "DisksNotLiveMigratable")
+	vmi.SetResourceVersion("9")
+
+	for _, tt := range []struct {
+		name      string
+		transform func(interface{}) (interface{}, error)
+		in        interface{}
+		want      interface{}
+	}{
+		{"a Node: name, labels, topology, schedulable and taints, resources, architecture, swap", slimNode, node, &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1", "kind": "Node",
+			"metadata": map[string]interface{}{"name": "worker-0", "resourceVersion": "7", "uid": "u-1",
+				"labels":      map[string]interface{}{"node-role.kubernetes.io/worker": ""},
+				"annotations": map[string]interface{}{"machineconfiguration.openshift.io/controlPlaneTopology": "SingleReplica"}},
+			"spec": map[string]interface{}{"unschedulable": true,
+				"taints": []interface{}{map[string]interface{}{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}}},
+			"status": map[string]interface{}{
+				"capacity":    map[string]interface{}{"memory": "16Gi", "cpu": "8"},
+				"allocatable": map[string]interface{}{"memory": "15Gi", "cpu": "7"},
+				"nodeInfo":    map[string]interface{}{"architecture": "amd64", "swap": map[string]interface{}{"capacity": int64(1024)}},
+			},
+		}}},
+		{"a VMI: identity and what a drain depends on", slimVMI, &vmi, &CachedVMI{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vm-0", ResourceVersion: "9"},
+			VMI: kubevirt.VMI{Namespace: "default", Name: "vm-0", Node: "worker-0", Phase: "Running", Strategy: "LiveMigrate",
+				Condition: true, Reason: "DisksNotLiveMigratable"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.transform(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %#v\nwant %#v", got, tt.want)
+			}
+			// A transform may be applied again to what it returned.
+			again, err := tt.transform(got)
+			if err != nil || !reflect.DeepEqual(again, tt.want) {
+				t.Errorf("applied twice: %#v (%v)", again, err)
+			}
+		})
+	}
+}
+
+// The cache serves what the cluster holds, sorted, and follows changes;
+// the VMIs only once their kind is served.
+func TestNodeVMCacheFollowsTheCluster(t *testing.T) {
+	nodeGVR := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	vmiGVR := schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	n1 := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Node", "metadata": map[string]interface{}{"name": "worker-1"}}}
+	n0 := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Node", "metadata": map[string]interface{}{"name": "worker-0"}}}
+	b := clustertest.VMI("b", "worker-1", "LiveMigrate", "True", "")
+	a := clustertest.VMI("a", "worker-0", "LiveMigrate", "True", "")
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{nodeGVR: "NodeList", vmiGVR: "VirtualMachineInstanceList"}, n1, n0, &b, &a)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	c := NewNodeVMCache(dyn, clustertest.ClusterScoped())
+	c.Start(ctx)
+	if _, _, ok := c.VMIs(); ok {
+		t.Fatal("VMIs served from a cache while the cluster does not serve the kind")
+	}
+	c.mapper = clustertest.Namespaced(VirtualMachineInstanceGVK)
+	poll(t, func() bool { _, _, ok := c.Nodes(); return ok })
+	poll(t, func() bool { _, _, ok := c.VMIs(); return ok })
+
+	nodes, _, _ := c.Nodes()
+	if len(nodes) != 2 || nodes[0].GetName() != "worker-0" || nodes[1].GetName() != "worker-1" {
+		t.Errorf("nodes %v, want worker-0 and worker-1 in that order", nodes)
+	}
+	vmis, _, _ := c.VMIs()
+	if len(vmis) != 2 || vmis[0].Name != "a" || vmis[1].Name != "b" || !vmis[0].Migratable {
+		t.Errorf("VMIs %+v, want a then b, migratable", vmis)
+	}
+
+	stuck := clustertest.VMI("a", "worker-0", "LiveMigrate", "False", "HostDeviceNotLiveMigratable")
+	if _, err := dyn.Resource(vmiGVR).Namespace("default").Update(ctx, &stuck, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, func() bool { v, _, _ := c.VMIs(); return len(v) == 2 && !v[0].Migratable })
+	if v, _, _ := c.VMIs(); v[0].Reason != "HostDeviceNotLiveMigratable" {
+		t.Errorf("VMI a after the change: %+v", v[0])
+	}
+}
+
+func poll(t *testing.T, cond func() bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("not so within 10s: %v", err)
+	}
+}
