@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -99,7 +100,11 @@ func splitList(s string) []string {
 
 // checkLayers compares what the document says with the real imports of
 // the packages (every package a key, generated code left out) and
-// returns what is wrong, one line each.
+// returns what is wrong, one line each. A package path may be a pattern
+// (path.Match, e.g. pkg/profiles/*): a package no entry names exactly
+// takes the layer of the pattern it matches, and an import line with a
+// pattern names every such import (at least one of which must exist), so
+// that a new profile's package needs no line of its own.
 func checkLayers(doc layers, real map[string][]string) []string {
 	var problems []string
 	layerOf := map[string]int{}
@@ -111,27 +116,39 @@ func checkLayers(doc layers, real map[string][]string) []string {
 			layerOf[p] = i
 		}
 	}
+	layer := func(p string) (int, bool) {
+		if l, ok := layerOf[p]; ok {
+			return l, true
+		}
+		for _, pattern := range sortedPackages(layerOf) {
+			if isPattern(pattern) && matches(pattern, p) {
+				return layerOf[pattern], true
+			}
+		}
+		return 0, false
+	}
 	for _, p := range sortedPackages(real) {
-		if _, ok := layerOf[p]; !ok {
+		if _, ok := layer(p); !ok {
 			problems = append(problems, fmt.Sprintf("package %s is in no layer: add it to the table of Layers", p))
 		}
 	}
 	for _, p := range sortedPackages(layerOf) {
-		if _, ok := real[p]; !ok {
+		if !anyPackage(real, p) {
 			problems = append(problems, fmt.Sprintf("the table of Layers names %s, which is no package", p))
 		}
 	}
-	realEdges := map[edge]bool{}
+	used := map[edge]bool{}
 	for _, from := range sortedPackages(real) {
 		for _, to := range real[from] {
 			e := edge{from, to}
-			realEdges[e] = true
-			accepted, listed := doc.imports[e]
+			documented, accepted, listed := documentedEdge(doc.imports, e)
 			if !listed {
 				problems = append(problems, fmt.Sprintf("%s is not in the list of imports of Layers", e))
+				continue
 			}
-			fromLayer, ok1 := layerOf[from]
-			toLayer, ok2 := layerOf[to]
+			used[documented] = true
+			fromLayer, ok1 := layer(from)
+			toLayer, ok2 := layer(to)
 			if !ok1 || !ok2 {
 				continue
 			}
@@ -149,11 +166,45 @@ func checkLayers(doc layers, real map[string][]string) []string {
 	}
 	slices.SortFunc(listed, func(a, b edge) int { return strings.Compare(a.String(), b.String()) })
 	for _, e := range listed {
-		if !realEdges[e] {
+		if !used[e] {
 			problems = append(problems, fmt.Sprintf("the list of imports of Layers names %s, which go list does not show", e))
 		}
 	}
 	return problems
+}
+
+// documentedEdge is the line of the list that names e: its own, else one
+// whose patterns match it.
+func documentedEdge(imports map[edge]bool, e edge) (documented edge, accepted, listed bool) {
+	if accepted, ok := imports[e]; ok {
+		return e, accepted, true
+	}
+	for d, accepted := range imports {
+		if (isPattern(d.from) || isPattern(d.to)) && matches(d.from, e.from) && matches(d.to, e.to) {
+			return d, accepted, true
+		}
+	}
+	return edge{}, false, false
+}
+
+func isPattern(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+func matches(pattern, p string) bool {
+	ok, err := path.Match(pattern, p)
+	return err == nil && ok
+}
+
+// anyPackage: p is a package, or a pattern some package matches.
+func anyPackage(real map[string][]string, p string) bool {
+	if _, ok := real[p]; ok {
+		return true
+	}
+	for q := range real {
+		if isPattern(p) && matches(p, q) {
+			return true
+		}
+	}
+	return false
 }
 
 func sortedPackages[V any](m map[string]V) []string {
@@ -222,9 +273,11 @@ func TestLayers(t *testing.T) {
 
 func TestCheckLayers(t *testing.T) {
 	const table = "## Layers\n\n| layer | packages |\n|---|---|\n| top | `cmd/a` |\n| middle | `pkg/b`, `pkg/c` |\n| bottom | `pkg/d` |\n\n"
+	const withPattern = "## Layers\n\n| layer | packages |\n|---|---|\n| top | `cmd/a` |\n| middle | `pkg/b`, `pkg/c` |\n| bottom | `pkg/d/*`, `pkg/d` |\n\n"
 	real := map[string][]string{"cmd/a": {"pkg/b"}, "pkg/b": {"pkg/c", "pkg/d"}, "pkg/c": {}, "pkg/d": {}}
 	tests := []struct {
 		name    string
+		table   string // the table of layers; "": table
 		imports string // the code block's lines
 		real    map[string][]string
 		want    []string
@@ -265,10 +318,25 @@ func TestCheckLayers(t *testing.T) {
 			"the table of Layers names pkg/d, which is no package",
 			"the list of imports of Layers names pkg/b → pkg/d, which go list does not show",
 		},
+	}, {
+		name:    "a pattern: a new package under it needs no line of its own",
+		table:   withPattern,
+		imports: "cmd/a → pkg/b\npkg/b → pkg/c, pkg/d\npkg/d/* → pkg/d",
+		real:    map[string][]string{"cmd/a": {"pkg/b"}, "pkg/b": {"pkg/c", "pkg/d"}, "pkg/c": {}, "pkg/d": {}, "pkg/d/x": {"pkg/d"}, "pkg/d/y": {}},
+	}, {
+		name:    "a pattern names imports of which none exists",
+		table:   withPattern,
+		imports: "cmd/a → pkg/b\npkg/b → pkg/c, pkg/d\npkg/d/* → pkg/c",
+		real:    map[string][]string{"cmd/a": {"pkg/b"}, "pkg/b": {"pkg/c", "pkg/d"}, "pkg/c": {}, "pkg/d": {}, "pkg/d/x": {}},
+		want:    []string{"the list of imports of Layers names pkg/d/* → pkg/c, which go list does not show"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			doc, err := parseLayers("# Doc\n" + table + "```text\n" + tc.imports + "\n```\n\n## Next\n\n| x | `pkg/z` |\n")
+			layers := tc.table
+			if layers == "" {
+				layers = table
+			}
+			doc, err := parseLayers("# Doc\n" + layers + "```text\n" + tc.imports + "\n```\n\n## Next\n\n| x | `pkg/z` |\n")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -52,10 +52,15 @@ type Metadata struct {
 	// go test ./docs -update).
 	Writes []Write
 	// Examples are configurations of the profile, the first its sample
-	// (artifacts/samples/<name>.yaml, generated): the admission policy's
+	// (artifacts/samples/<name>.yaml, with SampleNote): the admission policy's
 	// tests admit every write each makes on the baseline cluster plus the
 	// example's Objects, and the catalogue's tests validate and plan them.
 	Examples []Example
+	// SampleNote is the comment at the top of the profile's sample
+	// (artifacts/samples/<name>.yaml, generated from it and the first
+	// example by go test ./artifacts/samples -update): what it configures,
+	// and how to go on.
+	SampleNote string
 }
 
 // Write is an object a profile writes.

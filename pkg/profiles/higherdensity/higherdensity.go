@@ -64,6 +64,9 @@ func (profile) Metadata() profiles.Metadata {
 				Why: "memory overcommit and KSM"},
 		},
 		Examples: examples(),
+		SampleNote: "Higher VM density: swap on the workers (MachineConfig), memory overcommit\n" +
+			"and KSM through the HyperConverged CR.\n" +
+			"memoryToRequestRatio > 120 requires enableSwap: true.\n",
 	}
 }
 

@@ -92,6 +92,12 @@ func (profile) Metadata() profiles.Metadata {
 			Why:    "live-migration limits (parallelMigrationsPerCluster, parallelOutboundMigrationsPerNode, bandwidthPerMigration, completionTimeoutPerGiB, progressTimeout)",
 		}},
 		Examples: examples(),
+		SampleNote: "Live-migration limits sized to the cluster: the HyperConverged\n" +
+			"liveMigrationConfig derived from the schedulable nodes, the pool that\n" +
+			"drains the most nodes at once and each node's migration link. No reboot.\n" +
+			"Every option may be left out (the defaults are shown; unset,\n" +
+			"parallelOutboundMigrationsPerNode and completionTimeoutPerGiB keep the\n" +
+			"installed HyperConverged's defaults).\n",
 	}
 }
 

@@ -70,6 +70,14 @@ func (profile) Metadata() profiles.Metadata {
 				Why:    "the descheduler's KubeVirt profile, interval, mode and eviction limits"},
 		},
 		Examples: examples(),
+		SampleNote: "Load-aware VM rebalancing: configures the KubeDescheduler singleton (the\n" +
+			"best KubeVirt profile the installed descheduler offers, eviction limits\n" +
+			"derived from the HyperConverged live-migration limits) and, with\n" +
+			"enablePSIMetrics, a MachineConfig adding the \"psi=1\" kernel argument to the\n" +
+			"worker pool (nodes reboot during that rollout).\n" +
+			"DryRun: the server drafts a plan; review it with\n" +
+			"  kubectl get virtplatformconfig load-aware-rebalancing --subresource=plan -o yaml\n" +
+			"and approve it with samples/approval.json.\n",
 	}
 }
 
