@@ -348,3 +348,43 @@ func Summary(b v1alpha1.PolicyBounds) string {
 	}
 	return s
 }
+
+// Ref is policy p as an approval records it: name, UID and generation.
+func Ref(p *v1alpha1.ApprovalPolicy) *v1alpha1.ApprovalPolicyRef {
+	return &v1alpha1.ApprovalPolicyRef{Name: p.Name, UID: p.UID, Generation: p.Generation}
+}
+
+// LapsedReason is the reason of the ReviewRequired condition of a config
+// whose policy approval lapsed before all its items were written, and
+// that no policy approved again.
+const LapsedReason = "PolicyApprovalLapsed"
+
+// Lapsed says what changed in the policy that approved a, so that the
+// items a approved and not yet written may no longer be written; "" when
+// a was not made by a policy, or its policy still holds: current (the
+// policy of that name now, nil when there is none) is the one that
+// approved (same UID and generation) and still covers the config of that
+// name and labels.
+func Lapsed(a *v1alpha1.ApprovalRecord, current *v1alpha1.ApprovalPolicy, config string, configLabels map[string]string) string {
+	if a == nil {
+		return ""
+	}
+	name, byPolicy := PolicyOf(a.ApprovedBy)
+	if !byPolicy {
+		return ""
+	}
+	ref := a.Policy
+	switch {
+	case ref == nil || ref.Name != name:
+		return fmt.Sprintf("approval policy '%s' approved the plan without a record of its UID and generation", name)
+	case current == nil:
+		return fmt.Sprintf("approval policy '%s' was deleted", name)
+	case current.UID != ref.UID:
+		return fmt.Sprintf("approval policy '%s' was deleted and created again (UID %s, was %s)", name, current.UID, ref.UID)
+	case !Covers(current, config, configLabels):
+		return fmt.Sprintf("approval policy '%s' no longer covers the config", name)
+	case current.Generation != ref.Generation:
+		return fmt.Sprintf("approval policy '%s' changed (generation %d → %d)", name, ref.Generation, current.Generation)
+	}
+	return ""
+}

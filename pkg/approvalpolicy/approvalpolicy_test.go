@@ -198,3 +198,74 @@ func TestApprovedBy(t *testing.T) {
 		}
 	}
 }
+
+// An approval by a policy holds for the items not yet written only while
+// that very policy, unchanged, still covers the config.
+func TestLapsed(t *testing.T) {
+	approving := func() *v1alpha1.ApprovalPolicy {
+		p := policy("quiet-tuning", nil)
+		p.UID, p.Generation = "uid-1", 3
+		return p
+	}
+	record := func() *v1alpha1.ApprovalRecord {
+		p := approving()
+		return &v1alpha1.ApprovalRecord{PlanHash: "h", ApprovedBy: ApprovedBy(p), Policy: Ref(p)}
+	}
+	const config = "load-aware-rebalancing"
+	tests := []struct {
+		name    string
+		record  func() *v1alpha1.ApprovalRecord
+		current func() *v1alpha1.ApprovalPolicy
+		labels  map[string]string
+		want    string
+	}{
+		{name: "unchanged: holds", record: record, current: approving},
+		{name: "labels only (generation kept): holds", record: record, current: func() *v1alpha1.ApprovalPolicy {
+			p := approving()
+			p.Labels = map[string]string{"team": "b"}
+			return p
+		}},
+		{name: "a person's approval: not the policies' business", record: func() *v1alpha1.ApprovalRecord {
+			return &v1alpha1.ApprovalRecord{PlanHash: "h", ApprovedBy: "alice"}
+		}},
+		{name: "no approval", record: func() *v1alpha1.ApprovalRecord { return nil }},
+		{name: "deleted", record: record, current: func() *v1alpha1.ApprovalPolicy { return nil },
+			want: "approval policy 'quiet-tuning' was deleted"},
+		{name: "deleted and created again, same spec", record: record, current: func() *v1alpha1.ApprovalPolicy {
+			p := approving()
+			p.UID, p.Generation = "uid-2", 1
+			return p
+		}, want: "approval policy 'quiet-tuning' was deleted and created again (UID uid-2, was uid-1)"},
+		{name: "bounds changed", record: record, current: func() *v1alpha1.ApprovalPolicy {
+			p := approving()
+			p.Generation = 4
+			return p
+		}, want: "approval policy 'quiet-tuning' changed (generation 3 → 4)"},
+		{name: "no longer covers the config", record: record, current: func() *v1alpha1.ApprovalPolicy {
+			p := approving()
+			p.Generation, p.Spec.Configs.Names = 4, []string{"virt-higher-density"}
+			return p
+		}, want: "approval policy 'quiet-tuning' no longer covers the config"},
+		{name: "selector: the config's labels changed", record: record, labels: map[string]string{"tier": "b"}, current: func() *v1alpha1.ApprovalPolicy {
+			p := approving()
+			p.Spec.Configs = v1alpha1.PolicyConfigs{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "a"}}}
+			return p
+		}, want: "approval policy 'quiet-tuning' no longer covers the config"},
+		{name: "recorded without the policy's UID and generation", record: func() *v1alpha1.ApprovalRecord {
+			r := record()
+			r.Policy = nil
+			return r
+		}, current: approving, want: "approval policy 'quiet-tuning' approved the plan without a record of its UID and generation"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var current *v1alpha1.ApprovalPolicy
+			if tt.current != nil {
+				current = tt.current()
+			}
+			if got := Lapsed(tt.record(), current, config, tt.labels); got != tt.want {
+				t.Errorf("Lapsed = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

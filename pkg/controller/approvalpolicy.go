@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -48,20 +49,27 @@ type policyMetrics interface {
 
 // review decides what the plan res of cfg, which has changes and no
 // standing approval of its own, needs: a policy's approval, or a person.
-func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time) (time.Duration, error) {
+// lapse, when not empty, says why a policy's approval of an earlier plan
+// of this spec lapsed (lapseNote); it heads the message of a review.
+func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time, lapse string) (time.Duration, error) {
 	st := &cfg.Status
 	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
+	reason, head := "ReviewRequired", ""
+	if lapse != "" {
+		reason, head = policies.LapsedReason, lapse+" "
+	}
 	approved, refused, err := c.askPolicies(ctx, cfg, res)
 	if err != nil {
-		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "ReviewRequired", status.MessageReview)
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, head+status.MessageReview)
 		return 0, err
 	}
 	if approved != nil {
-		record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: approved.by, ApprovedAt: now, Generation: cfg.Generation, UID: cfg.UID}
+		record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: approved.by, ApprovedAt: now, Generation: cfg.Generation, UID: cfg.UID,
+			Policy: approved.ref}
 		return 0, approval.Record(st, res, record)
 	}
 	if len(refused) == 0 {
-		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "ReviewRequired", status.MessageReview)
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, head+status.MessageReview)
 		return 0, nil
 	}
 	var why []string
@@ -74,7 +82,7 @@ func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 			}
 		}
 	}
-	status.SetPhase(st, v1alpha1.PhaseReviewRequired, policies.RefusedReason, fmt.Sprintf(
+	status.SetPhase(st, v1alpha1.PhaseReviewRequired, policies.RefusedReason, head+fmt.Sprintf(
 		"plan %s is beyond what the approval policies covering it approve: %s. %s",
 		v1alpha1.ShortHash(res.Status.PlanHash), strings.Join(why, "; "), status.MessageReview))
 	return requeue, nil
@@ -83,7 +91,8 @@ func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 // policyApproval is the policy that approved a plan, and the name it is recorded by.
 type policyApproval struct {
 	policies.Decision
-	by string
+	by  string
+	ref *v1alpha1.ApprovalPolicyRef
 }
 
 // askPolicies returns the policy that approves res, or the refusals of
@@ -115,7 +124,7 @@ func (c *Controller) askPolicies(ctx context.Context, cfg *v1alpha1.VirtPlatform
 	}
 	for _, p := range covering {
 		if p.Name == approved.Policy {
-			return &policyApproval{Decision: *approved, by: policies.ApprovedBy(p)}, refused, nil
+			return &policyApproval{Decision: *approved, by: policies.ApprovedBy(p), ref: policies.Ref(p)}, refused, nil
 		}
 	}
 	return nil, refused, nil
@@ -169,4 +178,65 @@ func (c *Controller) announceApproval(cfg *v1alpha1.VirtPlatformConfig, a *v1alp
 		m.PolicyApproved(name)
 	}
 	c.Recorder.Eventf(cfg, "Normal", "Approved", "Plan %s approved by %s", a.PlanHash, a.ApprovedBy)
+}
+
+// lapseEnd ends the sentence that says why a policy's approval lapsed.
+const lapseEnd = "nothing further was written."
+
+// policyLapsed is asked before every write of a plan a policy approved,
+// after approval.Check: the policy must still be the one that approved it
+// (same UID and generation) and still cover the config. Otherwise nothing
+// further is written, the approval lapses, and the config goes back to
+// review with what changed (the caller asks the policies again at once).
+func (c *Controller) policyLapsed(cfg *v1alpha1.VirtPlatformConfig) (bool, error) {
+	a := cfg.Status.Approval
+	if _, byPolicy := policies.PolicyOf(a.ApprovedBy); !byPolicy {
+		return false, nil
+	}
+	var current *v1alpha1.ApprovalPolicy
+	if c.PolicyLister != nil {
+		all, err := c.PolicyLister.List(everything)
+		if err != nil {
+			return false, fmt.Errorf("listing approval policies: %w", err)
+		}
+		for _, p := range all {
+			if a.Policy != nil && p.Name == a.Policy.Name {
+				current = p
+			}
+		}
+	}
+	what := policies.Lapsed(a, current, cfg.Name, cfg.Labels)
+	if what == "" {
+		return false, nil
+	}
+	var unwritten []string
+	for i := range cfg.Status.Items {
+		if it := &cfg.Status.Items[i]; writePending(it) {
+			unwritten = append(unwritten, "'"+it.Name+"'")
+		}
+	}
+	st := &cfg.Status
+	st.Approval = nil
+	status.SetPhase(st, v1alpha1.PhaseReviewRequired, policies.LapsedReason, fmt.Sprintf("%s before items %s were written; %s",
+		what, strings.Join(unwritten, ", "), lapseEnd))
+	return true, nil
+}
+
+// lapseNote is the sentence saying why a policy's approval lapsed, while
+// the config still waits for the review of that spec it sent it to; ""
+// otherwise. It is read before the draft records the generation.
+func lapseNote(cfg *v1alpha1.VirtPlatformConfig) string {
+	st := &cfg.Status
+	if st.Phase != v1alpha1.PhaseReviewRequired || st.ObservedGeneration != cfg.Generation {
+		return ""
+	}
+	c := meta.FindStatusCondition(st.Conditions, string(v1alpha1.PhaseReviewRequired))
+	if c == nil || (c.Reason != policies.LapsedReason && c.Reason != policies.RefusedReason) {
+		return ""
+	}
+	note, _, found := strings.Cut(c.Message, lapseEnd)
+	if !found {
+		return ""
+	}
+	return note + lapseEnd
 }

@@ -137,3 +137,123 @@ func findCondition(cfg *v1alpha1.VirtPlatformConfig, phase v1alpha1.ConfigPhase)
 	}
 	return metav1.Condition{}
 }
+
+// What is not yet written follows the current policies: a policy's
+// approval holds before a write only while that policy, unchanged, still
+// covers the config; otherwise nothing is written, the policies are asked
+// again, and what is left to a person names the policy and what changed.
+// A person's approval does not depend on any policy.
+func TestPolicyApprovalLapses(t *testing.T) {
+	changed := func(mutate func(*v1alpha1.ApprovalPolicySpec)) fakePolicies {
+		p := quietTuning()
+		p.UID, p.Generation = "policy-uid", 2
+		mutate(&p.Spec)
+		return fakePolicies{p}
+	}
+	tests := []struct {
+		name     string
+		human    bool         // a person approved, not the policy
+		after    fakePolicies // the policies after the approval, before the write
+		phase    v1alpha1.ConfigPhase
+		reason   string
+		messages []string
+		// applied: the items written by the reconcile after the change, and
+		// by the one after that.
+		applied, then []string
+		// generation of the policy in the approval that holds at the end.
+		generation int64
+	}{
+		{name: "policy deleted: nothing written, review naming it", after: fakePolicies{},
+			phase: v1alpha1.PhaseReviewRequired, reason: "PolicyApprovalLapsed",
+			messages: []string{"approval policy 'quiet-tuning' was deleted before items '" + descheduler + "' were written; nothing further was written. " + status.MessageReview}},
+		{name: "policy deleted and created again: another policy, which approves anew", after: func() fakePolicies {
+			p := quietTuning()
+			p.UID, p.Generation = "other-uid", 1
+			return fakePolicies{p}
+		}(), phase: v1alpha1.PhaseInProgress, reason: "Approved", then: []string{descheduler}, generation: 1},
+		{name: "bounds changed, plan still within: approved anew with the new generation, then written",
+			after: changed(func(s *v1alpha1.ApprovalPolicySpec) { s.Bounds.MaxImpact = v1alpha1.ImpactMedium }),
+			phase: v1alpha1.PhaseInProgress, reason: "Approved", then: []string{descheduler}, generation: 2},
+		{name: "bounds changed, plan beyond them: nothing written, review naming the policy, the change and the bound",
+			after: changed(func(s *v1alpha1.ApprovalPolicySpec) {
+				s.Bounds.Items = []v1alpha1.PolicyItem{{Kind: "HyperConverged"}}
+			}),
+			phase: v1alpha1.PhaseReviewRequired, reason: "PolicyBoundExceeded",
+			messages: []string{"approval policy 'quiet-tuning' changed (generation 1 → 2) before items '" + descheduler + "' were written; nothing further was written. ",
+				"policy 'quiet-tuning' allows only HyperConverged"}},
+		{name: "no longer covers the config: nothing written, review naming it",
+			after: changed(func(s *v1alpha1.ApprovalPolicySpec) { s.Configs.Names = []string{"virt-higher-density"} }),
+			phase: v1alpha1.PhaseReviewRequired, reason: "PolicyApprovalLapsed",
+			messages: []string{"approval policy 'quiet-tuning' no longer covers the config before items '" + descheduler + "' were written; nothing further was written."}},
+		{name: "a person's approval: the policy deleted changes nothing", human: true, after: fakePolicies{},
+			phase: v1alpha1.PhaseCompleted, applied: []string{descheduler}},
+		{name: "a person's approval: the policy changed changes nothing", human: true,
+			after: changed(func(s *v1alpha1.ApprovalPolicySpec) { s.Bounds.Items = []v1alpha1.PolicyItem{{Kind: "HyperConverged"}} }),
+			phase: v1alpha1.PhaseCompleted, applied: []string{descheduler}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, "v1", false)
+			approving := quietTuning()
+			approving.UID, approving.Generation = "policy-uid", 1
+			h.c.PolicyLister = fakePolicies{approving}
+			h.create(dryRun, "alice")
+			h.planner.result = deschedulerPlan()
+			if tt.human {
+				h.c.PolicyLister = fakePolicies{}
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("bob")
+				h.c.PolicyLister = fakePolicies{approving}
+			} else {
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+				if p := h.get().Status.Approval.Policy; p == nil || *p != (v1alpha1.ApprovalPolicyRef{Name: "quiet-tuning", UID: "policy-uid", Generation: 1}) {
+					t.Fatalf("the approval records the policy as %+v, want quiet-tuning, its UID and generation 1", p)
+				}
+			}
+			h.forget()
+			h.c.PolicyLister = tt.after
+			h.reconcile()
+			if h.err != nil {
+				t.Fatalf("reconcile: %v", h.err)
+			}
+			if strings.Join(h.planner.applied, ",") != strings.Join(tt.applied, ",") {
+				t.Fatalf("applied %v, want %v", h.planner.applied, tt.applied)
+			}
+			cfg := h.get()
+			if cfg.Status.Phase != tt.phase {
+				t.Fatalf("phase %s, want %s (%s)", cfg.Status.Phase, tt.phase, status.PhaseMessage(&cfg.Status))
+			}
+			c := findCondition(cfg, tt.phase)
+			if tt.reason != "" && c.Reason != tt.reason {
+				t.Errorf("reason %s, want %s (%s)", c.Reason, tt.reason, c.Message)
+			}
+			for _, m := range tt.messages {
+				if !strings.Contains(c.Message, m) {
+					t.Errorf("message %q, want …%q…", c.Message, m)
+				}
+			}
+			if tt.phase == v1alpha1.PhaseReviewRequired {
+				if cfg.Status.Approval != nil {
+					t.Errorf("the lapsed approval is still recorded: %+v", cfg.Status.Approval)
+				}
+				// Looked at again, the config still says why it waits.
+				h.reconcile()
+				if got := findCondition(h.get(), tt.phase); got.Message != c.Message {
+					t.Errorf("looked at again, the message is %q, was %q", got.Message, c.Message)
+				}
+				if len(h.planner.applied) != 0 {
+					t.Errorf("applied %v", h.planner.applied)
+				}
+			}
+			if tt.generation != 0 {
+				if p := cfg.Status.Approval.Policy; p == nil || p.Generation != tt.generation || p.UID != tt.after[0].UID {
+					t.Errorf("approved anew as %+v, want generation %d, UID %s", p, tt.generation, tt.after[0].UID)
+				}
+				h.reconcile()
+				if strings.Join(h.planner.applied, ",") != strings.Join(tt.then, ",") {
+					t.Errorf("then applied %v, want %v", h.planner.applied, tt.then)
+				}
+			}
+		})
+	}
+}

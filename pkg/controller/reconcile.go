@@ -72,6 +72,11 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		requeue, err = c.draft(ctx, cfg, profile)
 	case workProgress:
 		requeue, err = c.progress(ctx, cfg)
+		if err == nil && cfg.Status.Phase == v1alpha1.PhaseReviewRequired {
+			// A policy's approval lapsed before a write: the policies
+			// are asked again at once.
+			requeue, err = c.draft(ctx, cfg, profile)
+		}
 	case workCheck:
 		requeue, err = c.check(ctx, cfg, profile, eventAt, objects)
 	case workTrack:
@@ -202,6 +207,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	if handled, requeue, err := c.reviewInputDrift(ctx, cfg, profile); handled {
 		return requeue, err
 	}
+	lapse := lapseNote(cfg)
 	st.ObservedGeneration = cfg.Generation
 	st.OperatorVersion = c.Version
 	start := c.clock.Now()
@@ -229,7 +235,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	case cfg.Spec.Action == v1alpha1.PlanActionApply:
 		return 0, c.applyAction(cfg, res, now)
 	}
-	return c.review(ctx, cfg, res, now)
+	return c.review(ctx, cfg, res, now, lapse)
 }
 
 // nothingToApply drafts a plan that changes nothing: Completed, or
@@ -364,8 +370,10 @@ type progressEnd struct {
 // rollouts; it returns the first wait an item is in, if any.
 func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (time.Duration, *status.Wait, error) {
 	// Items nobody approved are not even read from the cluster.
-	if writesPending(cfg.Status.Items) && !c.approvalHolds(cfg, "") {
-		return 0, nil, nil
+	if writesPending(cfg.Status.Items) {
+		if holds, err := c.approvalHolds(cfg, ""); !holds {
+			return 0, nil, err
+		}
 	}
 	timeout, _ := advisor.ParseWaitTimeout(cfg.Spec.WaitTimeout) // validated
 	p := &progression{cfg: cfg, timeout: timeout, planDue: notStarted(cfg.Status.Items),
@@ -392,8 +400,8 @@ func (c *Controller) progressItems(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 // non-nil when the items after it must wait (or the config stopped).
 func (c *Controller) writeDueItem(ctx context.Context, p *progression, i int) *progressEnd {
 	cfg := p.cfg
-	if !c.approvalHolds(cfg, cfg.Status.Items[i].Name) {
-		return &progressEnd{}
+	if holds, err := c.approvalHolds(cfg, cfg.Status.Items[i].Name); !holds {
+		return &progressEnd{err: err}
 	}
 	if backoff := c.retryWait(cfg.Name, &cfg.Status.Items[i]); backoff > 0 {
 		return &progressEnd{requeue: backoff, wait: p.wait}
@@ -478,10 +486,13 @@ func (c *Controller) settle(cfg *v1alpha1.VirtPlatformConfig, requeue time.Durat
 // cover exactly these items and this spec, whatever happened since
 // (restarts, failovers, a spec change, a status nobody approved).
 // Otherwise the config fails with what changed and nothing is written.
-func (c *Controller) approvalHolds(cfg *v1alpha1.VirtPlatformConfig, item string) bool {
+// An approval by a policy also needs that policy as it approved
+// (policyLapsed): otherwise it lapses and the config goes back to review.
+func (c *Controller) approvalHolds(cfg *v1alpha1.VirtPlatformConfig, item string) (bool, error) {
 	err := approval.Check(cfg)
 	if err == nil {
-		return true
+		lapsed, err := c.policyLapsed(cfg)
+		return !lapsed && err == nil, err
 	}
 	what := "Nothing was written"
 	if item != "" {
@@ -492,7 +503,7 @@ func (c *Controller) approvalHolds(cfg *v1alpha1.VirtPlatformConfig, item string
 	cfg.Status.Items = nil
 	cfg.Status.ObservedGeneration = cfg.Generation
 	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ApprovalMismatch", fmt.Sprintf("%s: %v. %s", what, err, c.reapproveAdvice(cfg)))
-	return false
+	return false, nil
 }
 
 // reapproveAdvice says how to get a plan applied after an approval

@@ -193,6 +193,33 @@ var _ = Describe("approval policies", Ordered, func() {
 		expectUnpausedByUs()
 	})
 
+	It("write nothing more once the approving policy is deleted: the PSI change it approved waits for its window, the policy goes, the window opens, and the config is back at ReviewRequired naming the policy", func() {
+		createWindow(workerWindow("e2e-policy-lapse-window", "* * * * *", 20*time.Second, v1alpha1.MaintenanceWindowKindAllow))
+		setter, setterName := policySetter()
+		createPolicy(setter, newPolicy("e2e-policy-lapsing", []string{"load-aware-rebalancing"}, rebootsInWindow))
+		untilSecond(25, 40) // the window is closed
+		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseInProgress, 20*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).To(Equal("policy/e2e-policy-lapsing (set by " + setterName + ")"))
+		Expect(c.Status.Approval.Policy).NotTo(BeNil())
+		Expect(c.Status.Approval.Policy.Generation).To(BeNumerically(">", 0))
+		Eventually(func() string { return itemMessage("load-aware-rebalancing", "enable-psi-metrics") }).WithTimeout(10 * time.Second).
+			Should(ContainSubstring("window 'e2e-policy-lapse-window' opens"))
+
+		deletePolicy("e2e-policy-lapsing")
+		// Through the next opening of the window, and a little into it.
+		now := time.Now()
+		open := now.Truncate(time.Minute).Add(time.Minute + 8*time.Second)
+		Consistently(func() interface{} { return getObject(mcGVR, "", "99-worker-psi-karg") }).
+			WithTimeout(open.Sub(now)).WithPolling(500*time.Millisecond).
+			Should(BeNil(), "nothing is written once the policy that approved it is gone, window open or not")
+		c = waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 5*time.Second)
+		cond := condition(c, "ReviewRequired")
+		Expect(cond.Reason).To(Equal("PolicyApprovalLapsed"))
+		Expect(cond.Message).To(MatchRegexp(`^approval policy 'e2e-policy-lapsing' was deleted before items .*'enable-psi-metrics'.* were written; nothing further was written\. `))
+		Expect(c.Status.Approval).To(BeNil())
+	})
+
 	It("approve only while one of their windows is open: closed, the plan waits naming the window; opened, it is approved", func() {
 		createWindow(newWindow("e2e-policy-new-year", "0 0 1 1 *", time.Hour, ""))
 		setter, setterName := policySetter()

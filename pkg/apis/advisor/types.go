@@ -404,6 +404,20 @@ type ApprovalRecord struct {
 	ItemsHash string
 	// uid is the VirtPlatformConfig the approved plan was computed for.
 	UID types.UID
+	// policy is the ApprovalPolicy that approved the plan, when one did:
+	// an item not yet written is written only while that policy, unchanged
+	// (same UID and generation), still covers the config.
+	Policy *ApprovalPolicyRef
+}
+
+// ApprovalPolicyRef is an ApprovalPolicy as it was when it approved a plan.
+type ApprovalPolicyRef struct {
+	// name of the policy.
+	Name string
+	// uid of the policy: one deleted and created again is another.
+	UID types.UID
+	// generation of the policy's spec that approved the plan.
+	Generation int64
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

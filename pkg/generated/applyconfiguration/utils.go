@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.AppliedItemApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicy"):
 		return &advisorv1alpha1.ApprovalPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicyRef"):
+		return &advisorv1alpha1.ApprovalPolicyRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicySpec"):
 		return &advisorv1alpha1.ApprovalPolicySpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicyStatus"):

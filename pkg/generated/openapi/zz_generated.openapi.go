@@ -37,6 +37,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.Approval{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_Approval(ref),
 		v1alpha1.ApprovalPolicy{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalPolicy(ref),
 		v1alpha1.ApprovalPolicyList{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyList(ref),
+		v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyRef(ref),
 		v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_ApprovalPolicySpec(ref),
 		v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():      schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyStatus(ref),
 		v1alpha1.ApprovalRecord{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref),
@@ -357,6 +358,44 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyList(ref common.ReferenceCal
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApprovalPolicyRef is an ApprovalPolicy as it was when it approved a plan.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the policy.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "uid of the policy: one deleted and created again is another.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"generation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "generation of the policy's spec that approved the plan.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"name", "uid", "generation"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicySpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -519,12 +558,18 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref common.ReferenceCallbac
 							Format:      "",
 						},
 					},
+					"policy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "policy is the ApprovalPolicy that approved the plan, when one did: an item not yet written is written only while that policy, unchanged (same UID and generation), still covers the config.",
+							Ref:         ref(v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"planHash", "approvedBy", "approvedAt", "generation"},
 			},
 		},
 		Dependencies: []string{
-			v1.Time{}.OpenAPIModelName()},
+			v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -584,6 +584,21 @@ type ApprovalRecord struct {
 	// uid is the VirtPlatformConfig the approved plan was computed for.
 	// +optional
 	UID types.UID `json:"uid,omitempty"`
+	// policy is the ApprovalPolicy that approved the plan, when one did:
+	// an item not yet written is written only while that policy, unchanged
+	// (same UID and generation), still covers the config.
+	// +optional
+	Policy *ApprovalPolicyRef `json:"policy,omitempty"`
+}
+
+// ApprovalPolicyRef is an ApprovalPolicy as it was when it approved a plan.
+type ApprovalPolicyRef struct {
+	// name of the policy.
+	Name string `json:"name"`
+	// uid of the policy: one deleted and created again is another.
+	UID types.UID `json:"uid"`
+	// generation of the policy's spec that approved the plan.
+	Generation int64 `json:"generation"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

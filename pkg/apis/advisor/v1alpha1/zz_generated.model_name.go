@@ -42,6 +42,11 @@ func (in ApprovalPolicyList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ApprovalPolicyRef) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.ApprovalPolicyRef"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ApprovalPolicySpec) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.ApprovalPolicySpec"
 }

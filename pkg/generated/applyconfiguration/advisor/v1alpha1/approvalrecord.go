@@ -42,6 +42,10 @@ type ApprovalRecordApplyConfiguration struct {
 	ItemsHash *string `json:"itemsHash,omitempty"`
 	// uid is the VirtPlatformConfig the approved plan was computed for.
 	UID *types.UID `json:"uid,omitempty"`
+	// policy is the ApprovalPolicy that approved the plan, when one did:
+	// an item not yet written is written only while that policy, unchanged
+	// (same UID and generation), still covers the config.
+	Policy *ApprovalPolicyRefApplyConfiguration `json:"policy,omitempty"`
 }
 
 // ApprovalRecordApplyConfiguration constructs a declarative configuration of the ApprovalRecord type for use with
@@ -95,5 +99,13 @@ func (b *ApprovalRecordApplyConfiguration) WithItemsHash(value string) *Approval
 // If called multiple times, the UID field is set to the value of the last call.
 func (b *ApprovalRecordApplyConfiguration) WithUID(value types.UID) *ApprovalRecordApplyConfiguration {
 	b.UID = &value
+	return b
+}
+
+// WithPolicy sets the Policy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Policy field is set to the value of the last call.
+func (b *ApprovalRecordApplyConfiguration) WithPolicy(value *ApprovalPolicyRefApplyConfiguration) *ApprovalRecordApplyConfiguration {
+	b.Policy = value
 	return b
 }
