@@ -34,6 +34,7 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		}
 		// NAME SHORTNAMES APIVERSION NAMESPACED KIND
 		Expect(rows).To(Equal([][]string{
+			{"approvalpolicies", "ap", "advisor.kubevirt.io/v1alpha1", "false", "ApprovalPolicy"},
 			{"maintenancewindows", "mw", "advisor.kubevirt.io/v1alpha1", "false", "MaintenanceWindow"},
 			{"virtplatformconfigs", "vpc", "advisor.kubevirt.io/v1alpha1", "false", "VirtPlatformConfig"},
 		}))
