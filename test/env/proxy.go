@@ -90,6 +90,11 @@ func (p *Proxy) Drop() {
 	p.mu.Lock()
 	p.setMode(dropping)
 	open := p.openConns()
+	// No longer forwarded from now on (Conns), though their goroutines
+	// may take a moment to notice the close.
+	for _, c := range open {
+		delete(p.conns, c)
+	}
 	p.mu.Unlock()
 	for _, c := range open {
 		c.close()
