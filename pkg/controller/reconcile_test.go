@@ -320,7 +320,7 @@ func TestReconcileEdges(t *testing.T) {
 		// A kube-apiserver that has just started refuses what RBAC allows
 		// until its authorizer's caches are filled: before, the item failed
 		// for good at the first such 403.
-		{name: "InProgress --reading the targets is refused by the authorizer (403 User … cannot …)--> retrying; the fourth refusal is permanent: Failed naming it, nothing written", spec: dryRun, given: givenApproved,
+		{name: "InProgress --reading the targets is refused by the authorizer (403 User … cannot …)--> retrying; the sixth refusal is permanent: Failed naming it, nothing written", spec: dryRun, given: givenApproved,
 			event: func(h *harness) {
 				h.planner.snapshotErr = apierrors.NewForbidden(schema.GroupResource{Group: "operator.openshift.io", Resource: "kubedeschedulers"}, "cluster",
 					errors.New(`User "system:serviceaccount:virt-advisor:virt-advisor-apiserver" cannot get resource "kubedeschedulers" in API group "operator.openshift.io" in the namespace "openshift-kube-descheduler-operator"`))
@@ -329,11 +329,11 @@ func TestReconcileEdges(t *testing.T) {
 			items:   map[string]itemWant{descheduler: {v1alpha1.ItemStatePending, "Retrying in 1s (attempt 1): reading the targets of " + configName + " before its first write"}},
 			requeue: time.Second,
 			check: func(t *testing.T, h *harness) {
-				for _, wait := range []time.Duration{time.Second, 2 * time.Second} {
+				for _, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second} {
 					h.clock.Step(wait)
 					h.mustReconcile(v1alpha1.PhaseInProgress)
 				}
-				h.clock.Step(4 * time.Second)
+				h.clock.Step(16 * time.Second)
 				h.mustReconcile(v1alpha1.PhaseFailed)
 				if it := h.get().Status.Items[0]; it.State != v1alpha1.ItemStateFailed || !strings.Contains(it.Message, `cannot get resource "kubedeschedulers"`) {
 					t.Errorf("item %s %q, want Failed naming the refusal", it.State, it.Message)

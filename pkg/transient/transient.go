@@ -70,8 +70,8 @@ func Is(err error) bool {
 
 // AuthorizationRetries is how many times a write the API server's
 // authorizer refused is tried again before the refusal counts as
-// permanent: about 7 s with the backoff below.
-const AuthorizationRetries = 3
+// permanent: about 30 s with the backoff below.
+const AuthorizationRetries = 5
 
 // Retry reports whether a write that failed with err, after attempts
 // earlier failures of the same write, is tried again: a transient error
@@ -82,7 +82,19 @@ const AuthorizationRetries = 3
 // from a permission the server's ServiceAccount really lacks, which then
 // fails with the API server's message.
 func Retry(err error, attempts int32) bool {
-	return Is(err) || (Authorization(err) && attempts < AuthorizationRetries)
+	return Is(err) || rbacNotReady(err) || (Authorization(err) && attempts < AuthorizationRetries)
+}
+
+// rbacNotReady is a 403 of an authorizer whose caches are still empty:
+// it names the bootstrap roles every cluster has (system:basic-user,
+// system:discovery) as not found. Retried like a 503, within the
+// caller's deadline.
+func rbacNotReady(err error) bool {
+	if !Authorization(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, `clusterrole.rbac.authorization.k8s.io "system:`) && strings.Contains(msg, "not found")
 }
 
 // Authorization is true for a 403 of the authorizer ("User … cannot patch

@@ -57,6 +57,7 @@ func TestRetry(t *testing.T) {
 	gr := schema.GroupResource{Group: "operator.openshift.io", Resource: "kubedeschedulers"}
 	// As kube-apiserver words them (the authorizer's reason after the name).
 	rbac := apierrors.NewForbidden(gr, "cluster", errors.New(`User "system:serviceaccount:virt-advisor:virt-advisor-apiserver" cannot patch resource "kubedeschedulers" in API group "operator.openshift.io" in the namespace "openshift-kube-descheduler-operator"`))
+	notReady := apierrors.NewForbidden(gr, "cluster", errors.New(`User "system:serviceaccount:virt-advisor:virt-advisor-apiserver" cannot get resource "kubedeschedulers" in API group "operator.openshift.io" in the namespace "openshift-kube-descheduler-operator": RBAC: [clusterrole.rbac.authorization.k8s.io "system:basic-user" not found, clusterrole.rbac.authorization.k8s.io "virt-advisor-apiserver" not found]`))
 	policy := apierrors.NewForbidden(gr, "cluster", errors.New(`ValidatingAdmissionPolicy 'virt-advisor-writes' with binding 'virt-advisor-writes' denied request: virt-advisor writes only what its profiles write`))
 	webhook := apierrors.NewForbidden(gr, "cluster", errors.New(`admission webhook "validate.example.io" denied the request: no`))
 	for _, tc := range []struct {
@@ -67,7 +68,9 @@ func TestRetry(t *testing.T) {
 	}{
 		{"an authorizer's 403, first failure", rbac, 0, true},
 		{"an authorizer's 403, third failure", rbac, 2, true},
-		{"an authorizer's 403 after three retries: permanent", rbac, 3, false},
+		{"an authorizer's 403, fifth failure", rbac, 4, true},
+		{"an authorizer's 403 after five retries: permanent", rbac, 5, false},
+		{"an authorizer whose caches are empty (bootstrap roles not found), however often", notReady, 50, true},
 		{"an admission policy's 403", policy, 0, false},
 		{"a webhook's 403", webhook, 0, false},
 		{"a transient error, however often", apierrors.NewServiceUnavailable("starting"), 50, true},
