@@ -123,7 +123,8 @@ $(GINKGO): go.mod go.sum
 
 e2e: tools build build-race chromium $(GINKGO)
 	@mkdir -p _output
-	CHROMIUM=$(CHROMIUM) E2E_TIMES=$(CURDIR)/_output/e2e-times.txt $(GINKGO) --procs=$(E2E_PROCS) --timeout=40m -v \
+	rm -f _output/e2e-failures.txt
+	CHROMIUM=$(CHROMIUM) E2E_TIMES=$(CURDIR)/_output/e2e-times.txt E2E_FAILURES=$(CURDIR)/_output/e2e-failures.txt $(GINKGO) --procs=$(E2E_PROCS) --timeout=40m -v \
 		--label-filter='!soak' $(GINKGO_FLAGS) ./test/e2e; \
 		status=$$?; cat _output/e2e-times.txt; exit $$status
 

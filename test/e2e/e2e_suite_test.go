@@ -174,6 +174,41 @@ var _ = ReportAfterSuite("where the time went", func(r Report) {
 	}
 })
 
+// What failed, a few lines per spec, written to $E2E_FAILURES at the end
+// of a run (CI prints it last, where a truncated log still shows it).
+var _ = ReportAfterSuite("what failed", func(r Report) {
+	path := os.Getenv("E2E_FAILURES")
+	if path == "" {
+		return
+	}
+	var b strings.Builder
+	for _, s := range r.SpecReports {
+		if !s.Failed() {
+			continue
+		}
+		loc := s.Failure.Location
+		fmt.Fprintf(&b, "- [%s] %s\n  at %s:%d (process %d)\n  %s\n", s.State, s.FullText(),
+			filepath.Base(loc.FileName), loc.LineNumber, s.ParallelProcess, firstLines(s.Failure.Message, 3, 300))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "E2E_FAILURES: %v\n", err)
+	}
+})
+
+// firstLines returns at most n lines of s, at most max bytes, indented to
+// follow a list item.
+func firstLines(s string, n, max int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], "…")
+	}
+	out := strings.Join(lines, "\n  ")
+	if len(out) > max {
+		out = out[:max] + "…"
+	}
+	return out
+}
+
 // procTime is what one parallel process spent: starting its environment
 // and running its specs.
 type procTime struct {
