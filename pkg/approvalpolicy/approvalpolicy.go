@@ -148,8 +148,11 @@ func Evaluate(p *v1alpha1.ApprovalPolicy, plan *v1alpha1.PlanStatus, f Facts) De
 			if r.VMImpactUnknown != "" && r.Drains {
 				refuse(unknownVMBound, r.Pool, r.VMImpactUnknown)
 			}
+			if r.LiveMigrations > 0 && !fateAllowed(b.VMFates, v1alpha1.VMFateLiveMigrate) {
+				refuse(migrationsBound, r.LiveMigrations, r.Pool)
+			}
 			for _, vm := range r.VMImpacts {
-				if !fateAllowed(b.VMFates, vm.Fate) {
+				if vm.Fate != v1alpha1.VMFateLiveMigrate && !fateAllowed(b.VMFates, vm.Fate) {
 					refuse(fateBound, vm.Namespace, vm.Name, r.Pool, fateWords(vm.Fate)+because(vm.Reason))
 				}
 			}
@@ -178,12 +181,13 @@ func Evaluate(p *v1alpha1.ApprovalPolicy, plan *v1alpha1.PlanStatus, f Facts) De
 
 // The formats of the bounds a plan exceeds; allows says what the policy allows instead.
 const (
-	impactBound    = "impact %s"
-	itemBound      = "changes item %s (%s %s)"
-	rebootBound    = "%s pool %s"
-	windowBound    = "%s pool %s, which no Allow maintenance window governs"
-	unknownVMBound = "the VMs of pool %s could not be assessed (%s)"
-	fateBound      = "VM %s/%s on pool %s would be %s"
+	impactBound     = "impact %s"
+	itemBound       = "changes item %s (%s %s)"
+	rebootBound     = "%s pool %s"
+	windowBound     = "%s pool %s, which no Allow maintenance window governs"
+	unknownVMBound  = "the VMs of pool %s could not be assessed (%s)"
+	fateBound       = "VM %s/%s on pool %s would be %s"
+	migrationsBound = "%d VMs on pool %s would be live-migrated"
 )
 
 func allows(p *v1alpha1.ApprovalPolicy, format string) string {
@@ -203,7 +207,7 @@ func allows(p *v1alpha1.ApprovalPolicy, format string) string {
 		return "allows reboots only in a maintenance window"
 	case unknownVMBound:
 		return "approves only drains whose VMs it knows"
-	case fateBound:
+	case fateBound, migrationsBound:
 		var fates []string
 		for _, f := range b.VMFates {
 			fates = append(fates, fateWords(f))

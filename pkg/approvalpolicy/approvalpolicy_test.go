@@ -86,6 +86,15 @@ func TestEvaluate(t *testing.T) {
 			inWindow(s)
 			s.Bounds.VMFates = []v1alpha1.VMFate{v1alpha1.VMFateLiveMigrate, v1alpha1.VMFateShutDown}
 		}), planOf(v1alpha1.ImpactHigh, psi(migrates, shutDown)), Facts{Now: now, Windows: []*maintenance.Window{everyMinute}}, nil, time.Time{}},
+		{"no live migration: counted, not one line per VM", policy("in-window", func(s *v1alpha1.ApprovalPolicySpec) {
+			inWindow(s)
+			s.Bounds.VMFates = []v1alpha1.VMFate{v1alpha1.VMFateShutDown}
+		}), planOf(v1alpha1.ImpactHigh, func() v1alpha1.PlanItem {
+			it := psi(migrates, shutDown)
+			it.Reboots[0].LiveMigrations = 2500 // vmImpacts lists a few of them
+			return it
+		}()), Facts{Now: now, Windows: []*maintenance.Window{everyMinute}},
+			[]string{"2500 VMs on pool worker would be live-migrated; policy 'in-window' allows only VMs that are shut down"}, time.Time{}},
 		{"VMs not assessed", policy("in-window", inWindow), planOf(v1alpha1.ImpactHigh, func() v1alpha1.PlanItem {
 			it := psi()
 			it.Reboots[0].VMImpactUnknown = "the cluster does not serve VirtualMachineInstances"

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -104,7 +105,7 @@ func (c *Cluster) PoolNodes(pool *unstructured.Unstructured) ([]string, error) {
 // every VMI running on them, with a summary in words.
 func (c *Cluster) Assess(r *v1alpha1.PoolReboot, pool *unstructured.Unstructured, d Decision) {
 	r.Disruption, r.DisruptionReason = d.Action, d.Reason
-	r.VMImpacts, r.VMSummary, r.VMImpactUnknown = nil, "", ""
+	r.VMImpacts, r.LiveMigrations, r.VMSummary, r.VMImpactUnknown = nil, 0, "", ""
 	r.Drains = Drains(d.Action) && !c.SingleNode()
 	switch {
 	case !Drains(d.Action):
@@ -135,45 +136,73 @@ func (c *Cluster) Assess(r *v1alpha1.PoolReboot, pool *unstructured.Unstructured
 	for _, n := range nodes {
 		on[n] = true
 	}
+	var migrating listed
 	for _, v := range c.VMIs {
 		if !v.Running() || !on[v.Node] {
 			continue
 		}
 		fate, reason := Fate(v, c.Default)
-		r.VMImpacts = append(r.VMImpacts, v1alpha1.VMImpact{Node: v.Node, Namespace: v.Namespace, Name: v.Name, Fate: fate, Reason: reason})
+		impact := v1alpha1.VMImpact{Node: v.Node, Namespace: v.Namespace, Name: v.Name, Fate: fate, Reason: reason}
+		if fate == v1alpha1.VMFateLiveMigrate {
+			r.LiveMigrations++
+			migrating.add(impact)
+			continue
+		}
+		r.VMImpacts = append(r.VMImpacts, impact)
 	}
-	sort.Slice(r.VMImpacts, func(i, j int) bool {
-		a, b := r.VMImpacts[i], r.VMImpacts[j]
-		if a.Node != b.Node {
-			return a.Node < b.Node
-		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
-	})
-	r.VMSummary = Summarize(r.VMImpacts)
+	r.VMImpacts = append(r.VMImpacts, migrating...)
+	sort.Slice(r.VMImpacts, func(i, j int) bool { return impactBefore(r.VMImpacts[i], r.VMImpacts[j]) })
+	r.VMSummary = Summarize(int(r.LiveMigrations), r.VMImpacts)
 	if r.VMSummary == "" {
 		r.VMSummary = "no VM runs on its nodes"
 	}
+}
+
+// MaxListedMigrations bounds the VMs that live-migrate a pool's vmImpacts
+// name: they are counted (liveMigrations), and the VMs at risk are all
+// listed, so that a plan over 10 000 VMs stays kilobytes.
+const MaxListedMigrations = 20
+
+// listed keeps the first MaxListedMigrations VMs in impactBefore's order.
+type listed []v1alpha1.VMImpact
+
+func (l *listed) add(v v1alpha1.VMImpact) {
+	if len(*l) == MaxListedMigrations && !impactBefore(v, (*l)[len(*l)-1]) {
+		return
+	}
+	i := sort.Search(len(*l), func(i int) bool { return impactBefore(v, (*l)[i]) })
+	*l = slices.Insert(*l, i, v)
+	if len(*l) > MaxListedMigrations {
+		*l = (*l)[:MaxListedMigrations]
+	}
+}
+
+// impactBefore orders VMs by node, namespace and name.
+func impactBefore(a, b v1alpha1.VMImpact) bool {
+	if a.Node != b.Node {
+		return a.Node < b.Node
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
 }
 
 // maxNamed bounds the VMs a summary names per fate; the plan's vmImpacts
 // list them all.
 const maxNamed = 5
 
-// Summarize says what a drain does to these VMs, e.g. "14 VMs
-// live-migrate, 1 shuts down: default/db-0 (EvictionStrategyNone); 2 block
-// the drain: default/gpu-0 (HostDeviceNotLiveMigratable), …"; "" for none.
-// VMs that migrate are counted, the others named.
-func Summarize(vms []v1alpha1.VMImpact) string {
-	var migrate int
+// Summarize says what a drain does to VMs, e.g. "14 VMs live-migrate, 1
+// shuts down: default/db-0 (EvictionStrategyNone); 2 block the drain:
+// default/gpu-0 (HostDeviceNotLiveMigratable), …"; "" for none. VMs that
+// migrate are counted (migrating of them), the others in vms named.
+func Summarize(migrating int, vms []v1alpha1.VMImpact) string {
+	migrate := migrating
 	var shut, block []string
 	for _, v := range vms {
 		named := fmt.Sprintf("%s/%s (%s)", v.Namespace, v.Name, v.Reason)
 		switch v.Fate {
 		case v1alpha1.VMFateLiveMigrate:
-			migrate++
 		case v1alpha1.VMFateShutDown:
 			shut = append(shut, named)
 		default:

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -166,6 +167,47 @@ func impacts(migrate, shut, block int) []v1alpha1.VMImpact {
 	return out
 }
 
+// migrating counts the VMs of vms that live-migrate.
+func migrating(vms []v1alpha1.VMImpact) int {
+	n := 0
+	for _, v := range vms {
+		if v.Fate == v1alpha1.VMFateLiveMigrate {
+			n++
+		}
+	}
+	return n
+}
+
+// A pool of thousands of VMs lists those at risk and a few that migrate,
+// and counts the rest.
+func TestAssessListsEveryVMAtRiskAndTheFirstMigrations(t *testing.T) {
+	var vmis []kubevirt.VMI
+	for i := 0; i < 3*MaxListedMigrations; i++ {
+		// Added in reverse so that the order kept is the sort's, not the input's.
+		vmis = append(vmis, running("default", fmt.Sprintf("vm-%03d", 3*MaxListedMigrations-i), "worker-1", StrategyLiveMigrate, true, ""))
+	}
+	vmis = append(vmis, running("default", "zz-none", "worker-2", StrategyNone, true, ""))
+	workerPool := pool("worker", WorkerRoleLabel)
+	c := Cluster{Pools: []unstructured.Unstructured{workerPool}, Nodes: threeWorkers(), VMIs: vmis}
+	r := v1alpha1.PoolReboot{Pool: "worker", Nodes: 3}
+	c.Assess(&r, &workerPool, Decision{Action: v1alpha1.NodeDisruptionReboot})
+	if r.LiveMigrations != int64(3*MaxListedMigrations) {
+		t.Errorf("liveMigrations = %d, want %d", r.LiveMigrations, 3*MaxListedMigrations)
+	}
+	if len(r.VMImpacts) != MaxListedMigrations+1 {
+		t.Fatalf("%d VMs listed, want %d", len(r.VMImpacts), MaxListedMigrations+1)
+	}
+	if first, last := r.VMImpacts[0].Name, r.VMImpacts[MaxListedMigrations-1].Name; first != "vm-001" || last != fmt.Sprintf("vm-%03d", MaxListedMigrations) {
+		t.Errorf("listed migrations %s…%s, want the first %d by name", first, last, MaxListedMigrations)
+	}
+	if at := r.VMImpacts[MaxListedMigrations]; at.Name != "zz-none" || at.Fate != v1alpha1.VMFateShutDown {
+		t.Errorf("the VM at risk is not listed: %+v", at)
+	}
+	if want := fmt.Sprintf("%d VMs live-migrate, 1 shuts down: default/zz-none (EvictionStrategyNone)", 3*MaxListedMigrations); r.VMSummary != want {
+		t.Errorf("summary %q, want %q", r.VMSummary, want)
+	}
+}
+
 func TestSummarize(t *testing.T) {
 	tests := []struct {
 		name string
@@ -182,7 +224,7 @@ func TestSummarize(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Summarize(tc.vms); got != tc.want {
+			if got := Summarize(migrating(tc.vms), tc.vms); got != tc.want {
 				t.Errorf("Summarize\n got %q\nwant %q", got, tc.want)
 			}
 		})
@@ -191,7 +233,7 @@ func TestSummarize(t *testing.T) {
 
 func TestNote(t *testing.T) {
 	drained := func(pool string, nodes int64, vms []v1alpha1.VMImpact) v1alpha1.PoolReboot {
-		return v1alpha1.PoolReboot{Pool: pool, Nodes: nodes, Disruption: v1alpha1.NodeDisruptionReboot, Drains: true, VMImpacts: vms}
+		return v1alpha1.PoolReboot{Pool: pool, Nodes: nodes, Disruption: v1alpha1.NodeDisruptionReboot, Drains: true, VMImpacts: vms, LiveMigrations: int64(migrating(vms))}
 	}
 	tests := []struct {
 		name    string
@@ -201,13 +243,13 @@ func TestNote(t *testing.T) {
 		{"no VM: as before", []v1alpha1.PoolReboot{drained("worker", 3, nil)}, "reboots: pool worker, 3 nodes, once"},
 		{"VMs", []v1alpha1.PoolReboot{drained("worker", 3, impacts(14, 1, 2))},
 			"reboots: pool worker, 3 nodes, once; 14 VMs live-migrate, 1 shuts down: default/s-a (EvictionStrategyNone); 2 block the drain: default/gpu-a (HostDeviceNotLiveMigratable), default/gpu-b (HostDeviceNotLiveMigratable)"},
-		{"two pools: their VMs summed", []v1alpha1.PoolReboot{drained("worker", 3, impacts(2, 0, 0)), {Pool: "worker-cnv", Nodes: 1, Paused: true, Disruption: v1alpha1.NodeDisruptionReboot, Drains: true, VMImpacts: impacts(1, 0, 0)}},
+		{"two pools: their VMs summed", []v1alpha1.PoolReboot{drained("worker", 3, impacts(2, 0, 0)), {Pool: "worker-cnv", Nodes: 1, Paused: true, Disruption: v1alpha1.NodeDisruptionReboot, Drains: true, VMImpacts: impacts(1, 0, 0), LiveMigrations: 1}},
 			"reboots: pool worker, 3 nodes, once; pool worker-cnv, 1 node, once, when the pool is unpaused; 3 VMs live-migrate"},
 		{"unknown", []v1alpha1.PoolReboot{{Pool: "worker", Nodes: 3, Disruption: v1alpha1.NodeDisruptionReboot, Drains: true, VMImpactUnknown: VMIsNotServed}},
 			"reboots: pool worker, 3 nodes, once; VM impact unknown: kubevirt.io/v1 VirtualMachineInstance not served"},
 		{"no drain", []v1alpha1.PoolReboot{{Pool: "worker", Nodes: 3, Disruption: v1alpha1.NodeDisruptionNone, DisruptionReason: "node disruption policies: None for /etc/x", VMSummary: "not drained: no VM is affected"}},
 			"reboots: none; pool worker, 3 nodes: not drained, None (node disruption policies: None for /etc/x); not drained: no VM is affected"},
-		{"drain only", []v1alpha1.PoolReboot{{Pool: "worker", Nodes: 3, Disruption: v1alpha1.NodeDisruptionDrain, DisruptionReason: "node disruption policies: Drain for /etc/x", Drains: true, VMImpacts: impacts(1, 0, 0)}},
+		{"drain only", []v1alpha1.PoolReboot{{Pool: "worker", Nodes: 3, Disruption: v1alpha1.NodeDisruptionDrain, DisruptionReason: "node disruption policies: Drain for /etc/x", Drains: true, VMImpacts: impacts(1, 0, 0), LiveMigrations: 1}},
 			"reboots: none; drains: pool worker, 3 nodes, once (node disruption policies: Drain for /etc/x); 1 VM live-migrates"},
 		{"single node", []v1alpha1.PoolReboot{{Pool: "master", Nodes: 1, Disruption: v1alpha1.NodeDisruptionReboot, VMSummary: "not drained (single-node cluster): no VM is evicted; the VMs there stop while the node reboots"}},
 			"reboots: pool master, 1 node, once; not drained (single-node cluster): no VM is evicted; the VMs there stop while the node reboots"},

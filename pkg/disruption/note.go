@@ -48,6 +48,7 @@ func Note(reboots []v1alpha1.PoolReboot) string {
 // runs there.
 func vmNote(reboots []v1alpha1.PoolReboot) string {
 	var all []v1alpha1.VMImpact
+	var migrating int
 	for _, r := range reboots {
 		if r.VMImpactUnknown != "" {
 			return "VM impact unknown: " + r.VMImpactUnknown
@@ -56,8 +57,9 @@ func vmNote(reboots []v1alpha1.PoolReboot) string {
 			return r.VMSummary
 		}
 		all = append(all, r.VMImpacts...)
+		migrating += int(r.LiveMigrations)
 	}
-	return Summarize(all)
+	return Summarize(migrating, all)
 }
 
 // Warning is the plan's warning about an item whose drains shut VMs down

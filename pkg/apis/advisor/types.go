@@ -256,8 +256,12 @@ type PoolReboot struct {
 	DisruptionReason string
 	// drains is true when each node is drained before it is updated.
 	Drains bool
-	// vmImpacts are the VirtualMachineInstances on the pool's nodes and what the drain does to each.
+	// vmImpacts are the VirtualMachineInstances on the pool's nodes that the
+	// drain shuts down or is blocked by, and at most MaxListedMigrations of
+	// those that live-migrate.
 	VMImpacts []VMImpact
+	// liveMigrations is how many VMs on the pool's nodes live-migrate.
+	LiveMigrations int64
 	// vmSummary says in words what the pool's VMs go through.
 	VMSummary string
 	// vmImpactUnknown says why the VMs could not be assessed.

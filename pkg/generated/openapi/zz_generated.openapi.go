@@ -1741,7 +1741,7 @@ func schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref common.ReferenceCallback) c
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "vmImpacts are the VirtualMachineInstances running on the pool's nodes and what the drain does to each; empty when the nodes are not drained.",
+							Description: "vmImpacts are the VirtualMachineInstances running on the pool's nodes that the drain shuts down or is blocked by, every one, and the first 20 (by node, namespace and name) of those that live-migrate; empty when the nodes are not drained. liveMigrations counts the latter: a pool of thousands of VMs does not make a plan of megabytes.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -1751,6 +1751,13 @@ func schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref common.ReferenceCallback) c
 									},
 								},
 							},
+						},
+					},
+					"liveMigrations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "liveMigrations is how many VMs running on the pool's nodes live-migrate when their node drains.",
+							Type:        []string{"integer"},
+							Format:      "int64",
 						},
 					},
 					"vmSummary": {

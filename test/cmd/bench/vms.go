@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/test/env"
 )
 
@@ -69,7 +70,13 @@ func (b *bench) vmImpact() error {
 		seen := 0
 		for _, it := range p.Status.Items {
 			for _, r := range it.Reboots {
-				seen += len(r.VMImpacts)
+				// Those that migrate are counted; the others listed.
+				seen += int(r.LiveMigrations)
+				for _, v := range r.VMImpacts {
+					if v.Fate != v1alpha1.VMFateLiveMigrate {
+						seen++
+					}
+				}
 			}
 		}
 		return seen == *vmCount, nil

@@ -387,11 +387,18 @@ type PoolReboot struct {
 	// evicted) before it is updated.
 	// +optional
 	Drains bool `json:"drains,omitempty"`
-	// vmImpacts are the VirtualMachineInstances running on the pool's nodes and
-	// what the drain does to each; empty when the nodes are not drained.
+	// vmImpacts are the VirtualMachineInstances running on the pool's nodes
+	// that the drain shuts down or is blocked by, every one, and the first
+	// 20 (by node, namespace and name) of those that live-migrate; empty
+	// when the nodes are not drained. liveMigrations counts the latter: a
+	// pool of thousands of VMs does not make a plan of megabytes.
 	// +optional
 	// +listType=atomic
 	VMImpacts []VMImpact `json:"vmImpacts,omitempty"`
+	// liveMigrations is how many VMs running on the pool's nodes
+	// live-migrate when their node drains.
+	// +optional
+	LiveMigrations int64 `json:"liveMigrations,omitempty"`
 	// vmSummary says in words what the pool's VMs go through.
 	// +optional
 	VMSummary string `json:"vmSummary,omitempty"`

@@ -1313,6 +1313,7 @@ func autoConvert_v1alpha1_PoolReboot_To_advisor_PoolReboot(in *PoolReboot, out *
 	out.DisruptionReason = in.DisruptionReason
 	out.Drains = in.Drains
 	out.VMImpacts = *(*[]advisor.VMImpact)(unsafe.Pointer(&in.VMImpacts))
+	out.LiveMigrations = in.LiveMigrations
 	out.VMSummary = in.VMSummary
 	out.VMImpactUnknown = in.VMImpactUnknown
 	return nil
@@ -1331,6 +1332,7 @@ func autoConvert_advisor_PoolReboot_To_v1alpha1_PoolReboot(in *advisor.PoolReboo
 	out.DisruptionReason = in.DisruptionReason
 	out.Drains = in.Drains
 	out.VMImpacts = *(*[]VMImpact)(unsafe.Pointer(&in.VMImpacts))
+	out.LiveMigrations = in.LiveMigrations
 	out.VMSummary = in.VMSummary
 	out.VMImpactUnknown = in.VMImpactUnknown
 	return nil
