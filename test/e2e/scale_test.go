@@ -56,10 +56,20 @@ var _ = Describe("scale: plans read Nodes and VMs from caches, the last look bef
 	It("a managed field edited by hand is Drifted from the watch, with no dry-run sent (kube-apiserver's audit log)", func() {
 		configWith("example-profile", `{"profile":"example-profile","action":"Apply"}`)
 		waitPhase("example-profile", v1alpha1.PhaseCompleted, 30*time.Second)
-		// What the apply led to (its own plans) is done before the edit.
-		time.Sleep(2 * time.Second)
-		_, from, err := testEnv.AuditEvents(0)
-		Expect(err).NotTo(HaveOccurred())
+		// What the apply led to (its own plans) is done before the edit:
+		// a second without a dry-run (on a loaded machine they come late).
+		var from int64
+		Eventually(func(g Gomega) {
+			_, f, err := testEnv.AuditEvents(0)
+			g.Expect(err).NotTo(HaveOccurred())
+			time.Sleep(time.Second)
+			events, _, err := testEnv.AuditEvents(f)
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, ev := range events {
+				g.Expect(env.IsDryRun(ev)).To(BeFalse(), "still planning: %s %s", ev.Verb, ev.RequestURI)
+			}
+			from = f
+		}).WithTimeout(30 * time.Second).Should(Succeed())
 
 		patchObject(configMapGVR, hcoNS, "example-config", `{"data":{"example-key":"by-hand"}}`)
 		c := waitPhase("example-profile", v1alpha1.PhaseDrifted, 5*time.Second)
