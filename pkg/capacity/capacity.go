@@ -38,6 +38,9 @@ type VM struct {
 	// Launcher is its virt-launcher pod: requests, node selector,
 	// affinity and tolerations; a migration target pod asks the same.
 	Launcher *corev1.Pod
+	// ConstraintsKey is ConstraintsKey(Launcher) when the caller keeps it
+	// ("": computed here).
+	ConstraintsKey string
 }
 
 func (v VM) String() string { return v.Namespace + "/" + v.Name }
@@ -145,8 +148,9 @@ func (s *state) drain(batch []string, res *Result) (moved, free int64) {
 
 // place puts v on the first node that takes it.
 func (s *state) place(v *vmState) *nodeState {
+	mem := v.req[s.memory]
 	for _, n := range s.allowed(v) {
-		if n.target() && n.free.holds(v.req) {
+		if (mem == 0 || n.free[s.memory] >= mem) && n.target() && n.free.holds(v.req) {
 			n.free.take(v.req)
 			return n
 		}

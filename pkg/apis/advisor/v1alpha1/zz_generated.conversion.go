@@ -1315,6 +1315,7 @@ func autoConvert_v1alpha1_PoolReboot_To_advisor_PoolReboot(in *PoolReboot, out *
 	out.VMImpacts = *(*[]advisor.VMImpact)(unsafe.Pointer(&in.VMImpacts))
 	out.VMSummary = in.VMSummary
 	out.VMImpactUnknown = in.VMImpactUnknown
+	out.Capacity = in.Capacity
 	return nil
 }
 
@@ -1333,6 +1334,7 @@ func autoConvert_advisor_PoolReboot_To_v1alpha1_PoolReboot(in *advisor.PoolReboo
 	out.VMImpacts = *(*[]VMImpact)(unsafe.Pointer(&in.VMImpacts))
 	out.VMSummary = in.VMSummary
 	out.VMImpactUnknown = in.VMImpactUnknown
+	out.Capacity = in.Capacity
 	return nil
 }
 
