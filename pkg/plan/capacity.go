@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -101,7 +102,7 @@ func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstruct
 }
 
 func migrating(impacts []v1alpha1.VMImpact) []v1alpha1.VMImpact {
-	var out []v1alpha1.VMImpact
+	out := make([]v1alpha1.VMImpact, 0, len(impacts))
 	for _, v := range impacts {
 		if v.Fate == v1alpha1.VMFateLiveMigrate {
 			out = append(out, v)
@@ -132,18 +133,42 @@ func capacityVMs(vms []v1alpha1.VMImpact, pods cluster.PodRequests) ([]capacity.
 	return out, missing
 }
 
-// capacityNodes are the Nodes as the simulation reads them, with what
-// their pods request.
+// capacityNodes are the Nodes as the simulation reads them (labels,
+// taints, schedulable, allocatable), with what their pods request.
 func capacityNodes(nodes []unstructured.Unstructured, requested map[string]corev1.ResourceList) []capacity.Node {
 	out := make([]capacity.Node, 0, len(nodes))
 	for i := range nodes {
-		n := &corev1.Node{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(nodes[i].Object, n); err != nil {
-			continue
+		if n := nodeOf(&nodes[i]); n != nil {
+			out = append(out, capacity.Node{Node: n, Requested: requested[n.Name]})
 		}
-		out = append(out, capacity.Node{Node: n, Requested: requested[n.Name]})
 	}
 	return out
+}
+
+// nodeOf reads what placement needs of a Node without the generic
+// converter, which costs milliseconds on 500 nodes per plan.
+func nodeOf(u *unstructured.Unstructured) *corev1.Node {
+	n := &corev1.Node{}
+	n.Name, n.Labels = u.GetName(), u.GetLabels()
+	n.Spec.Unschedulable, _, _ = unstructured.NestedBool(u.Object, "spec", "unschedulable")
+	if taints, found, _ := unstructured.NestedSlice(u.Object, "spec", "taints"); found {
+		spec := &corev1.NodeSpec{}
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]interface{}{"taints": taints}, spec) != nil {
+			return nil
+		}
+		n.Spec.Taints = spec.Taints
+	}
+	alloc, _, _ := unstructured.NestedMap(u.Object, "status", "allocatable")
+	n.Status.Allocatable = make(corev1.ResourceList, len(alloc))
+	for name, v := range alloc {
+		s, _ := v.(string)
+		q, err := resource.ParseQuantity(s)
+		if err != nil {
+			return nil
+		}
+		n.Status.Allocatable[corev1.ResourceName(name)] = q
+	}
+	return n
 }
 
 // maxUnavailable is how many of the pool's nodes the MachineConfig

@@ -189,7 +189,8 @@ func (e *Env) InstallCRD(ctx context.Context, file string) error {
 
 // SetNodeResources sets a Node's allocatable (and capacity) resources, e.g.
 // {"memory": "64Gi", "cpu": "32", "pods": "110", "nvidia.com/A100": "1"},
-// and adds labels, as a kubelet and node labellers would.
+// and adds labels, as a kubelet and node labellers would, and removes the
+// not-ready taint.
 func (e *Env) SetNodeResources(ctx context.Context, name string, allocatable, labels map[string]string) error {
 	kube, err := kubernetes.NewForConfig(e.AdminConfig)
 	if err != nil {
@@ -199,7 +200,16 @@ func (e *Env) SetNodeResources(ctx context.Context, name string, allocatable, la
 	if err != nil {
 		return fmt.Errorf("reading Node %s: %w", name, err)
 	}
-	if len(labels) > 0 {
+	// The API server taints a new Node not-ready; a Ready kubelet's node
+	// loses the taint, and pods may then be placed there.
+	kept := n.Spec.Taints[:0]
+	for _, t := range n.Spec.Taints {
+		if t.Key != corev1.TaintNodeNotReady {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) != len(n.Spec.Taints) || len(labels) > 0 {
+		n.Spec.Taints = kept
 		if n.Labels == nil {
 			n.Labels = map[string]string{}
 		}
@@ -207,7 +217,7 @@ func (e *Env) SetNodeResources(ctx context.Context, name string, allocatable, la
 			n.Labels[k] = v
 		}
 		if n, err = kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("labelling Node %s: %w", name, err)
+			return fmt.Errorf("labelling or untainting Node %s: %w", name, err)
 		}
 	}
 	list := corev1.ResourceList{}
