@@ -74,13 +74,20 @@ type Unfit struct {
 // Fits is true when every migrating VM found a node.
 func (r Result) Fits() bool { return len(r.Unfit) == 0 }
 
+// maxNamed bounds the VMs a summary names.
+const maxNamed = 5
+
 // Summary says it in a line, e.g. "fits: worst node n2 moves 96 GiB,
 // 140 GiB free elsewhere".
 func (r Result) Summary() string {
 	if !r.Fits() {
-		parts := make([]string, 0, len(r.Unfit))
-		for _, u := range r.Unfit {
+		parts := make([]string, 0, min(len(r.Unfit), maxNamed))
+		for _, u := range r.Unfit[:min(len(r.Unfit), maxNamed)] {
 			parts = append(parts, fmt.Sprintf("%s (%s)", u.VM, u.Reason))
+		}
+		if more := len(r.Unfit) - len(parts); more > 0 {
+			// Each is in the plan's vmImpacts; a message stays short.
+			parts = append(parts, fmt.Sprintf("… (%d more)", more))
 		}
 		return "does not fit: " + strings.Join(parts, "; ")
 	}
