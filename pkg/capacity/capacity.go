@@ -10,8 +10,10 @@
 // CPU model a VM needs, cpu-model.node.kubevirt.io/*), and NoSchedule /
 // NoExecute taints against the pod's tolerations. It ignores inter-pod
 // affinity and topology spread, volume topology, the CPU manager's
-// exclusive pool and NUMA alignment, and other pools draining at the same
-// time; a VM it places may still fail to migrate for those.
+// exclusive pool and NUMA alignment, the order in which the MachineConfig
+// operator really picks nodes (the caller gives one), and other pools
+// draining at the same time; a VM it places may still fail to migrate for
+// those. docs/disruption.md says the same to administrators.
 package capacity
 
 import (
