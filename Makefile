@@ -20,7 +20,7 @@ CHROMIUM ?= /usr/bin/chromium
 # The state of `make run`: PKI, etcd data, kubeconfigs, logs.
 LOCAL_DIR ?= _output/local
 
-.PHONY: all build build-race tools run reset test unit e2e soak chromium screenshots test-alerts bench bench-windows bench-figures verify update-codegen clean
+.PHONY: all build build-race tools run reset test unit e2e soak chromium screenshots test-alerts bench bench-windows bench-capacity bench-figures verify update-codegen clean
 
 all: build
 
@@ -157,11 +157,16 @@ screenshots: tools build chromium
 # apply, drift detection, memory with 10 000 unrelated objects of each kind.
 # First the in-process targets: one evaluation of maintenance windows
 # (up to 100 on a pool, the worst schedules) under 10 ms; a miss fails.
-bench: bench-windows tools build
+bench: bench-windows bench-capacity tools build
 	go run ./test/cmd/bench $(BENCH_FLAGS)
 
 bench-windows:
 	go test -tags bench -count=1 -run '^TestEvaluationSpeedTarget$$' -v ./pkg/maintenance/
+
+# The capacity check of a pool of 500 nodes with 10 000 VMs within 20 % of
+# the plan time it is part of (pkg/plan/capacity_speed_test.go); a miss fails.
+bench-capacity:
+	go test -tags bench -count=1 -run '^TestCapacitySpeedTarget$$' -v ./pkg/plan/
 
 # The figures table of test/cmd/bench/README.md, written from one run's
 # -json output (kept in _output/bench.json). A run that misses a target

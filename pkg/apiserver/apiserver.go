@@ -212,6 +212,7 @@ func (x ExtraConfig) build() (*dependencies, error) {
 			Profiles: profiles,
 			Metrics:  recorder,
 			NodeVMs:  mainCluster.NodeVMs,
+			Pods:     mainCluster.Pods,
 		},
 		metrics:            recorder,
 		kube:               kube,

@@ -10,8 +10,10 @@
 // CPU model a VM needs, cpu-model.node.kubevirt.io/*), and NoSchedule /
 // NoExecute taints against the pod's tolerations. It ignores inter-pod
 // affinity and topology spread, volume topology, the CPU manager's
-// exclusive pool and NUMA alignment, and other pools draining at the same
-// time; a VM it places may still fail to migrate for those.
+// exclusive pool and NUMA alignment, the order in which the MachineConfig
+// operator really picks nodes (the caller gives one), and other pools
+// draining at the same time; a VM it places may still fail to migrate for
+// those. docs/disruption.md says the same to administrators.
 package capacity
 
 import (
@@ -38,6 +40,9 @@ type VM struct {
 	// Launcher is its virt-launcher pod: requests, node selector,
 	// affinity and tolerations; a migration target pod asks the same.
 	Launcher *corev1.Pod
+	// ConstraintsKey is ConstraintsKey(Launcher) when the caller keeps it
+	// ("": computed here).
+	ConstraintsKey string
 }
 
 func (v VM) String() string { return v.Namespace + "/" + v.Name }
@@ -71,13 +76,20 @@ type Unfit struct {
 // Fits is true when every migrating VM found a node.
 func (r Result) Fits() bool { return len(r.Unfit) == 0 }
 
+// maxNamed bounds the VMs a summary names.
+const maxNamed = 5
+
 // Summary says it in a line, e.g. "fits: worst node n2 moves 96 GiB,
 // 140 GiB free elsewhere".
 func (r Result) Summary() string {
 	if !r.Fits() {
-		parts := make([]string, 0, len(r.Unfit))
-		for _, u := range r.Unfit {
+		parts := make([]string, 0, min(len(r.Unfit), maxNamed))
+		for _, u := range r.Unfit[:min(len(r.Unfit), maxNamed)] {
 			parts = append(parts, fmt.Sprintf("%s (%s)", u.VM, u.Reason))
+		}
+		if more := len(r.Unfit) - len(parts); more > 0 {
+			// Each is in the plan's vmImpacts; a message stays short.
+			parts = append(parts, fmt.Sprintf("… (%d more)", more))
 		}
 		return "does not fit: " + strings.Join(parts, "; ")
 	}
@@ -145,8 +157,9 @@ func (s *state) drain(batch []string, res *Result) (moved, free int64) {
 
 // place puts v on the first node that takes it.
 func (s *state) place(v *vmState) *nodeState {
+	mem := v.req[s.memory]
 	for _, n := range s.allowed(v) {
-		if n.target() && n.free.holds(v.req) {
+		if (mem == 0 || n.free[s.memory] >= mem) && n.target() && n.free.holds(v.req) {
 			n.free.take(v.req)
 			return n
 		}

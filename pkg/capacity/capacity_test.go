@@ -191,3 +191,14 @@ func launchers(vms []VM) []*corev1.Pod {
 	}
 	return out
 }
+
+func TestSummaryNamesAtMostFive(t *testing.T) {
+	var unfit []Unfit
+	for i := 0; i < 8; i++ {
+		unfit = append(unfit, Unfit{VM: VM{Namespace: "default", Name: string(rune('a' + i))}, Reason: "r"})
+	}
+	got := Result{Unfit: unfit}.Summary()
+	if want := "does not fit: default/a (r); default/b (r); default/c (r); default/d (r); default/e (r); … (3 more)"; got != want {
+		t.Errorf("summary = %q, want %q", got, want)
+	}
+}

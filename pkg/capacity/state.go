@@ -2,6 +2,8 @@ package capacity
 
 import (
 	"encoding/json"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -74,15 +76,11 @@ func (a amounts) minus(vms []*vmState) amounts {
 }
 
 func newState(nodes []Node, vms []VM) *state {
-	s := &state{index: map[corev1.ResourceName]int{}, byName: map[string]*nodeState{}, allowedBy: map[string][]*nodeState{}}
+	s := &state{index: map[corev1.ResourceName]int{}, byName: make(map[string]*nodeState, len(nodes)), allowedBy: map[string][]*nodeState{}}
 	s.memory = s.indexOf(corev1.ResourceMemory)
 	s.indexOf(corev1.ResourcePods)
-	reqs := make([]corev1.ResourceList, len(vms))
-	for i, v := range vms {
-		reqs[i] = requestsOfPod(v.Launcher)
-		for name := range reqs[i] {
-			s.indexOf(name)
-		}
+	for _, v := range vms {
+		s.indexResources(v.Launcher)
 	}
 	for _, n := range nodes {
 		ns := &nodeState{Node: n, free: s.vector(subtract(n.Status.Allocatable, n.Requested), true)}
@@ -92,8 +90,17 @@ func newState(nodes []Node, vms []VM) *state {
 		s.nodes = append(s.nodes, ns)
 		s.byName[n.Name] = ns
 	}
+	// One allocation for every VM's state and one for their vectors.
+	states := make([]vmState, len(vms))
+	reqs := make(amounts, len(vms)*len(s.names))
 	for i, v := range vms {
-		vs := &vmState{VM: v, req: s.vector(reqs[i], false), key: constraintsKey(v.Launcher)}
+		vs := &states[i]
+		vs.VM, vs.req = v, reqs[i*len(s.names):(i+1)*len(s.names):(i+1)*len(s.names)]
+		s.podVector(v.Launcher, vs.req)
+		vs.key = v.ConstraintsKey
+		if vs.key == "" {
+			vs.key = ConstraintsKey(v.Launcher)
+		}
 		if n := s.byName[v.Node]; n != nil {
 			n.vms = append(n.vms, vs)
 		}
@@ -109,6 +116,50 @@ func newState(nodes []Node, vms []VM) *state {
 		}
 	}
 	return s
+}
+
+// indexResources indexes the resources pod asks.
+func (s *state) indexResources(pod *corev1.Pod) {
+	if pod == nil {
+		return
+	}
+	for _, c := range pod.Spec.Containers {
+		for name := range c.Resources.Requests {
+			s.indexOf(name)
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		for name := range c.Resources.Requests {
+			s.indexOf(name)
+		}
+	}
+	for name := range pod.Spec.Overhead {
+		s.indexOf(name)
+	}
+}
+
+// podVector writes into out what pod asks of a node, as requestsOfPod
+// says, without building a ResourceList.
+func (s *state) podVector(pod *corev1.Pod, out amounts) {
+	out[s.index[corev1.ResourcePods]] = 1
+	if pod == nil {
+		return
+	}
+	for _, c := range pod.Spec.Containers {
+		for name, q := range c.Resources.Requests {
+			out[s.index[name]] += value(name, q)
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		for name, q := range c.Resources.Requests {
+			if i := s.index[name]; value(name, q) > out[i] {
+				out[i] = value(name, q)
+			}
+		}
+	}
+	for name, q := range pod.Spec.Overhead {
+		out[s.index[name]] += value(name, q)
+	}
 }
 
 func (s *state) indexOf(name corev1.ResourceName) int {
@@ -176,15 +227,31 @@ func allows(n *nodeState, pod *corev1.Pod) string {
 	return ""
 }
 
-// constraintsKey identifies what decides where a pod may run.
-func constraintsKey(pod *corev1.Pod) string {
+// ConstraintsKey identifies what decides where a pod may run: its node
+// selector, required node affinity and NoSchedule/NoExecute tolerations.
+// Pods with the same key may run on the same nodes; a cache may compute it
+// once per pod (VM.ConstraintsKey) rather than per simulation.
+func ConstraintsKey(pod *corev1.Pod) string {
 	if pod == nil {
 		return ""
 	}
-	b, _ := json.Marshal(struct {
-		S map[string]string
-		A *corev1.Affinity
-		T []corev1.Toleration
-	}{pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations})
-	return string(b)
+	var b strings.Builder
+	keys := make([]string, 0, len(pod.Spec.NodeSelector))
+	for k := range pod.Spec.NodeSelector {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString(k + "=" + pod.Spec.NodeSelector[k] + "\x00")
+	}
+	b.WriteString("\x01")
+	for _, t := range pod.Spec.Tolerations {
+		b.WriteString(t.Key + "\x00" + string(t.Operator) + "\x00" + t.Value + "\x00" + string(t.Effect) + "\x00")
+	}
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		j, _ := json.Marshal(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+		b.WriteString("\x01")
+		b.Write(j)
+	}
+	return b.String()
 }

@@ -276,7 +276,8 @@ var recordedPlan = []string{
 	"impact High desired [create failed kept psi rejected same theirs] differs map[psi:[spec.kernelArguments] same:[] theirs:[data]] targets [create kept old psi same theirs] disrupted 1",
 	"plan 570fe45d4a066791379b55747d4df1fa990d0c59128f57b2b4df3b40eaa1e548",
 	"snapshot 331e187e5857c55b5f5c7e9b10d9b609ba4afcdc296f43e935e708a20002178c",
-	"map[apply ConfigMap:5 apply MachineConfig:1 get ConfigMap:8 get MachineConfig:1 get MachineConfiguration:1 list MachineConfigPool:1 list Node:1 list VirtualMachineInstance:1]",
+	// The pods are listed since the capacity check (no pod cache here).
+	"map[apply ConfigMap:5 apply MachineConfig:1 get ConfigMap:8 get MachineConfig:1 get MachineConfiguration:1 list MachineConfigPool:1 list Node:1 list Pod:1 list VirtualMachineInstance:1]",
 }
 
 // TestComputeIsUnchanged: the plan of every kind of item (its operations,

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
@@ -29,6 +30,8 @@ type clusterReads struct {
 	vmis     func() ([]kubevirt.VMI, bool, error)
 	policies func() (*disruption.Policies, string, error)
 	hco      func() (*unstructured.Unstructured, error)
+	// pods are the launchers and the requests per node (capacity.go).
+	pods func() (cluster.PodRequests, error)
 }
 
 // newClusterReads reads through inputs where it can (the HyperConverged a
@@ -53,6 +56,7 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 			p, why := disruption.ReadPolicies(mc)
 			return p, why, nil
 		}),
+		pods: sync.OnceValues(e.podReads(ctx, cached)),
 		hco: sync.OnceValues(func() (*unstructured.Unstructured, error) {
 			return get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName)
 		}),
@@ -65,6 +69,7 @@ func (r *clusterReads) start() {
 	go func() { _, _ = r.nodes() }()
 	go func() { _, _, _ = r.vmis() }()
 	go func() { _, _, _ = r.policies() }()
+	go func() { _, _ = r.pods() }()
 }
 
 func onceValues3[A, B any](f func() (A, B, error)) func() (A, B, error) {
@@ -164,15 +169,18 @@ func (r *clusterReads) assess(ctx context.Context, reboots []v1alpha1.PoolReboot
 		policies, why = nil, "the node disruption policies cannot be read ("+apiMessage(err)+")"
 	}
 	decision := disruption.Decide(change.before, change.after, policies, why)
-	cluster, err := r.cluster(ctx, pools, strict)
+	c, err := r.cluster(ctx, pools, strict)
 	if err != nil {
 		return "", err
 	}
 	for i := range reboots {
 		pool := poolByName(pools, reboots[i].Pool)
-		cluster.Assess(&reboots[i], pool, decision)
+		c.Assess(&reboots[i], pool, decision)
+		if err := r.checkCapacity(&reboots[i], pool, c, strict); err != nil {
+			return "", err
+		}
 	}
-	return disruption.Note(reboots), nil
+	return disruption.Note(reboots) + capacityNote(reboots), nil
 }
 
 func poolByName(pools []unstructured.Unstructured, name string) *unstructured.Unstructured {

@@ -72,6 +72,9 @@ type Engine struct {
 	// NodeVMs, if set, serves the Nodes and VMIs plans read (nodevms.go);
 	// nil reads them live.
 	NodeVMs NodeVMs
+	// Pods, if set, serves the launchers and requests per node the
+	// capacity check reads (capacity.go); nil lists them live.
+	Pods Pods
 
 	// windows are the maintenance windows the plan tells the approver
 	// about (when each MachineConfig item would be written).

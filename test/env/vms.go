@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -184,4 +185,123 @@ func (e *Env) InstallCRD(ctx context.Context, file string) error {
 		}
 	}
 	return e.applier.waitEstablished(ctx, objs)
+}
+
+// SetNodeResources sets a Node's allocatable (and capacity) resources, e.g.
+// {"memory": "64Gi", "cpu": "32", "pods": "110", "nvidia.com/A100": "1"},
+// and adds labels, as a kubelet and node labellers would, and removes the
+// not-ready taint.
+func (e *Env) SetNodeResources(ctx context.Context, name string, allocatable, labels map[string]string) error {
+	kube, err := kubernetes.NewForConfig(e.AdminConfig)
+	if err != nil {
+		return err
+	}
+	n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading Node %s: %w", name, err)
+	}
+	// The API server taints a new Node not-ready; a Ready kubelet's node
+	// loses the taint, and pods may then be placed there.
+	kept := n.Spec.Taints[:0]
+	for _, t := range n.Spec.Taints {
+		if t.Key != corev1.TaintNodeNotReady {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) != len(n.Spec.Taints) || len(labels) > 0 {
+		n.Spec.Taints = kept
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		for k, v := range labels {
+			n.Labels[k] = v
+		}
+		if n, err = kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("labelling or untainting Node %s: %w", name, err)
+		}
+	}
+	list := corev1.ResourceList{}
+	for k, v := range allocatable {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return err
+		}
+		list[corev1.ResourceName(k)] = q
+	}
+	n.Status.Allocatable, n.Status.Capacity = list, list
+	if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("setting the resources of Node %s: %w", name, err)
+	}
+	return nil
+}
+
+// LauncherPod is the virt-launcher pod of a VMI on its node: what a
+// migration target pod asks of another node.
+type LauncherPod struct {
+	Namespace, VMI, Node string
+	// Requests, e.g. {"memory": "50Gi", "cpu": "1"}.
+	Requests map[string]string
+	// NodeSelector as virt-controller renders it (a CPU model label…).
+	NodeSelector map[string]string
+}
+
+// LauncherPodName is the name CreateLauncherPod gives the pod of a VMI.
+func LauncherPodName(vmi string) string { return "virt-launcher-" + vmi }
+
+// CreateLauncherPod creates the VMI's launcher pod bound to its node and
+// reports it Running (nothing runs it: there is no kubelet).
+func (e *Env) CreateLauncherPod(ctx context.Context, l LauncherPod) error {
+	kube, err := kubernetes.NewForConfig(e.AdminConfig)
+	if err != nil {
+		return err
+	}
+	req := corev1.ResourceList{}
+	for k, v := range l.Requests {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return err
+		}
+		req[corev1.ResourceName(k)] = q
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: LauncherPodName(l.VMI),
+			Labels: map[string]string{"kubevirt.io": "virt-launcher", "vm.kubevirt.io/name": l.VMI}},
+		Spec: corev1.PodSpec{NodeName: l.Node, NodeSelector: l.NodeSelector,
+			Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher", Resources: corev1.ResourceRequirements{Requests: req, Limits: limitsOf(req)}}}},
+	}
+	created, err := kube.CoreV1().Pods(l.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	created.Status.Phase = corev1.PodRunning
+	if _, err := kube.CoreV1().Pods(l.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("reporting pod %s/%s Running: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// limitsOf are the limits of extended resources, which must equal their
+// requests.
+func limitsOf(req corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for k, q := range req {
+		if k != corev1.ResourceCPU && k != corev1.ResourceMemory {
+			out[k] = q
+		}
+	}
+	return out
+}
+
+// DeleteLauncherPod deletes a VMI's launcher pod at once (no kubelet
+// would confirm a graceful one); a missing one is no error.
+func (e *Env) DeleteLauncherPod(ctx context.Context, namespace, vmi string) error {
+	kube, err := kubernetes.NewForConfig(e.AdminConfig)
+	if err != nil {
+		return err
+	}
+	zero := int64(0)
+	if err := kube.CoreV1().Pods(namespace).Delete(ctx, LauncherPodName(vmi), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting pod %s/%s: %w", namespace, LauncherPodName(vmi), err)
+	}
+	return nil
 }

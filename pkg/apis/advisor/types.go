@@ -266,6 +266,8 @@ type PoolReboot struct {
 	VMSummary string
 	// vmImpactUnknown says why the VMs could not be assessed.
 	VMImpactUnknown string
+	// capacity says whether the VMs that live-migrate find room.
+	Capacity string
 }
 
 // NodeDisruption is what a node goes through when a MachineConfig change

@@ -1774,6 +1774,13 @@ func schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref common.ReferenceCallback) c
 							Format:      "",
 						},
 					},
+					"capacity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "capacity says whether the VMs that live-migrate when the pool's nodes drain find room on the nodes that stay schedulable, the drains taken as the pool rolls out (maxUnavailable nodes at a time, in name order), e.g. \"fits: worst node n2 moves 96 GiB, 140 GiB free elsewhere\" or \"does not fit: default/db-0 (64 GiB, …)\", or why it is unknown. A VM that does not fit is among vmImpacts with fate BlocksDrain and a reason starting InsufficientCapacity (docs/disruption.md). Empty when no VM live-migrates.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"pool", "nodes"},
 			},

@@ -406,6 +406,16 @@ type PoolReboot struct {
 	// example: the cluster does not serve kubevirt.io/v1 VirtualMachineInstance).
 	// +optional
 	VMImpactUnknown string `json:"vmImpactUnknown,omitempty"`
+	// capacity says whether the VMs that live-migrate when the pool's nodes
+	// drain find room on the nodes that stay schedulable, the drains taken
+	// as the pool rolls out (maxUnavailable nodes at a time, in name order),
+	// e.g. "fits: worst node n2 moves 96 GiB, 140 GiB free elsewhere" or
+	// "does not fit: default/db-0 (64 GiB, …)", or why it is unknown. A VM
+	// that does not fit is among vmImpacts with fate BlocksDrain and a
+	// reason starting InsufficientCapacity (docs/disruption.md). Empty when
+	// no VM live-migrates.
+	// +optional
+	Capacity string `json:"capacity,omitempty"`
 }
 
 // VMImpact is what draining its node does to one VirtualMachineInstance.

@@ -1316,6 +1316,7 @@ func autoConvert_v1alpha1_PoolReboot_To_advisor_PoolReboot(in *PoolReboot, out *
 	out.LiveMigrations = in.LiveMigrations
 	out.VMSummary = in.VMSummary
 	out.VMImpactUnknown = in.VMImpactUnknown
+	out.Capacity = in.Capacity
 	return nil
 }
 
@@ -1335,6 +1336,7 @@ func autoConvert_advisor_PoolReboot_To_v1alpha1_PoolReboot(in *advisor.PoolReboo
 	out.LiveMigrations = in.LiveMigrations
 	out.VMSummary = in.VMSummary
 	out.VMImpactUnknown = in.VMImpactUnknown
+	out.Capacity = in.Capacity
 	return nil
 }
 

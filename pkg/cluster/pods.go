@@ -1,0 +1,287 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/klog/v2"
+)
+
+// Labels KubeVirt puts on a VMI's virt-launcher pod.
+const (
+	LauncherLabel      = "kubevirt.io"
+	LauncherLabelValue = "virt-launcher"
+	// LauncherVMILabel holds the name of the VMI the pod runs.
+	LauncherVMILabel = "vm.kubevirt.io/name"
+)
+
+// PodGVR is core/v1 pods.
+var PodGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// Launcher is a virt-launcher pod cut down to what placing it elsewhere
+// reads: its node, and a Pod whose spec keeps the node selector, the
+// required node affinity, the tolerations and one container asking what
+// the whole pod asks (containers, init containers, overhead).
+type Launcher struct {
+	Namespace, VMI, Node string
+	Pod                  *corev1.Pod
+}
+
+// PodRequests are, of a cluster's pods, the launchers by namespace/VMI name
+// (two while a VMI migrates) and, per node, what all pods there request.
+type PodRequests struct {
+	Launchers map[string][]Launcher
+	Requested map[string]corev1.ResourceList
+}
+
+// cachedPod is a pod as the cache keeps it: its identity, node and
+// requests, and for a launcher what placing it reads.
+type cachedPod struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+	node     string
+	requests corev1.ResourceList
+	launcher *Launcher
+}
+
+// DeepCopyObject copies the identity; the rest is never modified.
+func (p *cachedPod) DeepCopyObject() runtime.Object {
+	out := *p
+	p.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return &out
+}
+
+// slimPod cuts a pod down as it enters the cache. A pod that has ended
+// (Succeeded, Failed) or is not bound to a node asks nothing of a node.
+func slimPod(obj interface{}) (interface{}, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	out := &cachedPod{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), ResourceVersion: u.GetResourceVersion()}}
+	phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+	out.node, _, _ = unstructured.NestedString(u.Object, "spec", "nodeName")
+	if out.node == "" || phase == string(corev1.PodSucceeded) || phase == string(corev1.PodFailed) {
+		out.node = ""
+		return out, nil
+	}
+	pod := &corev1.Pod{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(placementFields(u), pod); err != nil {
+		klog.V(2).InfoS("Cannot read a pod's requests", "pod", u.GetNamespace()+"/"+u.GetName(), "err", err)
+		return out, nil
+	}
+	out.requests = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	labels := u.GetLabels()
+	if labels[LauncherLabel] == LauncherLabelValue && labels[LauncherVMILabel] != "" {
+		slim := &corev1.Pod{Spec: corev1.PodSpec{
+			NodeSelector: pod.Spec.NodeSelector, Tolerations: pod.Spec.Tolerations,
+			Containers: []corev1.Container{{Name: "compute", Resources: corev1.ResourceRequirements{Requests: out.requests}}},
+		}}
+		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			slim.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
+		}
+		out.launcher = &Launcher{Namespace: u.GetNamespace(), VMI: labels[LauncherVMILabel], Node: out.node, Pod: slim}
+	}
+	return out, nil
+}
+
+// placementFields are the parts of a pod's spec its requests and placement
+// are read from, so that converting them stays cheap.
+func placementFields(u *unstructured.Unstructured) map[string]interface{} {
+	spec := map[string]interface{}{}
+	for _, f := range []string{"nodeSelector", "tolerations", "overhead"} {
+		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", f); found {
+			spec[f] = v
+		}
+	}
+	if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"); found {
+		spec["affinity"] = map[string]interface{}{"nodeAffinity": map[string]interface{}{"requiredDuringSchedulingIgnoredDuringExecution": v}}
+	}
+	for _, f := range []string{"containers", "initContainers"} {
+		list, _, _ := unstructured.NestedSlice(u.Object, "spec", f)
+		kept := make([]interface{}, 0, len(list))
+		for _, c := range list {
+			cm, _ := c.(map[string]interface{})
+			k := map[string]interface{}{"name": cm["name"]}
+			if rp, ok := cm["restartPolicy"]; ok {
+				k["restartPolicy"] = rp
+			}
+			if req, found, _ := unstructured.NestedFieldNoCopy(cm, "resources", "requests"); found {
+				k["resources"] = map[string]interface{}{"requests": req}
+			}
+			kept = append(kept, k)
+		}
+		if len(kept) > 0 {
+			spec[f] = kept
+		}
+	}
+	return map[string]interface{}{"spec": spec}
+}
+
+// podTotals keeps, per node, the sum of the requests of the pods bound
+// there, updated by each event rather than summed per read.
+type podTotals struct {
+	mu        sync.Mutex
+	requested map[string]corev1.ResourceList
+}
+
+// change adds what p asks to its node (sign 1) or takes it away (-1). A
+// node's list is replaced, never modified, so a read may share it.
+func (t *podTotals) change(p *cachedPod, sign int) {
+	if p == nil || p.node == "" || len(p.requests) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	next := t.requested[p.node].DeepCopy()
+	if next == nil {
+		next = corev1.ResourceList{}
+	}
+	for name, q := range p.requests {
+		cur := next[name]
+		if sign > 0 {
+			cur.Add(q)
+		} else {
+			cur.Sub(q)
+		}
+		next[name] = cur
+	}
+	if sign < 0 && allZero(next) {
+		delete(t.requested, p.node)
+		return
+	}
+	t.requested[p.node] = next
+}
+
+func allZero(l corev1.ResourceList) bool {
+	for _, q := range l {
+		if !q.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *podTotals) snapshot() map[string]corev1.ResourceList {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]corev1.ResourceList, len(t.requested))
+	for k, v := range t.requested {
+		out[k] = v
+	}
+	return out
+}
+
+// PodCache serves, from an informer on every pod, what the capacity check
+// of a plan reads: the virt-launcher pods and the requests per node. Each
+// pod is cut down as it enters (slimPod); the sums per node are kept up
+// to date by the events. The check right before a drain lists live
+// instead (ReadPodRequests).
+type PodCache struct {
+	dynamic  dynamic.Interface
+	informer cache.SharedIndexInformer
+	totals   podTotals
+	changes  atomic.Int64
+	mu       sync.Mutex
+	built    int64
+	view     map[string][]Launcher
+}
+
+// NewPodCache returns a cache whose informer starts at Start.
+func NewPodCache(dyn dynamic.Interface) *PodCache {
+	return &PodCache{dynamic: dyn, totals: podTotals{requested: map[string]corev1.ResourceList{}}}
+}
+
+// Start runs the informer until ctx ends.
+func (c *PodCache) Start(ctx context.Context) {
+	ri := c.dynamic.Resource(PodGVR)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return ri.Watch(ctx, o)
+		},
+	}
+	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c.dynamic), &unstructured.Unstructured{}, 0, cache.Indexers{})
+	if err := informer.SetTransform(slimPod); err != nil {
+		klog.ErrorS(err, "Cannot cut down the cached pods")
+	}
+	asPod := func(o interface{}) *cachedPod {
+		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		p, _ := o.(*cachedPod)
+		return p
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(o interface{}) { c.totals.change(asPod(o), 1); c.changes.Add(1) },
+		UpdateFunc: func(old, o interface{}) {
+			c.totals.change(asPod(old), -1)
+			c.totals.change(asPod(o), 1)
+			c.changes.Add(1)
+		},
+		DeleteFunc: func(o interface{}) { c.totals.change(asPod(o), -1); c.changes.Add(1) },
+	}); err != nil {
+		klog.ErrorS(err, "Cannot follow the pod cache")
+	}
+	c.mu.Lock()
+	c.informer = informer
+	c.mu.Unlock()
+	go informer.RunWithContext(ctx)
+}
+
+// Pods returns the launchers and the requests per node, shared (callers
+// must not modify them); ok is false until the cache has synced.
+func (c *PodCache) Pods() (PodRequests, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.informer == nil || !c.informer.HasSynced() {
+		return PodRequests{}, false
+	}
+	if n := c.changes.Load(); c.view == nil || n != c.built {
+		var pods []*cachedPod
+		for _, o := range c.informer.GetStore().List() {
+			if p, ok := o.(*cachedPod); ok && p.launcher != nil {
+				pods = append(pods, p)
+			}
+		}
+		c.view, c.built = launchersOf(pods), n
+	}
+	return PodRequests{Launchers: c.view, Requested: c.totals.snapshot()}, true
+}
+
+func launchersOf(pods []*cachedPod) map[string][]Launcher {
+	out := make(map[string][]Launcher, len(pods))
+	for _, p := range pods {
+		if l := p.launcher; l != nil {
+			key := l.Namespace + "/" + l.VMI
+			out[key] = append(out[key], *l)
+		}
+	}
+	return out
+}
+
+// ReadPodRequests is PodRequests from a live list of pods (items as the
+// API returns them), as the check right before a drain reads them.
+func ReadPodRequests(items []unstructured.Unstructured) PodRequests {
+	totals := podTotals{requested: map[string]corev1.ResourceList{}}
+	pods := make([]*cachedPod, 0, len(items))
+	for i := range items {
+		o, _ := slimPod(&items[i])
+		p := o.(*cachedPod)
+		totals.change(p, 1)
+		pods = append(pods, p)
+	}
+	return PodRequests{Launchers: launchersOf(pods), Requested: totals.requested}
+}

@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func podObject(name, node, phase string, labels map[string]interface{}, mem string, extra map[string]interface{}) unstructured.Unstructured {
+	spec := map[string]interface{}{
+		"nodeName":     node,
+		"nodeSelector": map[string]interface{}{"cpu-model.node.kubevirt.io/Icelake-Server": "true"},
+		"tolerations":  []interface{}{map[string]interface{}{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}},
+		"containers": []interface{}{map[string]interface{}{"name": "compute", "image": "big-image", "env": []interface{}{map[string]interface{}{"name": "X", "value": "y"}},
+			"resources": map[string]interface{}{"requests": map[string]interface{}{"memory": mem, "cpu": "1"}, "limits": map[string]interface{}{"memory": mem}}}},
+		"initContainers": []interface{}{map[string]interface{}{"name": "init", "resources": map[string]interface{}{"requests": map[string]interface{}{"memory": "100Gi"}}}},
+		"volumes":        []interface{}{map[string]interface{}{"name": "v", "emptyDir": map[string]interface{}{}}},
+	}
+	for k, v := range extra {
+		spec[k] = v
+	}
+	return unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]interface{}{"name": name, "namespace": "default", "labels": labels, "annotations": map[string]interface{}{"big": "annotation"}},
+		"spec":     spec, "status": map[string]interface{}{"phase": phase},
+	}}
+}
+
+var launcherLabels = map[string]interface{}{LauncherLabel: LauncherLabelValue, LauncherVMILabel: "db-0", "other": "dropped"}
+
+func TestSlimPod(t *testing.T) {
+	u := podObject("virt-launcher-db-0-abc", "w1", "Running", launcherLabels, "8Gi", map[string]interface{}{"overhead": map[string]interface{}{"memory": "200Mi"}})
+	o, err := slimPod(&u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := o.(*cachedPod)
+	if p.node != "w1" || p.launcher == nil || p.launcher.VMI != "db-0" || p.launcher.Namespace != "default" {
+		t.Fatalf("got %+v, want a launcher of default/db-0 on w1", p)
+	}
+	// The init container asks more memory than the containers: it decides.
+	want := resource.MustParse("100Gi")
+	want.Add(resource.MustParse("200Mi"))
+	if got := p.requests[corev1.ResourceMemory]; got.Cmp(want) != 0 {
+		t.Errorf("memory request = %s, want %s", got.String(), want.String())
+	}
+	spec := p.launcher.Pod.Spec
+	if spec.NodeSelector["cpu-model.node.kubevirt.io/Icelake-Server"] != "true" || len(spec.Tolerations) != 1 || len(spec.Containers) != 1 ||
+		len(spec.InitContainers) != 0 || spec.Containers[0].Image != "" || len(spec.Containers[0].Env) != 0 || len(spec.Volumes) != 0 {
+		t.Errorf("launcher spec kept more or less than placement needs: %+v", spec)
+	}
+	if len(p.Labels) != 0 || len(p.Annotations) != 0 {
+		t.Errorf("kept labels %v annotations %v", p.Labels, p.Annotations)
+	}
+}
+
+func TestSlimPodEndedOrUnbound(t *testing.T) {
+	for _, tc := range []struct{ node, phase string }{{"w1", "Succeeded"}, {"w1", "Failed"}, {"", "Pending"}} {
+		u := podObject("p", tc.node, tc.phase, launcherLabels, "8Gi", nil)
+		o, _ := slimPod(&u)
+		if p := o.(*cachedPod); p.node != "" || p.launcher != nil || len(p.requests) != 0 {
+			t.Errorf("%s on %q: kept %+v, want nothing asked of a node", tc.phase, tc.node, p)
+		}
+	}
+}
+
+func TestPodTotalsIncremental(t *testing.T) {
+	totals := podTotals{requested: map[string]corev1.ResourceList{}}
+	slim := func(u unstructured.Unstructured) *cachedPod { o, _ := slimPod(&u); return o.(*cachedPod) }
+	a := slim(podObject("a", "w1", "Running", nil, "200Gi", nil))
+	b := slim(podObject("b", "w1", "Running", launcherLabels, "300Gi", nil))
+	totals.change(a, 1)
+	shared := totals.snapshot()["w1"]
+	totals.change(b, 1)
+	if got := totals.requested["w1"][corev1.ResourceMemory]; got.Cmp(resource.MustParse("500Gi")) != 0 {
+		t.Errorf("w1 memory = %s, want 500Gi", got.String())
+	}
+	if got := shared[corev1.ResourceMemory]; got.Cmp(resource.MustParse("200Gi")) != 0 {
+		t.Errorf("a snapshot taken before changed to %s: lists must be replaced, not modified", got.String())
+	}
+	// Updated: moved to w2 (a new pod object, as the informer delivers).
+	moved := slim(podObject("b", "w2", "Running", launcherLabels, "300Gi", nil))
+	totals.change(b, -1)
+	totals.change(moved, 1)
+	totals.change(a, -1)
+	if _, ok := totals.requested["w1"]; ok {
+		t.Errorf("w1 still has requests %v after its pods left", totals.requested["w1"])
+	}
+	if got := totals.requested["w2"][corev1.ResourceMemory]; got.Cmp(resource.MustParse("300Gi")) != 0 {
+		t.Errorf("w2 memory = %s, want 300Gi", got.String())
+	}
+}
+
+func TestReadPodRequests(t *testing.T) {
+	items := []unstructured.Unstructured{
+		podObject("virt-launcher-db-0-src", "w1", "Running", launcherLabels, "8Gi", nil),
+		podObject("virt-launcher-db-0-dst", "w2", "Pending", launcherLabels, "8Gi", nil),
+		podObject("other", "w1", "Running", nil, "1Gi", nil),
+	}
+	got := ReadPodRequests(items)
+	if l := got.Launchers["default/db-0"]; len(l) != 2 || l[0].Node != "w1" || l[1].Node != "w2" {
+		t.Errorf("launchers = %+v, want the source on w1 and the target on w2", l)
+	}
+	if n := len(got.Requested); n != 2 {
+		t.Errorf("requests on %d nodes, want 2", n)
+	}
+}

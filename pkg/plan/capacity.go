@@ -1,0 +1,214 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/capacity"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/disruption"
+)
+
+// Pods serves the virt-launcher pods and the requests per node the
+// capacity check reads (*cluster.PodCache); ok is false until its cache
+// has synced, and the plan then lists the pods live.
+type Pods interface {
+	Pods() (cluster.PodRequests, bool)
+}
+
+// ReasonInsufficientCapacity starts the reason of a VM that would find no
+// node to migrate to: its drain would wait, as for a VM that blocks it.
+const ReasonInsufficientCapacity = "InsufficientCapacity"
+
+// noLaunchers starts the capacity of a pool none of whose migrating VMs
+// has a virt-launcher pod on its node (a cluster whose VMIs are not run by
+// KubeVirt pods): nothing is known, and the item's message stays silent.
+const noLaunchers = "unknown: no virt-launcher pod on their nodes for the "
+
+// podReads reads the pods from the cache when cached and it has synced,
+// else lists them live.
+func (e *Engine) podReads(ctx context.Context, cached bool) func() (cluster.PodRequests, error) {
+	return func() (cluster.PodRequests, error) {
+		if cached && e.Pods != nil {
+			if p, ok := e.Pods.Pods(); ok {
+				return p, nil
+			}
+		}
+		items, err := e.Cluster.List(ctx, podGVK)
+		if err != nil {
+			return cluster.PodRequests{}, err
+		}
+		return cluster.ReadPodRequests(items), nil
+	}
+}
+
+var podGVK = cluster.PodGVR.GroupVersion().WithKind("Pod")
+
+// checkCapacity simulates the drains of a pool whose nodes drain: a VM
+// that live-migrates and finds no node becomes one that blocks the drain
+// (reason InsufficientCapacity: …), and r.Capacity says the result. A
+// failure to read the pods is said (strict: returned).
+func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstructured.Unstructured, c *disruption.Cluster, strict bool) error {
+	vms := migrating(reboot.VMImpacts)
+	if !reboot.Drains || len(vms) == 0 || r.pods == nil {
+		return nil // nothing migrates, or reads that do not look at pods
+	}
+	pods, err := r.pods()
+	if err != nil {
+		if strict {
+			return fmt.Errorf("listing pods for the capacity check: %w", err)
+		}
+		reboot.Capacity = "unknown: cannot list pods: " + apiMessage(err)
+		return nil
+	}
+	in, missing := capacityVMs(vms, pods)
+	if len(in) == 0 {
+		reboot.Capacity = fmt.Sprintf("%s%d migrating VMs", noLaunchers, len(vms))
+		return nil
+	}
+	order, err := c.PoolNodes(pool)
+	if err != nil {
+		reboot.Capacity = "unknown: " + err.Error()
+		return nil
+	}
+	res := capacity.Simulate(capacityNodes(c.Nodes, pods.Requested), in, capacity.Rollout{Pool: reboot.Pool, Nodes: order, MaxUnavailable: maxUnavailable(pool, len(order))})
+	reboot.Capacity = res.Summary()
+	if missing > 0 {
+		reboot.Capacity += fmt.Sprintf(" (%d migrating VMs without a virt-launcher pod on their node not counted)", missing)
+	}
+	if res.Fits() {
+		return nil
+	}
+	unfit := make(map[string]string, len(res.Unfit))
+	for _, u := range res.Unfit {
+		unfit[u.VM.String()] = u.Reason
+	}
+	for i := range reboot.VMImpacts {
+		v := &reboot.VMImpacts[i]
+		if why, ok := unfit[v.Namespace+"/"+v.Name]; ok && v.Fate == v1alpha1.VMFateLiveMigrate {
+			v.Fate, v.Reason = v1alpha1.VMFateBlocksDrain, ReasonInsufficientCapacity+": "+why
+		}
+	}
+	reboot.VMSummary = disruption.Summarize(reboot.VMImpacts)
+	return nil
+}
+
+func migrating(impacts []v1alpha1.VMImpact) []v1alpha1.VMImpact {
+	out := make([]v1alpha1.VMImpact, 0, len(impacts))
+	for _, v := range impacts {
+		if v.Fate == v1alpha1.VMFateLiveMigrate {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// capacityVMs pairs each migrating VM with its launcher on its node; the
+// count of those without one (not placed: what they ask is not known).
+func capacityVMs(vms []v1alpha1.VMImpact, pods cluster.PodRequests) ([]capacity.VM, int) {
+	out := make([]capacity.VM, 0, len(vms))
+	missing := 0
+	for _, v := range vms {
+		var launcher *corev1.Pod
+		for _, l := range pods.Launchers[v.Namespace+"/"+v.Name] {
+			if l.Node == v.Node {
+				launcher = l.Pod
+				break
+			}
+		}
+		if launcher == nil {
+			missing++
+			continue
+		}
+		out = append(out, capacity.VM{Namespace: v.Namespace, Name: v.Name, Node: v.Node, Launcher: launcher})
+	}
+	return out, missing
+}
+
+// capacityNodes are the Nodes as the simulation reads them (labels,
+// taints, schedulable, allocatable), with what their pods request.
+func capacityNodes(nodes []unstructured.Unstructured, requested map[string]corev1.ResourceList) []capacity.Node {
+	out := make([]capacity.Node, 0, len(nodes))
+	for i := range nodes {
+		if n := nodeOf(&nodes[i]); n != nil {
+			out = append(out, capacity.Node{Node: n, Requested: requested[n.Name]})
+		}
+	}
+	return out
+}
+
+// nodeOf reads what placement needs of a Node without the generic
+// converter, which costs milliseconds on 500 nodes per plan.
+func nodeOf(u *unstructured.Unstructured) *corev1.Node {
+	n := &corev1.Node{}
+	n.Name, n.Labels = u.GetName(), u.GetLabels()
+	n.Spec.Unschedulable, _, _ = unstructured.NestedBool(u.Object, "spec", "unschedulable")
+	if taints, found, _ := unstructured.NestedSlice(u.Object, "spec", "taints"); found {
+		spec := &corev1.NodeSpec{}
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]interface{}{"taints": taints}, spec) != nil {
+			return nil
+		}
+		n.Spec.Taints = spec.Taints
+	}
+	alloc, _, _ := unstructured.NestedMap(u.Object, "status", "allocatable")
+	n.Status.Allocatable = make(corev1.ResourceList, len(alloc))
+	for name, v := range alloc {
+		s, _ := v.(string)
+		q, err := resource.ParseQuantity(s)
+		if err != nil {
+			return nil
+		}
+		n.Status.Allocatable[corev1.ResourceName(name)] = q
+	}
+	return n
+}
+
+// maxUnavailable is how many of the pool's nodes the MachineConfig
+// operator updates at once: spec.maxUnavailable (a count or a percentage,
+// rounded down), at least 1.
+func maxUnavailable(pool *unstructured.Unstructured, nodes int) int {
+	raw, found, _ := unstructured.NestedFieldNoCopy(pool.Object, "spec", "maxUnavailable")
+	if !found || raw == nil {
+		return 1
+	}
+	var v intstr.IntOrString
+	switch x := raw.(type) {
+	case int64:
+		v = intstr.FromInt(int(x))
+	case float64:
+		v = intstr.FromInt(int(x))
+	case string:
+		v = intstr.FromString(x)
+	default:
+		return 1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, nodes, false)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// capacityNote is what an item's message says of capacity: each pool's
+// result, e.g. "; capacity: pool worker fits: worst node n2 moves 96 GiB,
+// 140 GiB free elsewhere"; nothing when no VM migrates.
+func capacityNote(reboots []v1alpha1.PoolReboot) string {
+	var parts []string
+	for _, r := range reboots {
+		if r.Capacity != "" && !strings.HasPrefix(r.Capacity, noLaunchers) {
+			parts = append(parts, "pool "+r.Pool+" "+r.Capacity)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; capacity: " + strings.Join(parts, "; ")
+}
