@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -136,21 +135,16 @@ func (c *Cluster) Assess(r *v1alpha1.PoolReboot, pool *unstructured.Unstructured
 	for _, n := range nodes {
 		on[n] = true
 	}
-	var migrating listed
 	for _, v := range c.VMIs {
 		if !v.Running() || !on[v.Node] {
 			continue
 		}
 		fate, reason := Fate(v, c.Default)
-		impact := v1alpha1.VMImpact{Node: v.Node, Namespace: v.Namespace, Name: v.Name, Fate: fate, Reason: reason}
 		if fate == v1alpha1.VMFateLiveMigrate {
 			r.LiveMigrations++
-			migrating.add(impact)
-			continue
 		}
-		r.VMImpacts = append(r.VMImpacts, impact)
+		r.VMImpacts = append(r.VMImpacts, v1alpha1.VMImpact{Node: v.Node, Namespace: v.Namespace, Name: v.Name, Fate: fate, Reason: reason})
 	}
-	r.VMImpacts = append(r.VMImpacts, migrating...)
 	sort.Slice(r.VMImpacts, func(i, j int) bool { return impactBefore(r.VMImpacts[i], r.VMImpacts[j]) })
 	r.VMSummary = Summarize(int(r.LiveMigrations), r.VMImpacts)
 	if r.VMSummary == "" {
@@ -159,22 +153,25 @@ func (c *Cluster) Assess(r *v1alpha1.PoolReboot, pool *unstructured.Unstructured
 }
 
 // MaxListedMigrations bounds the VMs that live-migrate a pool's vmImpacts
-// name: they are counted (liveMigrations), and the VMs at risk are all
-// listed, so that a plan over 10 000 VMs stays kilobytes.
+// name once Bound: they are counted (liveMigrations), and the VMs at risk
+// are all listed, so that a plan over 10 000 VMs stays kilobytes.
 const MaxListedMigrations = 20
 
-// listed keeps the first MaxListedMigrations VMs in impactBefore's order.
-type listed []v1alpha1.VMImpact
-
-func (l *listed) add(v v1alpha1.VMImpact) {
-	if len(*l) == MaxListedMigrations && !impactBefore(v, (*l)[len(*l)-1]) {
-		return
+// Bound drops from r's vmImpacts the VMs that live-migrate beyond the
+// first MaxListedMigrations (Assess lists them all: the capacity check
+// places each).
+func Bound(r *v1alpha1.PoolReboot) {
+	kept, listed := r.VMImpacts[:0], 0
+	for _, v := range r.VMImpacts {
+		if v.Fate == v1alpha1.VMFateLiveMigrate {
+			if listed == MaxListedMigrations {
+				continue
+			}
+			listed++
+		}
+		kept = append(kept, v)
 	}
-	i := sort.Search(len(*l), func(i int) bool { return impactBefore(v, (*l)[i]) })
-	*l = slices.Insert(*l, i, v)
-	if len(*l) > MaxListedMigrations {
-		*l = (*l)[:MaxListedMigrations]
-	}
+	r.VMImpacts = kept
 }
 
 // impactBefore orders VMs by node, namespace and name.

@@ -178,8 +178,8 @@ func migrating(vms []v1alpha1.VMImpact) int {
 	return n
 }
 
-// A pool of thousands of VMs lists those at risk and a few that migrate,
-// and counts the rest.
+// A pool of thousands of VMs lists, once bound, those at risk and a few
+// that migrate, and counts the rest.
 func TestAssessListsEveryVMAtRiskAndTheFirstMigrations(t *testing.T) {
 	var vmis []kubevirt.VMI
 	for i := 0; i < 3*MaxListedMigrations; i++ {
@@ -191,6 +191,10 @@ func TestAssessListsEveryVMAtRiskAndTheFirstMigrations(t *testing.T) {
 	c := Cluster{Pools: []unstructured.Unstructured{workerPool}, Nodes: threeWorkers(), VMIs: vmis}
 	r := v1alpha1.PoolReboot{Pool: "worker", Nodes: 3}
 	c.Assess(&r, &workerPool, Decision{Action: v1alpha1.NodeDisruptionReboot})
+	if len(r.VMImpacts) != 3*MaxListedMigrations+1 {
+		t.Fatalf("Assess lists %d VMs, want all %d", len(r.VMImpacts), 3*MaxListedMigrations+1)
+	}
+	Bound(&r)
 	if r.LiveMigrations != int64(3*MaxListedMigrations) {
 		t.Errorf("liveMigrations = %d, want %d", r.LiveMigrations, 3*MaxListedMigrations)
 	}

@@ -95,9 +95,10 @@ func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstruct
 		v := &reboot.VMImpacts[i]
 		if why, ok := unfit[v.Namespace+"/"+v.Name]; ok && v.Fate == v1alpha1.VMFateLiveMigrate {
 			v.Fate, v.Reason = v1alpha1.VMFateBlocksDrain, ReasonInsufficientCapacity+": "+why
+			reboot.LiveMigrations--
 		}
 	}
-	reboot.VMSummary = disruption.Summarize(reboot.VMImpacts)
+	reboot.VMSummary = disruption.Summarize(int(reboot.LiveMigrations), reboot.VMImpacts)
 	return nil
 }
 

@@ -179,6 +179,7 @@ func (r *clusterReads) assess(ctx context.Context, reboots []v1alpha1.PoolReboot
 		if err := r.checkCapacity(&reboots[i], pool, c, strict); err != nil {
 			return "", err
 		}
+		disruption.Bound(&reboots[i])
 	}
 	return disruption.Note(reboots) + capacityNote(reboots), nil
 }
