@@ -194,6 +194,9 @@ func TestPlanHashBindsDisruptedVMs(t *testing.T) {
 		"settings": json.RawMessage(`{"action":"DryRun"}`), "items": items, "snapshot": snapshot})
 	gpu := v1alpha1.DisruptedVM{Pool: "worker", Namespace: "default", Name: "gpu-0", Fate: v1alpha1.VMFateBlocksDrain, Reason: "HostDeviceNotLiveMigratable"}
 	none := v1alpha1.DisruptedVM{Pool: "worker", Namespace: "default", Name: "vm-none", Fate: v1alpha1.VMFateShutDown, Reason: "EvictionStrategyNone"}
+	unfit := func(name, why string) map[string][]v1alpha1.DisruptedVM {
+		return map[string][]v1alpha1.DisruptedVM{"enable-psi-metrics": {{Pool: "worker", Namespace: "default", Name: name, Fate: v1alpha1.VMFateBlocksDrain, Reason: ReasonInsufficientCapacity + ": " + why}}}
+	}
 	tests := []struct {
 		name string
 		a, b map[string][]v1alpha1.DisruptedVM
@@ -204,6 +207,8 @@ func TestPlanHashBindsDisruptedVMs(t *testing.T) {
 		{"a new VM with strategy None", map[string][]v1alpha1.DisruptedVM{"enable-psi-metrics": {gpu}}, map[string][]v1alpha1.DisruptedVM{"enable-psi-metrics": {gpu, none}}, false},
 		{"another reason", map[string][]v1alpha1.DisruptedVM{"enable-psi-metrics": {gpu}},
 			map[string][]v1alpha1.DisruptedVM{"enable-psi-metrics": {{Pool: "worker", Namespace: "default", Name: "gpu-0", Fate: v1alpha1.VMFateBlocksDrain, Reason: "DisksNotLiveMigratable"}}}, false},
+		{"a VM that does not fit, with less room since", unfit("db-0", "64 GiB, 60 GiB free"), unfit("db-0", "64 GiB, 12 GiB free"), true},
+		{"another VM that does not fit", unfit("db-0", "64 GiB, 60 GiB free"), unfit("db-1", "64 GiB, 60 GiB free"), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -346,9 +347,27 @@ func hashPlan(cfg *v1alpha1.VirtPlatformConfig, settings v1alpha1.PlanSettings, 
 	// so that ordinary migrations leave a review valid). A plan without
 	// such VMs hashes as it did before they were hashed.
 	if len(disrupted) > 0 {
-		hashed["vmImpact"] = disrupted
+		hashed["vmImpact"] = hashedDisrupted(disrupted)
 	}
 	return hashJSON(hashed)
+}
+
+// hashedDisrupted are the disrupted VMs as the hash reads them: a VM that
+// does not fit hashes by that fact, not by the free memory its reason
+// quotes, which any pod started since changes (a review stays valid while
+// the same VMs do not fit).
+func hashedDisrupted(disrupted map[string][]v1alpha1.DisruptedVM) map[string][]v1alpha1.DisruptedVM {
+	out := make(map[string][]v1alpha1.DisruptedVM, len(disrupted))
+	for item, vms := range disrupted {
+		vms = slices.Clone(vms)
+		for i := range vms {
+			if strings.HasPrefix(vms[i].Reason, ReasonInsufficientCapacity) {
+				vms[i].Reason = ReasonInsufficientCapacity
+			}
+		}
+		out[item] = vms
+	}
+	return out
 }
 
 // hashedSettings are the settings as the plan hash reads them: as the
