@@ -137,7 +137,7 @@ type ProfileOptions struct {
 
 // HugepagesConfig tunes the hugepages profile.
 type HugepagesConfig struct {
-	// pool is the MachineConfigPool whose nodes get huge pages (required).
+	// pool is the MachineConfigPool whose nodes get huge pages (default worker).
 	Pool string
 	// pageSize is 1G or 2M (default 1G).
 	PageSize string
@@ -149,7 +149,7 @@ type HugepagesConfig struct {
 
 // PciPassthroughConfig tunes the pci-passthrough profile.
 type PciPassthroughConfig struct {
-	// pool is the MachineConfigPool whose nodes get the IOMMU kernel arguments (required).
+	// pool is the MachineConfigPool whose nodes get the IOMMU kernel arguments (default worker).
 	Pool string
 }
 

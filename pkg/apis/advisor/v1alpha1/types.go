@@ -172,9 +172,12 @@ type ProfileOptions struct {
 // count derived from the nodes' memory. Changing it reboots the pool's
 // nodes one by one.
 type HugepagesConfig struct {
-	// pool is the MachineConfigPool whose nodes get huge pages (required);
-	// the MachineConfig carries its name as its role label.
-	Pool string `json:"pool"`
+	// pool is the MachineConfigPool whose nodes get huge pages (default
+	// worker); the MachineConfig carries its name as its role label, and
+	// its count is derived from the nodes of every pool that selects it.
+	// +optional
+	// +default="worker"
+	Pool string `json:"pool,omitempty"`
 	// pageSize is the huge page size, 1G or 2M (default 1G); it becomes the
 	// default huge page size of the nodes too.
 	// +optional
@@ -199,9 +202,11 @@ type HugepagesConfig struct {
 // reboots the pool's nodes one by one.
 type PciPassthroughConfig struct {
 	// pool is the MachineConfigPool whose nodes get the IOMMU kernel
-	// arguments (required); its nodes must share one CPU vendor (Intel or
-	// AMD, node-feature-discovery's label).
-	Pool string `json:"pool"`
+	// arguments (default worker); its nodes must share one CPU vendor
+	// (Intel or AMD, node-feature-discovery's label).
+	// +optional
+	// +default="worker"
+	Pool string `json:"pool,omitempty"`
 }
 
 // LiveMigrationLimitsConfig tunes the live-migration-limits profile: the

@@ -123,6 +123,9 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 			}
 		}
 		if in.Spec.Options.Hugepages != nil {
+			if in.Spec.Options.Hugepages.Pool == "" {
+				in.Spec.Options.Hugepages.Pool = "worker"
+			}
 			if in.Spec.Options.Hugepages.PageSize == "" {
 				in.Spec.Options.Hugepages.PageSize = "1G"
 			}
@@ -133,6 +136,11 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 			if in.Spec.Options.Hugepages.FloorGiB == nil {
 				var ptrVar1 int32 = 8
 				in.Spec.Options.Hugepages.FloorGiB = &ptrVar1
+			}
+		}
+		if in.Spec.Options.PciPassthrough != nil {
+			if in.Spec.Options.PciPassthrough.Pool == "" {
+				in.Spec.Options.PciPassthrough.Pool = "worker"
 			}
 		}
 	}
@@ -181,6 +189,9 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 			}
 		}
 		if in.Status.AppliedOptions.Hugepages != nil {
+			if in.Status.AppliedOptions.Hugepages.Pool == "" {
+				in.Status.AppliedOptions.Hugepages.Pool = "worker"
+			}
 			if in.Status.AppliedOptions.Hugepages.PageSize == "" {
 				in.Status.AppliedOptions.Hugepages.PageSize = "1G"
 			}
@@ -191,6 +202,11 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 			if in.Status.AppliedOptions.Hugepages.FloorGiB == nil {
 				var ptrVar1 int32 = 8
 				in.Status.AppliedOptions.Hugepages.FloorGiB = &ptrVar1
+			}
+		}
+		if in.Status.AppliedOptions.PciPassthrough != nil {
+			if in.Status.AppliedOptions.PciPassthrough.Pool == "" {
+				in.Status.AppliedOptions.PciPassthrough.Pool = "worker"
 			}
 		}
 	}
