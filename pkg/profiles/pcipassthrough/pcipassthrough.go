@@ -162,8 +162,12 @@ func item(pool, vendor string, sel hardware.Selected) profiles.Item {
 	for _, a := range args {
 		list = append(list, a)
 	}
-	msg := fmt.Sprintf("MachineConfig '%s' will be configured with kernel arguments %s for MachineConfigPool '%s': its %d node(s) have CPU vendor %s",
-		name, strings.Join(args, " "), pool, len(sel.Pool.Nodes), vendor)
+	nodes := make([]string, len(sel.Pool.Nodes))
+	for i, n := range sel.Pool.Nodes {
+		nodes[i] = n.Name
+	}
+	msg := fmt.Sprintf("MachineConfig '%s' will be configured with kernel arguments %s for MachineConfigPool '%s': its %d node(s) (%s) have CPU vendor %s",
+		name, strings.Join(args, " "), pool, len(nodes), strings.Join(nodes, ", "), vendor)
 	if vendor == AMD {
 		msg += " (the AMD IOMMU is on by default; iommu=pt keeps host devices in passthrough)"
 	}

@@ -53,7 +53,7 @@ func TestItems(t *testing.T) {
 		name:     "Intel",
 		nodes:    []*unstructured.Unstructured{Node("w0", Intel), Node("w1", Intel)},
 		args:     []string{"intel_iommu=on", "iommu=pt"},
-		messages: []string{"MachineConfig '50-worker-virt-advisor-pci-passthrough' will be configured with kernel arguments intel_iommu=on iommu=pt", "2 node(s) have CPU vendor GenuineIntel"},
+		messages: []string{"MachineConfig '50-worker-virt-advisor-pci-passthrough' will be configured with kernel arguments intel_iommu=on iommu=pt", "2 node(s) (w0, w1) have CPU vendor GenuineIntel"},
 	}, {
 		name:     "AMD: its IOMMU is on by default",
 		nodes:    []*unstructured.Unstructured{Node("w0", AMD)},
