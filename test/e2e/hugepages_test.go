@@ -91,7 +91,7 @@ var _ = Describe("hugepages", func() {
 		Expect(kernelArguments(mc)).To(Equal([]string{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=32"}))
 		Expect(mc.GetLabels()).To(HaveKeyWithValue("machineconfiguration.openshift.io/role", pool))
 		now := testEnv.FakeMCORollouts(pool)
-		Expect(now.Rollouts - before.Rollouts).To(Equal(1), "one rollout")
+		Expect(now.Rollouts-before.Rollouts).To(Equal(1), "one rollout")
 		for i := range now.NodeUpdates {
 			prev := 0
 			if i < len(before.NodeUpdates) {

@@ -149,11 +149,11 @@ func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, 
 	labels := map[string]string{machineconfig.RoleLabel: o.pool}
 	sel, err := hardware.ReadSelected(ctx, in.Cluster, o.pool, labels)
 	if err != nil {
-		return []profiles.Item{{Name: ItemName, Err: err}}, nil
+		return []profiles.Item{refused(o.pool, err)}, nil
 	}
 	c, err := derive(o, sel.Pool)
 	if err != nil {
-		return []profiles.Item{{Name: ItemName, Err: err}}, nil
+		return []profiles.Item{refused(o.pool, err)}, nil
 	}
 	return []profiles.Item{item(o, c, sel)}, nil
 }
@@ -315,4 +315,17 @@ func validateOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.Er
 	}
 	errs = append(errs, validation.ValidateRange(fldPath.Child("floorGiB"), o.FloorGiB, FloorGiB)...)
 	return errs
+}
+
+// refused is the item that cannot be planned: its MachineConfig's identity
+// (the plan names its target) and why.
+func refused(pool string, err error) profiles.Item {
+	return profiles.Item{Name: ItemName, Err: err, Impact: v1alpha1.ImpactHigh, Desired: &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": machineconfig.MachineConfigGVK.GroupVersion().String(),
+		"kind":       machineconfig.MachineConfigGVK.Kind,
+		"metadata": map[string]interface{}{
+			"name":   MachineConfigName(pool),
+			"labels": map[string]interface{}{machineconfig.RoleLabel: pool},
+		},
+	}}}
 }

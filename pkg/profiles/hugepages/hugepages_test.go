@@ -123,6 +123,10 @@ func TestItems(t *testing.T) {
 				if it.Err == nil {
 					t.Fatalf("no error; message %q", it.Message)
 				}
+				// The plan engine names the target of a refused item.
+				if it.Desired == nil || it.Desired.GetKind() != "MachineConfig" || !strings.HasSuffix(it.Desired.GetName(), NameSuffix) {
+					t.Errorf("refused item's Desired %v: want the MachineConfig's identity", it.Desired)
+				}
 				for _, s := range tt.errs {
 					if !strings.Contains(it.Err.Error(), s) {
 						t.Errorf("error %q lacks %q", it.Err, s)

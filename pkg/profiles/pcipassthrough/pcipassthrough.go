@@ -126,11 +126,11 @@ func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, 
 	}
 	sel, err := hardware.ReadSelected(ctx, in.Cluster, pool, map[string]string{machineconfig.RoleLabel: pool})
 	if err != nil {
-		return []profiles.Item{{Name: ItemName, Err: err}}, nil
+		return []profiles.Item{refused(pool, err)}, nil
 	}
 	vendor, err := poolVendor(sel.Pool)
 	if err != nil {
-		return []profiles.Item{{Name: ItemName, Err: err}}, nil
+		return []profiles.Item{refused(pool, err)}, nil
 	}
 	return []profiles.Item{item(pool, vendor, sel)}, nil
 }
@@ -202,4 +202,17 @@ func (profile) DescribeInputChange(string, map[string]interface{}, map[string]in
 
 func validateOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList {
 	return validation.ValidatePool(fldPath.Child("pool"), opts.PciPassthrough.Pool, MachineConfigName)
+}
+
+// refused is the item that cannot be planned: its MachineConfig's identity
+// (the plan names its target) and why.
+func refused(pool string, err error) profiles.Item {
+	return profiles.Item{Name: ItemName, Err: err, Impact: v1alpha1.ImpactHigh, Desired: &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": machineconfig.MachineConfigGVK.GroupVersion().String(),
+		"kind":       machineconfig.MachineConfigGVK.Kind,
+		"metadata": map[string]interface{}{
+			"name":   MachineConfigName(pool),
+			"labels": map[string]interface{}{machineconfig.RoleLabel: pool},
+		},
+	}}}
 }
