@@ -114,10 +114,11 @@ var _ = Describe("hugepages", func() {
 		err = createRaw(hp, `{"profile":"hugepages","options":{"hugepages":{"pool":"Bad_Pool"}}}`)
 		expectInvalid(err, "spec.options.hugepages.pool", "Bad_Pool")
 
+		const pool = "e2e-hp-floor"
 		addPool(pool, roleSelector(pool), nodeRole(pool), 1, 300*time.Millisecond, "00-"+pool)
 		addNodes(pool, "32Gi", "", "e2e-hp-small")
 		mcsBefore := listNames(mcGVR)
-		configWith(hp, `{"profile":"hugepages","options":{"hugepages":{"pool":"e2e-hp","memoryPercent":90,"floorGiB":8}}}`)
+		configWith(hp, `{"profile":"hugepages","options":{"hugepages":{"pool":"e2e-hp-floor","memoryPercent":90,"floorGiB":8}}}`)
 		var it v1alpha1.PlanItem
 		Eventually(func(g Gomega) {
 			it = planItem(getPlan(hp), hpItem)
@@ -129,13 +130,14 @@ var _ = Describe("hugepages", func() {
 	})
 
 	It("refuses a pool whose nodes differ in memory, naming them", func() {
+		const pool = "e2e-hp-mixed"
 		addPool(pool, roleSelector(pool), nodeRole(pool), 3, 300*time.Millisecond, "00-"+pool)
 		addNodes(pool, "64Gi", "", "e2e-hp-a", "e2e-hp-b")
 		addNodes(pool, "128Gi", "", "e2e-hp-big")
-		configWith(hp, `{"profile":"hugepages","options":{"hugepages":{"pool":"e2e-hp"}}}`)
+		configWith(hp, `{"profile":"hugepages","options":{"hugepages":{"pool":"e2e-hp-mixed"}}}`)
 		Eventually(func(g Gomega) {
 			it := planItem(getPlan(hp), hpItem)
-			g.Expect(it.Error).To(ContainSubstring("the nodes of MachineConfigPool 'e2e-hp' differ in allocatable memory: e2e-hp-a, e2e-hp-b have 64 GiB; e2e-hp-big has 128 GiB"))
+			g.Expect(it.Error).To(ContainSubstring("the nodes of MachineConfigPool 'e2e-hp-mixed' differ in allocatable memory: e2e-hp-a, e2e-hp-b have 64 GiB; e2e-hp-big has 128 GiB"))
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 		Expect(strings.Contains(strings.Join(listNames(mcGVR), ","), "virt-advisor-hugepages")).To(BeFalse())
 	})

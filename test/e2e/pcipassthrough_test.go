@@ -60,24 +60,26 @@ var _ = Describe("pci-passthrough", func() {
 	})
 
 	It("plans iommu=pt alone on an AMD pool, whose IOMMU is on by default", func() {
+		const pool = "e2e-pci-amd"
 		addPool(pool, roleSelector(pool), nodeRole(pool), 2, 300*time.Millisecond, "00-"+pool)
 		addNodes(pool, "", "AuthenticAMD", "e2e-pci-0", "e2e-pci-1")
-		configWith(pp, `{"profile":"pci-passthrough","options":{"pciPassthrough":{"pool":"e2e-pci"}}}`)
+		configWith(pp, `{"profile":"pci-passthrough","options":{"pciPassthrough":{"pool":"e2e-pci-amd"}}}`)
 		it := planned()
 		Expect(it.Error).To(BeEmpty())
-		Expect(it.Message).To(ContainSubstring("kernel arguments iommu=pt for MachineConfigPool 'e2e-pci': its 2 node(s) (e2e-pci-0, e2e-pci-1) have CPU vendor AuthenticAMD (the AMD IOMMU is on by default"))
+		Expect(it.Message).To(ContainSubstring("kernel arguments iommu=pt for MachineConfigPool 'e2e-pci-amd': its 2 node(s) (e2e-pci-0, e2e-pci-1) have CPU vendor AuthenticAMD (the AMD IOMMU is on by default"))
 		Expect(it.Diff).To(ContainSubstring("+  - iommu=pt"))
 		Expect(it.Diff).NotTo(ContainSubstring("intel_iommu"))
 	})
 
 	It("refuses a pool of mixed vendors, naming the nodes, and writes nothing", func() {
+		const pool = "e2e-pci-mixed"
 		addPool(pool, roleSelector(pool), nodeRole(pool), 3, 300*time.Millisecond, "00-"+pool)
 		addNodes(pool, "", "GenuineIntel", "e2e-pci-0", "e2e-pci-1")
 		addNodes(pool, "", "AuthenticAMD", "e2e-pci-amd")
 		mcsBefore := listNames(mcGVR)
-		configWith(pp, `{"profile":"pci-passthrough","options":{"pciPassthrough":{"pool":"e2e-pci"}}}`)
+		configWith(pp, `{"profile":"pci-passthrough","options":{"pciPassthrough":{"pool":"e2e-pci-mixed"}}}`)
 		it := planned()
-		Expect(it.Error).To(ContainSubstring("the nodes of MachineConfigPool 'e2e-pci' differ in CPU vendor: e2e-pci-0, e2e-pci-1 have GenuineIntel; e2e-pci-amd has AuthenticAMD"))
+		Expect(it.Error).To(ContainSubstring("the nodes of MachineConfigPool 'e2e-pci-mixed' differ in CPU vendor: e2e-pci-0, e2e-pci-1 have GenuineIntel; e2e-pci-amd has AuthenticAMD"))
 		Expect(listNames(mcGVR)).To(Equal(mcsBefore), "nothing written")
 	})
 })
