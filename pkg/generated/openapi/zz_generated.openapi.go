@@ -692,8 +692,8 @@ func schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref common.ReferenceCallba
 				Properties: map[string]spec.Schema{
 					"pool": {
 						SchemaProps: spec.SchemaProps{
-							Description: "pool is the MachineConfigPool whose nodes get huge pages (required); the MachineConfig carries its name as its role label.",
-							Default:     "",
+							Description: "pool is the MachineConfigPool whose nodes get huge pages (default worker); the MachineConfig carries its name as its role label, and its count is derived from the nodes of every pool that selects it.",
+							Default:     "worker",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -723,7 +723,6 @@ func schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref common.ReferenceCallba
 						},
 					},
 				},
-				Required: []string{"pool"},
 			},
 		},
 	}
@@ -1169,14 +1168,13 @@ func schema_pkg_apis_advisor_v1alpha1_PciPassthroughConfig(ref common.ReferenceC
 				Properties: map[string]spec.Schema{
 					"pool": {
 						SchemaProps: spec.SchemaProps{
-							Description: "pool is the MachineConfigPool whose nodes get the IOMMU kernel arguments (required); its nodes must share one CPU vendor (Intel or AMD, node-feature-discovery's label).",
-							Default:     "",
+							Description: "pool is the MachineConfigPool whose nodes get the IOMMU kernel arguments (default worker); its nodes must share one CPU vendor (Intel or AMD, node-feature-discovery's label).",
+							Default:     "worker",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 				},
-				Required: []string{"pool"},
 			},
 		},
 	}

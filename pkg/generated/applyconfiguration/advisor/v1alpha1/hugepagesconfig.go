@@ -26,8 +26,9 @@ package v1alpha1
 // count derived from the nodes' memory. Changing it reboots the pool's
 // nodes one by one.
 type HugepagesConfigApplyConfiguration struct {
-	// pool is the MachineConfigPool whose nodes get huge pages (required);
-	// the MachineConfig carries its name as its role label.
+	// pool is the MachineConfigPool whose nodes get huge pages (default
+	// worker); the MachineConfig carries its name as its role label, and
+	// its count is derived from the nodes of every pool that selects it.
 	Pool *string `json:"pool,omitempty"`
 	// pageSize is the huge page size, 1G or 2M (default 1G); it becomes the
 	// default huge page size of the nodes too.

@@ -26,8 +26,8 @@ package v1alpha1
 // reboots the pool's nodes one by one.
 type PciPassthroughConfigApplyConfiguration struct {
 	// pool is the MachineConfigPool whose nodes get the IOMMU kernel
-	// arguments (required); its nodes must share one CPU vendor (Intel or
-	// AMD, node-feature-discovery's label).
+	// arguments (default worker); its nodes must share one CPU vendor
+	// (Intel or AMD, node-feature-discovery's label).
 	Pool *string `json:"pool,omitempty"`
 }
 
