@@ -107,6 +107,18 @@ var _ = Describe("hugepages", func() {
 	})
 
 	It("refuses a share the options alone say leaves too little (422), and a share that leaves less than the floor on these nodes with the numbers", func() {
+		By("kubectl explain describes the options")
+		var out string
+		Eventually(func() error {
+			var err error
+			out, err = kubectl("explain", "virtplatformconfig.spec.options.hugepages")
+			return err
+		}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+		for _, f := range []string{"pool", "pageSize", "memoryPercent", "floorGiB"} {
+			Expect(out).To(ContainSubstring(f))
+		}
+		Expect(strings.Join(strings.Fields(out), " ")).To(ContainSubstring("beyond the kubelet's reservations"))
+
 		err := createRaw(hp, `{"profile":"hugepages","options":{"hugepages":{"pool":"e2e-hp","memoryPercent":95,"pageSize":"1Gi","floorGiB":0}}}`)
 		expectInvalid(err, "spec.options.hugepages.memoryPercent", "must be between 1 and 90, inclusive")
 		expectInvalid(err, "spec.options.hugepages.pageSize", `supported values: "1G", "2M"`)
