@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,11 +12,14 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/hugepages"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/pcipassthrough"
 )
 
 // The generated parts of the policy: each from its start line to the next
@@ -222,7 +226,7 @@ func catalogueBlock(t *testing.T) string {
 	for k, r := range kd.EvictionLimits {
 		limits[k] = bounds(r)
 	}
-	if got, want := catalog.Default().Names(), []string{"example-profile", livemigration.Name, "load-aware-rebalancing", "virt-higher-density"}; !reflect.DeepEqual(got, want) {
+	if got, want := catalog.Default().Names(), []string{"example-profile", hugepages.Name, livemigration.Name, "load-aware-rebalancing", pcipassthrough.Name, "virt-higher-density"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("the catalogue has profiles %v; the policy's value rules know %v: extend them", got, want)
 	}
 	lmBounds := map[string]interface{}{
@@ -250,7 +254,22 @@ func catalogueBlock(t *testing.T) string {
 		{"lmBounds", lmBounds},
 		{"lmBoundFields", strs(sortedKeys(lmBounds))},
 		{"lmBandwidthMiB", bounds(livemigration.BandwidthMiB)},
+		// The kernel arguments of the MachineConfigs made for a pool the
+		// options name, by the suffix of their name (objectTemplates).
+		{"poolKernelArguments", map[string]interface{}{
+			hugepages.NameSuffix:      strs(hugepages.KernelArgumentPatterns()),
+			pcipassthrough.NameSuffix: strs(anchored(pcipassthrough.KernelArguments())),
+		}},
 	})
+}
+
+// anchored are regular expressions matching exactly these strings.
+func anchored(values []string) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = "^" + regexp.QuoteMeta(v) + "$"
+	}
+	return out
 }
 
 // TestPolicyPinsWhatTheCatalogueWrites: the constants of the value rules
@@ -296,13 +315,17 @@ const (
 // the controller's pause of a pool (spec.paused of any pool).
 type writes struct {
 	operations, objects, ownSpec map[string][]string
-	hcoFields                    []string
+	// templates are the names with the pool's name in them (Write.Name
+	// with profiles.PoolPlaceholder), as their prefix and suffix.
+	templates map[string][]interface{}
+	hcoFields []string
 }
 
 func catalogueWrites() writes {
 	w := writes{
 		operations: map[string][]string{poolsResource: {"UPDATE"}},
 		objects:    map[string][]string{},
+		templates:  map[string][]interface{}{},
 		ownSpec:    map[string][]string{poolsResource: {"paused"}},
 	}
 	add := func(list []string, v ...string) []string {
@@ -331,7 +354,11 @@ func catalogueWrites() writes {
 			if wr.Namespace != "" {
 				key = wr.Namespace + "/" + key
 			}
-			w.objects[res] = add(w.objects[res], key)
+			if prefix, suffix, ok := strings.Cut(key, profiles.PoolPlaceholder); ok {
+				w.templates[res] = append(w.templates[res], []interface{}{prefix, suffix})
+			} else {
+				w.objects[res] = add(w.objects[res], key)
+			}
 			switch {
 			case res == configMapsRsrc:
 				// A ConfigMap has no spec: the exampleData rule checks its data.
@@ -398,11 +425,21 @@ func writesBlock(t *testing.T) string {
 	return block(writesStart, []namedValue{
 		{"operations", lists(w.operations)},
 		{"objects", lists(w.objects)},
+		{"objectTemplates", templates(w.templates)},
 		{"ownSpecByResource", lists(w.ownSpec)},
 		{"hcoFields", strs(w.hcoFields)},
 		{"hcoManaged", strs(managed)},
 		{"lmFields", strs(livemigration.Fields())},
 	})
+}
+
+// templates are the name templates as CEL values ({} when none).
+func templates(m map[string][]interface{}) map[string]interface{} {
+	out := map[string]interface{}{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // TestPolicyIsWhatTheProfilesWrite: the policy's objects, operations and
@@ -426,7 +463,7 @@ func rbacBlocks() (clusterRules, roles string) {
 		group, resource string
 		names, why      []string
 		verbs           []string
-		create          bool
+		create, anyName bool
 	}
 	var order []string
 	rules := map[string]*rule{}
@@ -439,9 +476,13 @@ func rbacBlocks() (clusterRules, roles string) {
 			if w.Create && w.Namespace != "" {
 				key = w.Namespace + "/" + key
 			}
+			anyPool := strings.Contains(w.Name, profiles.PoolPlaceholder)
+			if anyPool {
+				key = "~" + key // a rule of its own, after the named ones
+			}
 			r := rules[key]
 			if r == nil {
-				r = &rule{group: w.Resource.Group, resource: w.Resource.Resource, verbs: []string{"update", "patch"}}
+				r = &rule{group: w.Resource.Group, resource: w.Resource.Resource, verbs: []string{"update", "patch"}, anyName: anyPool}
 				rules[key] = r
 				order = append(order, key)
 				if w.Create && w.Namespace != "" {
@@ -470,17 +511,24 @@ func rbacBlocks() (clusterRules, roles string) {
 		for _, w := range r.why {
 			fmt.Fprintf(b, "# %s\n", w)
 		}
+		if r.anyName {
+			fmt.Fprintf(b, "# These names hold the name of a pool the options choose: RBAC cannot name\n# them, so the verbs are granted for the kind; the admission policy admits\n# only %s (any pool in place of %s, labelled with its role) and their\n# kernel arguments, and refuses any other MachineConfig.\n", strings.Join(r.names, ", "), profiles.PoolPlaceholder)
+			fmt.Fprintf(b, "- apiGroups: [%q]\n  resources: [%q]\n  verbs: %s\n", r.group, r.resource, quoted(r.verbs))
+			return
+		}
 		fmt.Fprintf(b, "- apiGroups: [%q]\n  resources: [%q]\n  resourceNames: %s\n  verbs: %s\n", r.group, r.resource, quoted(r.names), quoted(r.verbs))
 	}
 	var cb strings.Builder
 	cb.WriteString(rbacStart + doNotEdit)
+	createGranted := map[string]bool{}
 	for _, key := range order {
 		r := rules[key]
-		if strings.Contains(key, "/") && !strings.HasPrefix(key, r.resource) {
+		if strings.Contains(key, "/") && !strings.HasPrefix(strings.TrimPrefix(key, "~"), r.resource) {
 			continue // a Role's
 		}
 		writeRule(&cb, r)
-		if r.create {
+		if r.create && !createGranted[r.group+"/"+r.resource] {
+			createGranted[r.group+"/"+r.resource] = true
 			fmt.Fprintf(&cb, "# create cannot be restricted by name: granted for the kind (the admission\n# policy refuses any other name and content).\n- apiGroups: [%q]\n  resources: [%q]\n  verbs: [\"create\"]\n", r.group, r.resource)
 		}
 	}

@@ -392,6 +392,7 @@ func theirs(desired *unstructured.Unstructured) *unstructured.Unstructured {
 // profileTargets is what the profiles write, over every configuration.
 type profileTargets struct {
 	objects     map[string][]string // resource -> [namespace/]names
+	templates   map[string][]string // resource -> names with profiles.PoolPlaceholder
 	roles       map[string]string   // MachineConfig -> pool
 	fields      map[string][]string // resource or resource:name -> managed fields (without "spec.")
 	swapConfig  map[string]interface{}
@@ -401,7 +402,7 @@ type profileTargets struct {
 
 func collectTargets(t *testing.T) profileTargets {
 	t.Helper()
-	pt := profileTargets{objects: map[string][]string{}, roles: map[string]string{}, fields: map[string][]string{}}
+	pt := profileTargets{objects: map[string][]string{}, roles: map[string]string{}, fields: map[string][]string{}, templates: map[string][]string{}}
 	add := func(list []string, v ...string) []string {
 		for _, s := range v {
 			if !contains(list, s) {
@@ -421,8 +422,17 @@ func collectTargets(t *testing.T) profileTargets {
 					if d.GetNamespace() != "" {
 						key = d.GetNamespace() + "/" + key
 					}
-					pt.objects[resource] = add(pt.objects[resource], key)
 					fieldsKey := resource
+					if template, pool, ok := poolTemplate(resource, key); ok {
+						// Named after the pool it is for: its role is that pool.
+						pt.templates[resource] = add(pt.templates[resource], template)
+						if role := d.GetLabels()[machineconfig.RoleLabel]; role != pool {
+							t.Errorf("%s: %s is for pool %s, its role label says %q", vr.name, key, pool, role)
+						}
+						pt.fields[fieldsKey+":"+template] = add(pt.fields[fieldsKey+":"+template], trimSpec(it.ManagedFields)...)
+						continue
+					}
+					pt.objects[resource] = add(pt.objects[resource], key)
 					if d.GetKind() == "MachineConfig" {
 						pt.roles[d.GetName()] = d.GetLabels()[machineconfig.RoleLabel]
 						fieldsKey += ":" + d.GetName()
@@ -447,6 +457,26 @@ func collectTargets(t *testing.T) profileTargets {
 		}
 	}
 	return pt
+}
+
+// poolTemplate is the declared name (with profiles.PoolPlaceholder) a
+// written name fits, and the pool in it.
+func poolTemplate(resource, name string) (template, pool string, ok bool) {
+	for _, tpl := range catalogueWrites().templates[resource] {
+		prefix, suffix := tpl.([]interface{})[0].(string), tpl.([]interface{})[1].(string)
+		if strings.HasPrefix(name, prefix) && strings.HasSuffix(name, suffix) && len(name) > len(prefix)+len(suffix) {
+			return prefix + profiles.PoolPlaceholder + suffix, name[len(prefix) : len(name)-len(suffix)], true
+		}
+	}
+	return "", "", false
+}
+
+func trimSpec(fields []string) []string {
+	out := make([]string, len(fields))
+	for i, f := range fields {
+		out[i] = strings.TrimPrefix(f, "spec.")
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {
@@ -499,6 +529,16 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	}
 	if len(objects) != len(pt.objects) {
 		t.Errorf("objects names %d resources, the profiles write %d: %v", len(objects), len(pt.objects), objects)
+	}
+	templates := literal(t, policy, "objectTemplates").(map[string]interface{})
+	for resource, want := range pt.templates {
+		var got []string
+		for _, tpl := range templates[resource].([]interface{}) {
+			got = append(got, tpl.([]interface{})[0].(string)+profiles.PoolPlaceholder+tpl.([]interface{})[1].(string))
+		}
+		if !sameSet(got, want) {
+			t.Errorf("objectTemplates[%s] = %v, the profiles write %v", resource, got, want)
+		}
 	}
 	roles := literal(t, policy, "machineConfigRoles").(map[string]interface{})
 	if len(roles) != len(pt.roles) {
@@ -602,6 +642,13 @@ func TestDeniesEverythingElse(t *testing.T) {
 		r.SetName(name)
 		return r
 	}
+	hp := created(desired["configure-hugepages"], "hugepages")
+	hpFor := func(pool string) *unstructured.Unstructured {
+		o := renamed(hp, "", "50-"+pool+"-virt-advisor-hugepages")
+		o.SetLabels(map[string]string{machineconfig.RoleLabel: pool, profiles.ManagedByLabel: "hugepages"})
+		return o
+	}
+	iommu := created(desired["configure-iommu"], "pci-passthrough")
 	evil := created(desired["enable-psi-metrics"], "load-aware-rebalancing")
 	evil.SetName("00-worker-evil")
 	// The KubeDescheduler after load-aware-rebalancing's apply, and the
@@ -626,7 +673,27 @@ func TestDeniesEverythingElse(t *testing.T) {
 		want string // in the denial; "" when admitted
 	}{
 		{"a MachineConfig of another name", request{op: admission.Create, gvr: machineConfigs, obj: evil},
-			"virt-advisor-apiserver writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, not 00-worker-evil"},
+			"virt-advisor-apiserver writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, 50-<pool>-virt-advisor-hugepages, 50-<pool>-virt-advisor-pci-passthrough, not 00-worker-evil"},
+		// MachineConfigs named after the pool the options choose: RBAC
+		// grants their verbs for the kind, the policy confines them.
+		{"huge pages for a pool", request{op: admission.Create, gvr: machineConfigs, obj: hpFor("worker-cnv")}, ""},
+		{"huge pages labelled for another pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(hpFor("worker-cnv"), func(o map[string]interface{}) {
+			set(o, "master", "metadata", "labels", machineconfig.RoleLabel)
+		})}, "writes MachineConfig 50-worker-cnv-virt-advisor-hugepages only for pool worker-cnv"},
+		{"a pool template with no pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
+			set(o, "50--virt-advisor-hugepages", "metadata", "name")
+		})}, "not 50--virt-advisor-hugepages"},
+		{"another kernel argument in the huge pages MachineConfig", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
+			set(o, []interface{}{"hugepages=4", "init=/bin/sh"}, "spec", "kernelArguments")
+		})}, "adds no kernel argument to 50-worker-virt-advisor-hugepages but those matching ^default_hugepagesz=(1G|2M)$"},
+		{"the IOMMU turned off", request{op: admission.Update, gvr: machineConfigs, old: iommu, obj: edited(iommu, func(o map[string]interface{}) {
+			set(o, []interface{}{"intel_iommu=off"}, "spec", "kernelArguments")
+		})}, "adds no kernel argument to 50-worker-virt-advisor-pci-passthrough but those matching ^intel_iommu=on$, ^iommu=pt$"},
+		{"another field of the IOMMU MachineConfig", request{op: admission.Update, gvr: machineConfigs, old: iommu, obj: edited(iommu, func(o map[string]interface{}) {
+			set(o, []interface{}{"usbguard"}, "spec", "extensions")
+		})}, "changes only spec.kernelArguments of machineconfiguration.openshift.io/machineconfigs 50-worker-virt-advisor-pci-passthrough"},
+		{"deleting the IOMMU MachineConfig", request{op: admission.Delete, gvr: machineConfigs, old: iommu}, ""},
+		{"patching 00-worker", request{op: admission.Update, gvr: machineConfigs, old: renamed(psi, "", "00-worker"), obj: renamed(psi, "", "00-worker")}, "not 00-worker"},
 		{"the same by another user", request{user: "system:admin", op: admission.Create, gvr: machineConfigs, obj: evil}, ""},
 		{"a worker MachineConfig for the master pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(psi, func(o map[string]interface{}) {
 			set(o, "master", "metadata", "labels", machineconfig.RoleLabel)

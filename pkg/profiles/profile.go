@@ -69,6 +69,10 @@ type Write struct {
 	// hyperconvergeds); Namespace is "" for a cluster-scoped object.
 	Resource        schema.GroupResource
 	Namespace, Name string
+	// Name may hold PoolPlaceholder once, for an object a profile makes
+	// for the MachineConfigPool its options name (a MachineConfig): RBAC
+	// cannot name those, the admission policy admits the names with any
+	// pool in its place and the pool as their role label.
 	// Create and Delete: the profile makes (and prunes) the whole object;
 	// otherwise it only patches fields of an object someone else made.
 	Create, Delete bool
@@ -79,6 +83,9 @@ type Write struct {
 	// Why says, for the RBAC comment and the docs, what the write is for.
 	Why string
 }
+
+// PoolPlaceholder stands for a MachineConfigPool's name in Write.Name.
+const PoolPlaceholder = "{pool}"
 
 // Example is one configuration of a profile.
 type Example struct {

@@ -385,8 +385,6 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 			{"create", "configmaps", "-n", "default"},
 			{"delete", "configmaps/kube-root-ca.crt", "-n", "default"},
 			{"delete", "configmaps/kube-root-ca.crt", "-n", "openshift-cnv"},
-			{"patch", "machineconfigs.machineconfiguration.openshift.io/00-worker"},
-			{"delete", "machineconfigs.machineconfiguration.openshift.io/00-worker"},
 			{"update", "virtplatformconfigs.advisor.kubevirt.io/example-profile", "--subresource=status"},
 			{"update", "machineconfigpools.machineconfiguration.openshift.io/worker"},
 			{"delete", "machineconfigpools.machineconfiguration.openshift.io/worker"},
@@ -397,6 +395,11 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 		for _, q := range [][]string{
 			{"patch", "machineconfigs.machineconfiguration.openshift.io/99-worker-psi-karg"},
 			{"delete", "machineconfigs.machineconfiguration.openshift.io/90-worker-kubelet-swap"},
+			// MachineConfigs named after a pool the options choose
+			// (hugepages, pci-passthrough): RBAC cannot name them; the
+			// admission policy confines them (the spec below).
+			{"patch", "machineconfigs.machineconfiguration.openshift.io/50-worker-cnv-virt-advisor-hugepages"},
+			{"delete", "machineconfigs.machineconfiguration.openshift.io/50-worker-virt-advisor-pci-passthrough"},
 			{"patch", "kubedeschedulers.operator.openshift.io/cluster", "-n", kdNS},
 			{"patch", "hyperconvergeds.hco.kubevirt.io/kubevirt-hyperconverged", "-n", hcoNS},
 			// Pausing pools: any pool, custom pools such as worker-cnv included.
@@ -462,10 +465,36 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 		}}
 		_, err = server.Resource(mcGVR).Create(suiteCtx, evil, metav1.CreateOptions{})
 		byPolicy(err, "create 00-worker-evil")
-		Expect(err.Error()).To(ContainSubstring("writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, not 00-worker-evil"))
+		Expect(err.Error()).To(ContainSubstring("writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, 50-<pool>-virt-advisor-hugepages, 50-<pool>-virt-advisor-pci-passthrough, not 00-worker-evil"))
 		Expect(getObject(mcGVR, "", "00-worker-evil")).To(BeNil())
 		_, err = dyn().Resource(mcGVR).Create(suiteCtx, evil, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		Expect(err).NotTo(HaveOccurred(), "the control: the cluster admin is not confined")
+
+		By("00-worker, which RBAC lets it patch and delete for the MachineConfigs named after a pool")
+		Expect(canI("delete", "machineconfigs.machineconfiguration.openshift.io/00-worker")).To(HavePrefix("yes"))
+		_, err = server.Resource(mcGVR).Patch(suiteCtx, "00-worker", types.MergePatchType, []byte(`{"spec":{"kernelArguments":["init=/bin/sh"]}}`), metav1.PatchOptions{})
+		byPolicy(err, "patch 00-worker")
+		Expect(err.Error()).To(ContainSubstring("not 00-worker"))
+		err = server.Resource(mcGVR).Delete(suiteCtx, "00-worker", metav1.DeleteOptions{})
+		byPolicy(err, "delete 00-worker")
+		Expect(getObject(mcGVR, "", "00-worker")).NotTo(BeNil())
+
+		By("a MachineConfig named after a pool, with a kernel argument no profile writes")
+		hp := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+			"metadata": map[string]interface{}{"name": "50-worker-virt-advisor-hugepages", "labels": map[string]interface{}{"machineconfiguration.openshift.io/role": "worker"}},
+			"spec":     map[string]interface{}{"kernelArguments": []interface{}{"hugepages=8", "init=/bin/sh"}},
+		}}
+		_, err = server.Resource(mcGVR).Create(suiteCtx, hp, metav1.CreateOptions{})
+		byPolicy(err, "create 50-worker-virt-advisor-hugepages with init=/bin/sh")
+		Expect(err.Error()).To(ContainSubstring("adds no kernel argument to 50-worker-virt-advisor-hugepages but those matching"))
+		By("... or labelled for another pool")
+		hp.Object["spec"] = map[string]interface{}{"kernelArguments": []interface{}{"hugepages=8"}}
+		hp.SetLabels(map[string]string{"machineconfiguration.openshift.io/role": "master"})
+		_, err = server.Resource(mcGVR).Create(suiteCtx, hp, metav1.CreateOptions{})
+		byPolicy(err, "create 50-worker-virt-advisor-hugepages for master")
+		Expect(err.Error()).To(ContainSubstring("writes MachineConfig 50-worker-virt-advisor-hugepages only for pool worker"))
+		Expect(getObject(mcGVR, "", "50-worker-virt-advisor-hugepages")).To(BeNil())
 
 		By("a pool's spec.maxUnavailable")
 		Expect(canI("patch", "machineconfigpools.machineconfiguration.openshift.io/worker")).To(HavePrefix("yes"), "RBAC cannot name fields on patch")
@@ -640,7 +669,7 @@ var _ = Describe("governance: the server installed in another namespace", Ordere
 			"metadata": map[string]interface{}{"name": "00-worker-evil", "labels": map[string]interface{}{"machineconfiguration.openshift.io/role": "worker"}},
 			"spec":     map[string]interface{}{"kernelArguments": []interface{}{"init=/bin/sh"}},
 		}}, metav1.CreateOptions{})
-		byPolicy(err, "create 00-worker-evil", "writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, not 00-worker-evil")
+		byPolicy(err, "create 00-worker-evil", "writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, 50-<pool>-virt-advisor-hugepages, 50-<pool>-virt-advisor-pci-passthrough, not 00-worker-evil")
 		By("a KubeDescheduler mode Automatic with a descheduler profile no profile selects")
 		_, err = server.Resource(kdGVR).Namespace(kdNS).Patch(suiteCtx, "cluster", types.MergePatchType,
 			[]byte(`{"spec":{"mode":"Automatic","profiles":["LifecycleAndUtilization","EvictPodsWithPVC"]}}`), metav1.PatchOptions{})

@@ -129,6 +129,28 @@ type ProfileOptions struct {
 	VirtHigherDensity *VirtHigherDensityConfig
 	// liveMigrationLimits tunes the live-migration-limits profile.
 	LiveMigrationLimits *LiveMigrationLimitsConfig
+	// hugepages tunes the hugepages profile.
+	Hugepages *HugepagesConfig
+	// pciPassthrough tunes the pci-passthrough profile.
+	PciPassthrough *PciPassthroughConfig
+}
+
+// HugepagesConfig tunes the hugepages profile.
+type HugepagesConfig struct {
+	// pool is the MachineConfigPool whose nodes get huge pages (default worker).
+	Pool string
+	// pageSize is 1G or 2M (default 1G).
+	PageSize string
+	// memoryPercent is the share of each node's memory given to huge pages, 1..90 (default 50).
+	MemoryPercent *int32
+	// floorGiB is the memory left for ordinary pods and VMs, beyond the kubelet's reservations, 1..1024 (default 8).
+	FloorGiB *int32
+}
+
+// PciPassthroughConfig tunes the pci-passthrough profile.
+type PciPassthroughConfig struct {
+	// pool is the MachineConfigPool whose nodes get the IOMMU kernel arguments (default worker).
+	Pool string
 }
 
 // LiveMigrationLimitsConfig tunes the live-migration-limits profile.

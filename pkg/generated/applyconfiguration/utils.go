@@ -46,6 +46,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.ApprovalRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DisruptedVM"):
 		return &advisorv1alpha1.DisruptedVMApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("HugepagesConfig"):
+		return &advisorv1alpha1.HugepagesConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ItemRetry"):
 		return &advisorv1alpha1.ItemRetryApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KSMConfiguration"):
@@ -62,6 +64,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.MaintenanceWindowStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ObjectReference"):
 		return &advisorv1alpha1.ObjectReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PciPassthroughConfig"):
+		return &advisorv1alpha1.PciPassthroughConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyBounds"):
 		return &advisorv1alpha1.PolicyBoundsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyConfigs"):

@@ -44,6 +44,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ApprovalSpec{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_ApprovalSpec(ref),
 		v1alpha1.ApprovalStatus{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref),
 		v1alpha1.DisruptedVM{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_DisruptedVM(ref),
+		v1alpha1.HugepagesConfig{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref),
 		v1alpha1.ItemRetry{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_ItemRetry(ref),
 		v1alpha1.KSMConfiguration{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_KSMConfiguration(ref),
 		v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName(): schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref),
@@ -53,6 +54,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.MaintenanceWindowSpec{}.OpenAPIModelName():     schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowSpec(ref),
 		v1alpha1.MaintenanceWindowStatus{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowStatus(ref),
 		v1alpha1.ObjectReference{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ObjectReference(ref),
+		v1alpha1.PciPassthroughConfig{}.OpenAPIModelName():      schema_pkg_apis_advisor_v1alpha1_PciPassthroughConfig(ref),
 		v1alpha1.Plan{}.OpenAPIModelName():                      schema_pkg_apis_advisor_v1alpha1_Plan(ref),
 		v1alpha1.PlanItem{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_PlanItem(ref),
 		v1alpha1.PlanReadFrom{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PlanReadFrom(ref),
@@ -681,6 +683,51 @@ func schema_pkg_apis_advisor_v1alpha1_DisruptedVM(ref common.ReferenceCallback) 
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HugepagesConfig tunes the hugepages profile: kernel arguments that reserve huge pages at boot on the nodes of one MachineConfigPool, their count derived from the nodes' memory. Changing it reboots the pool's nodes one by one.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pool": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pool is the MachineConfigPool whose nodes get huge pages (default worker); the MachineConfig carries its name as its role label, and its count is derived from the nodes of every pool that selects it.",
+							Default:     "worker",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"pageSize": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pageSize is the huge page size, 1G or 2M (default 1G); it becomes the default huge page size of the nodes too.",
+							Default:     "1G",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"memoryPercent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "memoryPercent is the share of each node's memory (its allocatable memory plus the huge pages it already has) reserved as huge pages, 1..90 (default 50).",
+							Default:     50,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"floorGiB": {
+						SchemaProps: spec.SchemaProps{
+							Description: "floorGiB is the memory, in GiB, that must stay for ordinary pods and VMs beyond the kubelet's reservations, 1..1024 (default 8): a count that would leave less is refused, naming the numbers.",
+							Default:     8,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_ItemRetry(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1107,6 +1154,27 @@ func schema_pkg_apis_advisor_v1alpha1_ObjectReference(ref common.ReferenceCallba
 					},
 				},
 				Required: []string{"apiVersion", "kind", "name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PciPassthroughConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PciPassthroughConfig tunes the pci-passthrough profile: the IOMMU kernel arguments of the CPU vendor of one MachineConfigPool's nodes. Changing it reboots the pool's nodes one by one.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"pool": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pool is the MachineConfigPool whose nodes get the IOMMU kernel arguments (default worker); its nodes must share one CPU vendor (Intel or AMD, node-feature-discovery's label).",
+							Default:     "worker",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
 			},
 		},
 	}
@@ -1858,11 +1926,23 @@ func schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref common.ReferenceCallbac
 							Ref:         ref(v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName()),
 						},
 					},
+					"hugepages": {
+						SchemaProps: spec.SchemaProps{
+							Description: "hugepages tunes the hugepages profile.",
+							Ref:         ref(v1alpha1.HugepagesConfig{}.OpenAPIModelName()),
+						},
+					},
+					"pciPassthrough": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pciPassthrough tunes the pci-passthrough profile.",
+							Ref:         ref(v1alpha1.PciPassthroughConfig{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName(), v1alpha1.LoadAwareConfig{}.OpenAPIModelName(), v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName()},
+			v1alpha1.HugepagesConfig{}.OpenAPIModelName(), v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName(), v1alpha1.LoadAwareConfig{}.OpenAPIModelName(), v1alpha1.PciPassthroughConfig{}.OpenAPIModelName(), v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName()},
 	}
 }
 

@@ -13,8 +13,10 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/hugepages"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/pcipassthrough"
 )
 
 // Catalog maps profile names to profiles.
@@ -39,7 +41,7 @@ func New(ps ...profiles.Profile) *Catalog {
 
 // Default returns the catalogue of every profile of this build.
 func Default() *Catalog {
-	return New(loadaware.New(), higherdensity.New(), example.New(), livemigration.New())
+	return New(loadaware.New(), higherdensity.New(), example.New(), livemigration.New(), hugepages.New(), pcipassthrough.New())
 }
 
 // Get returns a profile by name.

@@ -82,6 +82,28 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				o.MemoryToRequestRatio = new(int32)
 			}
 		},
+		// Strings with a default: empty, they would be defaulted on decoding.
+		func(o *advisor.HugepagesConfig, c randfill.Continue) {
+			c.FillNoCustom(o)
+			if o.Pool == "" {
+				o.Pool = "worker"
+			}
+			if o.PageSize == "" {
+				o.PageSize = "1G"
+			}
+			if o.MemoryPercent == nil {
+				o.MemoryPercent = new(int32)
+			}
+			if o.FloorGiB == nil {
+				o.FloorGiB = new(int32)
+			}
+		},
+		func(o *advisor.PciPassthroughConfig, c randfill.Continue) {
+			c.FillNoCustom(o)
+			if o.Pool == "" {
+				o.Pool = "worker"
+			}
+		},
 		func(o *advisor.KSMConfiguration, c randfill.Continue) {
 			c.FillNoCustom(o)
 			if o.Enabled == nil {

@@ -159,6 +159,54 @@ type ProfileOptions struct {
 	// liveMigrationLimits tunes the live-migration-limits profile.
 	// +optional
 	LiveMigrationLimits *LiveMigrationLimitsConfig `json:"liveMigrationLimits,omitempty"`
+	// hugepages tunes the hugepages profile.
+	// +optional
+	Hugepages *HugepagesConfig `json:"hugepages,omitempty"`
+	// pciPassthrough tunes the pci-passthrough profile.
+	// +optional
+	PciPassthrough *PciPassthroughConfig `json:"pciPassthrough,omitempty"`
+}
+
+// HugepagesConfig tunes the hugepages profile: kernel arguments that
+// reserve huge pages at boot on the nodes of one MachineConfigPool, their
+// count derived from the nodes' memory. Changing it reboots the pool's
+// nodes one by one.
+type HugepagesConfig struct {
+	// pool is the MachineConfigPool whose nodes get huge pages (default
+	// worker); the MachineConfig carries its name as its role label, and
+	// its count is derived from the nodes of every pool that selects it.
+	// +optional
+	// +default="worker"
+	Pool string `json:"pool,omitempty"`
+	// pageSize is the huge page size, 1G or 2M (default 1G); it becomes the
+	// default huge page size of the nodes too.
+	// +optional
+	// +default="1G"
+	PageSize string `json:"pageSize,omitempty"`
+	// memoryPercent is the share of each node's memory (its allocatable
+	// memory plus the huge pages it already has) reserved as huge pages,
+	// 1..90 (default 50).
+	// +optional
+	// +default=50
+	MemoryPercent *int32 `json:"memoryPercent,omitempty"`
+	// floorGiB is the memory, in GiB, that must stay for ordinary pods and
+	// VMs beyond the kubelet's reservations, 1..1024 (default 8): a count
+	// that would leave less is refused, naming the numbers.
+	// +optional
+	// +default=8
+	FloorGiB *int32 `json:"floorGiB,omitempty"`
+}
+
+// PciPassthroughConfig tunes the pci-passthrough profile: the IOMMU kernel
+// arguments of the CPU vendor of one MachineConfigPool's nodes. Changing it
+// reboots the pool's nodes one by one.
+type PciPassthroughConfig struct {
+	// pool is the MachineConfigPool whose nodes get the IOMMU kernel
+	// arguments (default worker); its nodes must share one CPU vendor
+	// (Intel or AMD, node-feature-discovery's label).
+	// +optional
+	// +default="worker"
+	Pool string `json:"pool,omitempty"`
 }
 
 // LiveMigrationLimitsConfig tunes the live-migration-limits profile: the

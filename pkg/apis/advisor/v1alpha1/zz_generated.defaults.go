@@ -122,6 +122,27 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 				in.Spec.Options.LiveMigrationLimits.ProgressTimeout = &ptrVar1
 			}
 		}
+		if in.Spec.Options.Hugepages != nil {
+			if in.Spec.Options.Hugepages.Pool == "" {
+				in.Spec.Options.Hugepages.Pool = "worker"
+			}
+			if in.Spec.Options.Hugepages.PageSize == "" {
+				in.Spec.Options.Hugepages.PageSize = "1G"
+			}
+			if in.Spec.Options.Hugepages.MemoryPercent == nil {
+				var ptrVar1 int32 = 50
+				in.Spec.Options.Hugepages.MemoryPercent = &ptrVar1
+			}
+			if in.Spec.Options.Hugepages.FloorGiB == nil {
+				var ptrVar1 int32 = 8
+				in.Spec.Options.Hugepages.FloorGiB = &ptrVar1
+			}
+		}
+		if in.Spec.Options.PciPassthrough != nil {
+			if in.Spec.Options.PciPassthrough.Pool == "" {
+				in.Spec.Options.PciPassthrough.Pool = "worker"
+			}
+		}
 	}
 	if in.Status.AppliedOptions != nil {
 		if in.Status.AppliedOptions.LoadAware != nil {
@@ -165,6 +186,27 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 			if in.Status.AppliedOptions.LiveMigrationLimits.ProgressTimeout == nil {
 				var ptrVar1 int64 = 150
 				in.Status.AppliedOptions.LiveMigrationLimits.ProgressTimeout = &ptrVar1
+			}
+		}
+		if in.Status.AppliedOptions.Hugepages != nil {
+			if in.Status.AppliedOptions.Hugepages.Pool == "" {
+				in.Status.AppliedOptions.Hugepages.Pool = "worker"
+			}
+			if in.Status.AppliedOptions.Hugepages.PageSize == "" {
+				in.Status.AppliedOptions.Hugepages.PageSize = "1G"
+			}
+			if in.Status.AppliedOptions.Hugepages.MemoryPercent == nil {
+				var ptrVar1 int32 = 50
+				in.Status.AppliedOptions.Hugepages.MemoryPercent = &ptrVar1
+			}
+			if in.Status.AppliedOptions.Hugepages.FloorGiB == nil {
+				var ptrVar1 int32 = 8
+				in.Status.AppliedOptions.Hugepages.FloorGiB = &ptrVar1
+			}
+		}
+		if in.Status.AppliedOptions.PciPassthrough != nil {
+			if in.Status.AppliedOptions.PciPassthrough.Pool == "" {
+				in.Status.AppliedOptions.PciPassthrough.Pool = "worker"
 			}
 		}
 	}

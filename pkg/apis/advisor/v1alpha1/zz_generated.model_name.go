@@ -77,6 +77,11 @@ func (in DisruptedVM) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in HugepagesConfig) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.HugepagesConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ItemRetry) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.ItemRetry"
 }
@@ -119,6 +124,11 @@ func (in MaintenanceWindowStatus) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ObjectReference) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.ObjectReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PciPassthroughConfig) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PciPassthroughConfig"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -272,3 +272,22 @@ func ValidateRange(fldPath *field.Path, v *int32, r Range) field.ErrorList {
 	}
 	return field.ErrorList{field.Invalid(fldPath, *v, fmt.Sprintf("must be between %d and %d, inclusive", r.Min, r.Max))}
 }
+
+// ValidatePool checks the pool option of a profile that writes a
+// MachineConfig for one pool: a MachineConfigPool name, and one
+// that makes a valid MachineConfig name (mcName); unset, it is defaulted.
+func ValidatePool(fldPath *field.Path, pool string, mcName func(string) string) field.ErrorList {
+	if pool == "" {
+		return nil // defaulted
+	}
+	var errs field.ErrorList
+	for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(pool, false) {
+		errs = append(errs, field.Invalid(fldPath, pool, msg))
+	}
+	if len(errs) == 0 {
+		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(mcName(pool), false) {
+			errs = append(errs, field.Invalid(fldPath, pool, "makes the MachineConfig name "+mcName(pool)+", which "+msg))
+		}
+	}
+	return errs
+}

@@ -29,6 +29,10 @@ type ProfileOptionsApplyConfiguration struct {
 	VirtHigherDensity *VirtHigherDensityConfigApplyConfiguration `json:"virtHigherDensity,omitempty"`
 	// liveMigrationLimits tunes the live-migration-limits profile.
 	LiveMigrationLimits *LiveMigrationLimitsConfigApplyConfiguration `json:"liveMigrationLimits,omitempty"`
+	// hugepages tunes the hugepages profile.
+	Hugepages *HugepagesConfigApplyConfiguration `json:"hugepages,omitempty"`
+	// pciPassthrough tunes the pci-passthrough profile.
+	PciPassthrough *PciPassthroughConfigApplyConfiguration `json:"pciPassthrough,omitempty"`
 }
 
 // ProfileOptionsApplyConfiguration constructs a declarative configuration of the ProfileOptions type for use with
@@ -58,5 +62,21 @@ func (b *ProfileOptionsApplyConfiguration) WithVirtHigherDensity(value *VirtHigh
 // If called multiple times, the LiveMigrationLimits field is set to the value of the last call.
 func (b *ProfileOptionsApplyConfiguration) WithLiveMigrationLimits(value *LiveMigrationLimitsConfigApplyConfiguration) *ProfileOptionsApplyConfiguration {
 	b.LiveMigrationLimits = value
+	return b
+}
+
+// WithHugepages sets the Hugepages field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Hugepages field is set to the value of the last call.
+func (b *ProfileOptionsApplyConfiguration) WithHugepages(value *HugepagesConfigApplyConfiguration) *ProfileOptionsApplyConfiguration {
+	b.Hugepages = value
+	return b
+}
+
+// WithPciPassthrough sets the PciPassthrough field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PciPassthrough field is set to the value of the last call.
+func (b *ProfileOptionsApplyConfiguration) WithPciPassthrough(value *PciPassthroughConfigApplyConfiguration) *ProfileOptionsApplyConfiguration {
+	b.PciPassthrough = value
 	return b
 }
