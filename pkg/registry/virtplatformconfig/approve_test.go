@@ -147,7 +147,7 @@ func TestAdmissionOfTheWrite(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := admission{requireDistinctApprover: tt.distinct}.write(versioned(), tt.latest, "alice")
+			err := admission{requireDistinctApprover: tt.distinct}.write(versioned(), tt.latest, "alice", false)
 			checkRefusal(t, err, tt.wantCode, tt.wantMsg)
 		})
 	}
@@ -199,6 +199,9 @@ func TestAdmitPlan(t *testing.T) {
 type fakePlanner struct {
 	res *plan.Result
 	err error
+	// revert is the revert plan; reverts counts its computations.
+	revert  *plan.Result
+	reverts int
 	mu  sync.Mutex
 	// computed counts the computations.
 	computed int
@@ -209,6 +212,13 @@ func (p *fakePlanner) ComputeLive(context.Context, *v1alpha1.VirtPlatformConfig)
 	defer p.mu.Unlock()
 	p.computed++
 	return p.res, p.err
+}
+
+func (p *fakePlanner) ComputeRevertLive(context.Context, *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reverts++
+	return p.revert, p.err
 }
 
 // memStore holds one config in memory and writes it with the approve
