@@ -137,7 +137,7 @@ func workOf(s status.Step) work {
 func (c *Controller) step(cfg *v1alpha1.VirtPlatformConfig) work {
 	phase, known := status.Lookup(cfg.Status.Phase)
 	switch {
-	case reverting(cfg) && phase.Step == status.StepProgress && writesPending(cfg.Status.Items):
+	case reverting(cfg) && phase.Step == status.StepProgress:
 		// A revert is written whatever the action: Ignore left in place
 		// what the revert restores.
 		return workProgress
