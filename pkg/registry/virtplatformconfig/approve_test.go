@@ -202,7 +202,7 @@ type fakePlanner struct {
 	// revert is the revert plan; reverts counts its computations.
 	revert  *plan.Result
 	reverts int
-	mu  sync.Mutex
+	mu      sync.Mutex
 	// computed counts the computations.
 	computed int
 }
