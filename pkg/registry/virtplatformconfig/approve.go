@@ -100,12 +100,14 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 // otherwise the profile's plan. revert says which; an error says why the
 // config or the plan cannot take the approval.
 func (r *ApproveREST) livePlan(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, hash, user string) (revert bool, res *plan.Result, err error) {
+	// revertErr: the revert plan could not be computed. An approval of
+	// the profile's plan does not depend on it; one that matches neither
+	// plan is told why the revert could not be checked.
+	var revertErr error
 	if len(cfg.Status.Replaced) > 0 {
 		if mayReview, _ := allowed(ctx, r.authz, cfg.Name, readRevertPermission); mayReview {
-			if res, err = r.gate.boundedOf(ctx, r.planner.ComputeRevertLive, cfg); err != nil {
-				return false, nil, planError(cfg.Name, err)
-			}
-			if res.Status.PlanHash == hash {
+			res, revertErr = r.gate.boundedOf(ctx, r.planner.ComputeRevertLive, cfg)
+			if revertErr == nil && res.Status.PlanHash == hash {
 				return true, res, r.admission.revertable(cfg, user)
 			}
 		}
@@ -117,7 +119,12 @@ func (r *ApproveREST) livePlan(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	if res, err = r.gate.boundedPlan(ctx, r.planner, cfg); err != nil {
 		return false, nil, planError(cfg.Name, err)
 	}
-	return false, res, admitPlan(cfg.Name, res, hash)
+	if err := admitPlan(cfg.Name, res, hash); err != nil && revertErr != nil {
+		return false, nil, planError(cfg.Name, revertErr)
+	} else if err != nil {
+		return false, nil, err
+	}
+	return false, res, nil
 }
 
 // approvalRequest checks the body of POST .../approve of config name.

@@ -200,9 +200,10 @@ type fakePlanner struct {
 	res *plan.Result
 	err error
 	// revert is the revert plan; reverts counts its computations.
-	revert  *plan.Result
-	reverts int
-	mu      sync.Mutex
+	revert    *plan.Result
+	revertErr error
+	reverts   int
+	mu        sync.Mutex
 	// computed counts the computations.
 	computed int
 }
@@ -218,6 +219,9 @@ func (p *fakePlanner) ComputeRevertLive(context.Context, *v1alpha1.VirtPlatformC
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reverts++
+	if p.revertErr != nil {
+		return nil, p.revertErr
+	}
 	return p.revert, p.err
 }
 

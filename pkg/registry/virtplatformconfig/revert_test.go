@@ -2,6 +2,7 @@ package virtplatformconfig
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,6 +52,7 @@ func TestApproveRevert(t *testing.T) {
 		stored      *v1alpha1.VirtPlatformConfig
 		hash        string
 		mayReview   bool
+		revertErr   error
 		wantCode    int32
 		wantMsg     string
 		wantRevert  bool
@@ -66,6 +68,10 @@ func TestApproveRevert(t *testing.T) {
 			wantCode: 409, wantMsg: "an approved plan is being written", wantReverts: 1},
 		{name: "a caller who may not review the revert cannot approve it", stored: versioned(withPhase(v1alpha1.PhaseCompleted), withReplaced), hash: revertHash,
 			wantCode: 409, wantMsg: "you approved plan " + revertHash},
+		{name: "the revert plan cannot be computed: the profile's plan is approved all the same", stored: versioned(withPhase(v1alpha1.PhaseCompleted), withReplaced), hash: liveHash, mayReview: true,
+			revertErr: fmt.Errorf("connection refused"), wantReverts: 1},
+		{name: "the revert plan cannot be computed: its approval is told why", stored: versioned(withPhase(v1alpha1.PhaseCompleted), withReplaced), hash: revertHash, mayReview: true,
+			revertErr: fmt.Errorf("connection refused"), wantCode: 503, wantMsg: "connection refused", wantReverts: 1},
 		{name: "nothing recorded: no revert plan to approve", stored: versioned(withPhase(v1alpha1.PhaseCompleted)), hash: revertHash, mayReview: true,
 			wantCode: 409, wantMsg: "you approved plan " + revertHash},
 	}
@@ -75,7 +81,7 @@ func TestApproveRevert(t *testing.T) {
 			if err := scheme.Convert(tt.stored, store.obj, nil); err != nil {
 				t.Fatal(err)
 			}
-			planner := &fakePlanner{res: livePlan(), revert: revertPlan()}
+			planner := &fakePlanner{res: livePlan(), revert: revertPlan(), revertErr: tt.revertErr}
 			r := &ApproveREST{configs: store, approvals: store, planner: planner, scheme: scheme, recorder: record.NewFakeRecorder(10),
 				authz: reviewers(tt.mayReview, "alice")}
 			_, err := r.Create(asUser("alice"), cfgName, approvalOf(tt.hash), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
