@@ -260,6 +260,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		"virtplatformconfigs":         storage.Config,
 		"virtplatformconfigs/status":  storage.Status,
 		"virtplatformconfigs/plan":    storage.Plan,
+		"virtplatformconfigs/revert":  storage.Revert,
 		"virtplatformconfigs/approve": storage.Approve,
 		"maintenancewindows":          windows,
 		"approvalpolicies":            policies,

@@ -11,6 +11,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
@@ -129,12 +130,19 @@ func workOf(s status.Step) work {
 }
 
 // step is what to do with cfg now: the phase table's step, except that
-// action Ignore always wins, approved writes still pending are always
-// progressed (progress fails them if the spec changed since the approval),
-// and any other spec change re-plans.
+// a revert's pending writes are progressed and a written revert rests
+// whatever the action, action Ignore wins over the rest, approved writes
+// still pending are always progressed (progress fails them if the spec
+// changed since the approval), and any other spec change re-plans.
 func (c *Controller) step(cfg *v1alpha1.VirtPlatformConfig) work {
 	phase, known := status.Lookup(cfg.Status.Phase)
 	switch {
+	case reverting(cfg) && phase.Step == status.StepProgress:
+		// A revert is written whatever the action: Ignore left in place
+		// what the revert restores.
+		return workProgress
+	case reverted(cfg):
+		return workNone
 	case cfg.Spec.Action == v1alpha1.PlanActionIgnore:
 		return workIgnore
 	case phase.Step == status.StepProgress && writesPending(cfg.Status.Items):
@@ -470,7 +478,14 @@ func (c *Controller) settle(cfg *v1alpha1.VirtPlatformConfig, requeue time.Durat
 	if a := cfg.Status.Approval; a != nil {
 		c.Metrics.ApplyDuration(cfg.Spec.Profile, c.clock.Since(a.ApprovedAt.Time))
 	}
-	recordApplied(&cfg.Status)
+	if reverting(cfg) && len(failed) == 0 {
+		c.revertDone(cfg)
+		return 0, nil, nil
+	}
+	if !reverting(cfg) {
+		// A revert's items are nothing to measure drift against.
+		recordApplied(&cfg.Status)
+	}
 	if len(failed) > 0 {
 		opts := c.Profiles.ResolveOptions(cfg.Spec)
 		cfg.Status.AppliedOptions = &opts
@@ -725,12 +740,51 @@ func (c *Controller) write(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	} else {
 		plan.RecordWrite(&cfg.Status, it, written, cfg.Name)
 	}
+	if target.written == nil {
+		noteReplaced(cfg, it, target.read, written)
+	}
 	if rollsPools(it) {
 		it.Message = "Applied; waiting for the MachineConfigPool rollout"
 		return nil
 	}
 	c.setItem(it, v1alpha1.ItemStateCompleted, appliedMessage)
 	return nil
+}
+
+// noteReplaced keeps the record the revert plan is computed from
+// (status.replaced): a write of a revert forgets the target it restored or
+// deleted, a Delete forgets the object, and any other write records what
+// it replaced, from the target the checks read right before it.
+func noteReplaced(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, before plan.Target, written *unstructured.Unstructured) {
+	switch {
+	case reverting(cfg) || it.Operation == v1alpha1.OperationDelete:
+		plan.ForgetReplaced(&cfg.Status, it.TargetRef)
+	case before.Read:
+		plan.RecordReplaced(&cfg.Status, it, before.Object, written)
+	}
+}
+
+// reverting is true while the approved plan is a revert.
+func reverting(cfg *v1alpha1.VirtPlatformConfig) bool {
+	return cfg.Status.Approval != nil && cfg.Status.Approval.Revert
+}
+
+// reverted is true once a revert was written and the spec did not change
+// since: nothing is managed, the config stays Ignored.
+func reverted(cfg *v1alpha1.VirtPlatformConfig) bool {
+	return reverting(cfg) && cfg.Status.Phase == v1alpha1.PhaseIgnored && cfg.Status.ObservedGeneration == cfg.Generation
+}
+
+// revertDone ends a revert whose items were all written: nothing is
+// managed any more (no applied items to measure drift against, nothing
+// left to restore) and the config is Ignored until its spec changes.
+func (c *Controller) revertDone(cfg *v1alpha1.VirtPlatformConfig) {
+	st := &cfg.Status
+	st.AppliedItems, st.AppliedOptions, st.Replaced = nil, nil, nil
+	status.ClearPartiallyApplied(st, cfg.Generation)
+	status.SetPhase(st, v1alpha1.PhaseIgnored, "Reverted", fmt.Sprintf(
+		"The revert approved by %s is written: what virt-advisor wrote for this config is restored and nothing is managed. Change the spec to plan the profile again.",
+		st.Approval.ApprovedBy))
 }
 
 func (c *Controller) completed(cfg *v1alpha1.VirtPlatformConfig, message string) {

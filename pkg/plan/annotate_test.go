@@ -184,7 +184,7 @@ func TestPlanHashBindsDisruptedVMs(t *testing.T) {
 	items := []interface{}{map[string]interface{}{"name": "enable-psi-metrics"}}
 	snapshot := map[string]interface{}{"k": "v"}
 	hash := func(d map[string][]v1alpha1.DisruptedVM) string {
-		h, err := hashPlan(cfg, v1alpha1.PlanSettings{Action: "DryRun"}, items, snapshot, d)
+		h, err := hashPlan(cfg, v1alpha1.PlanSettings{Action: "DryRun"}, items, snapshot, d, false)
 		if err != nil {
 			t.Fatal(err)
 		}

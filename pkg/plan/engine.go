@@ -207,6 +207,12 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	if !ok {
 		return nil, fmt.Errorf("unknown profile %q", cfg.Spec.Profile)
 	}
+	return e.computeWith(ctx, cfg, profile, from)
+}
+
+// computeWith plans the items of profile (the config's, or the revert
+// of what it wrote) for cfg.
+func (e *Engine) computeWith(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, from inputSource) (*Result, error) {
 	opts := profiles.ResolveOptions(profile.Metadata().Options, cfg.Spec)
 	res := newResult(cfg)
 	var err error
@@ -232,7 +238,8 @@ func (e *Engine) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, 
 	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
 		return nil, err
 	}
-	if res.Status.PlanHash, err = hashPlan(cfg, res.Status.Settings, hashed, snapshot, res.Disrupted); err != nil {
+	_, revert := profile.(*revertProfile)
+	if res.Status.PlanHash, err = hashPlan(cfg, res.Status.Settings, hashed, snapshot, res.Disrupted, revert); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -331,7 +338,7 @@ func (r *Result) addItems(planned []plannedItem) (snapshot map[string]interface{
 }
 
 // hashPlan is the plan hash: what approving the plan approves.
-func hashPlan(cfg *v1alpha1.VirtPlatformConfig, settings v1alpha1.PlanSettings, items []interface{}, snapshot map[string]interface{}, disrupted map[string][]v1alpha1.DisruptedVM) (string, error) {
+func hashPlan(cfg *v1alpha1.VirtPlatformConfig, settings v1alpha1.PlanSettings, items []interface{}, snapshot map[string]interface{}, disrupted map[string][]v1alpha1.DisruptedVM, revert bool) (string, error) {
 	// The generation binds the spec too: failurePolicy, waitTimeout,
 	// bypassOptimisticLock or rollout.allowBlockingDrains changed after a
 	// review change what applying does, so the reviewed hash no longer
@@ -348,6 +355,11 @@ func hashPlan(cfg *v1alpha1.VirtPlatformConfig, settings v1alpha1.PlanSettings, 
 	// such VMs hashes as it did before they were hashed.
 	if len(disrupted) > 0 {
 		hashed["vmImpact"] = hashedDisrupted(disrupted)
+	}
+	// A revert plan never hashes as a plan of the profile, even one of
+	// the same items (none, say).
+	if revert {
+		hashed["revert"] = true
 	}
 	return hashJSON(hashed)
 }

@@ -27,7 +27,7 @@ func TestPlanHashOfSettingsIsUnchanged(t *testing.T) {
 		{v1alpha1.PlanSettings{Action: "Apply", FailurePolicy: "Abort", AllowBlockingDrains: true}, "9c0dd638eacc3b5ada619f8a89eec2d4fdd6723becca7c2157eca6fe4220a95a"},
 	}
 	for _, tt := range tests {
-		got, err := hashPlan(cfg, tt.settings, items, snapshot, nil)
+		got, err := hashPlan(cfg, tt.settings, items, snapshot, nil, false)
 		if err != nil {
 			t.Fatal(err)
 		}

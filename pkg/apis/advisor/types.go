@@ -239,6 +239,38 @@ type VirtPlatformConfigStatus struct {
 	// UID, and whether it created them. Only the server writes status, so
 	// this, not a label anyone may set, says what is ours to delete.
 	WrittenObjects []WrittenObject
+	// replaced is what virt-advisor's writes replaced, per target: the
+	// values its first write overwrote, or that it created the object;
+	// the revert plan (GET .../revert) restores them.
+	Replaced []ReplacedObject
+}
+
+// ReplacedObject is what virt-advisor's writes of one target replaced.
+type ReplacedObject struct {
+	// targetRef is the object.
+	TargetRef ObjectReference
+	// uid is the object's UID when it was first written.
+	UID types.UID
+	// created is true when virt-advisor's write created the object: the
+	// revert deletes it (by this UID, only while it is recorded as ours).
+	Created bool
+	// fields are, for an object written over, the managed fields the
+	// writes changed, each with its value before the first write.
+	Fields []ReplacedField
+}
+
+// ReplacedField is a field virt-advisor's writes changed.
+type ReplacedField struct {
+	// path is the field's dot path, e.g. spec.higherWorkloadDensity.memoryOvercommitPercentage.
+	Path string
+	// absent is true when the field did not exist before the first write.
+	Absent bool
+	// previous is the value before the first write (unset when absent).
+	Previous *runtime.RawExtension
+	// written is the value the last write set; unset when that write
+	// removed the field. A live value other than it was changed by
+	// someone else since: the revert leaves it alone.
+	Written *runtime.RawExtension
 }
 
 // WrittenObject is an object virt-advisor wrote.
@@ -436,6 +468,10 @@ type ApprovalRecord struct {
 	// an item not yet written is written only while that policy, unchanged
 	// (same UID and generation), still covers the config.
 	Policy *ApprovalPolicyRef
+	// revert is true when the approved plan is the revert plan: once
+	// written, nothing is managed and the config is Ignored until its spec
+	// changes.
+	Revert bool
 }
 
 // ApprovalPolicyRef is an ApprovalPolicy as it was when it approved a plan.

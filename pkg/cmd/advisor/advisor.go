@@ -102,7 +102,7 @@ func newRootCmd(o *options) *cobra.Command {
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	cmd.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
-	cmd.AddCommand(newCmdPlan(o), newCmdApprove(o), newCmdStatus(o), newCmdDashboard(o))
+	cmd.AddCommand(newCmdPlan(o), newCmdApprove(o), newCmdRevert(o), newCmdStatus(o), newCmdDashboard(o))
 	return cmd
 }
 

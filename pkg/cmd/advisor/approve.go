@@ -19,6 +19,8 @@ type approveOptions struct {
 	*options
 	yes    bool
 	dryRun bool
+	// revert shows and approves the revert plan (kubectl advisor revert).
+	revert bool
 }
 
 func newCmdApprove(o *options) *cobra.Command {
@@ -47,9 +49,53 @@ Exit status:
 			return ao.run(cmd.Context(), args[0])
 		},
 	}
-	cmd.Flags().BoolVarP(&ao.yes, "yes", "y", false, "Approve the plan shown without asking.")
-	cmd.Flags().BoolVar(&ao.dryRun, "dry-run", false, "Ask the server to check the approval (dryRun=All) without recording it.")
+	ao.addFlags(cmd)
 	return cmd
+}
+
+func (o *approveOptions) addFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "Approve the plan shown without asking.")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "Ask the server to check the approval (dryRun=All) without recording it.")
+}
+
+func newCmdRevert(o *options) *cobra.Command {
+	ao := &approveOptions{options: o, revert: true}
+	cmd := &cobra.Command{
+		Use:   "revert NAME",
+		Short: "Show the revert plan of a VirtPlatformConfig, ask, and approve exactly that plan",
+		Long: `Show the revert plan of a VirtPlatformConfig (GET .../revert): what restores
+the objects virt-advisor wrote for it as they were before, each field back to
+its previous value and each object it created deleted. A field someone else
+changed since virt-advisor wrote it is a conflict: the plan names it in a
+warning and the revert leaves it alone. Then ask "Approve revert plan
+<hash>? [y/N]" and on y or yes approve exactly the plan shown, as approve
+does. Once written, the config is Ignored: nothing is managed until its spec
+changes.
+
+Reverting needs the virt-advisor-approver role (create
+virtplatformconfigs/approve and get virtplatformconfigs/revert).
+
+Exit status:
+  0  approved (with --dry-run: the server would accept the approval)
+  1  not approved: the answer was not yes
+  2  error (refused by the server, e.g. the plan changed or no permission)`,
+		Example: `  kubectl advisor revert virt-higher-density
+  kubectl advisor revert virt-higher-density --yes`,
+		Args: nameArg("revert"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return ao.run(cmd.Context(), args[0])
+		},
+	}
+	ao.addFlags(cmd)
+	return cmd
+}
+
+// what names the plan in the question and the answer.
+func (o *approveOptions) what() string {
+	if o.revert {
+		return "Revert plan"
+	}
+	return "Plan"
 }
 
 func (o *approveOptions) run(ctx context.Context, name string) error {
@@ -58,7 +104,11 @@ func (o *approveOptions) run(ctx context.Context, name string) error {
 		return err
 	}
 	configs := c.advisor.AdvisorV1alpha1().VirtPlatformConfigs()
-	p, err := configs.GetPlan(ctx, name, metav1.GetOptions{})
+	get := configs.GetPlan
+	if o.revert {
+		get = configs.GetRevertPlan
+	}
+	p, err := get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -69,7 +119,7 @@ func (o *approveOptions) run(ctx context.Context, name string) error {
 	}
 	fmt.Fprintln(o.streams.Out)
 	if !o.yes {
-		fmt.Fprintf(o.streams.Out, "Approve plan %s? [y/N] ", v1alpha1.ShortHash(hash))
+		fmt.Fprintf(o.streams.Out, "Approve %s %s? [y/N] ", strings.ToLower(o.what()), v1alpha1.ShortHash(hash))
 		if !confirmed(o.streams.In) {
 			fmt.Fprintln(o.streams.Out, "Nothing approved.")
 			return &exitCodeError{code: exitChanges}
@@ -86,7 +136,7 @@ func (o *approveOptions) run(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(o.streams.Out, approvedLine(name, a, hash, o.dryRun))
+	fmt.Fprintln(o.streams.Out, approvedLine(o.what(), name, a, hash, o.dryRun))
 	return nil
 }
 
@@ -104,11 +154,11 @@ func confirmed(in io.Reader) bool {
 }
 
 // approvedLine reports what the server recorded.
-func approvedLine(name string, a *v1alpha1.Approval, hash string, dryRun bool) string {
+func approvedLine(what, name string, a *v1alpha1.Approval, hash string, dryRun bool) string {
 	if dryRun {
-		return fmt.Sprintf("Plan %s can be approved (dry run: nothing recorded).", v1alpha1.ShortHash(hash))
+		return fmt.Sprintf("%s %s can be approved (dry run: nothing recorded).", what, v1alpha1.ShortHash(hash))
 	}
-	line := fmt.Sprintf("Plan %s approved", v1alpha1.ShortHash(orDefault(a.Status.PlanHash, hash)))
+	line := fmt.Sprintf("%s %s approved", what, v1alpha1.ShortHash(orDefault(a.Status.PlanHash, hash)))
 	if a.Status.ApprovedBy != "" {
 		line += " by " + a.Status.ApprovedBy
 	}

@@ -78,6 +78,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.PoolConfigurationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProfileOptions"):
 		return &advisorv1alpha1.ProfileOptionsApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReplacedField"):
+		return &advisorv1alpha1.ReplacedFieldApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReplacedObject"):
+		return &advisorv1alpha1.ReplacedObjectApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedTarget"):
 		return &advisorv1alpha1.ReviewedTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RolloutSpec"):

@@ -68,6 +68,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PoolReboot{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref),
 		v1alpha1.Prerequisite{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_Prerequisite(ref),
 		v1alpha1.ProfileOptions{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref),
+		v1alpha1.ReplacedField{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ReplacedField(ref),
+		v1alpha1.ReplacedObject{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ReplacedObject(ref),
 		v1alpha1.ReviewedTarget{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref),
 		v1alpha1.RolloutSpec{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref),
 		v1alpha1.VMImpact{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_VMImpact(ref),
@@ -564,6 +566,13 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref common.ReferenceCallbac
 						SchemaProps: spec.SchemaProps{
 							Description: "policy is the ApprovalPolicy that approved the plan, when one did: an item not yet written is written only while that policy, unchanged (same UID and generation), still covers the config.",
 							Ref:         ref(v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName()),
+						},
+					},
+					"revert": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revert is true when the approved plan is the revert plan: once written, nothing is managed and the config is Ignored until its spec changes.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},
@@ -1946,6 +1955,106 @@ func schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref common.ReferenceCallbac
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_ReplacedField(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReplacedField is a field virt-advisor's writes changed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is the field's dot path, e.g. spec.higherWorkloadDensity.memoryOvercommitPercentage.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"absent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "absent is true when the field did not exist before the first write.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"previous": {
+						SchemaProps: spec.SchemaProps{
+							Description: "previous is the value before the first write (unset when absent).",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+					"written": {
+						SchemaProps: spec.SchemaProps{
+							Description: "written is the value the last write set; unset when that write removed the field. A live value other than it was changed by someone else since: the revert leaves it alone.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"path"},
+			},
+		},
+		Dependencies: []string{
+			runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_ReplacedObject(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReplacedObject is what virt-advisor's writes of one target replaced.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"targetRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "targetRef is the object.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.ObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "uid is the object's UID when it was first written.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"created": {
+						SchemaProps: spec.SchemaProps{
+							Description: "created is true when virt-advisor's write created the object: the revert deletes it (by this UID, only while it is recorded as ours).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"fields": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "fields are, for an object written over, the managed fields the writes changed, each with its value before the first write.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.ReplacedField{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"targetRef", "uid"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ObjectReference{}.OpenAPIModelName(), v1alpha1.ReplacedField{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2591,11 +2700,30 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref common.Refere
 							},
 						},
 					},
+					"replaced": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "replaced is what virt-advisor's writes replaced, per target: the values its first write overwrote, or that it created the object; the revert plan (GET .../revert) restores them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.ReplacedObject{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AppliedItem{}.OpenAPIModelName(), v1alpha1.ApprovalRecord{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName(), v1alpha1.WrittenObject{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+			v1alpha1.AppliedItem{}.OpenAPIModelName(), v1alpha1.ApprovalRecord{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.ReplacedObject{}.OpenAPIModelName(), v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName(), v1alpha1.WrittenObject{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
 	}
 }
 

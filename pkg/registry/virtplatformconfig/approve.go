@@ -70,16 +70,8 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	if err != nil {
 		return nil, err
 	}
-	// A config that cannot take an approval costs no plan computation.
-	if err := r.admission.config(cfg, user); err != nil {
-		return nil, err
-	}
-	// An approval is checked against a computation of its own.
-	res, err := r.gate.boundedPlan(ctx, r.planner, cfg)
+	revert, res, err := r.livePlan(ctx, cfg, req.Spec.PlanHash, user)
 	if err != nil {
-		return nil, planError(name, err)
-	}
-	if err := admitPlan(name, res, req.Spec.PlanHash); err != nil {
 		return nil, err
 	}
 
@@ -92,7 +84,7 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	if isDryRun(options.DryRun) {
 		return out, nil
 	}
-	rec := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: user, ApprovedAt: now, Generation: cfg.Generation, UID: cfg.UID}
+	rec := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: user, ApprovedAt: now, Generation: cfg.Generation, UID: cfg.UID, Revert: revert}
 	stored, before, after, err := r.record(ctx, cfg, res, rec)
 	if err != nil {
 		return nil, err
@@ -100,6 +92,39 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	metrics.Approvals.Inc()
 	r.announce(stored, rec, before, after)
 	return out, nil
+}
+
+// livePlan is the live plan an approval of hash approves, computed for
+// this approval: the revert plan (GET …/revert) when the config recorded
+// writes to revert, the caller may review it, and it has that hash;
+// otherwise the profile's plan. revert says which; an error says why the
+// config or the plan cannot take the approval.
+func (r *ApproveREST) livePlan(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, hash, user string) (revert bool, res *plan.Result, err error) {
+	// revertErr: the revert plan could not be computed. An approval of
+	// the profile's plan does not depend on it; one that matches neither
+	// plan is told why the revert could not be checked.
+	var revertErr error
+	if len(cfg.Status.Replaced) > 0 {
+		if mayReview, _ := allowed(ctx, r.authz, cfg.Name, readRevertPermission); mayReview {
+			res, revertErr = r.gate.boundedOf(ctx, r.planner.ComputeRevertLive, cfg)
+			if revertErr == nil && res.Status.PlanHash == hash {
+				return true, res, r.admission.revertable(cfg, user)
+			}
+		}
+	}
+	// A config that cannot take an approval costs no plan computation.
+	if err := r.admission.config(cfg, user); err != nil {
+		return false, nil, err
+	}
+	if res, err = r.gate.boundedPlan(ctx, r.planner, cfg); err != nil {
+		return false, nil, planError(cfg.Name, err)
+	}
+	if err := admitPlan(cfg.Name, res, hash); err != nil && revertErr != nil {
+		return false, nil, planError(cfg.Name, revertErr)
+	} else if err != nil {
+		return false, nil, err
+	}
+	return false, res, nil
 }
 
 // approvalRequest checks the body of POST .../approve of config name.
@@ -139,7 +164,7 @@ func (r *ApproveREST) record(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 		if err := r.scheme.Convert(oldObj, latest, nil); err != nil {
 			return nil, err
 		}
-		if err := r.admission.write(cfg, latest, rec.ApprovedBy); err != nil {
+		if err := r.admission.write(cfg, latest, rec.ApprovedBy, rec.Revert); err != nil {
 			return nil, err
 		}
 		before = latest.Status.Phase
@@ -199,7 +224,7 @@ func (a admission) config(cfg *v1alpha1.VirtPlatformConfig, user string) error {
 // write says why latest, the config as stored when the approval is
 // written, cannot take user's approval of the plan computed for planned,
 // if it cannot.
-func (a admission) write(planned, latest *v1alpha1.VirtPlatformConfig, user string) error {
+func (a admission) write(planned, latest *v1alpha1.VirtPlatformConfig, user string, revert bool) error {
 	// The plan's hash binds the UID it was computed for; the stored
 	// object must still be that one (deleted and created again under the
 	// same name, with its generation brought back, it is not).
@@ -209,8 +234,33 @@ func (a admission) write(planned, latest *v1alpha1.VirtPlatformConfig, user stri
 	if latest.Generation != planned.Generation {
 		return apierrors.NewConflict(configsResource, planned.Name, fmt.Errorf("the spec changed while the plan was being approved; GET the plan again and approve it"))
 	}
+	if revert {
+		return a.revertable(latest, user)
+	}
 	return a.config(latest, user)
 }
+
+// revertable says why cfg cannot take user's approval of its revert plan
+// now, if it cannot: nothing is recorded to revert, or an approved plan
+// is being written (409); four eyes (403). Any action may be reverted,
+// Ignore included: it left in place what the revert restores.
+func (a admission) revertable(cfg *v1alpha1.VirtPlatformConfig, user string) error {
+	if len(cfg.Status.Replaced) == 0 {
+		return apierrors.NewConflict(configsResource, cfg.Name, errNothingToRevert)
+	}
+	if cfg.Status.Phase == v1alpha1.PhaseInProgress {
+		return apierrors.NewConflict(configsResource, cfg.Name, fmt.Errorf(
+			"an approved plan is being written (phase InProgress): wait until it ends, then GET the revert plan again and approve it"))
+	}
+	if a.requireDistinctApprover && user == cfg.Status.SpecChangedBy {
+		return apierrors.NewForbidden(configsResource, cfg.Name, fmt.Errorf(
+			"user %q made the last spec change and this server requires a second person to approve (--require-distinct-approver): another user with the virt-advisor-approver role must approve the revert", user))
+	}
+	return nil
+}
+
+// errNothingToRevert: status.replaced records no write.
+var errNothingToRevert = errors.New("there is nothing to revert: status.replaced records no write of virt-advisor for this config (it was never applied, or it was reverted already)")
 
 // admitPlan says why the live plan of config name cannot be approved by
 // the hash the caller reviewed, if it cannot.

@@ -147,7 +147,7 @@ func TestAdmissionOfTheWrite(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := admission{requireDistinctApprover: tt.distinct}.write(versioned(), tt.latest, "alice")
+			err := admission{requireDistinctApprover: tt.distinct}.write(versioned(), tt.latest, "alice", false)
 			checkRefusal(t, err, tt.wantCode, tt.wantMsg)
 		})
 	}
@@ -199,7 +199,11 @@ func TestAdmitPlan(t *testing.T) {
 type fakePlanner struct {
 	res *plan.Result
 	err error
-	mu  sync.Mutex
+	// revert is the revert plan; reverts counts its computations.
+	revert    *plan.Result
+	revertErr error
+	reverts   int
+	mu        sync.Mutex
 	// computed counts the computations.
 	computed int
 }
@@ -209,6 +213,16 @@ func (p *fakePlanner) ComputeLive(context.Context, *v1alpha1.VirtPlatformConfig)
 	defer p.mu.Unlock()
 	p.computed++
 	return p.res, p.err
+}
+
+func (p *fakePlanner) ComputeRevertLive(context.Context, *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reverts++
+	if p.revertErr != nil {
+		return nil, p.revertErr
+	}
+	return p.revert, p.err
 }
 
 // memStore holds one config in memory and writes it with the approve

@@ -19,6 +19,8 @@ type permission struct {
 var (
 	approvePermission  = permission{verb: "create", subresource: "approve"}
 	readPlanPermission = permission{verb: "get", subresource: "plan"}
+	// readRevertPermission: approving a revert takes reviewing it too.
+	readRevertPermission = permission{verb: "get", subresource: "revert"}
 )
 
 func (p permission) String() string {

@@ -116,21 +116,37 @@ func revisionKey(cfg *v1alpha1.VirtPlatformConfig) string {
 // bounded by the gate and shared with concurrent requests for the same
 // config revision. The result may be shared: do not modify it.
 func (g *Gate) sharedPlan(ctx context.Context, planner Planner, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
+	return g.sharedOf(ctx, revisionKey(cfg), planner.ComputeLive, cfg)
+}
+
+// sharedRevert is sharedPlan for the revert plan (GET …/revert).
+func (g *Gate) sharedRevert(ctx context.Context, planner Planner, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
+	return g.sharedOf(ctx, "revert/"+revisionKey(cfg), planner.ComputeRevertLive, cfg)
+}
+
+// computeFunc computes a plan of a config.
+type computeFunc func(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error)
+
+func (g *Gate) sharedOf(ctx context.Context, key string, compute computeFunc, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
 	if g == nil {
-		return planner.ComputeLive(ctx, cfg)
+		return compute(ctx, cfg)
 	}
-	return g.shared(ctx, revisionKey(cfg), func(ctx context.Context) (*plan.Result, error) {
-		return planner.ComputeLive(ctx, cfg)
+	return g.shared(ctx, key, func(ctx context.Context) (*plan.Result, error) {
+		return compute(ctx, cfg)
 	})
 }
 
 // boundedPlan is a live plan for a request that must see its own
 // computation (an approval): bounded by the gate, never shared.
 func (g *Gate) boundedPlan(ctx context.Context, planner Planner, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
+	return g.boundedOf(ctx, planner.ComputeLive, cfg)
+}
+
+func (g *Gate) boundedOf(ctx context.Context, compute computeFunc, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
 	if g == nil {
-		return planner.ComputeLive(ctx, cfg)
+		return compute(ctx, cfg)
 	}
 	return g.run(ctx, func(ctx context.Context) (*plan.Result, error) {
-		return planner.ComputeLive(ctx, cfg)
+		return compute(ctx, cfg)
 	})
 }

@@ -198,6 +198,10 @@ func (p livePlanner) ComputeLive(ctx context.Context, _ *v1alpha1.VirtPlatformCo
 	return p.b.compute(ctx)
 }
 
+func (p livePlanner) ComputeRevertLive(ctx context.Context, _ *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
+	return p.b.compute(ctx)
+}
+
 // An approval is checked against a computation of its own: it never joins
 // the computation of a review of the same revision that is running.
 func TestApprovalNeverJoinsAReviewsComputation(t *testing.T) {

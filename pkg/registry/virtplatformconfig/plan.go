@@ -25,6 +25,9 @@ type PlanREST struct {
 	planner Planner
 	gate    *Gate
 	scheme  *runtime.Scheme
+	// revert serves GET .../revert: the plan that restores what the
+	// config's writes replaced (status.replaced), by the same engine.
+	revert bool
 }
 
 var (
@@ -47,8 +50,11 @@ func (r *PlanREST) Get(ctx context.Context, name string, options *metav1.GetOpti
 	}
 	start := time.Now()
 	// Concurrent GETs of the same revision share one computation.
-	res, err := r.gate.sharedPlan(ctx, r.planner, cfg)
+	res, err := r.compute(ctx, cfg)
 	metrics.PlanDuration.WithLabelValues(cfg.Spec.Profile).Observe(time.Since(start).Seconds())
+	if apierrors.IsConflict(err) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, planError(name, err)
 	}
@@ -61,6 +67,18 @@ func (r *PlanREST) Get(ctx context.Context, name string, options *metav1.GetOpti
 		warning.AddWarning(ctx, "", w)
 	}
 	return out, nil
+}
+
+// compute is the plan this subresource serves: the profile's, or its
+// revert (409 when nothing is recorded to revert).
+func (r *PlanREST) compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error) {
+	if !r.revert {
+		return r.gate.sharedPlan(ctx, r.planner, cfg)
+	}
+	if len(cfg.Status.Replaced) == 0 {
+		return nil, apierrors.NewConflict(configsResource, cfg.Name, errNothingToRevert)
+	}
+	return r.gate.sharedRevert(ctx, r.planner, cfg)
 }
 
 // busyRetrySeconds is the Retry-After of a request refused because every

@@ -15,6 +15,9 @@ type Planner interface {
 	// ComputeLive computes the live plan of a config, its inputs read
 	// from the cluster as the request is served.
 	ComputeLive(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error)
+	// ComputeRevertLive computes the plan that restores what the
+	// config's writes replaced (status.replaced), by the same engine.
+	ComputeRevertLive(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error)
 }
 
 var _ Planner = &plan.Engine{}

@@ -25,9 +25,11 @@ import (
 
 // Storage holds the REST storage of the resource and its subresources.
 type Storage struct {
-	Config  *REST
-	Status  *StatusREST
-	Plan    *PlanREST
+	Config *REST
+	Status *StatusREST
+	Plan   *PlanREST
+	// Revert serves GET .../revert, the revert plan.
+	Revert  *PlanREST
 	Approve *ApproveREST
 	// StatusWriter is the embedded controller's own way to write status:
 	// in process, never over HTTP.
@@ -156,6 +158,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o 
 		Config: &REST{Store: store, authz: o.Authorizer},
 		Status: &StatusREST{store: &statusStore},
 		Plan:   &PlanREST{configs: store, planner: o.Planner, gate: o.Gate, scheme: scheme},
+		Revert: &PlanREST{configs: store, planner: o.Planner, gate: o.Gate, scheme: scheme, revert: true},
 		Approve: &ApproveREST{configs: store, approvals: &approvalStore, planner: o.Planner, gate: o.Gate, scheme: scheme, recorder: o.Recorder, authz: o.Authorizer,
 			admission: admission{requireDistinctApprover: o.RequireDistinctApprover}},
 		StatusWriter: &StatusWriter{store: &statusStore, scheme: scheme},

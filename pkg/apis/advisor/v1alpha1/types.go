@@ -86,6 +86,7 @@ const (
 // +genclient
 // +genclient:nonNamespaced
 // +genclient:method=GetPlan,verb=get,subresource=plan,result=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Plan
+// +genclient:method=GetRevertPlan,verb=get,subresource=revert,result=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Plan
 // +genclient:method=Approve,verb=create,subresource=approve,input=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Approval,result=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Approval
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
@@ -347,6 +348,48 @@ type VirtPlatformConfigStatus struct {
 	// +listType=map
 	// +listMapKey=uid
 	WrittenObjects []WrittenObject `json:"writtenObjects,omitempty"`
+	// replaced is what virt-advisor's writes replaced, per target: the
+	// values its first write overwrote, or that it created the object;
+	// the revert plan (GET .../revert) restores them.
+	// +optional
+	// +listType=atomic
+	Replaced []ReplacedObject `json:"replaced,omitempty"`
+}
+
+// ReplacedObject is what virt-advisor's writes of one target replaced.
+type ReplacedObject struct {
+	// targetRef is the object.
+	TargetRef ObjectReference `json:"targetRef"`
+	// uid is the object's UID when it was first written.
+	UID types.UID `json:"uid"`
+	// created is true when virt-advisor's write created the object: the
+	// revert deletes it (by this UID, only while it is recorded as ours).
+	// +optional
+	Created bool `json:"created,omitempty"`
+	// fields are, for an object written over, the managed fields the
+	// writes changed, each with its value before the first write.
+	// +optional
+	// +listType=atomic
+	Fields []ReplacedField `json:"fields,omitempty"`
+}
+
+// ReplacedField is a field virt-advisor's writes changed.
+type ReplacedField struct {
+	// path is the field's dot path, e.g. spec.higherWorkloadDensity.memoryOvercommitPercentage.
+	Path string `json:"path"`
+	// absent is true when the field did not exist before the first write.
+	// +optional
+	Absent bool `json:"absent,omitempty"`
+	// previous is the value before the first write (unset when absent).
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Previous *runtime.RawExtension `json:"previous,omitempty"`
+	// written is the value the last write set; unset when that write
+	// removed the field. A live value other than it was changed by
+	// someone else since: the revert leaves it alone.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Written *runtime.RawExtension `json:"written,omitempty"`
 }
 
 // WrittenObject is an object virt-advisor wrote.
@@ -654,6 +697,11 @@ type ApprovalRecord struct {
 	// (same UID and generation), still covers the config.
 	// +optional
 	Policy *ApprovalPolicyRef `json:"policy,omitempty"`
+	// revert is true when the approved plan is the revert plan: once
+	// written, nothing is managed and the config is Ignored until its spec
+	// changes.
+	// +optional
+	Revert bool `json:"revert,omitempty"`
 }
 
 // ApprovalPolicyRef is an ApprovalPolicy as it was when it approved a plan.

@@ -197,6 +197,16 @@ func (in ProfileOptions) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReplacedField) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.ReplacedField"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReplacedObject) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.ReplacedObject"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReviewedTarget) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.ReviewedTarget"
 }

@@ -21,6 +21,7 @@ var forbiddenUser = regexp.MustCompile(`User "([^"]*)" cannot (\S+) resource "([
 var roleFor = map[string]string{
 	"create virtplatformconfigs/approve": "virt-advisor-approver",
 	"get virtplatformconfigs/plan":       "virt-advisor-approver (or virt-advisor-editor)",
+	"get virtplatformconfigs/revert":     "virt-advisor-approver (or virt-advisor-editor)",
 	"get virtplatformconfigs":            "virt-advisor-viewer",
 	"list virtplatformconfigs":           "virt-advisor-viewer",
 	"watch virtplatformconfigs":          "virt-advisor-viewer",

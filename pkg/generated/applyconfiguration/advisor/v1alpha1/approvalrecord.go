@@ -46,6 +46,10 @@ type ApprovalRecordApplyConfiguration struct {
 	// an item not yet written is written only while that policy, unchanged
 	// (same UID and generation), still covers the config.
 	Policy *ApprovalPolicyRefApplyConfiguration `json:"policy,omitempty"`
+	// revert is true when the approved plan is the revert plan: once
+	// written, nothing is managed and the config is Ignored until its spec
+	// changes.
+	Revert *bool `json:"revert,omitempty"`
 }
 
 // ApprovalRecordApplyConfiguration constructs a declarative configuration of the ApprovalRecord type for use with
@@ -107,5 +111,13 @@ func (b *ApprovalRecordApplyConfiguration) WithUID(value types.UID) *ApprovalRec
 // If called multiple times, the Policy field is set to the value of the last call.
 func (b *ApprovalRecordApplyConfiguration) WithPolicy(value *ApprovalPolicyRefApplyConfiguration) *ApprovalRecordApplyConfiguration {
 	b.Policy = value
+	return b
+}
+
+// WithRevert sets the Revert field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Revert field is set to the value of the last call.
+func (b *ApprovalRecordApplyConfiguration) WithRevert(value bool) *ApprovalRecordApplyConfiguration {
+	b.Revert = &value
 	return b
 }

@@ -97,6 +97,12 @@ func ExtractVirtPlatformConfigPlan(virtPlatformConfig *advisorv1alpha1.VirtPlatf
 	return ExtractVirtPlatformConfigFrom(virtPlatformConfig, fieldManager, "plan")
 }
 
+// ExtractVirtPlatformConfigRevert extracts the applied configuration owned by fieldManager from
+// virtPlatformConfig for the revert subresource.
+func ExtractVirtPlatformConfigRevert(virtPlatformConfig *advisorv1alpha1.VirtPlatformConfig, fieldManager string) (*VirtPlatformConfigApplyConfiguration, error) {
+	return ExtractVirtPlatformConfigFrom(virtPlatformConfig, fieldManager, "revert")
+}
+
 // ExtractVirtPlatformConfigStatus extracts the applied configuration owned by fieldManager from
 // virtPlatformConfig for the status subresource.
 func ExtractVirtPlatformConfigStatus(virtPlatformConfig *advisorv1alpha1.VirtPlatformConfig, fieldManager string) (*VirtPlatformConfigApplyConfiguration, error) {

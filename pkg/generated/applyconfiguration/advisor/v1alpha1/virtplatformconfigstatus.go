@@ -55,6 +55,10 @@ type VirtPlatformConfigStatusApplyConfiguration struct {
 	// UID, and whether it created them. Only the server writes status, so
 	// this, not a label anyone may set, says what is ours to delete.
 	WrittenObjects []WrittenObjectApplyConfiguration `json:"writtenObjects,omitempty"`
+	// replaced is what virt-advisor's writes replaced, per target: the
+	// values its first write overwrote, or that it created the object;
+	// the revert plan (GET .../revert) restores them.
+	Replaced []ReplacedObjectApplyConfiguration `json:"replaced,omitempty"`
 }
 
 // VirtPlatformConfigStatusApplyConfiguration constructs a declarative configuration of the VirtPlatformConfigStatus type for use with
@@ -175,6 +179,19 @@ func (b *VirtPlatformConfigStatusApplyConfiguration) WithWrittenObjects(values .
 			panic("nil value passed to WithWrittenObjects")
 		}
 		b.WrittenObjects = append(b.WrittenObjects, *values[i])
+	}
+	return b
+}
+
+// WithReplaced adds the given value to the Replaced field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Replaced field.
+func (b *VirtPlatformConfigStatusApplyConfiguration) WithReplaced(values ...*ReplacedObjectApplyConfiguration) *VirtPlatformConfigStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithReplaced")
+		}
+		b.Replaced = append(b.Replaced, *values[i])
 	}
 	return b
 }

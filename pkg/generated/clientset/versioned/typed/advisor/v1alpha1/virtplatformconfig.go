@@ -52,6 +52,7 @@ type VirtPlatformConfigInterface interface {
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, virtPlatformConfig *applyconfigurationadvisorv1alpha1.VirtPlatformConfigApplyConfiguration, opts v1.ApplyOptions) (result *advisorv1alpha1.VirtPlatformConfig, err error)
 	GetPlan(ctx context.Context, virtPlatformConfigName string, options v1.GetOptions) (*advisorv1alpha1.Plan, error)
+	GetRevertPlan(ctx context.Context, virtPlatformConfigName string, options v1.GetOptions) (*advisorv1alpha1.Plan, error)
 	Approve(ctx context.Context, virtPlatformConfigName string, approval *advisorv1alpha1.Approval, opts v1.CreateOptions) (*advisorv1alpha1.Approval, error)
 
 	VirtPlatformConfigExpansion
@@ -83,6 +84,19 @@ func (c *virtPlatformConfigs) GetPlan(ctx context.Context, virtPlatformConfigNam
 		Resource("virtplatformconfigs").
 		Name(virtPlatformConfigName).
 		SubResource("plan").
+		VersionedParams(&options, scheme.ParameterCodec).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// GetRevertPlan takes name of the virtPlatformConfig, and returns the corresponding advisorv1alpha1.Plan object, and an error if there is any.
+func (c *virtPlatformConfigs) GetRevertPlan(ctx context.Context, virtPlatformConfigName string, options v1.GetOptions) (result *advisorv1alpha1.Plan, err error) {
+	result = &advisorv1alpha1.Plan{}
+	err = c.GetClient().Get().
+		Resource("virtplatformconfigs").
+		Name(virtPlatformConfigName).
+		SubResource("revert").
 		VersionedParams(&options, scheme.ParameterCodec).
 		Do(ctx).
 		Into(result)

@@ -67,6 +67,17 @@ func (c *fakeVirtPlatformConfigs) GetPlan(ctx context.Context, virtPlatformConfi
 	return obj.(*v1alpha1.Plan), err
 }
 
+// GetRevertPlan takes name of the virtPlatformConfig, and returns the corresponding plan object, and an error if there is any.
+func (c *fakeVirtPlatformConfigs) GetRevertPlan(ctx context.Context, virtPlatformConfigName string, options v1.GetOptions) (result *v1alpha1.Plan, err error) {
+	emptyResult := &v1alpha1.Plan{}
+	obj, err := c.Fake.
+		Invokes(testing.NewRootGetSubresourceActionWithOptions(c.Resource(), "revert", virtPlatformConfigName, options), emptyResult)
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.Plan), err
+}
+
 // Approve takes the representation of a approval and creates it.  Returns the server's representation of the approval, and an error, if there is any.
 func (c *fakeVirtPlatformConfigs) Approve(ctx context.Context, virtPlatformConfigName string, approval *v1alpha1.Approval, opts v1.CreateOptions) (result *v1alpha1.Approval, err error) {
 	emptyResult := &v1alpha1.Approval{}

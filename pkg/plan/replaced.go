@@ -1,0 +1,140 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+)
+
+// MaxReplacedValue bounds the JSON of one recorded previous value: the
+// record lives in the config's status, stored in etcd with the object
+// (1.5 MiB at most). A larger value is recorded as such, without the
+// value, and the revert leaves that field alone, saying why.
+const MaxReplacedValue = 16 * 1024
+
+// RecordReplaced notes in st what a write of item it replaced: for an
+// object the write created, that it created it; for an object written
+// over, each managed field the write changed and its value before (or
+// that it was absent), kept from the first write that changed it, with
+// the value the last write set. before is the target as read right before
+// the write (nil: it did not exist), written the object the write
+// returned. The revert plan (RevertItems) is computed from this record.
+func RecordReplaced(st *v1alpha1.VirtPlatformConfigStatus, it *v1alpha1.VirtPlatformConfigItem, before, written *unstructured.Unstructured) {
+	if written == nil || written.GetUID() == "" {
+		return
+	}
+	i := replacedIndex(st.Replaced, written)
+	if i < 0 {
+		st.Replaced = append(st.Replaced, v1alpha1.ReplacedObject{TargetRef: it.TargetRef, UID: written.GetUID(), Created: before == nil})
+		i = len(st.Replaced) - 1
+	}
+	rec := &st.Replaced[i]
+	if rec.Created {
+		return // the revert deletes the whole object
+	}
+	for _, path := range it.ManagedFields {
+		now, nowSet := fieldValue(written, path)
+		if j := replacedFieldIndex(rec.Fields, path); j >= 0 {
+			rec.Fields[j].Written = rawOf(now, nowSet)
+			continue
+		}
+		was, wasSet := fieldValue(before, path)
+		if wasSet == nowSet && sameValue(was, now) {
+			continue // this write did not change it
+		}
+		f := v1alpha1.ReplacedField{Path: path, Absent: !wasSet, Written: rawOf(now, nowSet)}
+		if wasSet {
+			f.Previous = rawOf(was, true)
+		}
+		rec.Fields = append(rec.Fields, f)
+	}
+}
+
+// ForgetReplaced drops the record of a target a revert item has
+// restored (or deleted): nothing of it is ours to restore any more.
+func ForgetReplaced(st *v1alpha1.VirtPlatformConfigStatus, ref v1alpha1.ObjectReference) {
+	out := st.Replaced[:0]
+	for _, r := range st.Replaced {
+		if r.TargetRef != ref {
+			out = append(out, r)
+		}
+	}
+	st.Replaced = out
+	if len(out) == 0 {
+		st.Replaced = nil
+	}
+}
+
+// replacedIndex is the index of the record of obj (by UID), -1 if none.
+func replacedIndex(recs []v1alpha1.ReplacedObject, obj *unstructured.Unstructured) int {
+	for i := range recs {
+		if recs[i].UID == obj.GetUID() {
+			return i
+		}
+	}
+	return -1
+}
+
+func replacedFieldIndex(fields []v1alpha1.ReplacedField, path string) int {
+	for i := range fields {
+		if fields[i].Path == path {
+			return i
+		}
+	}
+	return -1
+}
+
+// fieldValue is the value at a dot path of obj, and whether it is set.
+func fieldValue(obj *unstructured.Unstructured, path string) (interface{}, bool) {
+	if obj == nil {
+		return nil, false
+	}
+	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, strings.Split(path, ".")...)
+	return v, found && err == nil
+}
+
+// rawOf is a value as recorded: nil when unset; a value too large to
+// record is recorded as {} with tooLarge set in the JSON's place.
+func rawOf(v interface{}, set bool) *runtime.RawExtension {
+	if !set {
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil || len(raw) > MaxReplacedValue {
+		raw = []byte(tooLargeValue)
+	}
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// tooLargeValue stands for a value not recorded: too large for the status.
+const tooLargeValue = `{"advisor.kubevirt.io/not-recorded":"larger than 16 KiB"}`
+
+// recordedTooLarge is true for a value rawOf did not record.
+func recordedTooLarge(r *runtime.RawExtension) bool {
+	return r != nil && string(r.Raw) == tooLargeValue
+}
+
+// sameValue compares two values as JSON (an int64 read from the API and a
+// float64 decoded from the record are the same number).
+func sameValue(a, b interface{}) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// sameRaw compares a live value with a recorded one.
+func sameRaw(live interface{}, set bool, rec *runtime.RawExtension) bool {
+	if rec == nil || !set {
+		return rec == nil && !set
+	}
+	var v interface{}
+	if err := json.Unmarshal(rec.Raw, &v); err != nil {
+		return false
+	}
+	return sameValue(live, v)
+}

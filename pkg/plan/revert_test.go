@@ -1,0 +1,128 @@
+package plan
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+)
+
+func toJSON(t *testing.T, v interface{}) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestRevertItems(t *testing.T) {
+	overcommit := v1alpha1.ReplacedField{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150")}
+	ksmAdded := v1alpha1.ReplacedField{Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`)}
+	removed := v1alpha1.ReplacedField{Path: "spec.old", Previous: raw(`"v"`)}
+	created := v1alpha1.ReplacedObject{TargetRef: mcRef, UID: "mc-1", Created: true}
+	tests := []struct {
+		name     string
+		replaced []v1alpha1.ReplacedObject
+		live     []*unstructured.Unstructured
+		// want: per item, its name, desired spec, managed fields; and the
+		// conflicts its warnings name.
+		want []wantItem
+	}{{
+		name:     "fields as written: previous values restored, an added field left out (removed), a removed field back",
+		replaced: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{overcommit, ksmAdded, removed}}},
+		live:     []*unstructured.Unstructured{hco("u1", map[string]interface{}{"overcommit": int64(150), "ksm": map[string]interface{}{"on": true}})},
+		want: []wantItem{{name: "revert-hyperconverged-kubevirt-hyperconverged", spec: `{"old":"v","overcommit":100}`,
+			managed: []string{"spec.overcommit", "spec.ksm", "spec.old"}}},
+	}, {
+		name:     "a field changed by someone else: a conflict, left out; the others restored",
+		replaced: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{overcommit, ksmAdded}}},
+		live:     []*unstructured.Unstructured{hco("u1", map[string]interface{}{"overcommit": int64(130), "ksm": map[string]interface{}{"on": true}})},
+		want: []wantItem{{name: "revert-hyperconverged-kubevirt-hyperconverged", spec: `null`,
+			managed: []string{"spec.overcommit", "spec.ksm"}, conflicts: []string{"spec.overcommit"}}},
+	}, {
+		name:     "a field we removed that someone set again: a conflict",
+		replaced: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{removed}}},
+		live:     []*unstructured.Unstructured{hco("u1", map[string]interface{}{"old": "theirs"})},
+		want: []wantItem{{name: "revert-hyperconverged-kubevirt-hyperconverged", spec: `null`,
+			managed: []string{"spec.old"}, conflicts: []string{"spec.old"}}},
+	}, {
+		name:     "a previous value too large to record: left alone, said",
+		replaced: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{{Path: "spec.overcommit", Previous: raw(tooLargeValue), Written: raw("150")}}}},
+		live:     []*unstructured.Unstructured{hco("u1", map[string]interface{}{"overcommit": int64(150)})},
+		want: []wantItem{{name: "revert-hyperconverged-kubevirt-hyperconverged", spec: `null`,
+			managed: []string{"spec.overcommit"}, conflicts: []string{"spec.overcommit"}}},
+	}, {
+		name:     "an object deleted and created again by someone else: every field a conflict",
+		replaced: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{overcommit}}},
+		live:     []*unstructured.Unstructured{hco("u2", map[string]interface{}{"overcommit": int64(150)})},
+		want: []wantItem{{name: "revert-hyperconverged-kubevirt-hyperconverged", spec: `null`,
+			managed: []string{"spec.overcommit"}, conflicts: []string{"spec.overcommit"}}},
+	}, {
+		name:     "an object written over that is gone: nothing to restore",
+		replaced: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{overcommit}}},
+		live:     []*unstructured.Unstructured{nil},
+		want:     nil,
+	}, {
+		name:     "an object created: deleted, after the restores whatever the order of the record",
+		replaced: []v1alpha1.ReplacedObject{created, {TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{overcommit}}},
+		live:     []*unstructured.Unstructured{nil, hco("u1", map[string]interface{}{"overcommit": int64(150)})},
+		want: []wantItem{
+			{name: "revert-hyperconverged-kubevirt-hyperconverged", spec: `{"overcommit":100}`, managed: []string{"spec.overcommit"}},
+			{name: "revert-machineconfig-90-worker-swap", spec: `null`, absent: true},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			items := RevertItems(tt.replaced, tt.live)
+			if len(items) != len(tt.want) {
+				t.Fatalf("got %d items, want %d: %+v", len(items), len(tt.want), items)
+			}
+			for i, it := range items {
+				w := tt.want[i]
+				spec, _, _ := unstructured.NestedFieldNoCopy(it.Desired.Object, "spec")
+				if it.Name != w.name || toJSON(t, spec) != w.spec || toJSON(t, it.ManagedFields) != toJSON(t, w.managed) || it.Absent != w.absent {
+					t.Errorf("item %d: got %s spec %s managed %v absent %v; want %+v", i, it.Name, toJSON(t, spec), it.ManagedFields, it.Absent, w)
+				}
+				if it.Desired.GetName() == "" || it.Desired.GetKind() == "" {
+					t.Errorf("item %d: desired state without its identity: %v", i, it.Desired.Object)
+				}
+				if len(it.Warnings) != len(w.conflicts) {
+					t.Errorf("item %d: warnings %q, want one per conflict %v", i, it.Warnings, w.conflicts)
+				}
+				for j, c := range w.conflicts {
+					if j < len(it.Warnings) && !strings.HasPrefix(it.Warnings[j], "conflict: "+c+" ") {
+						t.Errorf("item %d: warning %q does not name the conflict %s", i, it.Warnings[j], c)
+					}
+				}
+			}
+		})
+	}
+}
+
+type wantItem struct {
+	name, spec string
+	managed    []string
+	absent     bool
+	conflicts  []string
+}
+
+// TestRevertIsTheRecordUndone: recording a write, then planning the revert
+// against the object as written, restores the object as it was.
+func TestRevertIsTheRecordUndone(t *testing.T) {
+	before := hco("u1", map[string]interface{}{"overcommit": int64(100), "keep": "theirs"})
+	after := hco("u1", map[string]interface{}{"overcommit": int64(150), "ksm": map[string]interface{}{"on": true}, "keep": "theirs"})
+	st := &v1alpha1.VirtPlatformConfigStatus{}
+	RecordReplaced(st, &v1alpha1.VirtPlatformConfigItem{TargetRef: hcoRef, ManagedFields: []string{"spec.overcommit", "spec.ksm"}}, before, after)
+	items := RevertItems(st.Replaced, []*unstructured.Unstructured{after})
+	if len(items) != 1 {
+		t.Fatalf("items: %+v", items)
+	}
+	spec, _, _ := unstructured.NestedFieldNoCopy(items[0].Desired.Object, "spec")
+	if got := toJSON(t, spec); got != `{"overcommit":100}` {
+		t.Errorf("revert applies %s, want the previous overcommit only (ksm removed as only ours, keep never ours)", got)
+	}
+}
