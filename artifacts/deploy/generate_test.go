@@ -218,6 +218,14 @@ func catalogueBlock(t *testing.T) string {
 	for k, vs := range kd.Customizations {
 		custom[k] = vs
 	}
+	durations, fields := map[string]interface{}{}, map[string]interface{}{}
+	for k, r := range kd.DurationCustomizations {
+		durations[k] = []interface{}{r.Min.String(), r.Max.String()}
+		fields[k] = true
+	}
+	for k := range custom {
+		fields[k] = true
+	}
 	limits := map[string]interface{}{}
 	for k, r := range kd.EvictionLimits {
 		limits[k] = bounds(r)
@@ -242,7 +250,8 @@ func catalogueBlock(t *testing.T) string {
 		{"kdSelectedProfiles", strs(kd.Selected)},
 		{"kdKeptProfiles", strs(kd.Kept)},
 		{"kdCustomizations", custom},
-		{"kdCustomizationFields", strs(sortedKeys(custom))},
+		{"kdCustomDurations", durations},
+		{"kdCustomizationFields", strs(sortedKeys(fields))},
 		{"kdEvictionLimits", limits},
 		{"kdEvictionLimitFields", strs(sortedKeys(limits))},
 		{"hcoOvercommitPercentage", bounds(higherdensity.Writes())},

@@ -757,7 +757,19 @@ func TestDeniesEverythingElse(t *testing.T) {
 		})}, "sets spec.managementState of the KubeDescheduler to Managed only, not Removed"},
 		{"a customization no profile sets", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
 			set(o, "High", "spec", "profileCustomizations", "devLowNodeUtilizationThresholds")
-		})}, "sets in spec.profileCustomizations of the KubeDescheduler only the values load-aware-rebalancing writes to devDeviationThresholds, devEnableEvictionsInBackground, devEnableSoftTainter; not to devLowNodeUtilizationThresholds"},
+		})}, "sets in spec.profileCustomizations of the KubeDescheduler only the values load-aware-rebalancing writes to devDeviationThresholds, devEnableEvictionsInBackground, devEnableSoftTainter, devMaxMigrationCooldown, devMigrationCooldown, devMigrationHistoryWindow; not to devLowNodeUtilizationThresholds"},
+		{"a migration cooldown above its option's range", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, "25h0m0s", "spec", "profileCustomizations", "devMigrationCooldown")
+		})}, "not to devMigrationCooldown"},
+		{"a migration cooldown of no time", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, "0s", "spec", "profileCustomizations", "devMigrationCooldown")
+		})}, "not to devMigrationCooldown"},
+		{"a history window that is not a duration", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, "forever", "spec", "profileCustomizations", "devMigrationHistoryWindow")
+		})}, "not to devMigrationHistoryWindow"},
+		{"a maximum cooldown that is a number", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, int64(3600), "spec", "profileCustomizations", "devMaxMigrationCooldown")
+		})}, "not to devMaxMigrationCooldown"},
 		{"a customization of ours turned off", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
 			set(o, false, "spec", "profileCustomizations", "devEnableSoftTainter")
 		})}, "not to devEnableSoftTainter"},
