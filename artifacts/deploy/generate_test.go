@@ -82,8 +82,8 @@ func syncFileBlock(t *testing.T, file, start, end, generated string) bool {
 }
 
 // swapBlock is the swap configuration's Ignition version, files and
-// units as CEL literals.
-func swapBlock(t *testing.T, config map[string]interface{}) string {
+// units, and the whole KSM zero-pages configuration, as CEL literals.
+func swapBlock(t *testing.T, config, ksmConfig map[string]interface{}) string {
 	t.Helper()
 	keys := func(m map[string]interface{}) []string {
 		var out []string
@@ -107,6 +107,7 @@ func swapBlock(t *testing.T, config map[string]interface{}) string {
 		{"swapIgnitionVersion", config["ignition"].(map[string]interface{})["version"]},
 		{"swapFiles", config["storage"].(map[string]interface{})["files"]},
 		{"swapUnits", config["systemd"].(map[string]interface{})["units"]},
+		{"ksmZeroPagesConfig", ksmConfig},
 	})
 }
 
