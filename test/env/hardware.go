@@ -115,8 +115,24 @@ func createHardwareNode(ctx context.Context, kube kubernetes.Interface, h Hardwa
 	}
 	// A create drops the status: the kubelet reports it afterwards.
 	created.Status = want.Status
-	if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	reported, err := kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("reporting the status of Node %s: %w", name, err)
+	}
+	// The API server taints a new Node not-ready; a Ready kubelet's node
+	// loses the taint, and VMs may then be placed there.
+	kept := reported.Spec.Taints[:0]
+	for _, t := range reported.Spec.Taints {
+		if t.Key != corev1.TaintNodeNotReady {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == len(reported.Spec.Taints) {
+		return nil
+	}
+	reported.Spec.Taints = kept
+	if _, err := kube.CoreV1().Nodes().Update(ctx, reported, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("untainting Node %s: %w", name, err)
 	}
 	return nil
 }
