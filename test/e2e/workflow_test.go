@@ -125,7 +125,7 @@ var baselineKubeDescheduler = map[string]interface{}{
 // resetCluster puts the targets back to the baseline and waits for the
 // worker pool to settle, so specs do not see each other's changes.
 func resetCluster() {
-	for _, name := range []string{"99-worker-psi-karg", "90-worker-kubelet-swap"} {
+	for _, name := range []string{"99-worker-psi-karg", "90-worker-kubelet-swap", "90-worker-ksm-zero-pages", "90-worker-thp-madvise"} {
 		err := dyn().Resource(mcGVR).Delete(suiteCtx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			Expect(err).NotTo(HaveOccurred())

@@ -187,6 +187,12 @@ type LoadAwareConfig struct {
 	// evictionLimitNode caps concurrent evictions per node, 1..100.
 	// Unset derives it from the HyperConverged parallelOutboundMigrationsPerNode.
 	EvictionLimitNode *int32
+	// devMigrationCooldown, devMaxMigrationCooldown and
+	// devMigrationHistoryWindow are Go durations the KubeDescheduler's
+	// KubeVirt profile reads (unset: the descheduler's defaults).
+	DevMigrationCooldown      string
+	DevMaxMigrationCooldown   string
+	DevMigrationHistoryWindow string
 }
 
 // VirtHigherDensityConfig tunes the virt-higher-density profile.
@@ -200,6 +206,9 @@ type VirtHigherDensityConfig struct {
 	// 100..300. Values above 120 require enableSwap=true. Default: 150 with
 	// swap, 100 without.
 	MemoryToRequestRatio *int32
+	// thpMadvise boots the worker nodes with transparent_hugepage=madvise
+	// (default false).
+	THPMadvise *bool
 }
 
 // KSMConfiguration configures kernel samepage merging.
@@ -208,6 +217,9 @@ type KSMConfiguration struct {
 	Enabled *bool
 	// nodeLabelSelector selects the nodes KSM runs on; empty selects all nodes.
 	NodeLabelSelector *metav1.LabelSelector
+	// useZeroPages makes KSM merge zero-filled pages with the kernel's
+	// zero page (default false; needs enabled: true).
+	UseZeroPages *bool
 }
 
 // VirtPlatformConfigStatus is the observed state of a VirtPlatformConfig.

@@ -342,6 +342,11 @@ func (in *KSMConfiguration) DeepCopyInto(out *KSMConfiguration) {
 		*out = new(v1.LabelSelector)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.UseZeroPages != nil {
+		in, out := &in.UseZeroPages, &out.UseZeroPages
+		*out = new(bool)
+		**out = **in
+	}
 	return
 }
 
@@ -1011,6 +1016,11 @@ func (in *VirtHigherDensityConfig) DeepCopyInto(out *VirtHigherDensityConfig) {
 	if in.MemoryToRequestRatio != nil {
 		in, out := &in.MemoryToRequestRatio, &out.MemoryToRequestRatio
 		*out = new(int32)
+		**out = **in
+	}
+	if in.THPMadvise != nil {
+		in, out := &in.THPMadvise, &out.THPMadvise
+		*out = new(bool)
 		**out = **in
 	}
 	return

@@ -795,6 +795,13 @@ func schema_pkg_apis_advisor_v1alpha1_KSMConfiguration(ref common.ReferenceCallb
 							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
 						},
 					},
+					"useZeroPages": {
+						SchemaProps: spec.SchemaProps{
+							Description: "useZeroPages makes KSM merge pages that hold only zeroes with the kernel's zero page (default false). It needs enabled: true. Changing it reboots the worker nodes one by one.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
@@ -905,6 +912,27 @@ func schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref common.ReferenceCallba
 							Description: "evictionLimitNode caps concurrent evictions per node, 1..100. Unset derives it from the HyperConverged parallelOutboundMigrationsPerNode.",
 							Type:        []string{"integer"},
 							Format:      "int32",
+						},
+					},
+					"devMigrationCooldown": {
+						SchemaProps: spec.SchemaProps{
+							Description: "devMigrationCooldown is how long the descheduler leaves a VM alone after it migrated, a Go duration between 1m and 24h (for example \"30m\"). Unset: the descheduler's default (15m). Sent only to a descheduler operator that has the field (5.4.0 and later); an older one drops it and the plan says so.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"devMaxMigrationCooldown": {
+						SchemaProps: spec.SchemaProps{
+							Description: "devMaxMigrationCooldown caps the cooldown of a VM that migrates again and again, between 1m and 168h, and at least devMigrationCooldown. Unset: the descheduler's default (6h).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"devMigrationHistoryWindow": {
+						SchemaProps: spec.SchemaProps{
+							Description: "devMigrationHistoryWindow is how far back the descheduler counts a VM's migrations, between 1h and 720h, and at least 6 times devMaxMigrationCooldown. Unset: the descheduler's default (48h).",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -2198,6 +2226,13 @@ func schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref common.Referen
 							Description: "memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300. Values above 120 require enableSwap=true. Default: 150 with swap, 100 without.",
 							Type:        []string{"integer"},
 							Format:      "int32",
+						},
+					},
+					"thpMadvise": {
+						SchemaProps: spec.SchemaProps{
+							Description: "thpMadvise boots the worker nodes with transparent_hugepage=madvise: only memory that asks for huge pages (as QEMU does for guest RAM) gets them (default false: the nodes' own setting). Changing it reboots the worker nodes one by one.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},

@@ -59,6 +59,10 @@ func (profile) Metadata() profiles.Metadata {
 		Writes: []profiles.Write{
 			{Resource: schema.GroupResource{Group: machineconfig.MachineConfigGVK.Group, Resource: "machineconfigs"}, Name: swapMachineConfigName,
 				Create: true, Delete: true, Fields: []string{"config"}, Why: "kubelet swap, worker pool"},
+			{Resource: schema.GroupResource{Group: machineconfig.MachineConfigGVK.Group, Resource: "machineconfigs"}, Name: ksmZeroPagesMachineConfigName,
+				Create: true, Delete: true, Fields: []string{"config"}, Why: "KSM zero pages, worker pool"},
+			{Resource: schema.GroupResource{Group: machineconfig.MachineConfigGVK.Group, Resource: "machineconfigs"}, Name: thpMadviseMachineConfigName,
+				Create: true, Delete: true, Fields: []string{"kernelArguments"}, Why: "THP madvise kernel argument, worker pool"},
 			{Resource: schema.GroupResource{Group: kubevirt.HyperConvergedGVK.Group, Resource: "hyperconvergeds"},
 				Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName, Fields: []string{"higherWorkloadDensity", "ksmConfiguration"},
 				Why: "memory overcommit and KSM"},
@@ -66,7 +70,9 @@ func (profile) Metadata() profiles.Metadata {
 		Examples: examples(),
 		SampleNote: "Higher VM density: swap on the workers (MachineConfig), memory overcommit\n" +
 			"and KSM through the HyperConverged CR.\n" +
-			"memoryToRequestRatio > 120 requires enableSwap: true.\n",
+			"memoryToRequestRatio > 120 requires enableSwap: true.\n" +
+			"Optional: ksmConfiguration.useZeroPages (needs KSM enabled) and thpMadvise,\n" +
+			"each a MachineConfig of the worker pool (nodes reboot one by one).\n",
 	}
 }
 
@@ -84,8 +90,12 @@ func examples() []profiles.Example {
 		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "node-role.kubernetes.io/worker", Operator: metav1.LabelSelectorOpExists}}}
 	hdMin := hd(false, true)
 	hdMin.VirtHigherDensity.MemoryToRequestRatio = ptr.To(validation.MemoryToRequestRatio.Min)
+	tuned := hd(true, true)
+	tuned.VirtHigherDensity.KSMConfiguration.UseZeroPages = ptr.To(true)
+	tuned.VirtHigherDensity.THPMadvise = ptr.To(true)
 	return []profiles.Example{
 		{Name: Name, Options: hd(true, true)},
+		{Name: Name + " with KSM zero pages and THP madvise", Options: tuned},
 		{Name: Name + " without swap", Options: hd(false, true)},
 		{Name: Name + " without KSM", Options: hd(true, false)},
 		{Name: Name + " at the highest ratio, a KSM node selector", Options: hdMax},
@@ -93,12 +103,12 @@ func examples() []profiles.Example {
 	}
 }
 
-// Prerequisites needs the MachineConfig API only when swap is on: with swap
-// off the profile at most deletes a MachineConfig it created, and without the
-// MachineConfig API there is nothing to delete.
+// Prerequisites needs the MachineConfig API only when swap, KSM zero pages
+// or THP madvise is on: otherwise the profile at most deletes MachineConfigs
+// it created, and without the MachineConfig API there is nothing to delete.
 func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisite {
 	var prereqs []profiles.Prerequisite
-	if resolve(opts.VirtHigherDensity).enableSwap {
+	if o := resolve(opts.VirtHigherDensity); o.enableSwap || o.ksmZeroPages || o.thpMadvise {
 		prereqs = append(prereqs, profiles.Prerequisite{
 			GVK:         machineconfig.MachineConfigGVK,
 			Description: "MachineConfig CRD is required for swap configuration (available on OpenShift)",
@@ -136,7 +146,8 @@ func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, 
 			return coverage.message, coverage.warnings
 		}
 	}
-	return []profiles.Item{swapItem(in.ConfigName, o.enableSwap), hco}, nil
+	return []profiles.Item{swapItem(in.ConfigName, o.enableSwap), hco,
+		ksmZeroPages.planItem(in.ConfigName, o.ksmZeroPages), thpMadvise.planItem(in.ConfigName, o.thpMadvise)}, nil
 }
 
 // options are the virt-higher-density options with every default resolved.
@@ -145,6 +156,10 @@ type options struct {
 	ratio       int32
 	ksmEnabled  bool
 	ksmSelector *metav1.LabelSelector // nil: all nodes
+	// ksmZeroPages and thpMadvise are off unless asked for: existing
+	// configurations plan what they did.
+	ksmZeroPages bool
+	thpMadvise   bool
 }
 
 func resolve(c *v1alpha1.VirtHigherDensityConfig) options {
@@ -166,7 +181,10 @@ func resolve(c *v1alpha1.VirtHigherDensityConfig) options {
 			o.ksmEnabled = *k.Enabled
 		}
 		o.ksmSelector = k.NodeLabelSelector
+		// Validation refuses zero pages without KSM; never write them then.
+		o.ksmZeroPages = k.UseZeroPages != nil && *k.UseZeroPages && o.ksmEnabled
 	}
+	o.thpMadvise = c.THPMadvise != nil && *c.THPMadvise
 	return o
 }
 

@@ -69,8 +69,10 @@ func itemsIn(t *testing.T, cl profiles.Cluster, c *v1alpha1.VirtHigherDensityCon
 	if err != nil {
 		t.Fatalf("Items: %v", err)
 	}
-	if len(got) != 2 || got[0].Name != "enable-kubelet-swap" || got[1].Name != "configure-higher-density" {
-		t.Fatalf("items = %v, want [enable-kubelet-swap configure-higher-density]", names(got))
+	// The kernel tunings come last, as deletion requests when off (then
+	// nothing is planned unless a MachineConfig of ours exists).
+	if want := []string{"enable-kubelet-swap", "configure-higher-density", "enable-ksm-zero-pages", "enable-thp-madvise"}; !reflect.DeepEqual(names(got), want) {
+		t.Fatalf("items = %v, want %v", names(got), want)
 	}
 	for _, it := range got {
 		it.Desired.DeepCopy() // panics on values unstructured cannot hold
@@ -123,7 +125,7 @@ func TestMetadata(t *testing.T) {
 		Options:       "virtHigherDensity",
 	}
 	got := New().Metadata()
-	if got.ValidateOptions == nil || len(got.Writes) != 2 || len(got.Examples) == 0 {
+	if got.ValidateOptions == nil || len(got.Writes) != 4 || len(got.Examples) == 0 {
 		t.Errorf("Metadata() has no validation, writes or examples: %+v", got)
 	}
 	got.ValidateOptions, got.Writes, got.Examples, got.SampleNote = nil, nil, nil, ""
@@ -585,5 +587,80 @@ func TestWritesHoldTheDefaults(t *testing.T) {
 		if !w.Contains(int32(got)) {
 			t.Errorf("options %+v: memoryOvercommitPercentage %d outside %+v", c, got, w)
 		}
+	}
+}
+
+// The kernel tunings: off by default (deletion requests only), on when
+// asked for, zero pages never without KSM, and the MachineConfig API
+// needed as soon as one is on.
+func TestKernelTunings(t *testing.T) {
+	on, off := ptr.To(true), ptr.To(false)
+	tests := []struct {
+		name        string
+		opts        *v1alpha1.VirtHigherDensityConfig
+		ksm, thp    bool
+		needsMCWith bool // with swap off: the MachineConfig API is a prerequisite
+	}{
+		{"defaults: neither", defaults(), false, false, false},
+		{"unresolved options: neither", nil, false, false, false},
+		{"zero pages with KSM on", &v1alpha1.VirtHigherDensityConfig{KSMConfiguration: &v1alpha1.KSMConfiguration{Enabled: on, UseZeroPages: on}}, true, false, true},
+		{"zero pages with KSM on by default", &v1alpha1.VirtHigherDensityConfig{KSMConfiguration: &v1alpha1.KSMConfiguration{UseZeroPages: on}}, true, false, true},
+		{"zero pages asked for without KSM: never written", &v1alpha1.VirtHigherDensityConfig{KSMConfiguration: &v1alpha1.KSMConfiguration{Enabled: off, UseZeroPages: on}}, false, false, false},
+		{"zero pages off", &v1alpha1.VirtHigherDensityConfig{KSMConfiguration: &v1alpha1.KSMConfiguration{Enabled: on, UseZeroPages: off}}, false, false, false},
+		{"THP madvise", &v1alpha1.VirtHigherDensityConfig{THPMadvise: on}, false, true, true},
+		{"THP madvise with KSM off", &v1alpha1.VirtHigherDensityConfig{THPMadvise: on, KSMConfiguration: &v1alpha1.KSMConfiguration{Enabled: off}}, false, true, true},
+		{"both", &v1alpha1.VirtHigherDensityConfig{THPMadvise: on, KSMConfiguration: &v1alpha1.KSMConfiguration{UseZeroPages: on}}, true, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := items(t, tt.opts)
+			ksm, thp := got[2], got[3]
+			checkTuning(t, ksm, tt.ksm, "90-worker-ksm-zero-pages", "spec.config")
+			checkTuning(t, thp, tt.thp, "90-worker-thp-madvise", "spec.kernelArguments")
+			if tt.ksm {
+				units, _, _ := unstructured.NestedSlice(ksm.Desired.Object, "spec", "config", "systemd", "units")
+				if len(units) != 1 || !strings.Contains(units[0].(map[string]interface{})["contents"].(string), `echo 1 > /sys/kernel/mm/ksm/use_zero_pages`) {
+					t.Errorf("KSM units %v do not set use_zero_pages", units)
+				}
+				if v, _, _ := unstructured.NestedString(ksm.Desired.Object, "spec", "config", "ignition", "version"); v != ignitionVersion {
+					t.Errorf("KSM Ignition version %q", v)
+				}
+			}
+			if tt.thp {
+				args, _, _ := unstructured.NestedStringSlice(thp.Desired.Object, "spec", "kernelArguments")
+				if !reflect.DeepEqual(args, []string{"transparent_hugepage=madvise"}) {
+					t.Errorf("THP kernel arguments %v", args)
+				}
+			}
+			// Swap off: the MachineConfig API is needed only for a tuning.
+			swapOff := tt.opts.DeepCopy()
+			if swapOff == nil {
+				swapOff = &v1alpha1.VirtHigherDensityConfig{}
+			}
+			swapOff.EnableSwap = off
+			pre := New().Prerequisites(v1alpha1.ProfileOptions{VirtHigherDensity: swapOff})
+			if needs := pre[0].GVK == machineconfig.MachineConfigGVK; needs != tt.needsMCWith {
+				t.Errorf("with swap off, MachineConfig prerequisite = %v, want %v (%v)", needs, tt.needsMCWith, pre)
+			}
+		})
+	}
+}
+
+func checkTuning(t *testing.T, it profiles.Item, on bool, name, field string) {
+	t.Helper()
+	if it.Desired.GetName() != name || !it.Owned || it.Impact != v1alpha1.ImpactHigh {
+		t.Errorf("%s: name %q owned %v impact %v", it.Name, it.Desired.GetName(), it.Owned, it.Impact)
+	}
+	if got := it.Desired.GetLabels(); got[machineconfig.RoleLabel] != "worker" || got[profiles.ManagedByLabel] != configName {
+		t.Errorf("%s: labels %v", it.Name, got)
+	}
+	if it.Absent == on {
+		t.Errorf("%s: Absent = %v with the option %v", it.Name, it.Absent, on)
+	}
+	if on && (!reflect.DeepEqual(it.ManagedFields, []string{field}) || !strings.Contains(it.Message, "reboot one by one")) {
+		t.Errorf("%s: managed %v, message %q", it.Name, it.ManagedFields, it.Message)
+	}
+	if !on && (it.ManagedFields != nil || it.Desired.Object["spec"] != nil || !strings.Contains(it.Message, "will be removed")) {
+		t.Errorf("%s off: managed %v, spec %v, message %q", it.Name, it.ManagedFields, it.Desired.Object["spec"], it.Message)
 	}
 }

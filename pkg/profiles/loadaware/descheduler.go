@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -36,6 +37,9 @@ const (
 	customEvictionsInBackground = "devEnableEvictionsInBackground"
 	customSoftTainter           = "devEnableSoftTainter"
 	customDeviationThresholds   = "devDeviationThresholds"
+	customMigrationCooldown     = "devMigrationCooldown"
+	customMaxMigrationCooldown  = "devMaxMigrationCooldown"
+	customMigrationHistory      = "devMigrationHistoryWindow"
 )
 
 // managementState is the only one the profile sets.
@@ -53,6 +57,9 @@ type DeschedulerValues struct {
 	Selected, Kept []string
 	// Customizations: the values of each field of profileCustomizations.
 	Customizations map[string][]interface{}
+	// DurationCustomizations: the range of each duration field of
+	// profileCustomizations (written as Go durations, e.g. "30m0s").
+	DurationCustomizations map[string]validation.DurationRange
 	// EvictionLimits: the range of each field of evictionLimits.
 	EvictionLimits map[string]validation.Range
 }
@@ -72,6 +79,11 @@ func Writes() DeschedulerValues {
 			customSoftTainter:           {true},
 			// Its symmetric fallbacks are levels too.
 			customDeviationThresholds: toInterfaces(validation.DeviationLevels),
+		},
+		DurationCustomizations: map[string]validation.DurationRange{
+			customMigrationCooldown:    validation.MigrationCooldown,
+			customMaxMigrationCooldown: validation.MaxMigrationCooldown,
+			customMigrationHistory:     validation.MigrationHistoryWindow,
 		},
 		EvictionLimits: map[string]validation.Range{"total": validation.EvictionLimitTotal, "node": validation.EvictionLimitNode},
 	}
@@ -226,6 +238,7 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 		} else {
 			notes = append(notes, fmt.Sprintf("devDeviationThresholds %s is not supported by the installed operator and is not set", la.DevDeviationThresholds))
 		}
+		notes = append(notes, migrationCooldowns(la, schema, custom)...)
 		if len(custom) > 0 {
 			spec["profileCustomizations"] = custom
 			item.ManagedFields = append(item.ManagedFields, "spec.profileCustomizations")
@@ -242,12 +255,45 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 			item.ManagedFields = append(item.ManagedFields, "spec.evictionLimits")
 		}
 	}
+	if selected == profileLongLife {
+		// LongLifecycle takes no KubeVirt customizations: none is sent.
+		notes = append(notes, migrationCooldowns(la, deschedulerSchema{}, map[string]interface{}{})...)
+	}
 	item.Desired.Object["spec"] = spec
 	if len(notes) > 0 {
 		message += " (" + strings.Join(notes, "; ") + ")"
 	}
 	item.Message = message
 	return item, nil
+}
+
+// migrationCooldowns adds to custom the cooldowns the user set and the
+// installed operator has (5.4.0 and later), as Go durations, and returns a
+// note for each one it has not. Unset ones are left to the descheduler.
+func migrationCooldowns(la *v1alpha1.LoadAwareConfig, schema deschedulerSchema, custom map[string]interface{}) []string {
+	var notes []string
+	for _, c := range []struct{ field, value string }{
+		{customMigrationCooldown, la.DevMigrationCooldown},
+		{customMaxMigrationCooldown, la.DevMaxMigrationCooldown},
+		{customMigrationHistory, la.DevMigrationHistoryWindow},
+	} {
+		if c.value == "" {
+			continue
+		}
+		if !schema.customizations[c.field] {
+			notes = append(notes, fmt.Sprintf("%s %s is not supported by the installed operator (descheduler operator 5.4.0 and later) and is not set", c.field, c.value))
+			continue
+		}
+		// Validation admitted only durations; send one spelling of each so
+		// that "90m" and "1h30m" are the same plan.
+		d, err := time.ParseDuration(c.value)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("%s %q is not a duration and is not set", c.field, c.value))
+			continue
+		}
+		custom[c.field] = d.String()
+	}
+	return notes
 }
 
 // getAll reads objects concurrently; a missing one is nil.

@@ -95,6 +95,10 @@ func examples() []profiles.Example {
 	laMax.LoadAware.Mode = "Predictive"
 	laMax.LoadAware.DevDeviationThresholds = "High"
 	laMax.LoadAware.EvictionLimitTotal, laMax.LoadAware.EvictionLimitNode = ptr.To(validation.EvictionLimitTotal.Max), ptr.To(validation.EvictionLimitNode.Max)
+	// The longest cooldowns that fit together (window = 6 x max cooldown).
+	laMax.LoadAware.DevMigrationCooldown = validation.MigrationCooldown.Max.String()
+	laMax.LoadAware.DevMaxMigrationCooldown = (validation.MigrationHistoryWindow.Max / validation.HistoryWindowPerMaxCooldown).String()
+	laMax.LoadAware.DevMigrationHistoryWindow = validation.MigrationHistoryWindow.Max.String()
 	laMin := la(true)
 	laMin.LoadAware.EvictionLimitTotal, laMin.LoadAware.EvictionLimitNode = ptr.To(validation.EvictionLimitTotal.Min), ptr.To(validation.EvictionLimitNode.Min)
 	return []profiles.Example{

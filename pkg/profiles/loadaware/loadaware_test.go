@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -130,6 +131,63 @@ func TestDeschedulerItemPerLevel(t *testing.T) {
 			}
 			if !strings.Contains(item.Message, "with profile '"+tt.profile+"'") || !strings.Contains(item.Message, tt.note) {
 				t.Errorf("message %q lacks %q", item.Message, tt.note)
+			}
+		})
+	}
+}
+
+// The cooldowns go to an operator level whose CRD has them, normalised;
+// to an older one they are dropped and named in the message.
+func TestMigrationCooldownsPerLevel(t *testing.T) {
+	tests := []struct {
+		name, level               string
+		cooldown, max, window     string
+		wantCustom                map[string]interface{} // the cooldown fields only
+		wantNotes, forbiddenNotes []string
+	}{
+		{name: "5.3.3 has the fields: all three sent", level: "5.3.3", cooldown: "30m", max: "4h", window: "24h",
+			wantCustom:     map[string]interface{}{"devMigrationCooldown": "30m0s", "devMaxMigrationCooldown": "4h0m0s", "devMigrationHistoryWindow": "24h0m0s"},
+			forbiddenNotes: []string{"not supported"}},
+		{name: "5.3.3: one spelling of a duration", level: "5.3.3", cooldown: "90m",
+			wantCustom: map[string]interface{}{"devMigrationCooldown": "1h30m0s"}},
+		{name: "5.3.3: unset ones are left to the descheduler", level: "5.3.3",
+			wantCustom: map[string]interface{}{}, forbiddenNotes: []string{"devMigration"}},
+		{name: "5.2.x lacks them: dropped and named", level: "5.2.x", cooldown: "30m", window: "72h",
+			wantCustom: map[string]interface{}{},
+			wantNotes: []string{"devMigrationCooldown 30m is not supported by the installed operator (descheduler operator 5.4.0 and later) and is not set",
+				"devMigrationHistoryWindow 72h is not supported"},
+			forbiddenNotes: []string{"devMaxMigrationCooldown"}},
+		{name: "5.1.0 (LongLifecycle) lacks them: named", level: "5.1.0", max: "2h",
+			wantCustom: map[string]interface{}{}, wantNotes: []string{"devMaxMigrationCooldown 2h is not supported"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cluster := objects{"CustomResourceDefinition//" + profiles.DeschedulerCRDName: loadCRD(t, tt.level)}
+			la := defaults()
+			la.DevMigrationCooldown, la.DevMaxMigrationCooldown, la.DevMigrationHistoryWindow = tt.cooldown, tt.max, tt.window
+			item, err := deschedulerItem(context.Background(), cluster, la)
+			if err != nil || item.Err != nil {
+				t.Fatalf("err %v, item err %v", err, item.Err)
+			}
+			custom, _, _ := unstructured.NestedMap(item.Desired.Object, "spec", "profileCustomizations")
+			got := map[string]interface{}{}
+			for k, v := range custom {
+				if strings.HasPrefix(k, "devMigration") || strings.HasPrefix(k, "devMaxMigration") {
+					got[k] = v
+				}
+			}
+			if !equal(got, tt.wantCustom) {
+				t.Errorf("cooldowns sent %v, want %v", got, tt.wantCustom)
+			}
+			for _, n := range tt.wantNotes {
+				if !strings.Contains(item.Message, n) {
+					t.Errorf("message %q lacks %q", item.Message, n)
+				}
+			}
+			for _, n := range tt.forbiddenNotes {
+				if strings.Contains(item.Message, n) {
+					t.Errorf("message %q has %q", item.Message, n)
+				}
 			}
 		})
 	}
@@ -286,6 +344,11 @@ func TestItemsStayWithinWrites(t *testing.T) {
 			}
 		}
 	}
+	for _, r := range [][3]string{{"1m", "1m", "1h"}, {"24h", "120h", "720h"}, {"90m", "", ""}} {
+		c := &v1alpha1.LoadAwareConfig{DeschedulingIntervalSeconds: ptr.To[int32](60), Mode: "Automatic", DevDeviationThresholds: "AsymmetricLow"}
+		c.DevMigrationCooldown, c.DevMaxMigrationCooldown, c.DevMigrationHistoryWindow = r[0], r[1], r[2]
+		configs = append(configs, c)
+	}
 	in := func(v interface{}, list []interface{}) bool {
 		for _, l := range list {
 			if l == v {
@@ -334,6 +397,12 @@ func TestItemsStayWithinWrites(t *testing.T) {
 					}
 					custom, _ := spec["profileCustomizations"].(map[string]interface{})
 					for k, v := range custom {
+						if r, ok := w.DurationCustomizations[k]; ok {
+							if d, err := time.ParseDuration(v.(string)); err != nil || d < r.Min || d > r.Max {
+								t.Errorf("%s: profileCustomizations.%s %v", name, k, v)
+							}
+							continue
+						}
 						if !in(v, w.Customizations[k]) {
 							t.Errorf("%s: profileCustomizations.%s %v", name, k, v)
 						}

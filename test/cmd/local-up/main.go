@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +37,7 @@ func run() error {
 	mcoRenderDelay := flag.Duration("mco-render-delay", fakemco.DefaultRenderDelay, "fake MachineConfig operator: delay before a MachineConfig change is rendered into the pool's spec.configuration")
 	mcoStep := flag.Duration("mco-step", fakemco.DefaultStepTime, "fake MachineConfig operator: time each pool node takes to update")
 	sampleVMs := flag.Bool("sample-vms", false, "give the worker pool its 3 Nodes and run 4 sample VirtualMachineInstances on them (one migrates, two are shut down, one blocks the drain; see docs/disruption.md)")
+	hardwareClasses := flag.Bool("hardware-classes", false, "create two classes of Nodes: pool worker, 3 Intel Nodes with 32 CPUs in 1 NUMA zone; pool worker-cnv (created, selecting the worker MachineConfigs too), 3 AMD Nodes with 64 CPUs in 2 NUMA zones and 32Gi of hugepages-1Gi; with node-feature-discovery's vendor label and NodeResourceTopologies")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [-- virt-advisor-apiserver flags]\n", os.Args[0])
 		flag.PrintDefaults()
@@ -57,6 +59,16 @@ func run() error {
 		return err
 	}
 	defer e.Stop()
+	// Two classes of nodes, so that what the profiles derive from hardware
+	// (CPUs, NUMA zones, huge pages, CPU vendor) shows. Off by default:
+	// the worker-cnv pool also rolls out the worker MachineConfigs, which
+	// changes the plans the docs show.
+	if *hardwareClasses {
+		if err := e.CreateHardware(ctx, env.LocalHardware); err != nil {
+			return err
+		}
+		fmt.Println(describeHardware(env.LocalHardware))
+	}
 	if *sampleVMs {
 		if err := runSampleVMs(ctx, e); err != nil {
 			return err
@@ -109,6 +121,20 @@ var SampleVMs = []env.VMI{
 	{Namespace: "default", Name: "vm-none", Node: "worker-1", EvictionStrategy: "None", Migratable: true},
 	{Namespace: "default", Name: "vm-disk", Node: "worker-1", EvictionStrategy: "LiveMigrateIfPossible", Reason: "DisksNotLiveMigratable"},
 	{Namespace: "default", Name: "vm-gpu", Node: "worker-2", EvictionStrategy: "LiveMigrate", Reason: "HostDeviceNotLiveMigratable"},
+}
+
+// describeHardware says which Nodes the run created, one line per class.
+func describeHardware(classes []env.HardwareClass) string {
+	var lines []string
+	for _, h := range classes {
+		names := h.NodeNames()
+		line := fmt.Sprintf("pool %s: Nodes %s..%s, %s, %d CPUs, %s, %d NUMA zone(s)", h.Pool, names[0], names[len(names)-1], h.Vendor, h.CPUs, h.Memory, h.NUMAZones)
+		if h.HugePages1Gi != "" {
+			line += ", hugepages-1Gi " + h.HugePages1Gi
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func runSampleVMs(ctx context.Context, e *env.Env) error {

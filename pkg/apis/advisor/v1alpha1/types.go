@@ -269,6 +269,23 @@ type LoadAwareConfig struct {
 	// Unset derives it from the HyperConverged parallelOutboundMigrationsPerNode.
 	// +optional
 	EvictionLimitNode *int32 `json:"evictionLimitNode,omitempty"`
+	// devMigrationCooldown is how long the descheduler leaves a VM alone
+	// after it migrated, a Go duration between 1m and 24h (for example
+	// "30m"). Unset: the descheduler's default (15m). Sent only to a
+	// descheduler operator that has the field (5.4.0 and later); an older
+	// one drops it and the plan says so.
+	// +optional
+	DevMigrationCooldown string `json:"devMigrationCooldown,omitempty"`
+	// devMaxMigrationCooldown caps the cooldown of a VM that migrates again
+	// and again, between 1m and 168h, and at least devMigrationCooldown.
+	// Unset: the descheduler's default (6h).
+	// +optional
+	DevMaxMigrationCooldown string `json:"devMaxMigrationCooldown,omitempty"`
+	// devMigrationHistoryWindow is how far back the descheduler counts a
+	// VM's migrations, between 1h and 720h, and at least 6 times
+	// devMaxMigrationCooldown. Unset: the descheduler's default (48h).
+	// +optional
+	DevMigrationHistoryWindow string `json:"devMigrationHistoryWindow,omitempty"`
 }
 
 // VirtHigherDensityConfig tunes the virt-higher-density profile.
@@ -286,6 +303,12 @@ type VirtHigherDensityConfig struct {
 	// swap, 100 without.
 	// +optional
 	MemoryToRequestRatio *int32 `json:"memoryToRequestRatio,omitempty"`
+	// thpMadvise boots the worker nodes with transparent_hugepage=madvise:
+	// only memory that asks for huge pages (as QEMU does for guest RAM)
+	// gets them (default false: the nodes' own setting). Changing it
+	// reboots the worker nodes one by one.
+	// +optional
+	THPMadvise *bool `json:"thpMadvise,omitempty"`
 }
 
 // KSMConfiguration configures kernel samepage merging.
@@ -297,6 +320,11 @@ type KSMConfiguration struct {
 	// nodeLabelSelector selects the nodes KSM runs on; empty selects all nodes.
 	// +optional
 	NodeLabelSelector *metav1.LabelSelector `json:"nodeLabelSelector,omitempty"`
+	// useZeroPages makes KSM merge pages that hold only zeroes with the
+	// kernel's zero page (default false). It needs enabled: true. Changing
+	// it reboots the worker nodes one by one.
+	// +optional
+	UseZeroPages *bool `json:"useZeroPages,omitempty"`
 }
 
 // VirtPlatformConfigStatus is the observed state of a VirtPlatformConfig.

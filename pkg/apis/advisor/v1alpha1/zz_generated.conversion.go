@@ -884,6 +884,7 @@ func Convert_advisor_ItemRetry_To_v1alpha1_ItemRetry(in *advisor.ItemRetry, out 
 func autoConvert_v1alpha1_KSMConfiguration_To_advisor_KSMConfiguration(in *KSMConfiguration, out *advisor.KSMConfiguration, s conversion.Scope) error {
 	out.Enabled = (*bool)(unsafe.Pointer(in.Enabled))
 	out.NodeLabelSelector = (*v1.LabelSelector)(unsafe.Pointer(in.NodeLabelSelector))
+	out.UseZeroPages = (*bool)(unsafe.Pointer(in.UseZeroPages))
 	return nil
 }
 
@@ -895,6 +896,7 @@ func Convert_v1alpha1_KSMConfiguration_To_advisor_KSMConfiguration(in *KSMConfig
 func autoConvert_advisor_KSMConfiguration_To_v1alpha1_KSMConfiguration(in *advisor.KSMConfiguration, out *KSMConfiguration, s conversion.Scope) error {
 	out.Enabled = (*bool)(unsafe.Pointer(in.Enabled))
 	out.NodeLabelSelector = (*v1.LabelSelector)(unsafe.Pointer(in.NodeLabelSelector))
+	out.UseZeroPages = (*bool)(unsafe.Pointer(in.UseZeroPages))
 	return nil
 }
 
@@ -938,6 +940,9 @@ func autoConvert_v1alpha1_LoadAwareConfig_To_advisor_LoadAwareConfig(in *LoadAwa
 	out.DevDeviationThresholds = in.DevDeviationThresholds
 	out.EvictionLimitTotal = (*int32)(unsafe.Pointer(in.EvictionLimitTotal))
 	out.EvictionLimitNode = (*int32)(unsafe.Pointer(in.EvictionLimitNode))
+	out.DevMigrationCooldown = in.DevMigrationCooldown
+	out.DevMaxMigrationCooldown = in.DevMaxMigrationCooldown
+	out.DevMigrationHistoryWindow = in.DevMigrationHistoryWindow
 	return nil
 }
 
@@ -953,6 +958,9 @@ func autoConvert_advisor_LoadAwareConfig_To_v1alpha1_LoadAwareConfig(in *advisor
 	out.DevDeviationThresholds = in.DevDeviationThresholds
 	out.EvictionLimitTotal = (*int32)(unsafe.Pointer(in.EvictionLimitTotal))
 	out.EvictionLimitNode = (*int32)(unsafe.Pointer(in.EvictionLimitNode))
+	out.DevMigrationCooldown = in.DevMigrationCooldown
+	out.DevMaxMigrationCooldown = in.DevMaxMigrationCooldown
+	out.DevMigrationHistoryWindow = in.DevMigrationHistoryWindow
 	return nil
 }
 
@@ -1619,6 +1627,7 @@ func autoConvert_v1alpha1_VirtHigherDensityConfig_To_advisor_VirtHigherDensityCo
 	out.EnableSwap = (*bool)(unsafe.Pointer(in.EnableSwap))
 	out.KSMConfiguration = (*advisor.KSMConfiguration)(unsafe.Pointer(in.KSMConfiguration))
 	out.MemoryToRequestRatio = (*int32)(unsafe.Pointer(in.MemoryToRequestRatio))
+	out.THPMadvise = (*bool)(unsafe.Pointer(in.THPMadvise))
 	return nil
 }
 
@@ -1631,6 +1640,7 @@ func autoConvert_advisor_VirtHigherDensityConfig_To_v1alpha1_VirtHigherDensityCo
 	out.EnableSwap = (*bool)(unsafe.Pointer(in.EnableSwap))
 	out.KSMConfiguration = (*KSMConfiguration)(unsafe.Pointer(in.KSMConfiguration))
 	out.MemoryToRequestRatio = (*int32)(unsafe.Pointer(in.MemoryToRequestRatio))
+	out.THPMadvise = (*bool)(unsafe.Pointer(in.THPMadvise))
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -40,7 +41,30 @@ var (
 	EvictionLimitNode  = Range{Min: 1, Max: 100}
 	// MemoryToRequestRatio bounds options.virtHigherDensity.memoryToRequestRatio.
 	MemoryToRequestRatio = Range{Min: 100, Max: 300}
+	// MigrationCooldown, MaxMigrationCooldown and MigrationHistoryWindow
+	// bound options.loadAware.devMigrationCooldown, devMaxMigrationCooldown
+	// and devMigrationHistoryWindow.
+	MigrationCooldown      = DurationRange{Min: time.Minute, Max: 24 * time.Hour}
+	MaxMigrationCooldown   = DurationRange{Min: time.Minute, Max: 7 * 24 * time.Hour}
+	MigrationHistoryWindow = DurationRange{Min: time.Hour, Max: 30 * 24 * time.Hour}
 )
+
+// The descheduler's own defaults of the cooldowns (its KubevirtMigrationAware
+// plugin), which hold when an option is unset: the cross-field rules compare
+// with them.
+const (
+	DeschedulerMigrationCooldown      = 15 * time.Minute
+	DeschedulerMaxMigrationCooldown   = 6 * time.Hour
+	DeschedulerMigrationHistoryWindow = 48 * time.Hour
+)
+
+// HistoryWindowPerMaxCooldown: the descheduler counts a VM's migrations over
+// the history window; it must exceed this many maximum cooldowns, or a VM
+// that keeps bouncing never reaches the cap (the plugin's documented rule).
+const HistoryWindowPerMaxCooldown = 6
+
+// DurationRange is an inclusive range of a duration option.
+type DurationRange struct{ Min, Max time.Duration }
 
 // Range is an inclusive range of an integer option.
 type Range struct{ Min, Max int32 }
@@ -232,7 +256,53 @@ func LoadAwareOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.E
 	allErrs = append(allErrs, validateEnum(fldPath.Child("devDeviationThresholds"), o.DevDeviationThresholds, DeviationLevels)...)
 	allErrs = append(allErrs, ValidateRange(fldPath.Child("evictionLimitTotal"), o.EvictionLimitTotal, EvictionLimitTotal)...)
 	allErrs = append(allErrs, ValidateRange(fldPath.Child("evictionLimitNode"), o.EvictionLimitNode, EvictionLimitNode)...)
+	return append(allErrs, migrationCooldowns(o, fldPath)...)
+}
+
+// migrationCooldowns checks the three durations, then that they fit
+// together, an unset one standing for the descheduler's default.
+func migrationCooldowns(o *advisor.LoadAwareConfig, fldPath *field.Path) field.ErrorList {
+	cooldownPath, maxPath, windowPath := fldPath.Child("devMigrationCooldown"), fldPath.Child("devMaxMigrationCooldown"), fldPath.Child("devMigrationHistoryWindow")
+	cooldown, errs := ParseDurationOption(cooldownPath, o.DevMigrationCooldown, MigrationCooldown, DeschedulerMigrationCooldown)
+	maxCooldown, maxErrs := ParseDurationOption(maxPath, o.DevMaxMigrationCooldown, MaxMigrationCooldown, DeschedulerMaxMigrationCooldown)
+	window, windowErrs := ParseDurationOption(windowPath, o.DevMigrationHistoryWindow, MigrationHistoryWindow, DeschedulerMigrationHistoryWindow)
+	allErrs := append(append(errs, maxErrs...), windowErrs...)
+	if len(allErrs) > 0 {
+		return allErrs
+	}
+	if (o.DevMigrationCooldown != "" || o.DevMaxMigrationCooldown != "") && maxCooldown < cooldown {
+		p, v := maxPath, o.DevMaxMigrationCooldown
+		if v == "" {
+			p, v = cooldownPath, o.DevMigrationCooldown
+		}
+		allErrs = append(allErrs, field.Invalid(p, v, fmt.Sprintf("devMaxMigrationCooldown (%s) must be at least devMigrationCooldown (%s); an unset one is the descheduler's default",
+			maxCooldown, cooldown)))
+	}
+	if (o.DevMaxMigrationCooldown != "" || o.DevMigrationHistoryWindow != "") && window < HistoryWindowPerMaxCooldown*maxCooldown {
+		p, v := windowPath, o.DevMigrationHistoryWindow
+		if v == "" {
+			p, v = maxPath, o.DevMaxMigrationCooldown
+		}
+		allErrs = append(allErrs, field.Invalid(p, v, fmt.Sprintf("devMigrationHistoryWindow (%s) must be at least %d x devMaxMigrationCooldown (%s), else a VM that keeps migrating never reaches the cap; an unset one is the descheduler's default",
+			window, HistoryWindowPerMaxCooldown, maxCooldown)))
+	}
 	return allErrs
+}
+
+// ParseDurationOption parses a duration option: "" is unset (def), else a
+// Go duration within r.
+func ParseDurationOption(fldPath *field.Path, v string, r DurationRange, def time.Duration) (time.Duration, field.ErrorList) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, field.ErrorList{field.Invalid(fldPath, v, "must be a duration such as 30m or 2h (units h, m, s)")}
+	}
+	if d < r.Min || d > r.Max {
+		return 0, field.ErrorList{field.Invalid(fldPath, v, fmt.Sprintf("must be between %s and %s, inclusive", r.Min, r.Max))}
+	}
+	return d, nil
 }
 
 // VirtHigherDensityOptions checks options.virtHigherDensity
@@ -248,6 +318,12 @@ func VirtHigherDensityOptions(opts *advisor.ProfileOptions, fldPath *field.Path)
 	if ksm := o.KSMConfiguration; ksm != nil && ksm.NodeLabelSelector != nil {
 		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(ksm.NodeLabelSelector,
 			metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("ksmConfiguration", "nodeLabelSelector"))...)
+	}
+	// Zero pages change how KSM merges, not whether it runs: without KSM
+	// the MachineConfig would reboot every worker for nothing.
+	if ksm := o.KSMConfiguration; ksm != nil && ksm.UseZeroPages != nil && *ksm.UseZeroPages && ksm.Enabled != nil && !*ksm.Enabled {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("ksmConfiguration", "useZeroPages"), true,
+			"useZeroPages requires ksmConfiguration.enabled: true (it changes how KSM merges pages, and only the HyperConverged's KSM runs it); set enabled: true or drop useZeroPages"))
 	}
 	return allErrs
 }

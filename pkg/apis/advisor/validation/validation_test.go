@@ -150,6 +150,52 @@ func TestValidateVirtPlatformConfig(t *testing.T) {
 		{"bad KSM selector", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) {
 			o.KSMConfiguration = &v1alpha1.KSMConfiguration{NodeLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}}}
 		})), "spec.options.virtHigherDensity.ksmConfiguration.nodeLabelSelector.matchLabels", "name part must consist of"},
+		{"KSM zero pages and THP madvise with KSM on", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) {
+			o.THPMadvise = ptr.To(true)
+			o.KSMConfiguration = &v1alpha1.KSMConfiguration{Enabled: ptr.To(true), UseZeroPages: ptr.To(true)}
+		})), "", ""},
+		{"KSM zero pages with KSM enabled by default", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) {
+			o.KSMConfiguration = &v1alpha1.KSMConfiguration{UseZeroPages: ptr.To(true)}
+		})), "", ""},
+		{"KSM zero pages off with KSM off", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) {
+			o.KSMConfiguration = &v1alpha1.KSMConfiguration{Enabled: ptr.To(false), UseZeroPages: ptr.To(false)}
+		})), "", ""},
+		{"THP madvise with KSM off", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) {
+			o.THPMadvise = ptr.To(true)
+			o.KSMConfiguration = &v1alpha1.KSMConfiguration{Enabled: ptr.To(false)}
+		})), "", ""},
+		{"KSM zero pages need KSM", config(vhd, density(func(o *v1alpha1.VirtHigherDensityConfig) {
+			o.KSMConfiguration = &v1alpha1.KSMConfiguration{Enabled: ptr.To(false), UseZeroPages: ptr.To(true)}
+		})), "spec.options.virtHigherDensity.ksmConfiguration.useZeroPages", "useZeroPages requires ksmConfiguration.enabled: true"},
+		{"cooldowns within their ranges and each other", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) {
+			o.DevMigrationCooldown, o.DevMaxMigrationCooldown, o.DevMigrationHistoryWindow = "30m", "4h", "24h"
+		})), "", ""},
+		{"cooldown alone, below the default maximum", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DevMigrationCooldown = "1h30m" })), "", ""},
+		{"cooldowns at their bounds", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) {
+			o.DevMigrationCooldown, o.DevMaxMigrationCooldown, o.DevMigrationHistoryWindow = "1m", "120h", "720h"
+		})), "", ""},
+		{"cooldown not a duration", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DevMigrationCooldown = "soon" })),
+			"spec.options.loadAware.devMigrationCooldown", "must be a duration such as 30m or 2h"},
+		{"cooldown without a unit", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DevMigrationCooldown = "900" })),
+			"spec.options.loadAware.devMigrationCooldown", "must be a duration such as 30m or 2h"},
+		{"cooldown negative", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DevMigrationCooldown = "-5m" })),
+			"spec.options.loadAware.devMigrationCooldown", "must be between 1m0s and 24h0m0s, inclusive"},
+		{"cooldown too long", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DevMigrationCooldown = "25h" })),
+			"spec.options.loadAware.devMigrationCooldown", "must be between 1m0s and 24h0m0s, inclusive"},
+		{"max cooldown too short", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DevMaxMigrationCooldown = "30s" })),
+			"spec.options.loadAware.devMaxMigrationCooldown", "must be between 1m0s and 168h0m0s, inclusive"},
+		{"history window too long", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DevMigrationHistoryWindow = "721h" })),
+			"spec.options.loadAware.devMigrationHistoryWindow", "must be between 1h0m0s and 720h0m0s, inclusive"},
+		{"max cooldown below cooldown", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) {
+			o.DevMigrationCooldown, o.DevMaxMigrationCooldown = "2h", "1h"
+		})), "spec.options.loadAware.devMaxMigrationCooldown", "devMaxMigrationCooldown (1h0m0s) must be at least devMigrationCooldown (2h0m0s)"},
+		{"cooldown above the default maximum", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DevMigrationCooldown = "7h" })),
+			"spec.options.loadAware.devMigrationCooldown", "devMaxMigrationCooldown (6h0m0s) must be at least devMigrationCooldown (7h0m0s)"},
+		{"history window below 6 max cooldowns", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) {
+			o.DevMaxMigrationCooldown, o.DevMigrationHistoryWindow = "4h", "23h"
+		})), "spec.options.loadAware.devMigrationHistoryWindow", "must be at least 6 x devMaxMigrationCooldown (4h0m0s)"},
+		{"max cooldown beyond the default window", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DevMaxMigrationCooldown = "9h" })),
+			"spec.options.loadAware.devMaxMigrationCooldown", "devMigrationHistoryWindow (48h0m0s) must be at least 6 x devMaxMigrationCooldown (9h0m0s)"},
 		{"density options on load-aware", config(lar, density(func(*v1alpha1.VirtHigherDensityConfig) {})),
 			"spec.options.virtHigherDensity", "When profile is 'load-aware-rebalancing', only options.loadAware may be set"},
 		{"load-aware options on density", config(vhd, loadAware(func(*v1alpha1.LoadAwareConfig) {})),

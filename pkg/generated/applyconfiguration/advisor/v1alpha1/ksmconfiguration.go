@@ -31,6 +31,10 @@ type KSMConfigurationApplyConfiguration struct {
 	Enabled *bool `json:"enabled,omitempty"`
 	// nodeLabelSelector selects the nodes KSM runs on; empty selects all nodes.
 	NodeLabelSelector *v1.LabelSelectorApplyConfiguration `json:"nodeLabelSelector,omitempty"`
+	// useZeroPages makes KSM merge pages that hold only zeroes with the
+	// kernel's zero page (default false). It needs enabled: true. Changing
+	// it reboots the worker nodes one by one.
+	UseZeroPages *bool `json:"useZeroPages,omitempty"`
 }
 
 // KSMConfigurationApplyConfiguration constructs a declarative configuration of the KSMConfiguration type for use with
@@ -52,5 +56,13 @@ func (b *KSMConfigurationApplyConfiguration) WithEnabled(value bool) *KSMConfigu
 // If called multiple times, the NodeLabelSelector field is set to the value of the last call.
 func (b *KSMConfigurationApplyConfiguration) WithNodeLabelSelector(value *v1.LabelSelectorApplyConfiguration) *KSMConfigurationApplyConfiguration {
 	b.NodeLabelSelector = value
+	return b
+}
+
+// WithUseZeroPages sets the UseZeroPages field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the UseZeroPages field is set to the value of the last call.
+func (b *KSMConfigurationApplyConfiguration) WithUseZeroPages(value bool) *KSMConfigurationApplyConfiguration {
+	b.UseZeroPages = &value
 	return b
 }

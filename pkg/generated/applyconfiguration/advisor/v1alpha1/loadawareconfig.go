@@ -39,6 +39,20 @@ type LoadAwareConfigApplyConfiguration struct {
 	// evictionLimitNode caps concurrent evictions per node, 1..100.
 	// Unset derives it from the HyperConverged parallelOutboundMigrationsPerNode.
 	EvictionLimitNode *int32 `json:"evictionLimitNode,omitempty"`
+	// devMigrationCooldown is how long the descheduler leaves a VM alone
+	// after it migrated, a Go duration between 1m and 24h (for example
+	// "30m"). Unset: the descheduler's default (15m). Sent only to a
+	// descheduler operator that has the field (5.4.0 and later); an older
+	// one drops it and the plan says so.
+	DevMigrationCooldown *string `json:"devMigrationCooldown,omitempty"`
+	// devMaxMigrationCooldown caps the cooldown of a VM that migrates again
+	// and again, between 1m and 168h, and at least devMigrationCooldown.
+	// Unset: the descheduler's default (6h).
+	DevMaxMigrationCooldown *string `json:"devMaxMigrationCooldown,omitempty"`
+	// devMigrationHistoryWindow is how far back the descheduler counts a
+	// VM's migrations, between 1h and 720h, and at least 6 times
+	// devMaxMigrationCooldown. Unset: the descheduler's default (48h).
+	DevMigrationHistoryWindow *string `json:"devMigrationHistoryWindow,omitempty"`
 }
 
 // LoadAwareConfigApplyConfiguration constructs a declarative configuration of the LoadAwareConfig type for use with
@@ -92,5 +106,29 @@ func (b *LoadAwareConfigApplyConfiguration) WithEvictionLimitTotal(value int32) 
 // If called multiple times, the EvictionLimitNode field is set to the value of the last call.
 func (b *LoadAwareConfigApplyConfiguration) WithEvictionLimitNode(value int32) *LoadAwareConfigApplyConfiguration {
 	b.EvictionLimitNode = &value
+	return b
+}
+
+// WithDevMigrationCooldown sets the DevMigrationCooldown field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DevMigrationCooldown field is set to the value of the last call.
+func (b *LoadAwareConfigApplyConfiguration) WithDevMigrationCooldown(value string) *LoadAwareConfigApplyConfiguration {
+	b.DevMigrationCooldown = &value
+	return b
+}
+
+// WithDevMaxMigrationCooldown sets the DevMaxMigrationCooldown field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DevMaxMigrationCooldown field is set to the value of the last call.
+func (b *LoadAwareConfigApplyConfiguration) WithDevMaxMigrationCooldown(value string) *LoadAwareConfigApplyConfiguration {
+	b.DevMaxMigrationCooldown = &value
+	return b
+}
+
+// WithDevMigrationHistoryWindow sets the DevMigrationHistoryWindow field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DevMigrationHistoryWindow field is set to the value of the last call.
+func (b *LoadAwareConfigApplyConfiguration) WithDevMigrationHistoryWindow(value string) *LoadAwareConfigApplyConfiguration {
+	b.DevMigrationHistoryWindow = &value
 	return b
 }

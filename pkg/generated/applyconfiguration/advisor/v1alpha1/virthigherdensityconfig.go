@@ -32,6 +32,11 @@ type VirtHigherDensityConfigApplyConfiguration struct {
 	// 100..300. Values above 120 require enableSwap=true. Default: 150 with
 	// swap, 100 without.
 	MemoryToRequestRatio *int32 `json:"memoryToRequestRatio,omitempty"`
+	// thpMadvise boots the worker nodes with transparent_hugepage=madvise:
+	// only memory that asks for huge pages (as QEMU does for guest RAM)
+	// gets them (default false: the nodes' own setting). Changing it
+	// reboots the worker nodes one by one.
+	THPMadvise *bool `json:"thpMadvise,omitempty"`
 }
 
 // VirtHigherDensityConfigApplyConfiguration constructs a declarative configuration of the VirtHigherDensityConfig type for use with
@@ -61,5 +66,13 @@ func (b *VirtHigherDensityConfigApplyConfiguration) WithKSMConfiguration(value *
 // If called multiple times, the MemoryToRequestRatio field is set to the value of the last call.
 func (b *VirtHigherDensityConfigApplyConfiguration) WithMemoryToRequestRatio(value int32) *VirtHigherDensityConfigApplyConfiguration {
 	b.MemoryToRequestRatio = &value
+	return b
+}
+
+// WithTHPMadvise sets the THPMadvise field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the THPMadvise field is set to the value of the last call.
+func (b *VirtHigherDensityConfigApplyConfiguration) WithTHPMadvise(value bool) *VirtHigherDensityConfigApplyConfiguration {
+	b.THPMadvise = &value
 	return b
 }
