@@ -321,3 +321,21 @@ func TestComputeIsUnchanged(t *testing.T) {
 		})
 	}
 }
+
+// An item whose profile could not derive an object (its pool's nodes
+// differ, say) says why, with no target, instead of an internal error.
+func TestAnItemWithoutAnObjectSaysWhy(t *testing.T) {
+	c, p, cfg := planFixture()
+	p.items = []profiles.Item{{Name: "underived", Owned: true, Message: "pool worker-cnv", Err: errors.New("nodes cnv-0 and cnv-1 differ in CPU count")}}
+	e := &Engine{Cluster: c, Profiles: oneProfile{p}, Clock: testingclock.NewFakePassiveClock(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))}
+	res, err := e.ComputeLive(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Status.Items) != 1 {
+		t.Fatalf("items %+v", res.Status.Items)
+	}
+	if it := res.Status.Items[0]; it.Error != "nodes cnv-0 and cnv-1 differ in CPU count" || it.TargetRef.Kind != "" || it.Message != "pool worker-cnv" {
+		t.Errorf("item %+v", it)
+	}
+}

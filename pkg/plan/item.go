@@ -95,6 +95,11 @@ func panicked(it profiles.Item, r interface{}) plannedItem {
 // planItem reads an item's target and its dry-run from the cluster, then
 // plans the item from them (planFrom).
 func (e *Engine) planItem(ctx context.Context, configName string, owned Ownership, it profiles.Item, snap *inputReader) plannedItem {
+	if it.Err != nil && it.Desired == nil {
+		// A profile that could not derive its object at all: the item
+		// says why, and has no target to show.
+		return failed(plannedItem{item: v1alpha1.PlanItem{Name: it.Name, Message: it.Message}}, it.Impact, it.Err)
+	}
 	desired := desiredOf(it, configName)
 	if it.Err != nil {
 		return failed(newPlannedItem(it, desired), it.Impact, it.Err)
