@@ -41,6 +41,9 @@ type Cluster struct {
 	// NodeVMs caches the Nodes and VMIs plans read (nodevms.go); nil:
 	// none.
 	NodeVMs *NodeVMCache
+	// Kinds tells when any object of a kind changes in what profiles
+	// derive from it (kindchanges.go); nil: never.
+	Kinds *KindChanges
 
 	// CRDs are large and read on every plan (the descheduler schema): they
 	// are kept, parsed, for as long as their resourceVersion in the CRD
@@ -223,7 +226,7 @@ var (
 // until Start.
 func NewCluster(dyn dynamic.Interface, mapper meta.ResettableRESTMapper, meta metadata.Interface) (*Cluster, error) {
 	settling := newSettlingMapper(mapper, time.Now)
-	c := &Cluster{Dynamic: dyn, Mapper: settling, Watches: NewWatches(dyn, settling), NodeVMs: NewNodeVMCache(dyn, settling)}
+	c := &Cluster{Dynamic: dyn, Mapper: settling, Watches: NewWatches(dyn, settling), NodeVMs: NewNodeVMCache(dyn, settling), Kinds: NewKindChanges(dyn, settling)}
 	// The CRD metadata watch forgets the cached discovery whenever a CRD is
 	// created, changed or deleted (and until discovery has settled), so
 	// prerequisites and mappings follow the cluster without a restart, and
@@ -257,6 +260,9 @@ func (c *Cluster) Start(ctx context.Context) error {
 	c.Watches.Start(ctx)
 	if c.NodeVMs != nil {
 		c.NodeVMs.Start(ctx)
+	}
+	if c.Kinds != nil {
+		c.Kinds.Start(ctx)
 	}
 	c.crdFactory.Start(ctx.Done())
 	for gvr, synced := range c.crdFactory.WaitForCacheSync(ctx.Done()) {
