@@ -129,6 +129,23 @@ type ProfileOptions struct {
 	VirtHigherDensity *VirtHigherDensityConfig
 	// liveMigrationLimits tunes the live-migration-limits profile.
 	LiveMigrationLimits *LiveMigrationLimitsConfig
+	// dedicatedCPUs tunes the dedicated-cpus profile.
+	DedicatedCPUs *DedicatedCPUsConfig
+}
+
+// DedicatedCPUsConfig tunes the dedicated-cpus profile.
+type DedicatedCPUsConfig struct {
+	// enabled: false deletes the KubeletConfig the profile made (default true).
+	Enabled *bool
+	// pool is the MachineConfigPool whose kubelets pin CPUs (required when enabled).
+	Pool string
+	// allowAllWorkers admits pool worker (default false).
+	AllowAllWorkers *bool
+	// topologyManagerPolicy: single-numa-node (default), restricted or best-effort.
+	TopologyManagerPolicy string
+	// reservedCoresPerZone is how many physical cores of each NUMA zone the
+	// system keeps (default 1).
+	ReservedCoresPerZone *int32
 }
 
 // LiveMigrationLimitsConfig tunes the live-migration-limits profile.

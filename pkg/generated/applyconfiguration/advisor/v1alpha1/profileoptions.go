@@ -29,6 +29,8 @@ type ProfileOptionsApplyConfiguration struct {
 	VirtHigherDensity *VirtHigherDensityConfigApplyConfiguration `json:"virtHigherDensity,omitempty"`
 	// liveMigrationLimits tunes the live-migration-limits profile.
 	LiveMigrationLimits *LiveMigrationLimitsConfigApplyConfiguration `json:"liveMigrationLimits,omitempty"`
+	// dedicatedCPUs tunes the dedicated-cpus profile.
+	DedicatedCPUs *DedicatedCPUsConfigApplyConfiguration `json:"dedicatedCPUs,omitempty"`
 }
 
 // ProfileOptionsApplyConfiguration constructs a declarative configuration of the ProfileOptions type for use with
@@ -58,5 +60,13 @@ func (b *ProfileOptionsApplyConfiguration) WithVirtHigherDensity(value *VirtHigh
 // If called multiple times, the LiveMigrationLimits field is set to the value of the last call.
 func (b *ProfileOptionsApplyConfiguration) WithLiveMigrationLimits(value *LiveMigrationLimitsConfigApplyConfiguration) *ProfileOptionsApplyConfiguration {
 	b.LiveMigrationLimits = value
+	return b
+}
+
+// WithDedicatedCPUs sets the DedicatedCPUs field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DedicatedCPUs field is set to the value of the last call.
+func (b *ProfileOptionsApplyConfiguration) WithDedicatedCPUs(value *DedicatedCPUsConfigApplyConfiguration) *ProfileOptionsApplyConfiguration {
+	b.DedicatedCPUs = value
 	return b
 }
