@@ -12,6 +12,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/dedicatedcpus"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
@@ -222,7 +223,7 @@ func catalogueBlock(t *testing.T) string {
 	for k, r := range kd.EvictionLimits {
 		limits[k] = bounds(r)
 	}
-	if got, want := catalog.Default().Names(), []string{"example-profile", livemigration.Name, "load-aware-rebalancing", "virt-higher-density"}; !reflect.DeepEqual(got, want) {
+	if got, want := catalog.Default().Names(), []string{dedicatedcpus.Name, "example-profile", livemigration.Name, "load-aware-rebalancing", "virt-higher-density"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("the catalogue has profiles %v; the policy's value rules know %v: extend them", got, want)
 	}
 	lmBounds := map[string]interface{}{
@@ -250,6 +251,9 @@ func catalogueBlock(t *testing.T) string {
 		{"lmBounds", lmBounds},
 		{"lmBoundFields", strs(sortedKeys(lmBounds))},
 		{"lmBandwidthMiB", bounds(livemigration.BandwidthMiB)},
+		{"kcPinned", dedicatedcpus.Pinned()},
+		{"kcFields", strs(append(sortedKeys(dedicatedcpus.Pinned()), dedicatedcpus.Derived...))},
+		{"kcTopologyPolicies", strs(dedicatedcpus.TopologyManagerPolicies)},
 	})
 }
 

@@ -76,12 +76,35 @@ const (
 // the MachineConfig operator's templates write too), memory.available
 // included: the profile sets the whole map so that none is lost when it
 // sets the one that reservedMemory depends on.
-var evictionHard = map[string]interface{}{
-	"memory.available":  fmt.Sprintf("%dMi", evictionHardMiB),
-	"nodefs.available":  "10%",
-	"nodefs.inodesFree": "5%",
-	"imagefs.available": "15%",
+func evictionHard() map[string]interface{} {
+	return map[string]interface{}{
+		"memory.available":  fmt.Sprintf("%dMi", evictionHardMiB),
+		"nodefs.available":  "10%",
+		"nodefs.inodesFree": "5%",
+		"imagefs.available": "15%",
+	}
 }
+
+// Pinned is what the KubeletConfig's kubeletConfig holds whatever the
+// options and the nodes (the admission policy pins these values).
+func Pinned() map[string]interface{} {
+	return map[string]interface{}{
+		"cpuManagerPolicy": "static",
+		// Whole cores only: a pinned vCPU never shares a core with another
+		// container's thread (the reserved CPUs are whole cores too).
+		"cpuManagerPolicyOptions":   map[string]interface{}{"full-pcpus-only": "true"},
+		"cpuManagerReconcilePeriod": cpuManagerReconcilePeriod,
+		"memoryManagerPolicy":       "Static",
+		"systemReserved":            map[string]interface{}{"memory": fmt.Sprintf("%dMi", systemReservedMiB)},
+		"kubeReserved":              map[string]interface{}{"memory": fmt.Sprintf("%dMi", kubeReservedMiB)},
+		"evictionHard":              evictionHard(),
+	}
+}
+
+// Derived are the keys of kubeletConfig derived from the options and the
+// nodes: the topology manager policy (one of TopologyManagerPolicies),
+// the reserved CPUs (a cpuset list) and the reserved memory (per NUMA node).
+var Derived = []string{"topologyManagerPolicy", "reservedSystemCPUs", "reservedMemory"}
 
 // Fields are the keys of the KubeletConfig's spec the profile sets.
 var Fields = []string{"kubeletConfig", "machineConfigPoolSelector"}
@@ -200,20 +223,10 @@ func kubeletItem(o options, r reservation) profiles.Item {
 	for i, z := range r.memory {
 		zones[i] = map[string]interface{}{"numaNode": int64(z.numaNode), "limits": map[string]interface{}{"memory": fmt.Sprintf("%dMi", z.mib)}}
 	}
-	kubelet := map[string]interface{}{
-		"cpuManagerPolicy": "static",
-		// Whole cores only: a pinned vCPU never shares a core with another
-		// container's thread (the reserved CPUs are whole cores too).
-		"cpuManagerPolicyOptions":   map[string]interface{}{"full-pcpus-only": "true"},
-		"cpuManagerReconcilePeriod": cpuManagerReconcilePeriod,
-		"topologyManagerPolicy":     o.topologyPolicy,
-		"memoryManagerPolicy":       "Static",
-		"reservedSystemCPUs":        r.cpus,
-		"systemReserved":            map[string]interface{}{"memory": fmt.Sprintf("%dMi", systemReservedMiB)},
-		"kubeReserved":              map[string]interface{}{"memory": fmt.Sprintf("%dMi", kubeReservedMiB)},
-		"evictionHard":              evictionHard,
-		"reservedMemory":            zones,
-	}
+	kubelet := Pinned()
+	kubelet["topologyManagerPolicy"] = o.topologyPolicy
+	kubelet["reservedSystemCPUs"] = r.cpus
+	kubelet["reservedMemory"] = zones
 	return profiles.Item{
 		Name: ItemName,
 		Desired: &unstructured.Unstructured{Object: map[string]interface{}{
