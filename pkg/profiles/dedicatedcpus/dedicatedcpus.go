@@ -189,26 +189,36 @@ func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, 
 		return []profiles.Item{absentItem()}, nil
 	}
 	if o.pool == "" {
-		return []profiles.Item{{Name: ItemName, Err: fmt.Errorf("options.%s.pool is required: name the MachineConfigPool whose nodes run VMs with dedicatedCpuPlacement", OptionsBlock)}}, nil
+		return []profiles.Item{failedItem(fmt.Errorf("options.%s.pool is required: name the MachineConfigPool whose nodes run VMs with dedicatedCpuPlacement", OptionsBlock))}, nil
 	}
 	pool, err := hardware.Read(ctx, in.Cluster, o.pool)
 	if err != nil {
-		return []profiles.Item{{Name: ItemName, Err: err}}, nil
+		return []profiles.Item{failedItem(err)}, nil
 	}
 	r, err := derive(pool, o.coresPerZone)
 	if err != nil {
-		return []profiles.Item{{Name: ItemName, Err: err}}, nil
+		return []profiles.Item{failedItem(err)}, nil
 	}
 	return []profiles.Item{kubeletItem(o, r)}, nil
 }
 
+// identity is the KubeletConfig's apiVersion, kind and name.
+func identity() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": machineconfig.KubeletConfigGVK.GroupVersion().String(), "kind": machineconfig.KubeletConfigGVK.Kind,
+		"metadata": map[string]interface{}{"name": KubeletConfigName},
+	}}
+}
+
+// failedItem says why the KubeletConfig cannot be derived.
+func failedItem(err error) profiles.Item {
+	return profiles.Item{Name: ItemName, Desired: identity(), Impact: v1alpha1.ImpactHigh, Owned: true, Err: err}
+}
+
 func absentItem() profiles.Item {
 	return profiles.Item{
-		Name: ItemName,
-		Desired: &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": machineconfig.KubeletConfigGVK.GroupVersion().String(), "kind": machineconfig.KubeletConfigGVK.Kind,
-			"metadata": map[string]interface{}{"name": KubeletConfigName},
-		}},
+		Name:    ItemName,
+		Desired: identity(),
 		Impact:  v1alpha1.ImpactHigh,
 		Message: fmt.Sprintf("KubeletConfig '%s' will be removed: dedicated CPUs are disabled (the pool's nodes reboot back to the shared CPU pool)", KubeletConfigName),
 		Owned:   true,

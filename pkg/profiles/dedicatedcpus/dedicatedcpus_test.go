@@ -178,6 +178,9 @@ func TestRefusals(t *testing.T) {
 			if it.Err == nil || !strings.Contains(it.Err.Error(), tt.want) {
 				t.Errorf("error = %v, want one containing %q", it.Err, tt.want)
 			}
+			if it.Desired == nil || it.Desired.GetName() != KubeletConfigName {
+				t.Errorf("a failed item names no target: %v", it.Desired)
+			}
 		})
 	}
 }
