@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -139,7 +140,11 @@ var _ = Describe("dedicated-cpus", Label("kubeletconfig"), func() {
 			_ = dyn().Resource(names.KubeletConfigs).Delete(suiteCtx, "e2e-other-kubelet", metav1.DeleteOptions{})
 		})
 
-		configWith(dedicatedcpus.Name, `{"profile":"dedicated-cpus","options":{"dedicatedCPUs":{"enabled":false}}}`)
+		// An option change of the same config: it recorded that it created
+		// the KubeletConfig (the MachineConfig operator writes to it too).
+		_, err = advisor.AdvisorV1alpha1().VirtPlatformConfigs().Patch(suiteCtx, dedicatedcpus.Name, types.MergePatchType,
+			[]byte(`{"spec":{"options":{"dedicatedCPUs":{"enabled":false}}}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
 		p = reviewedPlan(dedicatedcpus.Name)
 		off := planItem(p, dcItem)
 		GinkgoWriter.Printf("turned off: %s %s: %s\n", off.Name, off.Operation, off.Message)
