@@ -22,6 +22,8 @@ import (
 	"github.com/kubevirt/virt-advisor/test/names"
 )
 
+var kubeletConfigsGVR = names.KubeletConfigs
+
 var nrtGVR = schema.GroupVersionResource{Group: "topology.node.k8s.io", Version: "v1alpha2", Resource: "noderesourcetopologies"}
 
 const (
