@@ -110,6 +110,8 @@ var _ = Describe("dedicated-cpus", Label("kubeletconfig"), func() {
 		Expect(it.Reboots).To(HaveLen(1))
 		Expect(it.Reboots[0]).To(And(HaveField("Pool", cnvPool), HaveField("Disruption", v1alpha1.NodeDisruptionReboot), HaveField("Drains", true)))
 		Expect(fates(it)).To(Equal([]string{vmNS + "/vm-pinned on cnv-0: LiveMigrate"}))
+		Expect(p.Status.Warnings).To(ContainElement(HavePrefix("item '" + dcItem + "': the kubelet's CPU manager state is reset on the nodes of MachineConfigPool 'worker-cnv'")))
+		GinkgoWriter.Printf("warnings: %q\n", p.Status.Warnings)
 
 		approvePlan(dedicatedcpus.Name)
 		c := waitPhase(dedicatedcpus.Name, v1alpha1.PhaseCompleted, 90*time.Second)

@@ -251,6 +251,8 @@ func kubeletItem(o options, r reservation) profiles.Item {
 		Impact:        v1alpha1.ImpactHigh,
 		Message:       message(o, r),
 		Owned:         true,
+		Warnings: []string{fmt.Sprintf("the kubelet's CPU manager state is reset on the nodes of MachineConfigPool '%s' (its policy changes): each node is drained and rebooted, and the VMs running there move; check the CPU numbering assumed (%s) against lscpu -e on one node",
+			o.pool, r.numbering)},
 	}
 }
 

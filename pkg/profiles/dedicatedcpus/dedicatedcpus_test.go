@@ -122,6 +122,9 @@ func TestDerivation(t *testing.T) {
 					t.Errorf("message %q\nlacks %q", it.Message, want)
 				}
 			}
+			if len(it.Warnings) != 1 || !strings.Contains(it.Warnings[0], "the kubelet's CPU manager state is reset on the nodes of MachineConfigPool 'worker-cnv'") {
+				t.Errorf("warnings = %q", it.Warnings)
+			}
 			if got := kubelet(it, "cpuManagerPolicy"); got != "static" {
 				t.Errorf("cpuManagerPolicy = %v", got)
 			}
