@@ -260,7 +260,7 @@ func message(o options, r reservation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "KubeletConfig '%s' will configure MachineConfigPool '%s': cpuManagerPolicy static (full-pcpus-only), topologyManagerPolicy %s, memoryManagerPolicy Static. ",
 		KubeletConfigName, o.pool, o.topologyPolicy)
-	fmt.Fprintf(&b, "reservedSystemCPUs %s: %s, from %s (%s). ", r.cpus, r.cpusWhy, r.from, r.numbering)
+	fmt.Fprintf(&b, "reservedSystemCPUs %s: %s, from %s (CPU numbering assumed: %s). ", r.cpus, r.cpusWhy, r.from, r.numbering)
 	fmt.Fprintf(&b, "reservedMemory %s: systemReserved %dMi + kubeReserved %dMi + evictionHard memory.available %dMi spread over the NUMA zones. ",
 		r.memoryString(), systemReservedMiB, kubeReservedMiB, evictionHardMiB)
 	b.WriteString("The CPU and memory manager policies change: the kubelet's CPU and memory manager state is reset on these nodes, which are drained and rebooted; VMs running there move first")

@@ -21,8 +21,8 @@ import (
 // the plan says what it assumed, and the kubelet checks nothing of it. A
 // node without multithreading has its CPUs zone by zone.
 const (
-	numberingSMT   = "CPU numbering assumed: cores zone by zone, SMT siblings at +%d"
-	numberingNoSMT = "CPU numbering assumed: CPUs zone by zone, no SMT"
+	numberingSMT   = "cores zone by zone, SMT siblings at +%d"
+	numberingNoSMT = "CPUs zone by zone, no SMT"
 )
 
 // totalReservedMiB is what reservedMemory must add up to (the kubelet's
