@@ -82,6 +82,13 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				o.MemoryToRequestRatio = new(int32)
 			}
 		},
+		// A string option with a default is no pointer: set, or defaulted.
+		func(o *advisor.DedicatedCPUsConfig, c randfill.Continue) {
+			c.FillNoCustom(o)
+			if o.TopologyManagerPolicy == "" {
+				o.TopologyManagerPolicy = "single-numa-node"
+			}
+		},
 		func(o *advisor.KSMConfiguration, c randfill.Continue) {
 			c.FillNoCustom(o)
 			if o.Enabled == nil {
