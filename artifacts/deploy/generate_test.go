@@ -14,6 +14,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/dedicatedcpus"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/hugepages"
@@ -235,7 +236,7 @@ func catalogueBlock(t *testing.T) string {
 	for k, r := range kd.EvictionLimits {
 		limits[k] = bounds(r)
 	}
-	if got, want := catalog.Default().Names(), []string{"example-profile", hugepages.Name, livemigration.Name, "load-aware-rebalancing", pcipassthrough.Name, "virt-higher-density"}; !reflect.DeepEqual(got, want) {
+	if got, want := catalog.Default().Names(), []string{dedicatedcpus.Name, "example-profile", hugepages.Name, livemigration.Name, "load-aware-rebalancing", pcipassthrough.Name, "virt-higher-density"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("the catalogue has profiles %v; the policy's value rules know %v: extend them", got, want)
 	}
 	lmBounds := map[string]interface{}{
@@ -270,6 +271,9 @@ func catalogueBlock(t *testing.T) string {
 			hugepages.NameSuffix:      strs(hugepages.KernelArgumentPatterns()),
 			pcipassthrough.NameSuffix: strs(anchored(pcipassthrough.KernelArguments())),
 		}},
+		{"kcPinned", dedicatedcpus.Pinned()},
+		{"kcFields", strs(append(sortedKeys(dedicatedcpus.Pinned()), dedicatedcpus.Derived...))},
+		{"kcTopologyPolicies", strs(dedicatedcpus.TopologyManagerPolicies)},
 	})
 }
 

@@ -435,8 +435,11 @@ func collectTargets(t *testing.T) profileTargets {
 						continue
 					}
 					pt.objects[resource] = add(pt.objects[resource], key)
-					if d.GetKind() == "MachineConfig" {
+					switch d.GetKind() {
+					case "MachineConfig":
 						pt.roles[d.GetName()] = d.GetLabels()[machineconfig.RoleLabel]
+						fieldsKey += ":" + d.GetName()
+					case "KubeletConfig":
 						fieldsKey += ":" + d.GetName()
 					}
 					for _, f := range it.ManagedFields {
@@ -597,7 +600,10 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	if got := stringList(t, labels["machineconfiguration.openshift.io/machineconfigs"]); !sameSet(got, []string{profiles.ManagedByLabel, machineconfig.RoleLabel}) {
 		t.Errorf("own MachineConfig labels %v", got)
 	}
-	if got := stringList(t, labels["/configmaps"]); !sameSet(got, []string{profiles.ManagedByLabel}) || len(labels) != 2 {
+	if got := stringList(t, labels["machineconfiguration.openshift.io/kubeletconfigs"]); !sameSet(got, []string{profiles.ManagedByLabel}) {
+		t.Errorf("own KubeletConfig labels %v", got)
+	}
+	if got := stringList(t, labels["/configmaps"]); !sameSet(got, []string{profiles.ManagedByLabel}) || len(labels) != 3 {
 		t.Errorf("own labels %v", labels)
 	}
 	for _, args := range pt.psiArgs {
@@ -639,10 +645,11 @@ func TestDeniesEverythingElse(t *testing.T) {
 	const hcoOnly = "changes only higherWorkloadDensity.memoryOvercommitPercentage, ksmConfiguration, liveMigrationConfig.bandwidthPerMigration, liveMigrationConfig.completionTimeoutPerGiB"
 	policy, _ := readPolicy(t)
 	v := compile(t, policy)
-	c := newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])
 	desired := map[string]*unstructured.Unstructured{}
 	for _, vr := range variants() {
-		for _, it := range items(t, vr, c) {
+		// Each example on a cluster of its own: the nodes of one are not
+		// the pool of another.
+		for _, it := range items(t, vr, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
 			if !it.Absent {
 				desired[it.Name] = it.Desired
 			}
@@ -653,9 +660,12 @@ func TestDeniesEverythingElse(t *testing.T) {
 	ksmMC := created(desired["enable-ksm-zero-pages"], "virt-higher-density")
 	thpMC := created(desired["enable-thp-madvise"], "virt-higher-density")
 	pool := readObject(t, filepath.Join("..", "testdata", "baseline.yaml"), "MachineConfigPool")
+	c := newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])
 	hcoObj, _ := c.Get(context.Background(), kubevirt.HyperConvergedGVK.GroupVersion().WithKind("HyperConverged"), kubevirt.HCONamespace, kubevirt.HCOName)
 	kd, _ := c.Get(context.Background(), profiles.KubeDeschedulerGVK, profiles.DeschedulerNamespace, profiles.DeschedulerName)
 	cm := created(desired["configure-example-component"], "example-profile")
+	kc := created(desired["configure-dedicated-cpus"], "dedicated-cpus")
+	kubeletConfigs := schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "kubeletconfigs"}
 	renamed := func(o *unstructured.Unstructured, ns, name string) *unstructured.Unstructured {
 		r := o.DeepCopy()
 		r.SetNamespace(ns)
@@ -803,8 +813,32 @@ func TestDeniesEverythingElse(t *testing.T) {
 		{"a ConfigMap elsewhere", request{op: admission.Create, gvr: configMaps, obj: renamed(cm, "kube-system", "example-config")},
 			"writes only the /configmaps openshift-cnv/example-config, not kube-system/example-config"},
 		{"deleting the example ConfigMap", request{op: admission.Delete, gvr: configMaps, old: cm}, "may not DELETE /configmaps"},
-		{"another kind of the MachineConfig API", request{op: admission.Create, gvr: schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "kubeletconfigs"},
-			obj: renamed(psi, "", "evil")}, "writes only MachineConfigs, MachineConfigPools, the HyperConverged, the KubeDescheduler and one ConfigMap, not machineconfiguration.openshift.io/kubeletconfigs"},
+		{"another kind of the MachineConfig API", request{op: admission.Create, gvr: schema.GroupVersionResource{Group: "machineconfiguration.openshift.io", Version: "v1", Resource: "containerruntimeconfigs"},
+			obj: renamed(psi, "", "evil")}, "writes only MachineConfigs, KubeletConfigs, MachineConfigPools, the HyperConverged, the KubeDescheduler and one ConfigMap, not machineconfiguration.openshift.io/containerruntimeconfigs"},
+
+		// KubeletConfigs: the one dedicated-cpus makes, with its values.
+		{"the KubeletConfig of dedicated-cpus", request{op: admission.Create, gvr: kubeletConfigs, obj: kc}, ""},
+		{"a KubeletConfig of another name", request{op: admission.Create, gvr: kubeletConfigs, obj: renamed(kc, "", "99-evil")},
+			"writes only the machineconfiguration.openshift.io/kubeletconfigs virt-advisor-dedicated-cpus, not 99-evil"},
+		{"a kubelet setting dedicated-cpus never writes", request{op: admission.Create, gvr: kubeletConfigs, obj: changed(kc, func(o map[string]interface{}) {
+			set(o, int64(2000), "spec", "kubeletConfig", "maxPods")
+		})}, "sets in kubeletConfig of KubeletConfig virt-advisor-dedicated-cpus only cpuManagerPolicy"},
+		{"a pinned value changed", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
+			set(o, "none", "spec", "kubeletConfig", "cpuManagerPolicy")
+		})}, "not cpuManagerPolicy"},
+		{"reserved CPUs that are no cpuset", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
+			set(o, "0; rm -rf /", "spec", "kubeletConfig", "reservedSystemCPUs")
+		})}, "not reservedSystemCPUs"},
+		{"reserved CPUs derived anew", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
+			set(o, "0-1,16-17", "spec", "kubeletConfig", "reservedSystemCPUs")
+		})}, ""},
+		{"the master pool selected", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
+			set(o, map[string]interface{}{"pools.operator.machineconfiguration.openshift.io/master": ""}, "spec", "machineConfigPoolSelector", "matchLabels")
+		})}, "selects with KubeletConfig virt-advisor-dedicated-cpus one pool by its label"},
+		{"every pool selected", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
+			set(o, map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{"key": "x", "operator": "DoesNotExist"}}}, "spec", "machineConfigPoolSelector")
+		})}, "selects with KubeletConfig virt-advisor-dedicated-cpus one pool by its label"},
+		{"deleting the KubeletConfig of dedicated-cpus", request{op: admission.Delete, gvr: kubeletConfigs, old: kc}, ""},
 
 		// The namespace the server is installed in: the policy names none.
 		{"a MachineConfig of another name, by the server installed in another namespace", request{user: otherNamespace, op: admission.Create, gvr: machineConfigs, obj: evil},

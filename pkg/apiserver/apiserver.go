@@ -295,7 +295,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			Informer:           configs.Advisor().V1alpha1().VirtPlatformConfigs().Informer(),
 			MaintenanceWindows: windowLister, WindowInformer: windows.Informer(),
 			CRDs:   crds.ForResource(crdGVR).Informer(),
-			Status: storage.StatusWriter, Planner: d.engine, Cluster: d.cluster, Pools: d.cluster, Watches: d.cluster.Watches,
+			Status: storage.StatusWriter, Planner: d.engine, Cluster: d.cluster, Pools: d.cluster, Watches: d.cluster.Watches, Kinds: d.cluster.Kinds,
 			Profiles: d.profiles, Recorder: d.recorder, Metrics: d.metrics,
 			LeaderElection: c.ExtraConfig.LeaderElection, LeaseClient: d.leaderElectionKube, Version: version.Version,
 			RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,

@@ -44,6 +44,9 @@ type Cluster struct {
 	// Pods caches the launchers and requests per node the capacity check
 	// reads (pods.go); nil: none.
 	Pods *PodCache
+	// Kinds tells when any object of a kind changes in what profiles
+	// derive from it (kindchanges.go); nil: never.
+	Kinds *KindChanges
 
 	// CRDs are large and read on every plan (the descheduler schema): they
 	// are kept, parsed, for as long as their resourceVersion in the CRD
@@ -226,7 +229,7 @@ var (
 // until Start.
 func NewCluster(dyn dynamic.Interface, mapper meta.ResettableRESTMapper, meta metadata.Interface) (*Cluster, error) {
 	settling := newSettlingMapper(mapper, time.Now)
-	c := &Cluster{Dynamic: dyn, Mapper: settling, Watches: NewWatches(dyn, settling), NodeVMs: NewNodeVMCache(dyn, settling), Pods: NewPodCache(dyn)}
+	c := &Cluster{Dynamic: dyn, Mapper: settling, Watches: NewWatches(dyn, settling), NodeVMs: NewNodeVMCache(dyn, settling), Pods: NewPodCache(dyn), Kinds: NewKindChanges(dyn, settling)}
 	// The CRD metadata watch forgets the cached discovery whenever a CRD is
 	// created, changed or deleted (and until discovery has settled), so
 	// prerequisites and mappings follow the cluster without a restart, and
@@ -263,6 +266,9 @@ func (c *Cluster) Start(ctx context.Context) error {
 	}
 	if c.Pods != nil {
 		c.Pods.Start(ctx)
+	}
+	if c.Kinds != nil {
+		c.Kinds.Start(ctx)
 	}
 	c.crdFactory.Start(ctx.Done())
 	for gvr, synced := range c.crdFactory.WaitForCacheSync(ctx.Done()) {

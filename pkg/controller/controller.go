@@ -21,6 +21,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -65,6 +66,10 @@ type Config struct {
 	// Watches tells the controller when an object a config depends on
 	// changes.
 	Watches Watcher
+	// Kinds tells the controller when any object of a kind a profile
+	// derives from changes (inputs with no name: the Nodes of a pool);
+	// nil: only named inputs are followed.
+	Kinds KindWatcher
 	// Profiles are the profiles this build knows (*catalog.Catalog).
 	Profiles Profiles
 	Recorder record.EventRecorder
@@ -192,6 +197,16 @@ type Watcher interface {
 	Forget(config string)
 	// OnEvent calls fn with the config whose object changed; nil stops.
 	OnEvent(fn func(config string, key cluster.ObjectKey))
+}
+
+// KindWatcher is what the controller uses of the watches of whole kinds
+// (*cluster.KindChanges).
+type KindWatcher interface {
+	// Watch starts watching a kind (again at the next call while it is
+	// not served).
+	Watch(gk schema.GroupKind)
+	// OnChange calls fn with the kind of an object that changed; nil stops.
+	OnChange(fn func(gk schema.GroupKind))
 }
 
 // Controller reconciles VirtPlatformConfigs.
@@ -344,6 +359,9 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 		c.objects.seen(config, key)
 		c.queue.Add(config)
 	})
+	if c.Kinds != nil {
+		c.Kinds.OnChange(c.enqueueDependents)
+	}
 	defer c.stopWatching()
 
 	// /metrics reports the configs from this cache while we lead.
@@ -433,6 +451,9 @@ func removeHandler(informer cache.SharedInformer, reg cache.ResourceEventHandler
 // plan engine's input watches stay.
 func (c *Controller) stopWatching() {
 	c.Watches.OnEvent(nil)
+	if c.Kinds != nil {
+		c.Kinds.OnChange(nil)
+	}
 	if configs, err := c.lister.List(everything); err == nil {
 		for _, cfg := range configs {
 			c.Watches.Forget(cfg.Name)
@@ -475,6 +496,28 @@ func (c *Controller) enqueue(obj interface{}) {
 	}
 	if cfg, ok := obj.(*v1alpha1.VirtPlatformConfig); ok {
 		c.queue.Add(cfg.Name)
+	}
+}
+
+// enqueueDependents enqueues the configs whose profile derives from every
+// object of the kind: one changed (a node joined a pool). Their plan is
+// computed again; it asks for a review only when what is derived changed.
+func (c *Controller) enqueueDependents(gk schema.GroupKind) {
+	configs, err := c.lister.List(everything)
+	if err != nil {
+		return
+	}
+	for _, cfg := range configs {
+		profile, ok := c.Profiles.Get(cfg.Spec.Profile)
+		if !ok || cfg.Spec.Action == v1alpha1.PlanActionIgnore {
+			continue
+		}
+		for _, in := range profile.InputObjects(c.Profiles.ResolveOptions(cfg.Spec)) {
+			if in.Name == "" && in.GVK.GroupKind() == gk {
+				c.queue.Add(cfg.Name)
+				break
+			}
+		}
 	}
 }
 

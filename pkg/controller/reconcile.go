@@ -867,6 +867,13 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 		keys = append(keys, cluster.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pool})
 	}
 	for _, in := range profile.InputObjects(c.Profiles.ResolveOptions(cfg.Spec)) {
+		if in.Name == "" {
+			// Every object of the kind: watched as a kind.
+			if c.Kinds != nil {
+				c.Kinds.Watch(in.GVK.GroupKind())
+			}
+			continue
+		}
 		keys = append(keys, cluster.ObjectKey{GVK: in.GVK, Namespace: in.Namespace, Name: in.Name})
 	}
 	c.Watches.Set(cfg.Name, keys)

@@ -38,6 +38,12 @@ const (
 	VendorLabel = "feature.node.kubernetes.io/cpu-model.vendor_id"
 	// UnknownVendor is the vendor of a node without VendorLabel.
 	UnknownVendor = "unknown"
+	// MultithreadingLabel is node-feature-discovery's label of enabled
+	// hardware multithreading (SMT, Intel HTT): "true" when there are more
+	// logical than physical CPUs; absent otherwise, as NFD labels only the
+	// features a node has (docs/usage/features of
+	// kubernetes-sigs/node-feature-discovery, CPU: cpu-hardware_multithreading).
+	MultithreadingLabel = "feature.node.kubernetes.io/cpu-hardware_multithreading"
 	// ArchLabel is the well-known architecture label, read when the
 	// kubelet did not report status.nodeInfo.architecture.
 	ArchLabel = "kubernetes.io/arch"
@@ -66,7 +72,10 @@ type Node struct {
 	HugePages    map[string]int64
 	Vendor       string
 	Architecture string
-	Zones        []Zone
+	// SMT says whether hardware multithreading is on: SMTOn, SMTOff, or
+	// SMTUnknown when node-feature-discovery labels nothing of the CPU.
+	SMT   string
+	Zones []Zone
 	// ZonesAssumed says why the node is taken to be one NUMA zone ("" when
 	// its NodeResourceTopology gave its zones).
 	ZonesAssumed string
@@ -97,12 +106,32 @@ func ReadNode(node *unstructured.Unstructured, topo Topologies) Node {
 	if n.Vendor == "" {
 		n.Vendor = UnknownVendor
 	}
+	n.SMT = smt(node.GetLabels())
 	n.Architecture, _, _ = unstructured.NestedString(node.Object, "status", "nodeInfo", "architecture")
 	if n.Architecture == "" {
 		n.Architecture = node.GetLabels()[ArchLabel]
 	}
 	n.Zones, n.ZonesAssumed = zones(n, topo)
 	return n
+}
+
+// The values of Node.SMT.
+const (
+	SMTOn      = "on"
+	SMTOff     = "off"
+	SMTUnknown = "unknown"
+)
+
+// smt reads MultithreadingLabel: a node NFD labelled (it has VendorLabel)
+// without it has multithreading off; a node NFD did not label is unknown.
+func smt(labels map[string]string) string {
+	switch {
+	case labels[MultithreadingLabel] == "true":
+		return SMTOn
+	case labels[VendorLabel] != "":
+		return SMTOff
+	}
+	return SMTUnknown
 }
 
 // zones are the NUMA zones of the node's NodeResourceTopology; one zone

@@ -16,6 +16,7 @@ const (
 	Vendor       Fact = "CPU vendor"
 	Architecture Fact = "architecture"
 	NUMAZones    Fact = "NUMA zones"
+	SMT          Fact = "hardware multithreading"
 )
 
 // gib is memory compared in whole GiB: the kernel and firmware reserve a
@@ -46,6 +47,8 @@ func (n Node) value(f Fact) string {
 			return "unknown"
 		}
 		return n.Architecture
+	case SMT:
+		return n.SMT
 	case NUMAZones:
 		per := make([]string, len(n.Zones))
 		for i, z := range n.Zones {

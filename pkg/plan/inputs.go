@@ -77,6 +77,9 @@ func newInputReader(ctx context.Context, c Cluster, refs []profiles.ObjectRef, f
 	r := &inputReader{c: c, inputs: sets.New[cluster.ObjectKey](), targets: sets.New[cluster.ObjectKey](), read: map[cluster.ObjectKey]*unstructured.Unstructured{},
 		cached: map[cluster.ObjectKey]string{}, confirmed: sets.New[cluster.ObjectKey](), optimistic: from == optimisticInputs && c.InputWatches() != nil, pools: listPools, watches: c.InputWatches()}
 	for _, ref := range refs {
+		if ref.Name == "" {
+			continue // every object of a kind: listed, not read by name
+		}
 		r.inputs.Insert(cluster.ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
 		if ref.Target {
 			r.targets.Insert(cluster.ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})

@@ -198,7 +198,11 @@ type Profile interface {
 	DescribeInputChange(item string, applied, desired map[string]interface{}) string
 }
 
-// ObjectRef names an object of the main cluster.
+// ObjectRef names an object of the main cluster; with no Name, every
+// object of the kind (the profile lists them: a Node that joins a pool is
+// not named beforehand). The controller follows such a kind as a whole,
+// for the kinds package cluster's KindChanges knows (Node,
+// NodeResourceTopology), in what profiles derive from them.
 type ObjectRef struct {
 	GVK             schema.GroupVersionKind
 	Namespace, Name string

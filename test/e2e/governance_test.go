@@ -30,6 +30,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/dedicatedcpus"
 	"github.com/kubevirt/virt-advisor/test/env"
 	"github.com/kubevirt/virt-advisor/test/env/fakemco"
 )
@@ -389,6 +390,8 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 			{"update", "machineconfigpools.machineconfiguration.openshift.io/worker"},
 			{"delete", "machineconfigpools.machineconfiguration.openshift.io/worker"},
 			{"patch", "machineconfigpools.machineconfiguration.openshift.io/worker", "--subresource=status"},
+			{"delete", "kubeletconfigs.machineconfiguration.openshift.io/set-max-pods"},
+			{"patch", "noderesourcetopologies.topology.node.k8s.io/cnv-0"},
 		} {
 			Expect(canI(q...)).To(HavePrefix("no"), "can-i %v", q)
 		}
@@ -405,6 +408,10 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 			// Pausing pools: any pool, custom pools such as worker-cnv included.
 			{"patch", "machineconfigpools.machineconfiguration.openshift.io/worker"},
 			{"patch", "machineconfigpools.machineconfiguration.openshift.io/worker-cnv"},
+			// dedicated-cpus: its one KubeletConfig, and reading what it derives from.
+			{"patch", "kubeletconfigs.machineconfiguration.openshift.io/" + dedicatedcpus.KubeletConfigName},
+			{"delete", "kubeletconfigs.machineconfiguration.openshift.io/" + dedicatedcpus.KubeletConfigName},
+			{"list", "noderesourcetopologies.topology.node.k8s.io"},
 		} {
 			Expect(canI(q...)).To(HavePrefix("yes"), "can-i %v", q)
 		}
@@ -429,6 +436,23 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 			}
 			deleteConfig(profile)
 		}
+		// dedicated-cpus: a KubeletConfig derived from a pool's nodes and
+		// their NodeResourceTopologies, rolled through the generated
+		// MachineConfig, then deleted by turning it off.
+		cnvWorld()
+		configWith(dedicatedcpus.Name, dcSpec)
+		waitPhase(dedicatedcpus.Name, v1alpha1.PhaseReviewRequired, 20*time.Second)
+		Expect(planItem(getPlan(dedicatedcpus.Name), dcItem).Error).To(BeEmpty())
+		Expect(approve(advisor, dedicatedcpus.Name, planHashOf(dedicatedcpus.Name))).To(Succeed())
+		waitPhase(dedicatedcpus.Name, v1alpha1.PhaseCompleted, 90*time.Second)
+		_, err = advisor.AdvisorV1alpha1().VirtPlatformConfigs().Patch(suiteCtx, dedicatedcpus.Name, types.MergePatchType,
+			[]byte(`{"spec":{"options":{"dedicatedCPUs":{"enabled":false}}}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		waitPhase(dedicatedcpus.Name, v1alpha1.PhaseReviewRequired, 20*time.Second)
+		Expect(approve(advisor, dedicatedcpus.Name, planHashOf(dedicatedcpus.Name))).To(Succeed())
+		waitPhase(dedicatedcpus.Name, v1alpha1.PhaseCompleted, 90*time.Second)
+		Expect(getObject(kubeletConfigsGVR, "", dcKubelet)).To(BeNil())
+		deleteConfig(dedicatedcpus.Name)
 		// Pruning: the delete of a MachineConfig it created (by name).
 		configWith("virt-higher-density", `{"profile":"virt-higher-density","options":{"virtHigherDensity":{"enableSwap":false,"memoryToRequestRatio":100}}}`)
 		waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)

@@ -133,6 +133,8 @@ type ProfileOptions struct {
 	Hugepages *HugepagesConfig
 	// pciPassthrough tunes the pci-passthrough profile.
 	PciPassthrough *PciPassthroughConfig
+	// dedicatedCPUs tunes the dedicated-cpus profile.
+	DedicatedCPUs *DedicatedCPUsConfig
 }
 
 // HugepagesConfig tunes the hugepages profile.
@@ -151,6 +153,21 @@ type HugepagesConfig struct {
 type PciPassthroughConfig struct {
 	// pool is the MachineConfigPool whose nodes get the IOMMU kernel arguments (default worker).
 	Pool string
+}
+
+// DedicatedCPUsConfig tunes the dedicated-cpus profile.
+type DedicatedCPUsConfig struct {
+	// enabled: false deletes the KubeletConfig the profile made (default true).
+	Enabled *bool
+	// pool is the MachineConfigPool whose kubelets pin CPUs (required when enabled).
+	Pool string
+	// allowAllWorkers admits pool worker (default false).
+	AllowAllWorkers *bool
+	// topologyManagerPolicy: single-numa-node (default), restricted or best-effort.
+	TopologyManagerPolicy string
+	// reservedCoresPerZone is how many physical cores of each NUMA zone the
+	// system keeps (default 1).
+	ReservedCoresPerZone *int32
 }
 
 // LiveMigrationLimitsConfig tunes the live-migration-limits profile.

@@ -44,6 +44,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.ApprovalPolicyStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalRecord"):
 		return &advisorv1alpha1.ApprovalRecordApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DedicatedCPUsConfig"):
+		return &advisorv1alpha1.DedicatedCPUsConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DisruptedVM"):
 		return &advisorv1alpha1.DisruptedVMApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HugepagesConfig"):

@@ -43,6 +43,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ApprovalRecord{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref),
 		v1alpha1.ApprovalSpec{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_ApprovalSpec(ref),
 		v1alpha1.ApprovalStatus{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref),
+		v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName():       schema_pkg_apis_advisor_v1alpha1_DedicatedCPUsConfig(ref),
 		v1alpha1.DisruptedVM{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_DisruptedVM(ref),
 		v1alpha1.HugepagesConfig{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref),
 		v1alpha1.ItemRetry{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_ItemRetry(ref),
@@ -635,6 +636,58 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref common.ReferenceCallbac
 		},
 		Dependencies: []string{
 			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_DedicatedCPUsConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DedicatedCPUsConfig tunes the dedicated-cpus profile: a KubeletConfig for one MachineConfigPool with the static CPU manager, a topology manager policy and CPUs and memory reserved for the system in every NUMA zone, derived from the pool's nodes. Changing it reboots the pool's nodes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"enabled": {
+						SchemaProps: spec.SchemaProps{
+							Description: "enabled: false deletes the KubeletConfig the profile made (its nodes reboot back to the shared CPU pool); default true.",
+							Default:     true,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"pool": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pool is the MachineConfigPool whose nodes run VMs with dedicatedCpuPlacement (required when enabled). Its nodes must be alike in CPUs and NUMA zones.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"allowAllWorkers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "allowAllWorkers admits pool worker: pinning CPUs on every worker is rarely meant (default false).",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"topologyManagerPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "topologyManagerPolicy is the kubelet's topology manager policy: single-numa-node (the default), restricted or best-effort.",
+							Default:     "single-numa-node",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reservedCoresPerZone": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reservedCoresPerZone is how many physical cores (with their SMT siblings) of each NUMA zone are kept for the system and never pinned, 1..8 (default 1).",
+							Default:     1,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -1975,11 +2028,17 @@ func schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref common.ReferenceCallbac
 							Ref:         ref(v1alpha1.PciPassthroughConfig{}.OpenAPIModelName()),
 						},
 					},
+					"dedicatedCPUs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "dedicatedCPUs tunes the dedicated-cpus profile.",
+							Ref:         ref(v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.HugepagesConfig{}.OpenAPIModelName(), v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName(), v1alpha1.LoadAwareConfig{}.OpenAPIModelName(), v1alpha1.PciPassthroughConfig{}.OpenAPIModelName(), v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName()},
+			v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName(), v1alpha1.HugepagesConfig{}.OpenAPIModelName(), v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName(), v1alpha1.LoadAwareConfig{}.OpenAPIModelName(), v1alpha1.PciPassthroughConfig{}.OpenAPIModelName(), v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName()},
 	}
 }
 

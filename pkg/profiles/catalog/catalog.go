@@ -11,6 +11,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/dedicatedcpus"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/hugepages"
@@ -41,7 +42,7 @@ func New(ps ...profiles.Profile) *Catalog {
 
 // Default returns the catalogue of every profile of this build.
 func Default() *Catalog {
-	return New(loadaware.New(), higherdensity.New(), example.New(), livemigration.New(), hugepages.New(), pcipassthrough.New())
+	return New(loadaware.New(), higherdensity.New(), example.New(), livemigration.New(), hugepages.New(), pcipassthrough.New(), dedicatedcpus.New())
 }
 
 // Get returns a profile by name.

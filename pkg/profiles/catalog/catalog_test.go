@@ -130,8 +130,11 @@ func TestEveryProfileIsWired(t *testing.T) {
 			cluster.objects = append(cluster.objects, md.Examples[0].Objects...)
 
 			// Its options, every default applied, hold its own block only.
-			spec := v1alpha1.VirtPlatformConfigSpec{Profile: name}
+			// Those of its first example: a profile may require an option
+			// (dedicated-cpus' pool) that has no default.
+			spec := v1alpha1.VirtPlatformConfigSpec{Profile: name, Options: md.Examples[0].Options.DeepCopy()}
 			opts := c.ResolveOptions(spec)
+			spec.Options = nil
 			blocks := map[string]json.RawMessage{}
 			raw, err := json.Marshal(opts)
 			if err != nil {

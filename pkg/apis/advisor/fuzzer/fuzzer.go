@@ -104,6 +104,13 @@ var Funcs = func(codecs runtimeserializer.CodecFactory) []interface{} {
 				o.Pool = "worker"
 			}
 		},
+		// A string option with a default is no pointer: set, or defaulted.
+		func(o *advisor.DedicatedCPUsConfig, c randfill.Continue) {
+			c.FillNoCustom(o)
+			if o.TopologyManagerPolicy == "" {
+				o.TopologyManagerPolicy = "single-numa-node"
+			}
+		},
 		func(o *advisor.KSMConfiguration, c randfill.Continue) {
 			c.FillNoCustom(o)
 			if o.Enabled == nil {

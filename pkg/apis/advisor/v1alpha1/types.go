@@ -166,6 +166,9 @@ type ProfileOptions struct {
 	// pciPassthrough tunes the pci-passthrough profile.
 	// +optional
 	PciPassthrough *PciPassthroughConfig `json:"pciPassthrough,omitempty"`
+	// dedicatedCPUs tunes the dedicated-cpus profile.
+	// +optional
+	DedicatedCPUs *DedicatedCPUsConfig `json:"dedicatedCPUs,omitempty"`
 }
 
 // HugepagesConfig tunes the hugepages profile: kernel arguments that
@@ -208,6 +211,39 @@ type PciPassthroughConfig struct {
 	// +optional
 	// +default="worker"
 	Pool string `json:"pool,omitempty"`
+}
+
+// DedicatedCPUsConfig tunes the dedicated-cpus profile: a KubeletConfig for
+// one MachineConfigPool with the static CPU manager, a topology manager
+// policy and CPUs and memory reserved for the system in every NUMA zone,
+// derived from the pool's nodes. Changing it reboots the pool's nodes.
+type DedicatedCPUsConfig struct {
+	// enabled: false deletes the KubeletConfig the profile made (its nodes
+	// reboot back to the shared CPU pool); default true.
+	// +optional
+	// +default=true
+	Enabled *bool `json:"enabled,omitempty"`
+	// pool is the MachineConfigPool whose nodes run VMs with
+	// dedicatedCpuPlacement (required when enabled). Its nodes must be alike in CPUs and
+	// NUMA zones.
+	// +optional
+	Pool string `json:"pool,omitempty"`
+	// allowAllWorkers admits pool worker: pinning CPUs on every worker is
+	// rarely meant (default false).
+	// +optional
+	// +default=false
+	AllowAllWorkers *bool `json:"allowAllWorkers,omitempty"`
+	// topologyManagerPolicy is the kubelet's topology manager policy:
+	// single-numa-node (the default), restricted or best-effort.
+	// +optional
+	// +default="single-numa-node"
+	TopologyManagerPolicy string `json:"topologyManagerPolicy,omitempty"`
+	// reservedCoresPerZone is how many physical cores (with their SMT
+	// siblings) of each NUMA zone are kept for the system and never pinned,
+	// 1..8 (default 1).
+	// +optional
+	// +default=1
+	ReservedCoresPerZone *int32 `json:"reservedCoresPerZone,omitempty"`
 }
 
 // LiveMigrationLimitsConfig tunes the live-migration-limits profile: the

@@ -143,6 +143,23 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 				in.Spec.Options.PciPassthrough.Pool = "worker"
 			}
 		}
+		if in.Spec.Options.DedicatedCPUs != nil {
+			if in.Spec.Options.DedicatedCPUs.Enabled == nil {
+				var ptrVar1 bool = true
+				in.Spec.Options.DedicatedCPUs.Enabled = &ptrVar1
+			}
+			if in.Spec.Options.DedicatedCPUs.AllowAllWorkers == nil {
+				var ptrVar1 bool = false
+				in.Spec.Options.DedicatedCPUs.AllowAllWorkers = &ptrVar1
+			}
+			if in.Spec.Options.DedicatedCPUs.TopologyManagerPolicy == "" {
+				in.Spec.Options.DedicatedCPUs.TopologyManagerPolicy = "single-numa-node"
+			}
+			if in.Spec.Options.DedicatedCPUs.ReservedCoresPerZone == nil {
+				var ptrVar1 int32 = 1
+				in.Spec.Options.DedicatedCPUs.ReservedCoresPerZone = &ptrVar1
+			}
+		}
 	}
 	if in.Status.AppliedOptions != nil {
 		if in.Status.AppliedOptions.LoadAware != nil {
@@ -207,6 +224,23 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 		if in.Status.AppliedOptions.PciPassthrough != nil {
 			if in.Status.AppliedOptions.PciPassthrough.Pool == "" {
 				in.Status.AppliedOptions.PciPassthrough.Pool = "worker"
+			}
+		}
+		if in.Status.AppliedOptions.DedicatedCPUs != nil {
+			if in.Status.AppliedOptions.DedicatedCPUs.Enabled == nil {
+				var ptrVar1 bool = true
+				in.Status.AppliedOptions.DedicatedCPUs.Enabled = &ptrVar1
+			}
+			if in.Status.AppliedOptions.DedicatedCPUs.AllowAllWorkers == nil {
+				var ptrVar1 bool = false
+				in.Status.AppliedOptions.DedicatedCPUs.AllowAllWorkers = &ptrVar1
+			}
+			if in.Status.AppliedOptions.DedicatedCPUs.TopologyManagerPolicy == "" {
+				in.Status.AppliedOptions.DedicatedCPUs.TopologyManagerPolicy = "single-numa-node"
+			}
+			if in.Status.AppliedOptions.DedicatedCPUs.ReservedCoresPerZone == nil {
+				var ptrVar1 int32 = 1
+				in.Status.AppliedOptions.DedicatedCPUs.ReservedCoresPerZone = &ptrVar1
 			}
 		}
 	}

@@ -72,6 +72,11 @@ func (in ApprovalStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DedicatedCPUsConfig) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.DedicatedCPUsConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DisruptedVM) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.DisruptedVM"
 }

@@ -33,6 +33,8 @@ type ProfileOptionsApplyConfiguration struct {
 	Hugepages *HugepagesConfigApplyConfiguration `json:"hugepages,omitempty"`
 	// pciPassthrough tunes the pci-passthrough profile.
 	PciPassthrough *PciPassthroughConfigApplyConfiguration `json:"pciPassthrough,omitempty"`
+	// dedicatedCPUs tunes the dedicated-cpus profile.
+	DedicatedCPUs *DedicatedCPUsConfigApplyConfiguration `json:"dedicatedCPUs,omitempty"`
 }
 
 // ProfileOptionsApplyConfiguration constructs a declarative configuration of the ProfileOptions type for use with
@@ -78,5 +80,13 @@ func (b *ProfileOptionsApplyConfiguration) WithHugepages(value *HugepagesConfigA
 // If called multiple times, the PciPassthrough field is set to the value of the last call.
 func (b *ProfileOptionsApplyConfiguration) WithPciPassthrough(value *PciPassthroughConfigApplyConfiguration) *ProfileOptionsApplyConfiguration {
 	b.PciPassthrough = value
+	return b
+}
+
+// WithDedicatedCPUs sets the DedicatedCPUs field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DedicatedCPUs field is set to the value of the last call.
+func (b *ProfileOptionsApplyConfiguration) WithDedicatedCPUs(value *DedicatedCPUsConfigApplyConfiguration) *ProfileOptionsApplyConfiguration {
+	b.DedicatedCPUs = value
 	return b
 }
