@@ -538,6 +538,8 @@ func (c *Controller) expectDueItems() {
 		return
 	}
 	for _, cfg := range configs {
+		// An aborted plan's pools stay held from the start of the term.
+		c.pools.HoldAborted(cfg.Name, abortHold(cfg))
 		if cfg.Status.Phase != v1alpha1.PhaseInProgress || cfg.Spec.Action == v1alpha1.PlanActionIgnore {
 			continue
 		}
@@ -547,4 +549,10 @@ func (c *Controller) expectDueItems() {
 			}
 		}
 	}
+}
+
+// PauseAborted pauses, before an abort is answered, the pools the aborted
+// plan of cfg was rolling out on, and holds them paused (pkg/controller/pools).
+func (c *Controller) PauseAborted(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) error {
+	return c.pools.PauseAborted(ctx, cfg.Name, abortHold(cfg))
 }
