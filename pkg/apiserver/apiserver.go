@@ -260,6 +260,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		"virtplatformconfigs/status":  storage.Status,
 		"virtplatformconfigs/plan":    storage.Plan,
 		"virtplatformconfigs/approve": storage.Approve,
+		"virtplatformconfigs/abort":   storage.Abort,
 		"maintenancewindows":          windows,
 		"approvalpolicies":            policies,
 	}
@@ -301,6 +302,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
 			ApprovalPolicies:        controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer()},
 		})
+		storage.Abort.SetPauser(ctrl)
 		metrics.RegisterConfigs(configs.Advisor().V1alpha1().VirtPlatformConfigs().Lister(), ctrl.Leading)
 		if leases != nil {
 			leases.Start(ctx.Done())
