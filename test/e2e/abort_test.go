@@ -3,8 +3,10 @@ package e2e
 import (
 	"time"
 
+	"github.com/chromedp/chromedp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -142,5 +144,68 @@ var _ = Describe("aborting an approved plan", startFirst, func() {
 		deleteConfig("load-aware-rebalancing")
 		expectUnpausedByUs()
 		waitPoolSettled("00-worker", "99-worker-psi-karg")
+	})
+})
+
+const abortReader = "abort-e2e-cluster-reader"
+
+var _ = Describe("kubectl advisor dashboard: the abort button of the rollout page", Ordered, startFirst, func() {
+	BeforeAll(func() {
+		startBrowser()
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: abortReader}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"machineconfiguration.openshift.io"}, Resources: []string{"machineconfigpools", "machineconfigs"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"nodes", "events"}, Verbs: []string{"get", "list", "watch"}},
+		}}
+		_, err := kube.RbacV1().ClusterRoles().Create(suiteCtx, role, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _ = kube.RbacV1().ClusterRoles().Delete(suiteCtx, abortReader, metav1.DeleteOptions{}) })
+	})
+	BeforeEach(resetCluster)
+	AfterEach(func() {
+		deleteConfig("load-aware-rebalancing")
+		resetCluster()
+	})
+
+	It("shows a viewer no button; lets an approver abort after confirming, with the CSRF token; the page then says Aborted and what was written", func() {
+		before := psiRollingOut()
+		hash := getConfig("load-aware-rebalancing").Status.Approval.PlanHash
+		rollout := "/configs/load-aware-rebalancing/rollout"
+
+		By("a viewer sees why there is no button, and a forged form is refused")
+		_, viewerConfig := dashboardUser("vera", "virt-advisor-viewer", abortReader)
+		dv := startDashboard(viewerConfig)
+		vtab := newTab()
+		load(vtab, chromedp.Navigate(dv.url))
+		load(vtab, chromedp.Navigate(dv.base+rollout))
+		Expect(textOf(vtab, "#cannot-abort")).To(ContainSubstring("virt-advisor-approver"))
+		resp := submitForm(vtab, "/configs/load-aware-rebalancing/abort", map[string]string{"csrf": csrfOf(vtab), "planHash": hash, "confirm": "yes"})
+		Expect(resp.Status).To(BeEquivalentTo(403), pageText(vtab))
+		Expect(getConfig("load-aware-rebalancing").Status.Phase).To(Equal(v1alpha1.PhaseInProgress), "nothing aborted")
+
+		By("an approver: the button, the confirmation, then the abort")
+		approver, kubeconfig := dashboardUser("abe", "virt-advisor-approver", abortReader)
+		d := startDashboard(kubeconfig)
+		tab := newTab()
+		load(tab, chromedp.Navigate(d.url))
+		load(tab, chromedp.Navigate(d.base+rollout))
+		Expect(textOf(tab, "#abort")).To(Equal("Abort plan " + hash[:12]))
+		resp = submitForm(tab, "/configs/load-aware-rebalancing/abort", map[string]string{"csrf": "forged", "planHash": hash, "confirm": "yes"})
+		Expect(resp.Status).To(BeEquivalentTo(403), "a form without the page's CSRF token")
+		Expect(getConfig("load-aware-rebalancing").Status.Phase).To(Equal(v1alpha1.PhaseInProgress), "nothing aborted")
+		load(tab, chromedp.Navigate(d.base+rollout))
+		load(tab, chromedp.Click(chromedp.CSS("#abort")))
+		Expect(textOf(tab, "#confirm")).To(Equal("Yes, abort plan " + hash[:12]))
+		Expect(getConfig("load-aware-rebalancing").Status.Phase).To(Equal(v1alpha1.PhaseInProgress), "nothing aborted before the confirmation")
+		atAbort := nodesUpdated(before)
+		resp = load(tab, chromedp.Click(chromedp.CSS("#confirm")))
+		Expect(resp.URL).To(Equal(d.base + rollout + "?aborted=" + hash))
+		expectHeldPaused(before, atAbort)
+		c := getConfig("load-aware-rebalancing")
+		Expect(c.Status.Phase).To(Equal(v1alpha1.PhaseAborted))
+		Expect(c.Status.Abort.AbortedBy).To(Equal(approver))
+		Expect(textOf(tab, "#flash")).To(ContainSubstring("Plan " + hash[:12] + " aborted by " + approver))
+		waitFor(tab, `document.getElementById('phase').textContent.includes('Aborted')`, 30*time.Second)
+		Expect(eval[bool](tab, `document.getElementById('abort') === null`)).To(BeTrue(), "no abort button once aborted")
+		screenshot(tab, "aborted")
 	})
 })
