@@ -63,6 +63,17 @@ func TestAbortPausesTheRolloutUntilApprovedAgain(t *testing.T) {
 		t.Fatalf("pauses %v, want the pool paused before the abort is answered", h.cluster.pauses)
 	}
 
+	// A reconcile from a cache that has not seen the abort yet (the
+	// approval it shows is older than the abort) does not end the hold.
+	stale := h.get()
+	stale.Status.Abort, stale.Status.Phase = nil, v1alpha1.PhaseInProgress
+	h.c.keepPools(stale)
+	h.clock.Step(time.Minute)
+	h.syncPools()
+	if !slices.Equal(h.cluster.pauses, []bool{true}) {
+		t.Fatalf("pauses %v after a stale reconcile, want the pool still paused", h.cluster.pauses)
+	}
+
 	h.mustReconcile(v1alpha1.PhaseAborted)
 	cfg := h.get()
 	msg := status.PhaseMessage(&cfg.Status)

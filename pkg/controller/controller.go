@@ -539,7 +539,7 @@ func (c *Controller) expectDueItems() {
 	}
 	for _, cfg := range configs {
 		// An aborted plan's pools stay held from the start of the term.
-		c.pools.HoldAborted(cfg.Name, abortHold(cfg))
+		holdAborted(c.pools, cfg)
 		if cfg.Status.Phase != v1alpha1.PhaseInProgress || cfg.Spec.Action == v1alpha1.PlanActionIgnore {
 			continue
 		}
@@ -554,5 +554,8 @@ func (c *Controller) expectDueItems() {
 // PauseAborted pauses, before an abort is answered, the pools the aborted
 // plan of cfg was rolling out on, and holds them paused (pkg/controller/pools).
 func (c *Controller) PauseAborted(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) error {
+	if cfg.Status.Abort == nil {
+		return nil
+	}
 	return c.pools.PauseAborted(ctx, cfg.Name, abortHold(cfg))
 }

@@ -764,7 +764,7 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 // keepPools tells the pool controller which of cfg's items still wait on
 // their pools or roll out on them.
 func (c *Controller) keepPools(cfg *v1alpha1.VirtPlatformConfig) {
-	c.pools.HoldAborted(cfg.Name, abortHold(cfg))
+	holdAborted(c.pools, cfg)
 	var waiting, rolling []string
 	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
 		c.pools.Keep(cfg.Name, nil, nil)
@@ -782,21 +782,30 @@ func (c *Controller) keepPools(cfg *v1alpha1.VirtPlatformConfig) {
 	c.pools.Keep(cfg.Name, waiting, rolling)
 }
 
+// holdAborted tells the pool controller of cfg's abort, or of the
+// approval that ended it.
+func holdAborted(p *pools.Controller, cfg *v1alpha1.VirtPlatformConfig) {
+	switch st := &cfg.Status; {
+	case st.Abort != nil:
+		p.HoldAborted(cfg.Name, abortHold(cfg))
+	case st.Approval != nil:
+		p.ReleaseAborted(cfg.Name, st.Approval.PlanHash, st.Approval.ApprovedAt.Time)
+	}
+}
+
 // abortHold are the MachineConfig changes of cfg's aborted plan that were
 // written or being written: the pool controller holds the pools that
 // render them paused until a new approval (which clears status.abort) or
 // the config's deletion. Action Ignore does not end it.
-func abortHold(cfg *v1alpha1.VirtPlatformConfig) []machineconfig.Change {
-	if cfg.Status.Abort == nil {
-		return nil
-	}
-	var changes []machineconfig.Change
+func abortHold(cfg *v1alpha1.VirtPlatformConfig) pools.AbortHold {
+	a := cfg.Status.Abort
+	hold := pools.AbortHold{PlanHash: a.PlanHash, At: a.AbortedAt.Time}
 	for i := range cfg.Status.Items {
 		if it := &cfg.Status.Items[i]; it.State == v1alpha1.ItemStateInProgress && rollsPools(it) && it.Operation != v1alpha1.OperationNone {
-			changes = append(changes, machineconfig.ItemChange(it.TargetRef, it.DesiredState))
+			hold.Changes = append(hold.Changes, machineconfig.ItemChange(it.TargetRef, it.DesiredState))
 		}
 	}
-	return changes
+	return hold
 }
 
 // dueOnPools is true for an approved MachineConfig item whose write is

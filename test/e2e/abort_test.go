@@ -31,11 +31,12 @@ func nodesUpdated(before fakemco.Rollouts) int {
 	return sum
 }
 
-// psiRollingOut approves load-aware-rebalancing with 2 s per worker node
-// and returns once the first node is updated and the second under way.
-func psiRollingOut() fakemco.Rollouts {
+// psiRollingOut approves load-aware-rebalancing with step (a duration)
+// per worker node and returns once the first node is updated and the
+// second under way.
+func psiRollingOut(step string) fakemco.Rollouts {
 	GinkgoHelper()
-	patchObject(mcpGVR, "", "worker", `{"metadata":{"annotations":{"`+fakemco.StepTimeAnnotation+`":"2s"}}}`)
+	patchObject(mcpGVR, "", "worker", `{"metadata":{"annotations":{"`+fakemco.StepTimeAnnotation+`":"`+step+`"}}}`)
 	configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
 	waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 20*time.Second)
 	before := testEnv.FakeMCORollouts("worker")
@@ -47,7 +48,7 @@ func psiRollingOut() fakemco.Rollouts {
 
 // expectHeldPaused checks that the worker pool is paused by us and that no
 // node update beyond the one in flight when the abort was answered
-// finishes for a while (three node steps).
+// finishes for a while (three node steps of 2 s).
 func expectHeldPaused(before fakemco.Rollouts, atAbort int) {
 	GinkgoHelper()
 	paused, managers := pausedManagers(Default)
@@ -66,7 +67,7 @@ var _ = Describe("aborting an approved plan", startFirst, func() {
 	})
 
 	It("stops a rollout of 3 nodes after the node in flight, says what was written, and a new approval resumes it: each node updated once", func() {
-		before := psiRollingOut()
+		before := psiRollingOut("2s")
 		atAbort := nodesUpdated(before)
 		a := abortPlan("load-aware-rebalancing")
 		Expect(a.Status.AbortedBy).NotTo(BeEmpty())
@@ -80,7 +81,7 @@ var _ = Describe("aborting an approved plan", startFirst, func() {
 		Expect(c.Status.Abort).NotTo(BeNil())
 		Expect(c.Status.Abort.Written).To(ConsistOf("enable-load-aware-descheduling", "enable-psi-metrics"))
 		Expect(describeStatus(c)).To(SatisfyAll(ContainSubstring("was aborted by"),
-			ContainSubstring("written: enable-load-aware-descheduling, enable-psi-metrics"), ContainSubstring("stay paused")))
+			ContainSubstring("written: enable-psi-metrics, enable-load-aware-descheduling"), ContainSubstring("stay paused")))
 		Expect(eventReasons("load-aware-rebalancing")).To(ContainElement("Aborted"))
 
 		By("a second abort is a conflict that says what to do")
@@ -123,7 +124,8 @@ var _ = Describe("aborting an approved plan", startFirst, func() {
 	})
 
 	It("aborts with the plugin after asking; deleting the aborted config ends the pause", func() {
-		before := psiRollingOut()
+		// 5 s per node: the plugin is asked twice before the rollout ends.
+		before := psiRollingOut("5s")
 		r := plugin("n\n", "abort", "load-aware-rebalancing")
 		Expect(r.code).To(Equal(1), r.stderr)
 		Expect(r.stdout).To(SatisfyAll(ContainSubstring("is being applied"), ContainSubstring("Abort plan "), ContainSubstring("Nothing aborted.")))
@@ -132,7 +134,7 @@ var _ = Describe("aborting an approved plan", startFirst, func() {
 		atAbort := nodesUpdated(before)
 		r = plugin("y\n", "abort", "load-aware-rebalancing")
 		Expect(r.code).To(Equal(0), r.stderr)
-		Expect(r.stdout).To(MatchRegexp(`Plan [0-9a-f]{12} aborted by .* Written: enable-load-aware-descheduling, enable-psi-metrics; not written: none\. To go on: kubectl advisor approve load-aware-rebalancing`))
+		Expect(r.stdout).To(MatchRegexp(`Plan [0-9a-f]{12} aborted by .* Written: enable-psi-metrics, enable-load-aware-descheduling; not written: none\. To go on: kubectl advisor approve load-aware-rebalancing`))
 		expectHeldPaused(before, atAbort)
 		Expect(getConfig("load-aware-rebalancing").Status.Phase).To(Equal(v1alpha1.PhaseAborted))
 
@@ -167,7 +169,8 @@ var _ = Describe("kubectl advisor dashboard: the abort button of the rollout pag
 	})
 
 	It("shows a viewer no button; lets an approver abort after confirming, with the CSRF token; the page then says Aborted and what was written", func() {
-		before := psiRollingOut()
+		// 10 s per node: two browsers load their pages before the rollout ends.
+		before := psiRollingOut("10s")
 		hash := getConfig("load-aware-rebalancing").Status.Approval.PlanHash
 		rollout := "/configs/load-aware-rebalancing/rollout"
 

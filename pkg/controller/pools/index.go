@@ -30,14 +30,14 @@ type index struct {
 	// pools: every pool a config's items were evaluated on (watched).
 	pools map[string]sets.Set[string]
 	// aborts: by aborted config, the changes whose pools it holds paused.
-	aborts map[string][]machineconfig.Change
+	aborts map[string]AbortHold
 }
 
 func newIndex() *index {
 	return &index{
 		waiting: map[string]sets.Set[itemKey]{}, rolling: map[string]sets.Set[itemKey]{},
 		expected: map[itemKey]machineconfig.Change{}, pauses: map[itemKey]*pauseCount{},
-		pools: map[string]sets.Set[string]{}, aborts: map[string][]machineconfig.Change{},
+		pools: map[string]sets.Set[string]{}, aborts: map[string]AbortHold{},
 	}
 }
 

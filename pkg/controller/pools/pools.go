@@ -172,7 +172,7 @@ func (c *Controller) Seen(config string) []string { return c.index.seen(config) 
 // Forget drops a deleted config from the index; the pools its abort held
 // paused are looked at again.
 func (c *Controller) Forget(config string) {
-	if c.index.setAborted(config, nil) {
+	if c.index.dropAborted(config) {
 		c.Resync()
 	}
 	c.index.forget(config)
