@@ -94,6 +94,9 @@ func TestAbortPausesTheRolloutUntilApprovedAgain(t *testing.T) {
 	if !slices.Equal(h.planner.applied, []string{psi}) || !slices.Equal(h.cluster.pauses, []bool{true}) {
 		t.Fatalf("after the abort: applied %v, pauses %v; want nothing more written and the pause kept", h.planner.applied, h.cluster.pauses)
 	}
+	if it := findItem(h.get().Status.Items, psi); !strings.Contains(it.Message, "paused: the plan rolling out on it was aborted (1 of 3 nodes updated)") {
+		t.Errorf("PSI item %q, want it to say its rollout is paused by the abort", it.Message)
+	}
 
 	// Approved again: the plan starts from what is live.
 	delete(h.planner.applyErr, hcoItem)

@@ -83,6 +83,8 @@ var _ = Describe("aborting an approved plan", startFirst, func() {
 		Expect(describeStatus(c)).To(SatisfyAll(ContainSubstring("was aborted by"),
 			ContainSubstring("written: enable-psi-metrics, enable-load-aware-descheduling"), ContainSubstring("stay paused")))
 		Expect(eventReasons("load-aware-rebalancing")).To(ContainElement("Aborted"))
+		Eventually(func() string { return itemMessage("load-aware-rebalancing", "enable-psi-metrics") }).WithTimeout(10 * time.Second).
+			Should(ContainSubstring("is paused: the plan rolling out on it was aborted"))
 
 		By("a second abort is a conflict that says what to do")
 		_, err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().Abort(suiteCtx, "load-aware-rebalancing", &v1alpha1.Abort{}, metav1.CreateOptions{})
