@@ -262,6 +262,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		"virtplatformconfigs/plan":    storage.Plan,
 		"virtplatformconfigs/revert":  storage.Revert,
 		"virtplatformconfigs/approve": storage.Approve,
+		"virtplatformconfigs/abort":   storage.Abort,
 		"maintenancewindows":          windows,
 		"approvalpolicies":            policies,
 	}
@@ -303,6 +304,7 @@ func (c CompletedConfig) New() (*Server, error) {
 			TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
 			ApprovalPolicies:        controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer()},
 		})
+		storage.Abort.SetPauser(ctrl)
 		metrics.RegisterConfigs(configs.Advisor().V1alpha1().VirtPlatformConfigs().Lister(), ctrl.Leading)
 		if leases != nil {
 			leases.Start(ctx.Done())

@@ -24,6 +24,9 @@ func Record(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1al
 	}
 	record.ItemsHash = itemsHash
 	st.Approval = &record
+	// The new approval ends an abort's pause of the pools (the new plan
+	// starts from what is live).
+	st.Abort = nil
 	st.ObservedGeneration = record.Generation
 	st.Items = items
 	st.SourceSnapshotHash = res.SnapshotHash

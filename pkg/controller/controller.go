@@ -581,6 +581,8 @@ func (c *Controller) expectDueItems() {
 		return
 	}
 	for _, cfg := range configs {
+		// An aborted plan's pools stay held from the start of the term.
+		holdAborted(c.pools, cfg)
 		if cfg.Status.Phase != v1alpha1.PhaseInProgress || cfg.Spec.Action == v1alpha1.PlanActionIgnore {
 			continue
 		}
@@ -590,4 +592,13 @@ func (c *Controller) expectDueItems() {
 			}
 		}
 	}
+}
+
+// PauseAborted pauses, before an abort is answered, the pools the aborted
+// plan of cfg was rolling out on, and holds them paused (pkg/controller/pools).
+func (c *Controller) PauseAborted(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) error {
+	if cfg.Status.Abort == nil {
+		return nil
+	}
+	return c.pools.PauseAborted(ctx, cfg.Name, abortHold(cfg))
 }

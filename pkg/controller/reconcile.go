@@ -34,7 +34,7 @@ const (
 	// applyingMessage marks an item whose write was started but not yet
 	// confirmed: after a crash it is written again (server-side apply of
 	// the same desired state changes nothing).
-	applyingMessage  = "Applying"
+	applyingMessage  = status.ItemApplying
 	appliedMessage   = "Applied successfully"
 	unchangedMessage = "Already in desired state - no changes needed"
 	// prerequisiteRetry re-checks missing prerequisites even without a CRD event.
@@ -818,6 +818,7 @@ func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.Vi
 // keepPools tells the pool controller which of cfg's items still wait on
 // their pools or roll out on them.
 func (c *Controller) keepPools(cfg *v1alpha1.VirtPlatformConfig) {
+	holdAborted(c.pools, cfg)
 	var waiting, rolling []string
 	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
 		c.pools.Keep(cfg.Name, nil, nil)
@@ -833,6 +834,32 @@ func (c *Controller) keepPools(cfg *v1alpha1.VirtPlatformConfig) {
 		}
 	}
 	c.pools.Keep(cfg.Name, waiting, rolling)
+}
+
+// holdAborted tells the pool controller of cfg's abort, or of the
+// approval that ended it.
+func holdAborted(p *pools.Controller, cfg *v1alpha1.VirtPlatformConfig) {
+	switch st := &cfg.Status; {
+	case st.Abort != nil:
+		p.HoldAborted(cfg.Name, abortHold(cfg))
+	case st.Approval != nil:
+		p.ReleaseAborted(cfg.Name, st.Approval.PlanHash, st.Approval.ApprovedAt.Time)
+	}
+}
+
+// abortHold are the MachineConfig changes of cfg's aborted plan that were
+// written or being written: the pool controller holds the pools that
+// render them paused until a new approval (which clears status.abort) or
+// the config's deletion. Action Ignore does not end it.
+func abortHold(cfg *v1alpha1.VirtPlatformConfig) pools.AbortHold {
+	a := cfg.Status.Abort
+	hold := pools.AbortHold{PlanHash: a.PlanHash, At: a.AbortedAt.Time}
+	for i := range cfg.Status.Items {
+		if it := &cfg.Status.Items[i]; it.State == v1alpha1.ItemStateInProgress && rollsPools(it) && it.Operation != v1alpha1.OperationNone {
+			hold.Changes = append(hold.Changes, machineconfig.ItemChange(it.TargetRef, it.DesiredState))
+		}
+	}
+	return hold
 }
 
 // dueOnPools is true for an approved MachineConfig item whose write is

@@ -32,6 +32,10 @@ const (
 	MessageDrifted = "Configuration has drifted from desired state"
 )
 
+// ItemApplying is the message of an item whose write was started but not
+// yet confirmed (the controller's intent): an attempt may be in flight.
+const ItemApplying = "Applying"
+
 // Step is what the controller does with a config in a phase.
 type Step int
 
@@ -95,6 +99,10 @@ var phases = []PhaseInfo{
 		InactiveReason: "NoDrift", InactiveMessage: "Configuration is in sync with desired state"},
 	{Phase: v1alpha1.PhaseFailed, Step: StepNone, Warning: true, Approvable: true,
 		InactiveReason: "NotFailed", InactiveMessage: "No failure"},
+	// Aborted is terminal like Failed: nothing more of the aborted plan is
+	// written; a new plan is reviewed and approved to go on.
+	{Phase: v1alpha1.PhaseAborted, Step: StepNone, Warning: true, Approvable: true,
+		InactiveReason: "NotAborted", InactiveMessage: "No plan was aborted"},
 }
 
 // noPhase is a config the controller has not looked at yet.

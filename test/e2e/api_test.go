@@ -51,12 +51,13 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		Expect(verbs["virtplatformconfigs/plan"]).To(ConsistOf("get"))
 		Expect(verbs["virtplatformconfigs/revert"]).To(ConsistOf("get"))
 		Expect(verbs["virtplatformconfigs/approve"]).To(ConsistOf("create"))
+		Expect(verbs["virtplatformconfigs/abort"]).To(ConsistOf("create"))
 		// Status is computed on read: no status subresource to write.
 		Expect(verbs["maintenancewindows"]).To(ConsistOf("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"))
 		// Its status too (covered configs, last approved and refused); its
 		// author is taken from the request that set it.
 		Expect(verbs["approvalpolicies"]).To(ConsistOf("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"))
-		Expect(verbs).To(HaveLen(7))
+		Expect(verbs).To(HaveLen(8))
 	})
 
 	It("applies the defaults", func() {

@@ -16,5 +16,6 @@ func Phases() []ConfigPhase {
 		PhaseCompletedWithUpgrade,
 		PhaseDrifted,
 		PhaseFailed,
+		PhaseAborted,
 	}
 }

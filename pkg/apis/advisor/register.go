@@ -34,6 +34,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&VirtPlatformConfigList{},
 		&Plan{},
 		&Approval{},
+		&Abort{},
 		&MaintenanceWindow{},
 		&MaintenanceWindowList{},
 		&ApprovalPolicy{},

@@ -55,6 +55,7 @@ const (
 	PhaseFailed               ConfigPhase = "Failed"
 	PhaseDrifted              ConfigPhase = "Drifted"
 	PhaseIgnored              ConfigPhase = "Ignored"
+	PhaseAborted              ConfigPhase = "Aborted"
 )
 
 // ItemState is the progress of one plan item.
@@ -262,6 +263,8 @@ type VirtPlatformConfigStatus struct {
 	AppliedItems []AppliedItem
 	// approval is the last approval of a plan revision.
 	Approval *ApprovalRecord
+	// abort records who aborted the approved plan, and when.
+	Abort *AbortRecord
 	// specChangedBy is the user who made the last spec change; it is the approver when action is Apply.
 	SpecChangedBy string
 	// writtenObjects are the objects virt-advisor wrote for this config, by
@@ -503,6 +506,16 @@ type ApprovalRecord struct {
 	Revert bool
 }
 
+// AbortRecord is the abort of an approved plan.
+type AbortRecord struct {
+	PlanHash   string
+	AbortedBy  string
+	AbortedAt  metav1.Time
+	Written    []string
+	InFlight   []string
+	NotWritten []string
+}
+
 // ApprovalPolicyRef is an ApprovalPolicy as it was when it approved a plan.
 type ApprovalPolicyRef struct {
 	// name of the policy.
@@ -635,4 +648,34 @@ type ApprovalStatus struct {
 	ApprovedBy string
 	ApprovedAt *metav1.Time
 	PlanHash   string
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Abort stops an approved plan of a VirtPlatformConfig (POST
+// .../virtplatformconfigs/{name}/abort). It is never stored.
+type Abort struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	// spec names the approved plan being aborted.
+	Spec AbortSpec
+	// status is filled in by the server.
+	Status AbortStatus
+}
+
+// AbortSpec names the approved plan being aborted.
+type AbortSpec struct {
+	// planHash, when set, must be the approved plan's hash.
+	PlanHash string
+}
+
+// AbortStatus records who aborted what and when, and what was written.
+type AbortStatus struct {
+	AbortedBy  string
+	AbortedAt  *metav1.Time
+	PlanHash   string
+	Written    []string
+	InFlight   []string
+	NotWritten []string
 }

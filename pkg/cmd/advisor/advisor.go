@@ -84,6 +84,7 @@ func newRootCmd(o *options) *cobra.Command {
 
   kubectl advisor plan NAME       the live plan as a diff per item, with the nodes it reboots
   kubectl advisor approve NAME    show the plan, ask, approve exactly that plan
+  kubectl advisor abort NAME      ask, then stop the approved plan being applied
   kubectl advisor status [NAME]   phase, approval, items and MachineConfigPool progress
   kubectl advisor dashboard       the same in a web page on this computer, with a button to approve`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl advisor"},
@@ -102,7 +103,7 @@ func newRootCmd(o *options) *cobra.Command {
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	cmd.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
-	cmd.AddCommand(newCmdPlan(o), newCmdApprove(o), newCmdRevert(o), newCmdStatus(o), newCmdDashboard(o))
+	cmd.AddCommand(newCmdPlan(o), newCmdApprove(o), newCmdRevert(o), newCmdAbort(o), newCmdStatus(o), newCmdDashboard(o))
 	return cmd
 }
 

@@ -43,7 +43,7 @@ MachineConfigPool that selects one of its MachineConfigs.
 
 With -w, follow NAME and print it again whenever it changes, until it
 reaches a phase where it waits for nobody but you: Completed,
-CompletedWithErrors, CompletedWithUpgrade, Failed, Drifted, Ignored,
+CompletedWithErrors, CompletedWithUpgrade, Failed, Aborted, Drifted, Ignored,
 PrerequisiteFailed, or ReviewRequired (waiting for a review and an
 approval; an approval the controller has not acted on yet is followed).
 A status that still describes an older spec generation is followed too.
@@ -177,7 +177,7 @@ func settled(cfg *v1alpha1.VirtPlatformConfig) bool {
 	}
 	switch cfg.Status.Phase {
 	case v1alpha1.PhaseCompleted, v1alpha1.PhaseCompletedWithErrors, v1alpha1.PhaseCompletedWithUpgrade,
-		v1alpha1.PhaseFailed, v1alpha1.PhaseDrifted, v1alpha1.PhaseIgnored, v1alpha1.PhasePrerequisiteFailed:
+		v1alpha1.PhaseFailed, v1alpha1.PhaseAborted, v1alpha1.PhaseDrifted, v1alpha1.PhaseIgnored, v1alpha1.PhasePrerequisiteFailed:
 		return true
 	case v1alpha1.PhaseReviewRequired:
 		a := cfg.Status.Approval

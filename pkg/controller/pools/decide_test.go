@@ -41,6 +41,16 @@ func TestDecide(t *testing.T) {
 		{"our window pause, window open: unpaused, looked at as it closes", poolState{pause: oursForWindow, written: true, rolling: true, window: open},
 			poolDecision{action: unpause, after: time.Hour}},
 		{"our coalescing pause over, nothing of ours rolls out: unpaused, no timer", poolState{pause: oursEnded, window: open}, poolDecision{action: unpause}},
+		{"aborted plan rolls out, not paused: paused for the abort", poolState{rolling: true, written: true, aborted: true, window: allowed},
+			poolDecision{action: abortPause}},
+		{"aborted plan rolls out, window open: paused for the abort all the same", poolState{rolling: true, written: true, aborted: true, window: open},
+			poolDecision{action: abortPause}},
+		{"aborted, our pause over: held, not unpaused, no timer", poolState{pause: oursEnded, rolling: true, written: true, aborted: true, window: allowed, coalesce: time.Minute},
+			poolDecision{}},
+		{"aborted, our window pause and the window open: held", poolState{pause: oursForWindow, rolling: true, written: true, aborted: true, window: open},
+			poolDecision{}},
+		{"aborted, paused by someone else: left paused, theirs", poolState{pause: theirs, rolling: true, aborted: true, window: allowed}, poolDecision{}},
+		{"aborted, the pool done rolling: no pause", poolState{written: true, aborted: true, window: allowed}, poolDecision{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.now = now

@@ -29,13 +29,15 @@ type index struct {
 	pauses map[itemKey]*pauseCount
 	// pools: every pool a config's items were evaluated on (watched).
 	pools map[string]sets.Set[string]
+	// aborts: by aborted config, the changes whose pools it holds paused.
+	aborts map[string]AbortHold
 }
 
 func newIndex() *index {
 	return &index{
 		waiting: map[string]sets.Set[itemKey]{}, rolling: map[string]sets.Set[itemKey]{},
 		expected: map[itemKey]machineconfig.Change{}, pauses: map[itemKey]*pauseCount{},
-		pools: map[string]sets.Set[string]{},
+		pools: map[string]sets.Set[string]{}, aborts: map[string]AbortHold{},
 	}
 }
 
@@ -188,6 +190,7 @@ func (x *index) forget(config string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.pools, config)
+	delete(x.aborts, config)
 }
 
 func sortKeys(keys []itemKey) {

@@ -169,8 +169,14 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // config controller watches them.
 func (c *Controller) Seen(config string) []string { return c.index.seen(config) }
 
-// Forget drops a deleted config from the index.
-func (c *Controller) Forget(config string) { c.index.forget(config) }
+// Forget drops a deleted config from the index; the pools its abort held
+// paused are looked at again.
+func (c *Controller) Forget(config string) {
+	if c.index.dropAborted(config) {
+		c.Resync()
+	}
+	c.index.forget(config)
+}
 
 // Keep drops from the index the items of config other than these: waiting,
 // the approved MachineConfig items not written yet; rolling, those

@@ -3,6 +3,7 @@ package pools
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,9 +20,11 @@ type poolState struct {
 	// under an approval rolls out on it; due: approved items wait to
 	// write to it.
 	rolling, written, due bool
-	window                windowCheck
-	now                   time.Time
-	coalesce              time.Duration
+	// aborted: an aborted plan's change rolls on the pool (HoldAborted).
+	aborted  bool
+	window   windowCheck
+	now      time.Time
+	coalesce time.Duration
 }
 
 type poolAction int
@@ -30,6 +33,7 @@ const (
 	keep        poolAction = iota // leave the pool as it is
 	unpause                       // end our pause
 	windowPause                   // pause it: its window closed mid-rollout
+	abortPause                    // pause it: the plan rolling on it was aborted
 )
 
 // poolDecision is what to do with a pool now, and when to look again.
@@ -51,6 +55,13 @@ type poolDecision struct {
 // as it closes.
 func decide(s poolState) poolDecision {
 	w := s.window
+	if s.aborted {
+		// Held paused until the abort is withdrawn, whoever paused it.
+		if !s.pause.Paused && s.rolling {
+			return poolDecision{action: abortPause}
+		}
+		return poolDecision{}
+	}
 	if s.pause.Ours {
 		end, after := machineconfig.DecideUnpause(s.pause, s.now, s.due, s.coalesce, !w.Allowed, w.after(s.now))
 		if end {
@@ -90,10 +101,11 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 	}
 	rolling := c.index.rollingOn(name)
 	due := c.index.due(pool)
+	aborted := c.index.abortedOn(pool)
 	w := c.windowFor(ctx, pool)
 	d := decide(poolState{
 		pause: machineconfig.ReadPool(pool, cluster.FieldManager, "", ""), rolling: machineconfig.RollingOut(pool),
-		written: len(rolling) > 0, due: len(due) > 0, window: w, now: c.Clock.Now(), coalesce: c.CoalesceWindow,
+		written: len(rolling) > 0, due: len(due) > 0, aborted: len(aborted) > 0, window: w, now: c.Clock.Now(), coalesce: c.CoalesceWindow,
 	})
 	switch d.action {
 	case unpause:
@@ -103,6 +115,19 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 		}
 		klog.InfoS("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", name, "othersHoldingPause", p.Others)
 		c.Recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", machineconfig.UnpauseMessage(p))
+	case abortPause:
+		// Marked as a pause of ours that ends at once: the hold, not the
+		// time, keeps it; withdrawn, the pause ends as a coalescing one.
+		now := c.Clock.Now()
+		if err := c.applyPause(ctx, name, &now, ""); err != nil {
+			return 0, fmt.Errorf("pausing MachineConfigPool '%s' for the aborted plan of %v: %w", name, aborted, err)
+		}
+		klog.InfoS("Paused MachineConfigPool: the plan rolling out on it was aborted", "pool", name, "configs", aborted)
+		c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
+			"Paused by virt-advisor: the plan of VirtPlatformConfig %s rolling out on it was aborted; a node already updating finishes, no other starts until a plan is approved again or the config is deleted", strings.Join(aborted, ", "))
+		for _, config := range aborted {
+			c.Wake(config)
+		}
 	case windowPause:
 		if err := c.applyPause(ctx, name, &d.until, d.forWindow); err != nil {
 			return 0, fmt.Errorf("pausing MachineConfigPool '%s' at the close of its maintenance window: %w", name, err)
@@ -137,7 +162,7 @@ func (c *Controller) ReconcileAll(ctx context.Context) (time.Duration, error) {
 	}
 	for i := range pools {
 		name := pools[i].GetName()
-		if machineconfig.ReadPool(&pools[i], cluster.FieldManager, "", "").Ours || len(c.index.rollingOn(name)) > 0 {
+		if machineconfig.ReadPool(&pools[i], cluster.FieldManager, "", "").Ours || len(c.index.rollingOn(name)) > 0 || len(c.index.abortedOn(&pools[i])) > 0 {
 			c.enqueue(name, 0)
 		}
 	}

@@ -3,6 +3,7 @@ package pools
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -126,7 +127,11 @@ func (c *Controller) poolRollout(ctx context.Context, key itemKey, it *v1alpha1.
 	if w.Windowed && !w.ClosesAt.IsZero() {
 		out.After = soonest(out.After, w.ClosesAt.Sub(now)) // the rollout's message changes as the window closes
 	}
-	if until, ours := machineconfig.PausedBy(pool, cluster.FieldManager); ours {
+	if aborted := c.index.abortedOn(pool); len(aborted) > 0 && machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Paused {
+		// Held by an abort: its recorded end means nothing.
+		r.Message = fmt.Sprintf("MachineConfigPool '%s' is paused: the plan rolling out on it was aborted (%d of %d nodes updated); it resumes when a plan of %s is approved again or the config is deleted",
+			name, machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"), strings.Join(aborted, ", "))
+	} else if until, ours := machineconfig.PausedBy(pool, cluster.FieldManager); ours {
 		r.Message = pausedMessage(name, until, now)
 		if !now.Before(until) {
 			// The pool's reconcile may have run while this replica could

@@ -32,6 +32,8 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=advisor.kubevirt.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("AbortRecord"):
+		return &advisorv1alpha1.AbortRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AppliedItem"):
 		return &advisorv1alpha1.AppliedItemApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicy"):

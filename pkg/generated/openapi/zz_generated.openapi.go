@@ -33,6 +33,10 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
+		v1alpha1.Abort{}.OpenAPIModelName():                     schema_pkg_apis_advisor_v1alpha1_Abort(ref),
+		v1alpha1.AbortRecord{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_AbortRecord(ref),
+		v1alpha1.AbortSpec{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_AbortSpec(ref),
+		v1alpha1.AbortStatus{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_AbortStatus(ref),
 		v1alpha1.AppliedItem{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_AppliedItem(ref),
 		v1alpha1.Approval{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_Approval(ref),
 		v1alpha1.ApprovalPolicy{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalPolicy(ref),
@@ -137,6 +141,263 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		runtime.TypeMeta{}.OpenAPIModelName():                   schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
 		runtime.Unknown{}.OpenAPIModelName():                    schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
 		version.Info{}.OpenAPIModelName():                       schema_k8sio_apimachinery_pkg_version_Info(ref),
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_Abort(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Abort stops an approved plan of a VirtPlatformConfig (POST .../virtplatformconfigs/{name}/abort). It is never stored.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "metadata.name, if set, must equal the VirtPlatformConfig name.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec names the approved plan being aborted.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.AbortSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is filled in by the server.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.AbortStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.AbortSpec{}.OpenAPIModelName(), v1alpha1.AbortStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_AbortRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AbortRecord is the abort of an approved plan.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"planHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "planHash is the approved plan revision that was aborted.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"abortedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "abortedBy is the user who aborted it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"abortedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "abortedAt is when it was aborted.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"written": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "written are the items written before the abort.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"inFlight": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "inFlight are the items whose write had started when the abort landed: each may have been written.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"notWritten": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "notWritten are the items the abort kept from being written.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"planHash", "abortedBy", "abortedAt"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_AbortSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AbortSpec names the approved plan being aborted.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"planHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "planHash, when set, must be the approved plan's hash (status.approval.planHash): an abort meant for one plan never stops another approved meanwhile.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_AbortStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AbortStatus records who aborted what and when, and what was written.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"abortedBy": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"abortedAt": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"planHash": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"written": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"inFlight": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"notWritten": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2652,10 +2913,10 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref common.Refere
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Description: "phase is the lifecycle phase.\n\nPossible enum values:\n - `\"Completed\"`\n - `\"CompletedWithErrors\"`\n - `\"CompletedWithUpgrade\"`\n - `\"Drafting\"`\n - `\"Drifted\"`\n - `\"Failed\"`\n - `\"Ignored\"`\n - `\"InProgress\"`\n - `\"Pending\"`\n - `\"PrerequisiteFailed\"`\n - `\"ReviewRequired\"`",
+							Description: "phase is the lifecycle phase.\n\nPossible enum values:\n - `\"Aborted\"` : a person stopped an approved plan (POST .../abort); nothing more of it is written and the pools it rolled stay paused until a new plan is approved or the config is deleted.\n - `\"Completed\"`\n - `\"CompletedWithErrors\"`\n - `\"CompletedWithUpgrade\"`\n - `\"Drafting\"`\n - `\"Drifted\"`\n - `\"Failed\"`\n - `\"Ignored\"`\n - `\"InProgress\"`\n - `\"Pending\"`\n - `\"PrerequisiteFailed\"`\n - `\"ReviewRequired\"`",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Completed", "CompletedWithErrors", "CompletedWithUpgrade", "Drafting", "Drifted", "Failed", "Ignored", "InProgress", "Pending", "PrerequisiteFailed", "ReviewRequired"},
+							Enum:        []interface{}{"Aborted", "Completed", "CompletedWithErrors", "CompletedWithUpgrade", "Drafting", "Drifted", "Failed", "Ignored", "InProgress", "Pending", "PrerequisiteFailed", "ReviewRequired"},
 						},
 					},
 					"impactSeverity": {
@@ -2765,6 +3026,12 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref common.Refere
 							Ref:         ref(v1alpha1.ApprovalRecord{}.OpenAPIModelName()),
 						},
 					},
+					"abort": {
+						SchemaProps: spec.SchemaProps{
+							Description: "abort records who aborted the approved plan, and when. While it is set, the pools the plan had started rolling stay paused; the next approval clears it.",
+							Ref:         ref(v1alpha1.AbortRecord{}.OpenAPIModelName()),
+						},
+					},
 					"specChangedBy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "specChangedBy is the user who made the last spec change; it is the approver when action is Apply.",
@@ -2817,7 +3084,7 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref common.Refere
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AppliedItem{}.OpenAPIModelName(), v1alpha1.ApprovalRecord{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.ReplacedObject{}.OpenAPIModelName(), v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName(), v1alpha1.WrittenObject{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+			v1alpha1.AbortRecord{}.OpenAPIModelName(), v1alpha1.AppliedItem{}.OpenAPIModelName(), v1alpha1.ApprovalRecord{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.ReplacedObject{}.OpenAPIModelName(), v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName(), v1alpha1.WrittenObject{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
 	}
 }
 

@@ -31,6 +31,7 @@ type Storage struct {
 	// Revert serves GET .../revert, the revert plan.
 	Revert  *PlanREST
 	Approve *ApproveREST
+	Abort   *AbortREST
 	// StatusWriter is the embedded controller's own way to write status:
 	// in process, never over HTTP.
 	StatusWriter *StatusWriter
@@ -161,6 +162,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o 
 		Revert: &PlanREST{configs: store, planner: o.Planner, gate: o.Gate, scheme: scheme, revert: true},
 		Approve: &ApproveREST{configs: store, approvals: &approvalStore, planner: o.Planner, gate: o.Gate, scheme: scheme, recorder: o.Recorder, authz: o.Authorizer,
 			admission: admission{requireDistinctApprover: o.RequireDistinctApprover}},
+		Abort:        &AbortREST{configs: store, aborts: &approvalStore, scheme: scheme, recorder: o.Recorder},
 		StatusWriter: &StatusWriter{store: &statusStore, scheme: scheme},
 	}, nil
 }

@@ -107,6 +107,7 @@ func (statusStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Obj
 	c.Status.SpecChangedBy = oldC.Status.SpecChangedBy
 	if !isControllerWrite(ctx) {
 		c.Status.Approval = oldC.Status.Approval
+		c.Status.Abort = oldC.Status.Abort
 	}
 }
 

@@ -80,6 +80,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&VirtPlatformConfigList{},
 		&Plan{},
 		&Approval{},
+		&Abort{},
 		&MaintenanceWindow{},
 		&MaintenanceWindowList{},
 		&ApprovalPolicy{},

@@ -59,6 +59,10 @@ const (
 	PhaseFailed               ConfigPhase = "Failed"
 	PhaseDrifted              ConfigPhase = "Drifted"
 	PhaseIgnored              ConfigPhase = "Ignored"
+	// PhaseAborted: a person stopped an approved plan (POST .../abort);
+	// nothing more of it is written and the pools it rolled stay paused
+	// until a new plan is approved or the config is deleted.
+	PhaseAborted ConfigPhase = "Aborted"
 )
 
 // ItemState is the progress of one plan item.
@@ -88,6 +92,7 @@ const (
 // +genclient:method=GetPlan,verb=get,subresource=plan,result=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Plan
 // +genclient:method=GetRevertPlan,verb=get,subresource=revert,result=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Plan
 // +genclient:method=Approve,verb=create,subresource=approve,input=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Approval,result=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Approval
+// +genclient:method=Abort,verb=create,subresource=abort,input=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Abort,result=github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1.Abort
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // VirtPlatformConfig selects a tuning profile for the virtualization platform.
@@ -402,6 +407,11 @@ type VirtPlatformConfigStatus struct {
 	// approval is the last approval of a plan revision.
 	// +optional
 	Approval *ApprovalRecord `json:"approval,omitempty"`
+	// abort records who aborted the approved plan, and when. While it is
+	// set, the pools the plan had started rolling stay paused; the next
+	// approval clears it.
+	// +optional
+	Abort *AbortRecord `json:"abort,omitempty"`
 	// specChangedBy is the user who made the last spec change; it is the approver when action is Apply.
 	// +optional
 	SpecChangedBy string `json:"specChangedBy,omitempty"`
@@ -768,6 +778,29 @@ type ApprovalRecord struct {
 	Revert bool `json:"revert,omitempty"`
 }
 
+// AbortRecord is the abort of an approved plan.
+type AbortRecord struct {
+	// planHash is the approved plan revision that was aborted.
+	PlanHash string `json:"planHash"`
+	// abortedBy is the user who aborted it.
+	AbortedBy string `json:"abortedBy"`
+	// abortedAt is when it was aborted.
+	AbortedAt metav1.Time `json:"abortedAt"`
+	// written are the items written before the abort.
+	// +optional
+	// +listType=atomic
+	Written []string `json:"written,omitempty"`
+	// inFlight are the items whose write had started when the abort
+	// landed: each may have been written.
+	// +optional
+	// +listType=atomic
+	InFlight []string `json:"inFlight,omitempty"`
+	// notWritten are the items the abort kept from being written.
+	// +optional
+	// +listType=atomic
+	NotWritten []string `json:"notWritten,omitempty"`
+}
+
 // ApprovalPolicyRef is an ApprovalPolicy as it was when it approved a plan.
 type ApprovalPolicyRef struct {
 	// name of the policy.
@@ -949,4 +982,50 @@ type ApprovalStatus struct {
 	ApprovedAt *metav1.Time `json:"approvedAt,omitempty"`
 	// +optional
 	PlanHash string `json:"planHash,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Abort stops an approved plan of a VirtPlatformConfig (POST
+// .../virtplatformconfigs/{name}/abort). It is never stored.
+type Abort struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata.name, if set, must equal the VirtPlatformConfig name.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec names the approved plan being aborted.
+	// +optional
+	Spec AbortSpec `json:"spec,omitempty"`
+	// status is filled in by the server.
+	// +optional
+	Status AbortStatus `json:"status,omitempty"`
+}
+
+// AbortSpec names the approved plan being aborted.
+type AbortSpec struct {
+	// planHash, when set, must be the approved plan's hash
+	// (status.approval.planHash): an abort meant for one plan never stops
+	// another approved meanwhile.
+	// +optional
+	PlanHash string `json:"planHash,omitempty"`
+}
+
+// AbortStatus records who aborted what and when, and what was written.
+type AbortStatus struct {
+	// +optional
+	AbortedBy string `json:"abortedBy,omitempty"`
+	// +optional
+	AbortedAt *metav1.Time `json:"abortedAt,omitempty"`
+	// +optional
+	PlanHash string `json:"planHash,omitempty"`
+	// +optional
+	// +listType=atomic
+	Written []string `json:"written,omitempty"`
+	// +optional
+	// +listType=atomic
+	InFlight []string `json:"inFlight,omitempty"`
+	// +optional
+	// +listType=atomic
+	NotWritten []string `json:"notWritten,omitempty"`
 }

@@ -22,6 +22,26 @@ limitations under the License.
 package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Abort) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.Abort"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AbortRecord) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.AbortRecord"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AbortSpec) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.AbortSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AbortStatus) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.AbortStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in AppliedItem) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.AppliedItem"
 }

@@ -189,6 +189,28 @@ func ValidateApproval(a *advisor.Approval) field.ErrorList {
 	return nil
 }
 
+// ValidateAbort validates the body of POST .../abort: spec.planHash is
+// optional, and when set it is a plan hash.
+func ValidateAbort(a *advisor.Abort) field.ErrorList {
+	if h := a.Spec.PlanHash; h != "" && !isPlanHash(h) {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "planHash"), h,
+			"must be status.approval.planHash of the config (64 lowercase hex digits), or left out to abort whatever plan is approved")}
+	}
+	return nil
+}
+
+func isPlanHash(h string) bool {
+	if len(h) != 64 {
+		return false
+	}
+	for _, r := range h {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 func validateSpec(spec *advisor.VirtPlatformConfigSpec, served Profiles, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if spec.Profile == "" {

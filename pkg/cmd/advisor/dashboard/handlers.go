@@ -49,7 +49,7 @@ func (s *Server) summaryPart(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) rolloutPage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	v, code := s.buildRollout(r.Context(), name, r.URL.Query().Get("approved"))
+	v, code := s.buildRollout(r.Context(), name, r.URL.Query().Get("approved"), r.URL.Query().Get("aborted"))
 	s.render(w, code, "rollout", page{Title: "Rollout of " + name, Nav: name, Refresh: s.refreshMillis(), Data: v})
 }
 
@@ -111,4 +111,59 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request) {
 	v, _ := s.buildPlan(ctx, name)
 	v.Banner = b
 	s.render(w, codeOf(err), "plan", page{Title: "Plan of " + name, Nav: name, Data: v})
+}
+
+// abortConfirmView is the question before an abort.
+type abortConfirmView struct {
+	Name, Hash, ApprovedBy string
+	Summary                summaryView
+	Err                    string
+}
+
+// abort asks for a confirmation first, then POSTs the abort of exactly the
+// approved plan the form names, and shows the server's answer on the
+// rollout page.
+func (s *Server) abort(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	name := r.PathValue("name")
+	hash := r.PostForm.Get("planHash")
+	configs := s.c.Advisor.AdvisorV1alpha1().VirtPlatformConfigs()
+	if hash == "" || r.PostForm.Get("confirm") != "yes" {
+		v := abortConfirmView{Name: name, Hash: hash}
+		code := http.StatusOK
+		if cfg, err := configs.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			v.Err, code = explain.Line(err), codeOf(err)
+		} else {
+			v.Summary = newSummary(cfg, s.clock.Now())
+			if a := cfg.Status.Approval; a != nil {
+				v.ApprovedBy = a.ApprovedBy
+				if v.Hash == "" {
+					v.Hash = a.PlanHash
+				}
+			}
+		}
+		s.render(w, code, "abort", page{Title: "Abort plan " + v1alpha1.ShortHash(v.Hash) + "?", Nav: name, Data: v})
+		return
+	}
+	_, err := configs.Abort(ctx, name, &v1alpha1.Abort{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       v1alpha1.AbortSpec{PlanHash: hash},
+	}, metav1.CreateOptions{})
+	if err == nil {
+		http.Redirect(w, r, "/configs/"+url.PathEscape(name)+"/rollout?aborted="+url.QueryEscape(hash), http.StatusSeeOther)
+		return
+	}
+	b := &banner{Tone: "bad", Detail: explain.Line(err)}
+	switch {
+	case apierrors.IsConflict(err):
+		b.Title = "The server took no abort: nothing was aborted."
+		b.Hint = "The plan you meant is no longer the one being applied; the page below shows where the config is now."
+	case apierrors.IsForbidden(err):
+		b.Title = "The server refused your abort (403 Forbidden): nothing was aborted."
+	default:
+		b.Title = "The abort failed: nothing was aborted."
+	}
+	v, _ := s.buildRollout(ctx, name, "", "")
+	v.Banner = b
+	s.render(w, codeOf(err), "rollout", page{Title: "Rollout of " + name, Nav: name, Data: v})
 }

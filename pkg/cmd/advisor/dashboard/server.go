@@ -102,7 +102,7 @@ type Server struct {
 	handler               http.Handler
 }
 
-var pageNames = []string{"configs", "plan", "confirm", "rollout", "refused"}
+var pageNames = []string{"configs", "plan", "confirm", "abort", "rollout", "refused"}
 
 // New returns the dashboard's handler.
 func New(o Options) (*Server, error) {
@@ -150,6 +150,11 @@ func New(o Options) (*Server, error) {
 	mux.HandleFunc("GET /configs/{name}/summary", s.summaryPart)
 	mux.HandleFunc("GET /configs/{name}/rollout", s.rolloutPage)
 	mux.HandleFunc("POST /configs/{name}/approve", s.approve)
+	mux.HandleFunc("POST /configs/{name}/abort", s.abort)
+	mux.HandleFunc("/configs/{name}/abort", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		s.refuse(w, &refusal{http.StatusMethodNotAllowed, "Method not allowed", "Aborting takes the abort button of a rollout page (a POST)."})
+	})
 	mux.HandleFunc("/configs/{name}/approve", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
 		s.refuse(w, &refusal{http.StatusMethodNotAllowed, "Method not allowed", "Approving takes the approve button of a plan page (a POST)."})

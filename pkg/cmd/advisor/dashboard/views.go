@@ -426,6 +426,30 @@ func (s *Server) mayApprove(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 	return approveView{Can: true}
 }
 
+// mayAbort offers the abort button while an approved plan is applied,
+// to a user the cluster lets abort (a SelfSubjectAccessReview; the server
+// decides again when the form is sent).
+func (s *Server) mayAbort(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) abortView {
+	a := cfg.Status.Approval
+	if cfg.Status.Phase != v1alpha1.PhaseInProgress || a == nil {
+		return abortView{}
+	}
+	v := abortView{Show: true, Hash: a.PlanHash}
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group: v1alpha1.GroupName, Resource: "virtplatformconfigs", Subresource: "abort", Verb: "create", Name: cfg.Name,
+		},
+	}}
+	res, err := s.c.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+	if err == nil && !res.Status.Allowed {
+		v.Reason = "Aborting takes create on virtplatformconfigs/abort, which the " +
+			explain.RoleFor("create virtplatformconfigs/abort") + " role grants."
+		return v
+	}
+	v.Can = true
+	return v
+}
+
 // codeOf is the HTTP status of an API error, 502 for others.
 func codeOf(err error) int {
 	if st, ok := err.(apierrors.APIStatus); ok && st.Status().Code >= 400 {
@@ -445,6 +469,17 @@ type rolloutView struct {
 	PoolsNote string
 	Events    []eventView
 	EventsErr string
+	// Abort offers the abort button while an approved plan is applied.
+	Abort  abortView
+	Banner *banner
+}
+
+// abortView says whether the rollout page offers the abort button, and
+// why not.
+type abortView struct {
+	// Show: an approved plan is being applied (phase InProgress).
+	Show, Can    bool
+	Hash, Reason string
 }
 
 // itemStateView is an item's progress.
@@ -462,7 +497,7 @@ type eventView struct {
 	Count                 int32
 }
 
-func (s *Server) buildRollout(ctx context.Context, name, approved string) (rolloutView, int) {
+func (s *Server) buildRollout(ctx context.Context, name, approved, aborted string) (rolloutView, int) {
 	v := rolloutView{Name: name}
 	cfg, err := s.c.Advisor.AdvisorV1alpha1().VirtPlatformConfigs().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -474,6 +509,11 @@ func (s *Server) buildRollout(ctx context.Context, name, approved string) (rollo
 		v.Flash = fmt.Sprintf("Plan %s approved by %s at %s. The controller applies exactly that plan; this page follows it.",
 			v1alpha1.ShortHash(a.PlanHash), a.ApprovedBy, a.ApprovedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 	}
+	if a := cfg.Status.Abort; aborted != "" && a != nil && a.PlanHash == aborted {
+		v.Flash = fmt.Sprintf("Plan %s aborted by %s at %s. Nothing more of it is written; its MachineConfigPools stay paused until a plan is approved again.",
+			v1alpha1.ShortHash(a.PlanHash), a.AbortedBy, a.AbortedAt.UTC().Format("2006-01-02 15:04:05 UTC"))
+	}
+	v.Abort = s.mayAbort(ctx, cfg)
 	for _, it := range cfg.Status.Items {
 		iv := itemStateView{Name: it.Name, Target: target(it.TargetRef), Message: it.Message, Operation: it.Operation, State: it.State}
 		if it.LastTransitionTime != nil {

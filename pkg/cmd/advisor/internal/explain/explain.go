@@ -20,6 +20,7 @@ var forbiddenUser = regexp.MustCompile(`User "([^"]*)" cannot (\S+) resource "([
 // roleFor names the shipped ClusterRole that grants a permission.
 var roleFor = map[string]string{
 	"create virtplatformconfigs/approve": "virt-advisor-approver",
+	"create virtplatformconfigs/abort":   "virt-advisor-approver",
 	"get virtplatformconfigs/plan":       "virt-advisor-approver (or virt-advisor-editor)",
 	"get virtplatformconfigs/revert":     "virt-advisor-approver (or virt-advisor-editor)",
 	"get virtplatformconfigs":            "virt-advisor-viewer",

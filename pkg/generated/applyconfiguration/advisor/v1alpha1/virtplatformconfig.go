@@ -85,6 +85,12 @@ func ExtractVirtPlatformConfig(virtPlatformConfig *advisorv1alpha1.VirtPlatformC
 	return ExtractVirtPlatformConfigFrom(virtPlatformConfig, fieldManager, "")
 }
 
+// ExtractVirtPlatformConfigAbort extracts the applied configuration owned by fieldManager from
+// virtPlatformConfig for the abort subresource.
+func ExtractVirtPlatformConfigAbort(virtPlatformConfig *advisorv1alpha1.VirtPlatformConfig, fieldManager string) (*VirtPlatformConfigApplyConfiguration, error) {
+	return ExtractVirtPlatformConfigFrom(virtPlatformConfig, fieldManager, "abort")
+}
+
 // ExtractVirtPlatformConfigApprove extracts the applied configuration owned by fieldManager from
 // virtPlatformConfig for the approve subresource.
 func ExtractVirtPlatformConfigApprove(virtPlatformConfig *advisorv1alpha1.VirtPlatformConfig, fieldManager string) (*VirtPlatformConfigApplyConfiguration, error) {

@@ -49,6 +49,10 @@ type VirtPlatformConfigStatusApplyConfiguration struct {
 	AppliedItems []AppliedItemApplyConfiguration `json:"appliedItems,omitempty"`
 	// approval is the last approval of a plan revision.
 	Approval *ApprovalRecordApplyConfiguration `json:"approval,omitempty"`
+	// abort records who aborted the approved plan, and when. While it is
+	// set, the pools the plan had started rolling stay paused; the next
+	// approval clears it.
+	Abort *AbortRecordApplyConfiguration `json:"abort,omitempty"`
 	// specChangedBy is the user who made the last spec change; it is the approver when action is Apply.
 	SpecChangedBy *string `json:"specChangedBy,omitempty"`
 	// writtenObjects are the objects virt-advisor wrote for this config, by
@@ -159,6 +163,14 @@ func (b *VirtPlatformConfigStatusApplyConfiguration) WithAppliedItems(values ...
 // If called multiple times, the Approval field is set to the value of the last call.
 func (b *VirtPlatformConfigStatusApplyConfiguration) WithApproval(value *ApprovalRecordApplyConfiguration) *VirtPlatformConfigStatusApplyConfiguration {
 	b.Approval = value
+	return b
+}
+
+// WithAbort sets the Abort field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Abort field is set to the value of the last call.
+func (b *VirtPlatformConfigStatusApplyConfiguration) WithAbort(value *AbortRecordApplyConfiguration) *VirtPlatformConfigStatusApplyConfiguration {
+	b.Abort = value
 	return b
 }
 

@@ -54,6 +54,7 @@ type VirtPlatformConfigInterface interface {
 	GetPlan(ctx context.Context, virtPlatformConfigName string, options v1.GetOptions) (*advisorv1alpha1.Plan, error)
 	GetRevertPlan(ctx context.Context, virtPlatformConfigName string, options v1.GetOptions) (*advisorv1alpha1.Plan, error)
 	Approve(ctx context.Context, virtPlatformConfigName string, approval *advisorv1alpha1.Approval, opts v1.CreateOptions) (*advisorv1alpha1.Approval, error)
+	Abort(ctx context.Context, virtPlatformConfigName string, abort *advisorv1alpha1.Abort, opts v1.CreateOptions) (*advisorv1alpha1.Abort, error)
 
 	VirtPlatformConfigExpansion
 }
@@ -112,6 +113,20 @@ func (c *virtPlatformConfigs) Approve(ctx context.Context, virtPlatformConfigNam
 		SubResource("approve").
 		VersionedParams(&opts, scheme.ParameterCodec).
 		Body(approval).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// Abort takes the representation of a abort and creates it.  Returns the server's representation of the abort, and an error, if there is any.
+func (c *virtPlatformConfigs) Abort(ctx context.Context, virtPlatformConfigName string, abort *advisorv1alpha1.Abort, opts v1.CreateOptions) (result *advisorv1alpha1.Abort, err error) {
+	result = &advisorv1alpha1.Abort{}
+	err = c.GetClient().Post().
+		Resource("virtplatformconfigs").
+		Name(virtPlatformConfigName).
+		SubResource("abort").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(abort).
 		Do(ctx).
 		Into(result)
 	return

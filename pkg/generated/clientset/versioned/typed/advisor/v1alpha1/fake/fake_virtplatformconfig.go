@@ -88,3 +88,14 @@ func (c *fakeVirtPlatformConfigs) Approve(ctx context.Context, virtPlatformConfi
 	}
 	return obj.(*v1alpha1.Approval), err
 }
+
+// Abort takes the representation of a abort and creates it.  Returns the server's representation of the abort, and an error, if there is any.
+func (c *fakeVirtPlatformConfigs) Abort(ctx context.Context, virtPlatformConfigName string, abort *v1alpha1.Abort, opts v1.CreateOptions) (result *v1alpha1.Abort, err error) {
+	emptyResult := &v1alpha1.Abort{}
+	obj, err := c.Fake.
+		Invokes(testing.NewRootCreateSubresourceActionWithOptions(c.Resource(), virtPlatformConfigName, "abort", abort, opts), emptyResult)
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.Abort), err
+}
