@@ -240,6 +240,36 @@ var _ = Describe("dedicated-cpus", Label("kubeletconfig"), func() {
 		Expect(forbidden()).To(Equal(forbiddenBefore), "the server never lacked a permission, nor was denied by the policy")
 	})
 
+	It("approved 5 s after hugepages for the same pool, reboots each node once for both (the coalescing pause covers the KubeletConfig's render)", func() {
+		startAdvisorWithWindow("window-10-cnv", "10s")
+		cnvWorld()
+		const hpMC = "50-" + cnvPool + "-virt-advisor-hugepages"
+		DeferCleanup(func() { _ = dyn().Resource(mcGVR).Delete(suiteCtx, hpMC, metav1.DeleteOptions{}) })
+		configWith("hugepages", `{"profile":"hugepages","options":{"hugepages":{"pool":"worker-cnv","pageSize":"1G","memoryPercent":25}}}`)
+		configWith(dedicatedcpus.Name, dcSpec)
+		Expect(planItem(reviewedPlan("hugepages"), "configure-hugepages").Error).To(BeEmpty())
+		Expect(planItem(reviewedPlan(dedicatedcpus.Name), dcItem).Error).To(BeEmpty())
+		before := testEnv.FakeMCORollouts(cnvPool)
+
+		approvePlan("hugepages")
+		time.Sleep(5 * time.Second)
+		approvePlan(dedicatedcpus.Name)
+		waitPhase("hugepages", v1alpha1.PhaseCompleted, 90*time.Second)
+		waitPhase(dedicatedcpus.Name, v1alpha1.PhaseCompleted, 90*time.Second)
+		Expect(getObject(mcGVR, "", dcGenerate)).NotTo(BeNil(), "the fake MCO rendered the KubeletConfig")
+
+		now := testEnv.FakeMCORollouts(cnvPool)
+		Expect(now.Rollouts-before.Rollouts).To(Equal(1), "rollouts of pool %s", cnvPool)
+		Expect(now.NodeUpdates).To(HaveLen(3))
+		for i := range now.NodeUpdates {
+			was := 0
+			if i < len(before.NodeUpdates) {
+				was = before.NodeUpdates[i]
+			}
+			Expect(now.NodeUpdates[i]-was).To(Equal(1), "node %d rebooted once for both changes", i)
+		}
+	})
+
 	It("refuses worker without allowAllWorkers and unknown policies with their field paths (422)", func() {
 		expectInvalid(createRaw(dedicatedcpus.Name, `{"profile":"dedicated-cpus","options":{"dedicatedCPUs":{"pool":"worker"}}}`),
 			"spec.options.dedicatedCPUs.pool", "allowAllWorkers: true")
