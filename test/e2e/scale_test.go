@@ -56,13 +56,14 @@ var _ = Describe("scale: plans read Nodes and VMs from caches, the last look bef
 	It("a managed field edited by hand is Drifted from the watch, with no dry-run sent (kube-apiserver's audit log)", func() {
 		configWith("example-profile", `{"profile":"example-profile","action":"Apply"}`)
 		waitPhase("example-profile", v1alpha1.PhaseCompleted, 30*time.Second)
-		// What the apply led to (its own plans) is done before the edit:
-		// a second without a dry-run (on a loaded machine they come late).
+		// What the apply led to (its own plans) is done before the edit,
+		// and so are the plans of a server that just started (its caches
+		// syncing): three seconds without a dry-run.
 		var from int64
 		Eventually(func(g Gomega) {
 			_, f, err := testEnv.AuditEvents(0)
 			g.Expect(err).NotTo(HaveOccurred())
-			time.Sleep(time.Second)
+			time.Sleep(3 * time.Second)
 			events, _, err := testEnv.AuditEvents(f)
 			g.Expect(err).NotTo(HaveOccurred())
 			for _, ev := range events {
