@@ -127,20 +127,32 @@ func (c *Controller) poolRollout(ctx context.Context, key itemKey, it *v1alpha1.
 	if w.Windowed && !w.ClosesAt.IsZero() {
 		out.After = soonest(out.After, w.ClosesAt.Sub(now)) // the rollout's message changes as the window closes
 	}
-	if aborted := c.index.abortedOn(pool); len(aborted) > 0 && machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Paused {
-		// Held by an abort: its recorded end means nothing.
-		r.Message = fmt.Sprintf("MachineConfigPool '%s' is paused: the plan rolling out on it was aborted (%d of %d nodes updated); it resumes when a plan of %s is approved again or the config is deleted",
-			name, machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"), strings.Join(aborted, ", "))
-	} else if until, ours := machineconfig.PausedBy(pool, cluster.FieldManager); ours {
-		r.Message = pausedMessage(name, until, now)
-		if !now.Before(until) {
-			// The pool's reconcile may have run while this replica could
-			// not see the pool (during an outage, or as it took over):
-			// nothing else would end the pause.
-			c.enqueue(name, machineconfig.HoldRetry)
-		}
+	if msg := c.pauseMessage(pool, now); msg != "" {
+		r.Message = msg
 	}
 	return r
+}
+
+// pauseMessage says why we hold a pool paused, "" when we do not: an
+// abort, or a coalescing or window pause and until when.
+func (c *Controller) pauseMessage(pool *unstructured.Unstructured, now time.Time) string {
+	name := pool.GetName()
+	if aborted := c.index.abortedOn(pool); len(aborted) > 0 && machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Paused {
+		// Held by an abort: its recorded end means nothing.
+		return fmt.Sprintf("MachineConfigPool '%s' is paused: the plan rolling out on it was aborted (%d of %d nodes updated); it resumes when a plan of %s is approved again or the config is deleted",
+			name, machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"), strings.Join(aborted, ", "))
+	}
+	until, ours := machineconfig.PausedBy(pool, cluster.FieldManager)
+	if !ours {
+		return ""
+	}
+	if !now.Before(until) {
+		// The pool's reconcile may have run while this replica could
+		// not see the pool (during an outage, or as it took over):
+		// nothing else would end the pause.
+		c.enqueue(name, machineconfig.HoldRetry)
+	}
+	return pausedMessage(name, until, now)
 }
 
 // pausedMessage says that we hold the pool paused, and until when; never
