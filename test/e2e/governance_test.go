@@ -453,6 +453,36 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 		waitPhase(dedicatedcpus.Name, v1alpha1.PhaseCompleted, 90*time.Second)
 		Expect(getObject(kubeletConfigsGVR, "", dcKubelet)).To(BeNil())
 		deleteConfig(dedicatedcpus.Name)
+		// hugepages and pci-passthrough: MachineConfigs named after a pool
+		// of Intel nodes the options choose.
+		const saPool = "e2e-sa-pool"
+		addPool(saPool, roleSelector(saPool), nodeRole(saPool), 2, 300*time.Millisecond, "00-"+saPool)
+		addNodes(saPool, "64Gi", "GenuineIntel", "e2e-sa-0", "e2e-sa-1")
+		for profile, options := range map[string]string{
+			"hugepages":       `{"hugepages":{"pool":"e2e-sa-pool","pageSize":"2M","memoryPercent":25}}`,
+			"pci-passthrough": `{"pciPassthrough":{"pool":"e2e-sa-pool"}}`,
+		} {
+			mc := "50-" + saPool + "-virt-advisor-" + profile
+			DeferCleanup(func() { _ = dyn().Resource(mcGVR).Delete(suiteCtx, mc, metav1.DeleteOptions{}) })
+			configWith(profile, fmt.Sprintf(`{"profile":%q,"options":%s}`, profile, options))
+			waitPhase(profile, v1alpha1.PhaseReviewRequired, 20*time.Second)
+			for _, it := range getPlan(profile).Status.Items {
+				Expect(it.Error).To(BeEmpty(), "%s/%s", profile, it.Name)
+			}
+			Expect(approve(advisor, profile, planHashOf(profile))).To(Succeed())
+			waitPhase(profile, v1alpha1.PhaseCompleted, 90*time.Second)
+			Expect(getObject(mcGVR, "", mc)).NotTo(BeNil(), "%s written", mc)
+			deleteConfig(profile)
+		}
+		// virt-higher-density's kernel tunings: KSM zero pages, THP madvise.
+		configWith("virt-higher-density", `{"profile":"virt-higher-density","options":{"virtHigherDensity":{`+
+			`"ksmConfiguration":{"enabled":true,"useZeroPages":true},"thpMadvise":true}}}`)
+		waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		Expect(approve(advisor, "virt-higher-density", planHashOf("virt-higher-density"))).To(Succeed())
+		waitPhase("virt-higher-density", v1alpha1.PhaseCompleted, 90*time.Second)
+		Expect(getObject(mcGVR, "", "90-worker-ksm-zero-pages")).NotTo(BeNil())
+		Expect(getObject(mcGVR, "", "90-worker-thp-madvise")).NotTo(BeNil())
+		deleteConfig("virt-higher-density")
 		// Pruning: the delete of a MachineConfig it created (by name).
 		configWith("virt-higher-density", `{"profile":"virt-higher-density","options":{"virtHigherDensity":{"enableSwap":false,"memoryToRequestRatio":100}}}`)
 		waitPhase("virt-higher-density", v1alpha1.PhaseReviewRequired, 20*time.Second)
@@ -460,6 +490,8 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 		Expect(approve(advisor, "virt-higher-density", planHashOf("virt-higher-density"))).To(Succeed())
 		waitPhase("virt-higher-density", v1alpha1.PhaseCompleted, 60*time.Second)
 		Expect(getObject(mcGVR, "", "90-worker-kubelet-swap")).To(BeNil())
+		Expect(getObject(mcGVR, "", "90-worker-ksm-zero-pages")).To(BeNil())
+		Expect(getObject(mcGVR, "", "90-worker-thp-madvise")).To(BeNil())
 		deleteConfig("virt-higher-density")
 		Expect(forbidden()).To(Equal(forbiddenBefore), "the server never lacked a permission, nor was denied by the policy")
 	})
