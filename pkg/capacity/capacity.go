@@ -43,6 +43,51 @@ type VM struct {
 	// ConstraintsKey is ConstraintsKey(Launcher) when the caller keeps it
 	// ("": computed here).
 	ConstraintsKey string
+	// Demand is DemandOf(Launcher) when the caller keeps it (nil:
+	// computed here); it takes the place of ConstraintsKey.
+	Demand *Demand
+}
+
+// Demand is what a launcher asks of a node, resolved once per pod rather
+// than in every simulation: its requests as the scheduler sums them
+// (containers added, each init container's taken when larger, the
+// overhead added; CPU in millicores) and its ConstraintsKey.
+type Demand struct {
+	Requests []Request
+	Key      string
+}
+
+// Request is an amount of one resource.
+type Request struct {
+	Name  corev1.ResourceName
+	Value int64
+}
+
+// DemandOf resolves what pod asks.
+func DemandOf(pod *corev1.Pod) *Demand {
+	d := &Demand{Key: ConstraintsKey(pod)}
+	if pod == nil {
+		return d
+	}
+	sum := map[corev1.ResourceName]int64{}
+	for _, c := range pod.Spec.Containers {
+		for name, q := range c.Resources.Requests {
+			sum[name] += value(name, q)
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		for name, q := range c.Resources.Requests {
+			sum[name] = max(sum[name], value(name, q))
+		}
+	}
+	for name, q := range pod.Spec.Overhead {
+		sum[name] += value(name, q)
+	}
+	for name, v := range sum {
+		d.Requests = append(d.Requests, Request{Name: name, Value: v})
+	}
+	sort.Slice(d.Requests, func(i, j int) bool { return d.Requests[i].Name < d.Requests[j].Name })
+	return d
 }
 
 func (v VM) String() string { return v.Namespace + "/" + v.Name }
@@ -142,7 +187,7 @@ func (s *state) drain(batch []string, res *Result) (moved, free int64) {
 			target.vms = append(target.vms, v)
 			continue
 		}
-		res.Unfit = append(res.Unfit, Unfit{VM: v.VM, Reason: s.whyNot(v)})
+		res.Unfit = append(res.Unfit, Unfit{VM: *v.VM, Reason: s.whyNot(v)})
 		s.byName[v.Node].vms = append(s.byName[v.Node].vms, v)
 	}
 	for _, name := range batch {

@@ -38,7 +38,7 @@ type nodeState struct {
 func (n *nodeState) target() bool { return !n.draining && !n.Spec.Unschedulable }
 
 type vmState struct {
-	VM
+	*VM // the caller's, not copied: 10 000 of them per plan
 	req amounts
 	// key identifies the VM's constraints (selector, affinity, tolerations).
 	key string
@@ -80,6 +80,12 @@ func newState(nodes []Node, vms []VM) *state {
 	s.memory = s.indexOf(corev1.ResourceMemory)
 	s.indexOf(corev1.ResourcePods)
 	for _, v := range vms {
+		if v.Demand != nil {
+			for _, r := range v.Demand.Requests {
+				s.indexOf(r.Name)
+			}
+			continue
+		}
 		s.indexResources(v.Launcher)
 	}
 	for _, n := range nodes {
@@ -95,9 +101,17 @@ func newState(nodes []Node, vms []VM) *state {
 	reqs := make(amounts, len(vms)*len(s.names))
 	for i, v := range vms {
 		vs := &states[i]
-		vs.VM, vs.req = v, reqs[i*len(s.names):(i+1)*len(s.names):(i+1)*len(s.names)]
-		s.podVector(v.Launcher, vs.req)
-		vs.key = v.ConstraintsKey
+		vs.VM, vs.req = &vms[i], reqs[i*len(s.names):(i+1)*len(s.names):(i+1)*len(s.names)]
+		if d := v.Demand; d != nil {
+			vs.req[s.index[corev1.ResourcePods]] = 1
+			for _, r := range d.Requests {
+				vs.req[s.index[r.Name]] += r.Value
+			}
+			vs.key = d.Key
+		} else {
+			s.podVector(v.Launcher, vs.req)
+			vs.key = v.ConstraintsKey
+		}
 		if vs.key == "" {
 			vs.key = ConstraintsKey(v.Launcher)
 		}

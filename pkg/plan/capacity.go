@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -58,7 +60,7 @@ var podGVK = cluster.PodGVR.GroupVersion().WithKind("Pod")
 // failure to read the pods is said (strict: returned).
 func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstructured.Unstructured, c *disruption.Cluster, strict bool) error {
 	vms := migrating(reboot.VMImpacts)
-	if !reboot.Drains || len(vms) == 0 || r.pods == nil {
+	if !reboot.Drains || vms == 0 || r.pods == nil {
 		return nil // nothing migrates, or reads that do not look at pods
 	}
 	pods, err := r.pods()
@@ -69,9 +71,9 @@ func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstruct
 		reboot.Capacity = "unknown: cannot list pods: " + apiMessage(err)
 		return nil
 	}
-	in, missing := capacityVMs(vms, pods)
+	in, missing := capacityVMs(reboot.VMImpacts, pods, r.placement.demandsMemo())
 	if len(in) == 0 {
-		reboot.Capacity = fmt.Sprintf("%s%d migrating VMs", noLaunchers, len(vms))
+		reboot.Capacity = fmt.Sprintf("%s%d migrating VMs", noLaunchers, vms)
 		return nil
 	}
 	order, err := c.PoolNodes(pool)
@@ -79,7 +81,7 @@ func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstruct
 		reboot.Capacity = "unknown: " + err.Error()
 		return nil
 	}
-	res := capacity.Simulate(capacityNodes(c.Nodes, pods.Requested), in, capacity.Rollout{Pool: reboot.Pool, Nodes: order, MaxUnavailable: maxUnavailable(pool, len(order))})
+	res := capacity.Simulate(capacityNodes(c.Nodes, pods.Requested, r.placement.nodesMemo()), in, capacity.Rollout{Pool: reboot.Pool, Nodes: order, MaxUnavailable: maxUnavailable(pool, len(order))})
 	reboot.Capacity = res.Summary()
 	if missing > 0 {
 		reboot.Capacity += fmt.Sprintf(" (%d migrating VMs without a virt-launcher pod on their node not counted)", missing)
@@ -102,24 +104,32 @@ func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstruct
 	return nil
 }
 
-func migrating(impacts []v1alpha1.VMImpact) []v1alpha1.VMImpact {
-	out := make([]v1alpha1.VMImpact, 0, len(impacts))
-	for _, v := range impacts {
-		if v.Fate == v1alpha1.VMFateLiveMigrate {
-			out = append(out, v)
+// migrating counts the VMs that live-migrate.
+func migrating(impacts []v1alpha1.VMImpact) int {
+	n := 0
+	for i := range impacts {
+		if impacts[i].Fate == v1alpha1.VMFateLiveMigrate {
+			n++
 		}
 	}
-	return out
+	return n
 }
 
-// capacityVMs pairs each migrating VM with its launcher on its node; the
-// count of those without one (not placed: what they ask is not known).
-func capacityVMs(vms []v1alpha1.VMImpact, pods cluster.PodRequests) ([]capacity.VM, int) {
+// capacityVMs pairs each VM of vms that live-migrates with its launcher
+// on its node; the count of those without one (not placed: what they ask
+// is not known).
+func capacityVMs(vms []v1alpha1.VMImpact, pods cluster.PodRequests, demands *demandMemo) ([]capacity.VM, int) {
 	out := make([]capacity.VM, 0, len(vms))
 	missing := 0
+	var key []byte
 	for _, v := range vms {
+		if v.Fate != v1alpha1.VMFateLiveMigrate {
+			continue
+		}
 		var launcher *corev1.Pod
-		for _, l := range pods.Launchers[v.Namespace+"/"+v.Name] {
+		// The key built in a buffer: a lookup by string(key) allocates nothing.
+		key = append(append(append(key[:0], v.Namespace...), '/'), v.Name...)
+		for _, l := range pods.Launchers[string(key)] {
 			if l.Node == v.Node {
 				launcher = l.Pod
 				break
@@ -129,21 +139,110 @@ func capacityVMs(vms []v1alpha1.VMImpact, pods cluster.PodRequests) ([]capacity.
 			missing++
 			continue
 		}
-		out = append(out, capacity.VM{Namespace: v.Namespace, Name: v.Name, Node: v.Node, Launcher: launcher})
+		out = append(out, capacity.VM{Namespace: v.Namespace, Name: v.Name, Node: v.Node, Launcher: launcher, Demand: demands.of(launcher, len(pods.Launchers))})
 	}
 	return out, missing
 }
 
+// placementMemo is what the capacity check keeps across plans: what each
+// launcher asks and each Node as placement reads it.
+type placementMemo struct {
+	demands demandMemo
+	nodes   nodeMemo
+}
+
+// demandsMemo and nodesMemo are nil for a nil memo (nothing kept).
+func (p *placementMemo) demandsMemo() *demandMemo {
+	if p == nil {
+		return nil
+	}
+	return &p.demands
+}
+
+func (p *placementMemo) nodesMemo() *nodeMemo {
+	if p == nil {
+		return nil
+	}
+	return &p.nodes
+}
+
+// demandMemo keeps what each launcher asks (capacity.DemandOf) across
+// plans, by pod: the pod cache hands out the same pod until it changes,
+// so a plan over 10 000 VMs resolves only the launchers that changed. It
+// is dropped whole when it holds twice the launchers there are (pods
+// gone or replaced). The zero value is ready; a nil one keeps nothing.
+type demandMemo struct {
+	m atomic.Pointer[sync.Map]
+	n atomic.Int64
+}
+
+func (d *demandMemo) of(pod *corev1.Pod, launchers int) *capacity.Demand {
+	if d == nil {
+		return capacity.DemandOf(pod)
+	}
+	m := d.m.Load()
+	if m == nil || d.n.Load() > int64(2*launchers+1024) {
+		m = &sync.Map{}
+		d.m.Store(m)
+		d.n.Store(0)
+	}
+	if v, ok := m.Load(pod); ok {
+		return v.(*capacity.Demand)
+	}
+	v, loaded := m.LoadOrStore(pod, capacity.DemandOf(pod))
+	if !loaded {
+		d.n.Add(1)
+	}
+	return v.(*capacity.Demand)
+}
+
 // capacityNodes are the Nodes as the simulation reads them (labels,
 // taints, schedulable, allocatable), with what their pods request.
-func capacityNodes(nodes []unstructured.Unstructured, requested map[string]corev1.ResourceList) []capacity.Node {
+func capacityNodes(nodes []unstructured.Unstructured, requested map[string]corev1.ResourceList, memo *nodeMemo) []capacity.Node {
 	out := make([]capacity.Node, 0, len(nodes))
 	for i := range nodes {
-		if n := nodeOf(&nodes[i]); n != nil {
+		if n := memo.of(&nodes[i], len(nodes)); n != nil {
 			out = append(out, capacity.Node{Node: n, Requested: requested[n.Name]})
 		}
 	}
 	return out
+}
+
+// nodeMemo keeps each Node as placement reads it (nodeOf) across plans,
+// by name and resourceVersion (the watch's Nodes change only with it). It
+// is dropped whole when it holds twice the Nodes there are. The zero
+// value is ready; a nil one keeps nothing.
+type nodeMemo struct {
+	m atomic.Pointer[sync.Map]
+	n atomic.Int64
+}
+
+type memoNode struct {
+	resourceVersion string
+	node            *corev1.Node
+}
+
+func (m *nodeMemo) of(u *unstructured.Unstructured, nodes int) *corev1.Node {
+	rv := u.GetResourceVersion()
+	if m == nil || rv == "" {
+		return nodeOf(u)
+	}
+	byName := m.m.Load()
+	if byName == nil || m.n.Load() > int64(2*nodes+64) {
+		byName = &sync.Map{}
+		m.m.Store(byName)
+		m.n.Store(0)
+	}
+	if e, ok := byName.Load(u.GetName()); ok && e.(memoNode).resourceVersion == rv {
+		return e.(memoNode).node
+	}
+	n := nodeOf(u)
+	if n != nil {
+		if _, had := byName.Swap(u.GetName(), memoNode{rv, n}); !had {
+			m.n.Add(1)
+		}
+	}
+	return n
 }
 
 // nodeOf reads what placement needs of a Node without the generic

@@ -43,7 +43,9 @@ func TestCapacitySpeedTarget(t *testing.T) {
 	sel := map[string]string{"cpu-model.node.kubevirt.io/Icelake-Server": "true"}
 	for i := 0; i < nodes; i++ {
 		name := fmt.Sprintf("n%03d", i)
-		nodeObjs = append(nodeObjs, capNode(name, 512, sel, nil))
+		n := capNode(name, 512, sel, nil)
+		n.SetResourceVersion("1") // as the Node cache serves them
+		nodeObjs = append(nodeObjs, n)
 		for j := 0; j < perNode; j++ {
 			vm := fmt.Sprintf("vm-%d-%d", i, j)
 			launchers = append(launchers, capLauncher("default", vm, name, 16, nil, sel))

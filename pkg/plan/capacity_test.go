@@ -68,7 +68,7 @@ func capReads(launchers ...cluster.Launcher) *clusterReads {
 		}
 		pods.Requested[l.Node] = sum
 	}
-	return &clusterReads{pods: func() (cluster.PodRequests, error) { return pods, nil }}
+	return &clusterReads{pods: func() (cluster.PodRequests, error) { return pods, nil }, placement: &placementMemo{}}
 }
 
 func migrates(node, ns, name string) v1alpha1.VMImpact {
@@ -186,5 +186,35 @@ func TestMaxUnavailable(t *testing.T) {
 		if got := maxUnavailable(workerPool(tc.v), 10); got != tc.want {
 			t.Errorf("maxUnavailable(%v) = %d, want %d", tc.v, got, tc.want)
 		}
+	}
+}
+
+// What the capacity check keeps across plans follows the objects: a Node
+// by its resourceVersion, a launcher by the pod the cache hands out.
+func TestPlacementMemoFollowsChanges(t *testing.T) {
+	var m placementMemo
+	n := capNode("w1", 64, nil, nil)
+	n.SetResourceVersion("1")
+	first := m.nodesMemo().of(&n, 1)
+	if again := m.nodesMemo().of(&n, 1); again != first {
+		t.Errorf("the same Node read twice")
+	}
+	changed := capNode("w1", 32, map[string]string{"gpu": "a100"}, nil)
+	changed.SetResourceVersion("2")
+	if got := m.nodesMemo().of(&changed, 1); got == first || got.Labels["gpu"] != "a100" {
+		t.Errorf("a changed Node read as before: %+v", got)
+	}
+	l := capLauncher("default", "vm", "w1", 16, nil, nil)
+	d := m.demandsMemo().of(l.Pod, 1)
+	if again := m.demandsMemo().of(l.Pod, 1); again != d {
+		t.Errorf("the same launcher resolved twice")
+	}
+	other := capLauncher("default", "vm", "w1", 32, nil, nil)
+	if got := m.demandsMemo().of(other.Pod, 1); got == d {
+		t.Errorf("another pod read as the first")
+	}
+	var none *placementMemo
+	if none.nodesMemo().of(&n, 1) == nil || none.demandsMemo().of(l.Pod, 1) == nil {
+		t.Errorf("a nil memo keeps nothing but still reads")
 	}
 }

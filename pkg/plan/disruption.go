@@ -32,6 +32,8 @@ type clusterReads struct {
 	hco      func() (*unstructured.Unstructured, error)
 	// pods are the launchers and the requests per node (capacity.go).
 	pods func() (cluster.PodRequests, error)
+	// placement is what the capacity check keeps across plans (capacity.go).
+	placement *placementMemo
 }
 
 // newClusterReads reads through inputs where it can (the HyperConverged a
@@ -56,7 +58,8 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 			p, why := disruption.ReadPolicies(mc)
 			return p, why, nil
 		}),
-		pods: sync.OnceValues(e.podReads(ctx, cached)),
+		pods:      sync.OnceValues(e.podReads(ctx, cached)),
+		placement: &e.placement,
 		hco: sync.OnceValues(func() (*unstructured.Unstructured, error) {
 			return get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName)
 		}),

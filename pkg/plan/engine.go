@@ -64,6 +64,9 @@ type Metrics interface {
 
 // Engine computes plans.
 type Engine struct {
+	// placement is what the capacity check keeps across plans (capacity.go).
+	placement placementMemo
+
 	Cluster  Cluster
 	Profiles Profiles
 	// Metrics, if set, records the outcome of every plan computation.
