@@ -73,7 +73,7 @@ var _ = BeforeSuite(func() {
 		var err error
 		initialListing, err = kubectl("get", "virtplatformconfigs")
 		return initialListing, err
-	}).WithTimeout(30 * time.Second).Should(ContainSubstring("virt-higher-density"))
+	}).WithTimeout(30 * time.Second).Should(And(ContainSubstring("virt-higher-density"), ContainSubstring("live-migration-limits")))
 	for _, sample := range []string{"load-aware-rebalancing", "virt-higher-density"} {
 		out, stderr, err := testEnv.Kubectl(suiteCtx, "", "apply", "--dry-run=server", "-f", filepath.Join("artifacts", "samples", sample+".yaml"))
 		Expect(err).NotTo(HaveOccurred(), stderr)
