@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,6 +15,31 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 )
+
+// waitBound waits until kube-apiserver's authorizer allows user what the
+// first resource rule of the ClusterRole role grants: a binding just
+// created takes a moment to reach its caches (a loaded CI machine saw a
+// 403 right after one).
+func waitBound(user, role string) {
+	GinkgoHelper()
+	r, err := kube.RbacV1().ClusterRoles().Get(suiteCtx, role, metav1.GetOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	for _, rule := range r.Rules {
+		if len(rule.Resources) == 0 || len(rule.APIGroups) == 0 || len(rule.Verbs) == 0 {
+			continue
+		}
+		attrs := &authorizationv1.ResourceAttributes{Group: rule.APIGroups[0], Resource: rule.Resources[0], Verb: rule.Verbs[0]}
+		if len(rule.ResourceNames) > 0 {
+			attrs.Name = rule.ResourceNames[0]
+		}
+		Eventually(func() (bool, error) {
+			sar, err := kube.AuthorizationV1().SubjectAccessReviews().Create(suiteCtx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: attrs}}, metav1.CreateOptions{})
+			return err == nil && sar.Status.Allowed, err
+		}).WithTimeout(10*time.Second).WithPolling(100*time.Millisecond).Should(BeTrue(), "%s bound to %s", user, role)
+		return
+	}
+}
 
 // userClient returns a client for a fresh user bound to the roles ("" for
 // none). Users are unique per call because the delegated authorizer
@@ -39,6 +65,7 @@ func namedUserClient(user string, roles ...string) (versioned.Interface, string,
 		DeferCleanup(func() {
 			_ = kube.RbacV1().ClusterRoleBindings().Delete(suiteCtx, crb.Name, metav1.DeleteOptions{})
 		})
+		waitBound(user, role)
 	}
 	cfg, kubeconfig, err := testEnv.UserConfig(user)
 	Expect(err).NotTo(HaveOccurred())
