@@ -39,6 +39,9 @@ func addCNVPool(machines int) {
 	GinkgoHelper()
 	pool := dedicatedcpus.Pool(cnvPool)
 	pool.SetAnnotations(map[string]string{fakemco.MachinesAnnotation: fmt.Sprint(machines), fakemco.StepTimeAnnotation: "200ms"})
+	// A pool another spec of this process made may still be going.
+	_ = dyn().Resource(mcpGVR).Delete(suiteCtx, cnvPool, metav1.DeleteOptions{})
+	Eventually(func() *unstructured.Unstructured { return getObject(mcpGVR, "", cnvPool) }).WithTimeout(30 * time.Second).Should(BeNil())
 	_, err := dyn().Resource(mcpGVR).Create(suiteCtx, pool, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() {
