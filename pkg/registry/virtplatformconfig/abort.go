@@ -26,10 +26,8 @@ import (
 // config right before it is made, so none starts after that write. A
 // write already past its check when the abort lands may finish.
 type AbortREST struct {
-	// configs reads the config; aborts writes its status.
-	configs  rest.Getter
-	aborts   rest.Updater
-	scheme   *runtime.Scheme
+	// stored reads the config and writes its status.
+	stored   storedConfigs
 	recorder record.EventRecorder
 	// pauser pauses the pools of the aborted plan before the abort is
 	// answered; set once the controller exists (SetPauser).
@@ -68,7 +66,7 @@ func (r *AbortREST) Create(ctx context.Context, name string, obj runtime.Object,
 	var rec *v1alpha1.AbortRecord
 	var stored runtime.Object
 	if isDryRun(options.DryRun) {
-		cfg, err := r.get(ctx, name)
+		cfg, err := r.stored.get(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -103,38 +101,15 @@ func abortRequest(name string, obj runtime.Object) (*advisor.Abort, error) {
 	return req, nil
 }
 
-func (r *AbortREST) get(ctx context.Context, name string) (*v1alpha1.VirtPlatformConfig, error) {
-	current, err := r.configs.Get(ctx, name, &metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	cfg := &v1alpha1.VirtPlatformConfig{}
-	if err := r.scheme.Convert(current, cfg, nil); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	return cfg, nil
-}
-
 // record aborts the plan inside the write of the stored config: the
 // decision is made on what is stored, not on an earlier read.
 func (r *AbortREST) record(ctx context.Context, name, planHash, user string, now metav1.Time) (runtime.Object, *v1alpha1.AbortRecord, error) {
 	var rec *v1alpha1.AbortRecord
-	update := rest.DefaultUpdatedObjectInfo(nil, func(ctx context.Context, _, oldObj runtime.Object) (runtime.Object, error) {
-		latest := &v1alpha1.VirtPlatformConfig{}
-		if err := r.scheme.Convert(oldObj, latest, nil); err != nil {
-			return nil, err
-		}
+	stored, err := r.stored.change(ctx, name, func(latest *v1alpha1.VirtPlatformConfig) error {
 		var err error
-		if rec, err = abortConfig(latest, planHash, user, now); err != nil {
-			return nil, err
-		}
-		updated := &advisor.VirtPlatformConfig{}
-		if err := r.scheme.Convert(latest, updated, nil); err != nil {
-			return nil, err
-		}
-		return updated, nil
+		rec, err = abortConfig(latest, planHash, user, now)
+		return err
 	})
-	stored, _, err := r.aborts.Update(ctx, name, update, rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 	return stored, rec, err
 }
 
@@ -156,8 +131,8 @@ func (r *AbortREST) pauseAborted(ctx context.Context, stored runtime.Object) {
 	if p == nil || stored == nil {
 		return
 	}
-	cfg := &v1alpha1.VirtPlatformConfig{}
-	if err := r.scheme.Convert(stored, cfg, nil); err != nil {
+	cfg, err := r.stored.versioned(stored)
+	if err != nil {
 		return
 	}
 	if err := (*p).PauseAborted(ctx, cfg); err != nil {
@@ -171,8 +146,8 @@ func (r *AbortREST) announce(stored runtime.Object) {
 	if r.recorder == nil || stored == nil {
 		return
 	}
-	ref := &v1alpha1.VirtPlatformConfig{}
-	if err := r.scheme.Convert(stored, ref, nil); err != nil {
+	ref, err := r.stored.versioned(stored)
+	if err != nil {
 		return
 	}
 	ref.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("VirtPlatformConfig"))

@@ -24,12 +24,10 @@ import (
 // ApproveREST serves POST .../approve: it approves exactly the plan
 // revision the caller reviewed, by hash, against the live plan.
 type ApproveREST struct {
-	// configs reads the config; approvals writes its status.approval.
-	configs   rest.Getter
-	approvals rest.Updater
+	// stored reads the config and writes its status.approval.
+	stored    storedConfigs
 	planner   Planner
 	gate      *Gate
-	scheme    *runtime.Scheme
 	recorder  record.EventRecorder
 	authz     authorizer.Authorizer
 	admission admission
@@ -66,7 +64,7 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	}
 	user := requestUser(ctx)
 
-	cfg, err := r.get(ctx, name)
+	cfg, err := r.stored.get(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -142,43 +140,21 @@ func approvalRequest(name string, obj runtime.Object) (*advisor.Approval, error)
 	return req, nil
 }
 
-// get reads the stored config, as the plan was computed from it.
-func (r *ApproveREST) get(ctx context.Context, name string) (*v1alpha1.VirtPlatformConfig, error) {
-	current, err := r.configs.Get(ctx, name, &metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	cfg := &v1alpha1.VirtPlatformConfig{}
-	if err := r.scheme.Convert(current, cfg, nil); err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	return cfg, nil
-}
-
 // record writes the approval rec of the plan res, computed for cfg, into
 // the stored config when admission still admits it there, and returns the
 // stored config and its phases before and after the write.
 func (r *ApproveREST) record(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, rec v1alpha1.ApprovalRecord) (stored runtime.Object, before, after v1alpha1.ConfigPhase, err error) {
-	update := rest.DefaultUpdatedObjectInfo(nil, func(ctx context.Context, _, oldObj runtime.Object) (runtime.Object, error) {
-		latest := &v1alpha1.VirtPlatformConfig{}
-		if err := r.scheme.Convert(oldObj, latest, nil); err != nil {
-			return nil, err
-		}
+	stored, err = r.stored.change(ctx, cfg.Name, func(latest *v1alpha1.VirtPlatformConfig) error {
 		if err := r.admission.write(cfg, latest, rec.ApprovedBy, rec.Revert); err != nil {
-			return nil, err
+			return err
 		}
 		before = latest.Status.Phase
 		if err := approval.Record(&latest.Status, res, rec); err != nil {
-			return nil, err
+			return err
 		}
 		after = latest.Status.Phase
-		updated := &advisor.VirtPlatformConfig{}
-		if err := r.scheme.Convert(latest, updated, nil); err != nil {
-			return nil, err
-		}
-		return updated, nil
+		return nil
 	})
-	stored, _, err = r.approvals.Update(ctx, cfg.Name, update, rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 	return stored, before, after, err
 }
 
@@ -188,8 +164,8 @@ func (r *ApproveREST) announce(stored runtime.Object, rec v1alpha1.ApprovalRecor
 	if r.recorder == nil {
 		return
 	}
-	ref := &v1alpha1.VirtPlatformConfig{}
-	if err := r.scheme.Convert(stored, ref, nil); err != nil {
+	ref, err := r.stored.versioned(stored)
+	if err != nil {
 		return
 	}
 	ref.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("VirtPlatformConfig"))

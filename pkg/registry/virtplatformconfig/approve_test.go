@@ -387,7 +387,7 @@ func TestApproveCreate(t *testing.T) {
 				planner.res = livePlan()
 			}
 			recorder := record.NewFakeRecorder(10)
-			r := &ApproveREST{configs: store, approvals: store, planner: planner, scheme: scheme, recorder: recorder,
+			r := &ApproveREST{stored: storedConfigs{getter: store, updater: store, scheme: scheme}, planner: planner, recorder: recorder,
 				authz: planReaders("alice", "bob"), admission: admission{requireDistinctApprover: tt.distinct}}
 			body := tt.body
 			if body == nil {

@@ -82,7 +82,7 @@ func TestApproveRevert(t *testing.T) {
 				t.Fatal(err)
 			}
 			planner := &fakePlanner{res: livePlan(), revert: revertPlan(), revertErr: tt.revertErr}
-			r := &ApproveREST{configs: store, approvals: store, planner: planner, scheme: scheme, recorder: record.NewFakeRecorder(10),
+			r := &ApproveREST{stored: storedConfigs{getter: store, updater: store, scheme: scheme}, planner: planner, recorder: record.NewFakeRecorder(10),
 				authz: reviewers(tt.mayReview, "alice")}
 			_, err := r.Create(asUser("alice"), cfgName, approvalOf(tt.hash), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
 			checkRefusal(t, err, tt.wantCode, tt.wantMsg)

@@ -160,9 +160,9 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o 
 		Status: &StatusREST{store: &statusStore},
 		Plan:   &PlanREST{configs: store, planner: o.Planner, gate: o.Gate, scheme: scheme},
 		Revert: &PlanREST{configs: store, planner: o.Planner, gate: o.Gate, scheme: scheme, revert: true},
-		Approve: &ApproveREST{configs: store, approvals: &approvalStore, planner: o.Planner, gate: o.Gate, scheme: scheme, recorder: o.Recorder, authz: o.Authorizer,
+		Approve: &ApproveREST{stored: storedConfigs{getter: store, updater: &approvalStore, scheme: scheme}, planner: o.Planner, gate: o.Gate, recorder: o.Recorder, authz: o.Authorizer,
 			admission: admission{requireDistinctApprover: o.RequireDistinctApprover}},
-		Abort:        &AbortREST{configs: store, aborts: &approvalStore, scheme: scheme, recorder: o.Recorder},
+		Abort:        &AbortREST{stored: storedConfigs{getter: store, updater: &approvalStore, scheme: scheme}, recorder: o.Recorder},
 		StatusWriter: &StatusWriter{store: &statusStore, scheme: scheme},
 	}, nil
 }
