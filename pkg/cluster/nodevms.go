@@ -118,12 +118,7 @@ func (c *NodeVMCache) VMIs() (vmis []kubevirt.VMI, resourceVersion string, ok bo
 				out = append(out, v.VMI)
 			}
 		}
-		slices.SortFunc(out, func(a, b kubevirt.VMI) int {
-			if n := strings.Compare(a.Namespace, b.Namespace); n != 0 {
-				return n
-			}
-			return strings.Compare(a.Name, b.Name)
-		})
+		slices.SortFunc(out, kubevirt.CompareVMIs)
 		return out
 	})
 	return view.([]kubevirt.VMI), s.informer.LastSyncResourceVersion(), true

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -131,25 +132,57 @@ func (c *Cluster) Assess(r *v1alpha1.PoolReboot, pool *unstructured.Unstructured
 		r.VMSummary = "VM impact unknown: " + r.VMImpactUnknown
 		return
 	}
-	on := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		on[n] = true
+	on := c.vmisOn(nodes)
+	if len(on) > 0 {
+		r.VMImpacts = make([]v1alpha1.VMImpact, 0, len(on))
 	}
-	for _, v := range c.VMIs {
-		if !v.Running() || !on[v.Node] {
-			continue
-		}
+	for _, v := range on {
 		fate, reason := Fate(v, c.Default)
 		if fate == v1alpha1.VMFateLiveMigrate {
 			r.LiveMigrations++
 		}
 		r.VMImpacts = append(r.VMImpacts, v1alpha1.VMImpact{Node: v.Node, Namespace: v.Namespace, Name: v.Name, Fate: fate, Reason: reason})
 	}
-	sort.Slice(r.VMImpacts, func(i, j int) bool { return impactBefore(r.VMImpacts[i], r.VMImpacts[j]) })
 	r.VMSummary = Summarize(int(r.LiveMigrations), r.VMImpacts)
 	if r.VMSummary == "" {
 		r.VMSummary = "no VM runs on its nodes"
 	}
+}
+
+// vmisOn are the running VMIs on nodes (sorted by name), ordered by node,
+// namespace and name. VMIs sorted by namespace and name (as the cache and
+// a list serve them) are put in node order in one pass, keeping that
+// order within each node: on 10 000 VMs a sort costs more than the rest.
+func (c *Cluster) vmisOn(nodes []string) []kubevirt.VMI {
+	index := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		index[n] = i
+	}
+	count := make([]int, len(nodes)+1)
+	for _, v := range c.VMIs {
+		if i, on := index[v.Node]; on && v.Running() {
+			count[i+1]++
+		}
+	}
+	for i := 1; i < len(count); i++ {
+		count[i] += count[i-1] // count[i]: where node i's VMs start
+	}
+	out := make([]kubevirt.VMI, count[len(nodes)])
+	for _, v := range c.VMIs {
+		if i, on := index[v.Node]; on && v.Running() {
+			out[count[i]] = v
+			count[i]++
+		}
+	}
+	if !slices.IsSortedFunc(c.VMIs, kubevirt.CompareVMIs) {
+		slices.SortStableFunc(out, func(a, b kubevirt.VMI) int {
+			if a.Node != b.Node {
+				return strings.Compare(a.Node, b.Node)
+			}
+			return kubevirt.CompareVMIs(a, b)
+		})
+	}
+	return out
 }
 
 // MaxListedMigrations bounds the VMs that live-migrate a pool's vmImpacts
@@ -174,17 +207,6 @@ func Bound(r *v1alpha1.PoolReboot) {
 	r.VMImpacts = kept
 }
 
-// impactBefore orders VMs by node, namespace and name.
-func impactBefore(a, b v1alpha1.VMImpact) bool {
-	if a.Node != b.Node {
-		return a.Node < b.Node
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
-}
-
 // maxNamed bounds the VMs a summary names per fate; the plan's vmImpacts
 // list them all.
 const maxNamed = 5
@@ -197,12 +219,13 @@ func Summarize(migrating int, vms []v1alpha1.VMImpact) string {
 	migrate := migrating
 	var shut, block []string
 	for _, v := range vms {
-		named := fmt.Sprintf("%s/%s (%s)", v.Namespace, v.Name, v.Reason)
-		switch v.Fate {
-		case v1alpha1.VMFateLiveMigrate:
-		case v1alpha1.VMFateShutDown:
+		if v.Fate == v1alpha1.VMFateLiveMigrate {
+			continue // counted, not named
+		}
+		named := v.Namespace + "/" + v.Name + " (" + v.Reason + ")"
+		if v.Fate == v1alpha1.VMFateShutDown {
 			shut = append(shut, named)
-		default:
+		} else {
 			block = append(block, named)
 		}
 	}

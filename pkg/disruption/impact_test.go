@@ -3,6 +3,7 @@ package disruption
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -362,6 +363,36 @@ func TestUpgradeInProgress(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := UpgradeInProgress(tc.cv); got != tc.want {
 				t.Errorf("UpgradeInProgress = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestAssessOrdersByNode: VMIs as a cache serves them (by namespace and
+// name) and in any other order are listed by node, namespace and name.
+func TestAssessOrdersByNode(t *testing.T) {
+	sorted := []kubevirt.VMI{
+		running("a", "vm-1", "worker-2", StrategyNone, true, ""),
+		running("a", "vm-2", "worker-0", StrategyNone, true, ""),
+		running("b", "vm-0", "worker-2", StrategyNone, true, ""),
+		running("b", "vm-3", "worker-0", StrategyNone, true, ""),
+		running("c", "vm-4", "worker-1", StrategyNone, true, ""),
+	}
+	want := []string{"worker-0 a/vm-2", "worker-0 b/vm-3", "worker-1 c/vm-4", "worker-2 a/vm-1", "worker-2 b/vm-0"}
+	reversed := slices.Clone(sorted)
+	slices.Reverse(reversed)
+	for name, vmis := range map[string][]kubevirt.VMI{"by namespace and name": sorted, "reversed": reversed} {
+		t.Run(name, func(t *testing.T) {
+			workerPool := pool("worker", WorkerRoleLabel)
+			c := Cluster{Pools: []unstructured.Unstructured{workerPool}, Nodes: threeWorkers(), VMIs: vmis}
+			r := v1alpha1.PoolReboot{Pool: "worker", Nodes: 3}
+			c.Assess(&r, &workerPool, Decision{Action: v1alpha1.NodeDisruptionReboot})
+			var got []string
+			for _, v := range r.VMImpacts {
+				got = append(got, v.Node+" "+v.Namespace+"/"+v.Name)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("listed %v, want %v", got, want)
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 package kubevirt
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -25,6 +27,14 @@ type VMI struct {
 	// whether the condition is there at all, Reason its reason.
 	Migratable, Condition bool
 	Reason                string
+}
+
+// CompareVMIs orders VMIs by namespace and name.
+func CompareVMIs(a, b VMI) int {
+	if n := strings.Compare(a.Namespace, b.Namespace); n != 0 {
+		return n
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 // ReadVMI reads a VirtualMachineInstance.
