@@ -42,6 +42,9 @@ type Launcher struct {
 type PodRequests struct {
 	Launchers map[string][]Launcher
 	Requested map[string]corev1.ResourceList
+	// Version is the state of the cache they were read from: the same
+	// version, the same pods. 0 when read live.
+	Version int64
 }
 
 // cachedPod is a pod as the cache keeps it: its identity, node and
@@ -194,7 +197,9 @@ type PodCache struct {
 	changes  atomic.Int64
 	mu       sync.Mutex
 	built    int64
-	view     map[string][]Launcher
+	// version numbers the views built (from 1).
+	version int64
+	view    PodRequests
 }
 
 // NewPodCache returns a cache whose informer starts at Start.
@@ -242,23 +247,28 @@ func (c *PodCache) Start(ctx context.Context) {
 }
 
 // Pods returns the launchers and the requests per node, shared (callers
-// must not modify them); ok is false until the cache has synced.
+// must not modify them), the same until the cache changes; ok is false
+// until the cache has synced.
 func (c *PodCache) Pods() (PodRequests, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.informer == nil || !c.informer.HasSynced() {
 		return PodRequests{}, false
 	}
-	if n := c.changes.Load(); c.view == nil || n != c.built {
+	// The view is built after the count is read: it holds at least the
+	// changes counted, and a change counted later builds it again.
+	if n := c.changes.Load(); c.view.Launchers == nil || n != c.built {
 		var pods []*cachedPod
 		for _, o := range c.informer.GetStore().List() {
 			if p, ok := o.(*cachedPod); ok && p.launcher != nil {
 				pods = append(pods, p)
 			}
 		}
-		c.view, c.built = launchersOf(pods), n
+		c.version++
+		c.view = PodRequests{Launchers: launchersOf(pods), Requested: c.totals.snapshot(), Version: c.version}
+		c.built = n
 	}
-	return PodRequests{Launchers: c.view, Requested: c.totals.snapshot()}, true
+	return c.view, true
 }
 
 func launchersOf(pods []*cachedPod) map[string][]Launcher {

@@ -34,6 +34,11 @@ type clusterReads struct {
 	pods func() (cluster.PodRequests, error)
 	// placement is what the capacity check keeps across plans (capacity.go).
 	placement *placementMemo
+	// memo keeps assessments made from the caches (assessmemo.go); nil
+	// for reads that are live.
+	memo *assessMemo
+	// podsCached says whether pods reads the pod cache (synced).
+	podsCached func() bool
 }
 
 // newClusterReads reads through inputs where it can (the HyperConverged a
@@ -60,6 +65,14 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 		}),
 		pods:      sync.OnceValues(e.podReads(ctx, cached)),
 		placement: &e.placement,
+		memo:      e.assessMemo(cached),
+		podsCached: func() bool {
+			if !cached || e.Pods == nil {
+				return false
+			}
+			_, ok := e.Pods.Pods()
+			return ok
+		},
 		hco: sync.OnceValues(func() (*unstructured.Unstructured, error) {
 			return get(ctx, kubevirt.HyperConvergedGVK, kubevirt.HCONamespace, kubevirt.HCOName)
 		}),
@@ -176,15 +189,48 @@ func (r *clusterReads) assess(ctx context.Context, reboots []v1alpha1.PoolReboot
 	if err != nil {
 		return "", err
 	}
+	key, keep := r.assessKey(c, decision)
 	for i := range reboots {
+		if keep && r.memo.get(key, &reboots[i]) {
+			continue
+		}
+		in := reboots[i].DeepCopy()
 		pool := poolByName(pools, reboots[i].Pool)
 		c.Assess(&reboots[i], pool, decision)
 		if err := r.checkCapacity(&reboots[i], pool, c, strict); err != nil {
 			return "", err
 		}
 		disruption.Bound(&reboots[i])
+		if keep {
+			r.memo.put(key, in, &reboots[i])
+		}
 	}
 	return disruption.Note(reboots) + capacityNote(reboots), nil
+}
+
+// assessMemo is the engine's memo for reads from the caches, nil for live
+// reads.
+func (e *Engine) assessMemo(cached bool) *assessMemo {
+	if !cached {
+		return nil
+	}
+	return &e.assessed
+}
+
+// assessKey is the key of the assessments of c with decision, when every
+// read came from a cache.
+func (r *clusterReads) assessKey(c *disruption.Cluster, decision disruption.Decision) (assessKey, bool) {
+	if r.memo == nil || r.podsCached == nil || !r.podsCached() {
+		return assessKey{}, false
+	}
+	if at := r.at.get(); at.Nodes == "" || at.VMIs == "" {
+		return assessKey{}, false
+	}
+	pods, err := r.pods()
+	if err != nil {
+		return assessKey{}, false
+	}
+	return assessKeyOf(c, pods.Version, decision)
 }
 
 func poolByName(pools []unstructured.Unstructured, name string) *unstructured.Unstructured {

@@ -66,6 +66,9 @@ type Metrics interface {
 type Engine struct {
 	// placement is what the capacity check keeps across plans (capacity.go).
 	placement placementMemo
+	// assessed are the last assessments of each pool made from the caches
+	// (assessmemo.go).
+	assessed assessMemo
 
 	Cluster  Cluster
 	Profiles Profiles
