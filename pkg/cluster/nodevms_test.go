@@ -57,7 +57,7 @@ func TestSlimObjects(t *testing.T) {
 			},
 		}}},
 		{"a VMI: identity and what a drain depends on", slimVMI, &vmi, &CachedVMI{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vm-0", ResourceVersion: "9"},
+			ResourceVersion: "9",
 			VMI: kubevirt.VMI{Namespace: "default", Name: "vm-0", Node: "worker-0", Phase: "Running", Strategy: "LiveMigrate",
 				Condition: true, Reason: "DisksNotLiveMigratable"}}},
 	} {
