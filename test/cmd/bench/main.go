@@ -331,23 +331,63 @@ func (b *bench) planLatency() error {
 // serverPlanMean reads the mean plan computation time of a profile from
 // the server's own metrics, to tell it apart from the aggregator hop.
 func (b *bench) serverPlanMean(profile string) (float64, error) {
+	t, err := b.serverPlanTotals(profile)
+	if err != nil {
+		return 0, err
+	}
+	if t.count == 0 {
+		return 0, fmt.Errorf("virt-advisor-apiserver /metrics has no virt_advisor_plan_duration_seconds sample for %s after its plan GETs", profile)
+	}
+	return t.sum / t.count * 1000, nil
+}
+
+// serverMetrics scrapes virt-advisor-apiserver's /metrics directly.
+func (b *bench) serverMetrics() (env.Metrics, error) {
 	cfg := rest.CopyConfig(b.e.AdminConfig)
 	cfg.Host = b.e.Advisor().URL
 	cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = nil, b.e.ServingCAFile
 	c, err := versioned.NewForConfig(cfg)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	m, err := env.ScrapeMetrics(b.ctx, c.AdvisorV1alpha1().RESTClient())
 	if err != nil {
-		return 0, fmt.Errorf("virt-advisor-apiserver: %w", err)
+		return nil, fmt.Errorf("virt-advisor-apiserver: %w", err)
+	}
+	return m, nil
+}
+
+// goHeap says what the server's Go heap holds (MiB): in use, and kept
+// from the OS though free, which RSS counts too.
+func (b *bench) goHeap() (inUse, kept float64, err error) {
+	m, err := b.serverMetrics()
+	if err != nil {
+		return 0, 0, err
+	}
+	const mib = 1 << 20
+	return m.Sum("go_memstats_heap_inuse_bytes", nil) / mib,
+		(m.Sum("go_memstats_heap_idle_bytes", nil) - m.Sum("go_memstats_heap_released_bytes", nil)) / mib, nil
+}
+
+// planTotals are the sum (seconds) and count of the server's plan
+// computations of a profile so far.
+type planTotals struct{ sum, count float64 }
+
+// meanSince is the mean computation in ms between before and t.
+func (t planTotals) meanSince(before planTotals) float64 {
+	if t.count == before.count {
+		return 0
+	}
+	return (t.sum - before.sum) / (t.count - before.count) * 1000
+}
+
+func (b *bench) serverPlanTotals(profile string) (planTotals, error) {
+	m, err := b.serverMetrics()
+	if err != nil {
+		return planTotals{}, err
 	}
 	labels := map[string]string{"profile": profile}
-	count := m.Count("virt_advisor_plan_duration_seconds", labels)
-	if count == 0 {
-		return 0, fmt.Errorf("virt-advisor-apiserver /metrics has no virt_advisor_plan_duration_seconds sample for %s after its plan GETs", profile)
-	}
-	return m.Sum("virt_advisor_plan_duration_seconds", labels) / float64(count) * 1000, nil
+	return planTotals{sum: m.Sum("virt_advisor_plan_duration_seconds", labels), count: float64(m.Count("virt_advisor_plan_duration_seconds", labels))}, nil
 }
 
 // floor is the least a plan GET can cost: one trip through the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ var (
 	vmPlanP50Factor  = flag.Float64("vm-plan-p50-factor", 1.2, "target: plan GET p50 with the VMs at most this many times the same plan without them")
 	vmRSSGrowthMiB   = flag.Float64("vm-rss-growth-mib", 24, "target: server RSS growth with the VMs and their nodes, MiB")
 	vmBurstP95       = flag.Duration("vm-burst-p95", 250*time.Millisecond, "target: p95 of a burst of concurrent plan GETs on the cluster with the VMs (no answer 5xx)")
+	vmHeapProfile    = flag.String("vm-heap-profile", "", "write the server's heap profile (/debug/pprof/heap) after the VM figures to this file, to read with go tool pprof")
 	vmApprovalFactor = flag.Float64("vm-approval-factor", 1.2, "target: approval to target written p50 with the VMs at most this many times the same without them")
 )
 
@@ -41,6 +43,10 @@ func (b *bench) vmImpact() error {
 	if err != nil {
 		return err
 	}
+	inUseBefore, keptBefore, err := b.goHeap()
+	if err != nil {
+		return err
+	}
 	nodes, err := b.e.CreateWorkerNodes(b.ctx, "bench-worker", *vmNodes)
 	if err != nil {
 		return err
@@ -52,7 +58,15 @@ func (b *bench) vmImpact() error {
 	if err := b.createConfig(profile, fmt.Sprintf(`{"profile":%q,"action":"Ignore"}`, profile)); err != nil {
 		return err
 	}
+	t0, err := b.serverPlanTotals(profile)
+	if err != nil {
+		return err
+	}
 	without, err := b.planTimes(profile)
+	if err != nil {
+		return err
+	}
+	t1, err := b.serverPlanTotals(profile)
 	if err != nil {
 		return err
 	}
@@ -83,7 +97,15 @@ func (b *bench) vmImpact() error {
 	}); err != nil {
 		return fmt.Errorf("the plan of %s does not list the %d VMs created: %w", profile, *vmCount, err)
 	}
+	t2, err := b.serverPlanTotals(profile)
+	if err != nil {
+		return err
+	}
 	with, err := b.planTimes(profile)
+	if err != nil {
+		return err
+	}
+	t3, err := b.serverPlanTotals(profile)
 	if err != nil {
 		return err
 	}
@@ -112,14 +134,10 @@ func (b *bench) vmImpact() error {
 	b.report.add(fmt.Sprintf("plan GET p50 with %d VMIs on %d nodes", *vmCount, *vmNodes), "ms", ms(v50))
 	factor := float64(v50) / float64(w50)
 	met := b.report.check(fmt.Sprintf("plan GET p50 with %d VMIs / without", *vmCount), "x", factor, *vmPlanP50Factor)
-	mean, err := b.serverPlanMean(profile)
-	if err != nil {
-		return err
-	}
 	b.printf("%-24s without VMIs p50 %6.1fms p95 %6.1fms   with %d VMIs p50 %6.1fms p95 %6.1fms   ratio %.2f (target <= %.2f: %s)\n",
 		profile, ms(w50), ms(w95), *vmCount, ms(v50), ms(v95), factor, *vmPlanP50Factor, verdict(met))
-	b.printf("%-24s the VMI list alone, straight from kube-apiserver (not decoded): p50 %.1fms; plan computation inside the server, mean of both series: %.1fms\n",
-		profile, ms(l50), mean)
+	b.printf("%-24s the VMI list alone, straight from kube-apiserver (not decoded): p50 %.1fms; plan computation inside the server (mean): without VMIs %.1fms, with them %.1fms\n",
+		profile, ms(l50), t1.meanSince(t0), t3.meanSince(t2))
 
 	if err := b.vmBurst(profile); err != nil {
 		return err
@@ -141,6 +159,16 @@ func (b *bench) vmImpact() error {
 	rssAfter, err := rss(b.e.Advisor().Pid())
 	if err != nil {
 		return err
+	}
+	inUseAfter, keptAfter, err := b.goHeap()
+	if err != nil {
+		return err
+	}
+	b.printf("Go heap in use %.1f -> %.1f MiB, free but kept from the OS %.1f -> %.1f MiB\n", inUseBefore, inUseAfter, keptBefore, keptAfter)
+	if *vmHeapProfile != "" {
+		if err := b.saveHeapProfile(*vmHeapProfile); err != nil {
+			return err
+		}
 	}
 	growth := float64(rssAfter-rssBefore) / 1024
 	b.report.add("server RSS before the VMs and their nodes", "MiB", float64(rssBefore)/1024)
@@ -238,4 +266,21 @@ func (b *bench) createVMIs(nodes []string) error {
 	default:
 		return nil
 	}
+}
+
+// saveHeapProfile writes the server's heap profile to path.
+func (b *bench) saveHeapProfile(path string) error {
+	cfg := rest.CopyConfig(b.e.AdminConfig)
+	cfg.Host = b.e.Advisor().URL
+	cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = nil, b.e.ServingCAFile
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	raw, err := c.Discovery().RESTClient().Get().AbsPath("/debug/pprof/heap").DoRaw(b.ctx)
+	if err != nil {
+		return fmt.Errorf("the server's heap profile: %w", err)
+	}
+	b.printf("heap profile of the server written to %s\n", path)
+	return os.WriteFile(path, raw, 0o644)
 }
