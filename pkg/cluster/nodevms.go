@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unique"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -157,14 +159,60 @@ func (c *NodeVMCache) startLocked(gvr schema.GroupVersionResource, transform cac
 	s := &slimInformer{informer: informer}
 	bump := func() { s.changes.Add(1) }
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(interface{}) { bump() },
-		UpdateFunc: func(_, _ interface{}) { bump() },
+		AddFunc: func(interface{}) { bump() },
+		UpdateFunc: func(old, obj interface{}) {
+			if slimChanged(old, obj) {
+				bump()
+			}
+		},
 		DeleteFunc: func(interface{}) { bump() },
 	}); err != nil {
 		klog.ErrorS(err, "Cannot follow the cache", "resource", gvr.Resource)
 	}
 	go informer.RunWithContext(c.ctx)
 	return s
+}
+
+// slimChanged is false for an update that left what the cache keeps as
+// it was (a Node's heartbeat, a VMI's guest agent data), but for the
+// resourceVersion: the view and what plans derived from it stay valid.
+func slimChanged(old, obj interface{}) bool {
+	switch o := old.(type) {
+	case *CachedVMI:
+		n, ok := obj.(*CachedVMI)
+		return !ok || o.VMI != n.VMI
+	case *unstructured.Unstructured:
+		n, ok := obj.(*unstructured.Unstructured)
+		return !ok || !equalBut(o.Object, n.Object, "resourceVersion")
+	}
+	return true
+}
+
+// equalBut compares two objects but for the metadata field named.
+func equalBut(a, b map[string]interface{}, field string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok {
+			return false
+		}
+		if k == "metadata" {
+			ma, aok := va.(map[string]interface{})
+			mb, bok := vb.(map[string]interface{})
+			if aok && bok {
+				ma, mb = maps.Clone(ma), maps.Clone(mb)
+				delete(ma, field)
+				delete(mb, field)
+				va, vb = ma, mb
+			}
+		}
+		if !equality.Semantic.DeepEqual(va, vb) {
+			return false
+		}
+	}
+	return true
 }
 
 // heldWatch passes each change (Modified, Deleted) of w through the

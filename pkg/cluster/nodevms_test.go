@@ -110,13 +110,38 @@ func TestNodeVMCacheFollowsTheCluster(t *testing.T) {
 		t.Errorf("VMIs %+v, want a then b, migratable", vmis)
 	}
 
+	// An update of what the cache does not keep (the guest agent's data,
+	// a Node's heartbeat) builds no new view; the change after it does.
+	vmiChanges, nodeChanges := c.vmis.changes.Load(), c.nodes.changes.Load()
+	guest := a.DeepCopy()
+	_ = unstructured.SetNestedField(guest.Object, "Fedora", "status", "guestOSInfo", "name")
+	if _, err := dyn.Resource(vmiGVR).Namespace("default").Update(ctx, guest, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	heartbeat := n0.DeepCopy()
+	_ = unstructured.SetNestedSlice(heartbeat.Object, []interface{}{map[string]interface{}{"type": "Ready", "status": "True"}}, "status", "conditions")
+	if _, err := dyn.Resource(nodeGVR).Update(ctx, heartbeat, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	stuck := clustertest.VMI("a", "worker-0", "LiveMigrate", "False", "HostDeviceNotLiveMigratable")
 	if _, err := dyn.Resource(vmiGVR).Namespace("default").Update(ctx, &stuck, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labelled := heartbeat.DeepCopy()
+	labelled.SetLabels(map[string]string{"node-role.kubernetes.io/worker": ""})
+	if _, err := dyn.Resource(nodeGVR).Update(ctx, labelled, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, func() bool { v, _, _ := c.VMIs(); return len(v) == 2 && !v[0].Migratable })
 	if v, _, _ := c.VMIs(); v[0].Reason != "HostDeviceNotLiveMigratable" {
 		t.Errorf("VMI a after the change: %+v", v[0])
+	}
+	poll(t, func() bool { n, _, _ := c.Nodes(); return len(n[0].GetLabels()) == 1 })
+	if got := c.vmis.changes.Load() - vmiChanges; got != 1 {
+		t.Errorf("%d VMI changes counted, want 1 (the guest agent's data is not one)", got)
+	}
+	if got := c.nodes.changes.Load() - nodeChanges; got != 1 {
+		t.Errorf("%d Node changes counted, want 1 (a heartbeat is not one)", got)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -131,6 +132,19 @@ func placementFields(u *unstructured.Unstructured) map[string]interface{} {
 	return map[string]interface{}{"spec": spec}
 }
 
+// podChanged is false when b asks what a asked, on the same node, and
+// places as a did.
+func podChanged(a, b *cachedPod) bool {
+	if a == nil || b == nil {
+		return a != b
+	}
+	if a.node != b.node || !equality.Semantic.DeepEqual(a.requests, b.requests) || (a.launcher == nil) != (b.launcher == nil) {
+		return true
+	}
+	return a.launcher != nil && (a.launcher.Namespace != b.launcher.Namespace || a.launcher.VMI != b.launcher.VMI ||
+		a.launcher.Node != b.launcher.Node || !equality.Semantic.DeepEqual(a.launcher.Pod, b.launcher.Pod))
+}
+
 // podTotals keeps, per node, the sum of the requests of the pods bound
 // there, updated by each event rather than summed per read.
 type podTotals struct {
@@ -232,6 +246,9 @@ func (c *PodCache) Start(ctx context.Context) {
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o interface{}) { c.totals.change(asPod(o), 1); c.changes.Add(1) },
 		UpdateFunc: func(old, o interface{}) {
+			if !podChanged(asPod(old), asPod(o)) {
+				return // a status update: nothing placement reads
+			}
 			c.totals.change(asPod(old), -1)
 			c.totals.change(asPod(o), 1)
 			c.changes.Add(1)

@@ -107,3 +107,33 @@ func TestReadPodRequests(t *testing.T) {
 		t.Errorf("requests on %d nodes, want 2", n)
 	}
 }
+
+// TestPodChanged: what a status update leaves as it was is no change of
+// the pod cache; a change of node, requests or placement is.
+func TestPodChanged(t *testing.T) {
+	pod := func(node string, mem string, selector map[string]string) *cachedPod {
+		req := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(mem)}
+		return &cachedPod{node: node, requests: req, launcher: &Launcher{Namespace: "default", VMI: "vm-0", Node: node, Pod: &corev1.Pod{Spec: corev1.PodSpec{
+			NodeSelector: selector, Containers: []corev1.Container{{Name: "compute", Resources: corev1.ResourceRequirements{Requests: req}}}}}}}
+	}
+	base := pod("n1", "1Gi", nil)
+	other := &cachedPod{node: "n1", requests: base.requests}
+	for _, tt := range []struct {
+		name    string
+		a, b    *cachedPod
+		changed bool
+	}{
+		{"the same, read again", base, pod("n1", "1024Mi", nil), false},
+		{"another node", base, pod("n2", "1Gi", nil), true},
+		{"other requests", base, pod("n1", "2Gi", nil), true},
+		{"another selector", base, pod("n1", "1Gi", map[string]string{"gpu": "true"}), true},
+		{"no longer a launcher", base, other, true},
+		{"added or gone", nil, base, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := podChanged(tt.a, tt.b); got != tt.changed {
+				t.Errorf("podChanged = %v, want %v", got, tt.changed)
+			}
+		})
+	}
+}
