@@ -187,6 +187,11 @@ const (
 	// waiting for the reads before the dry-runs. When they do not, the
 	// items are planned again from the live reads (none sent twice).
 	optimisticInputs
+	// cachedInputs reads every input from its watch cache, the inputs
+	// that are targets too: the drift check compares the targets as their
+	// caches hold them with what was applied, and the desired states it
+	// compares with must come from the same caches.
+	cachedInputs
 )
 
 // live is true for the computations of API requests: their reads start

@@ -39,6 +39,9 @@ type inputReader struct {
 	// optimistic: inputs are read from their watch caches while their
 	// live reads run; consistent tells afterwards whether both agreed.
 	optimistic bool
+	// allCached: the inputs that are targets are read from their watch
+	// caches too (cachedInputs).
+	allCached bool
 
 	// read remembers the objects read, so that an item whose target the
 	// profile already read needs no second GET; cached, the
@@ -75,7 +78,8 @@ func (e *Engine) readSnapshot(ctx context.Context, profile profiles.Profile, opt
 
 func newInputReader(ctx context.Context, c Cluster, refs []profiles.ObjectRef, from inputSource, listPools func() ([]unstructured.Unstructured, error)) *inputReader {
 	r := &inputReader{c: c, inputs: sets.New[cluster.ObjectKey](), targets: sets.New[cluster.ObjectKey](), read: map[cluster.ObjectKey]*unstructured.Unstructured{},
-		cached: map[cluster.ObjectKey]string{}, confirmed: sets.New[cluster.ObjectKey](), optimistic: from == optimisticInputs && c.InputWatches() != nil, pools: listPools, watches: c.InputWatches()}
+		cached: map[cluster.ObjectKey]string{}, confirmed: sets.New[cluster.ObjectKey](), optimistic: from == optimisticInputs && c.InputWatches() != nil, allCached: from == cachedInputs,
+		pools: listPools, watches: c.InputWatches()}
 	for _, ref := range refs {
 		if ref.Name == "" {
 			continue // every object of a kind: listed, not read by name
@@ -123,7 +127,7 @@ func (r *inputReader) Get(ctx context.Context, gvk schema.GroupVersionKind, name
 		obj, err = read()
 	case live:
 		obj, err = read()
-	case r.inputs.Has(key) && !r.targets.Has(key) && r.watches != nil:
+	case r.inputs.Has(key) && (r.allCached || !r.targets.Has(key)) && r.watches != nil:
 		if cached, ok := r.watches.Cached(key); ok {
 			return cached, nil
 		}

@@ -58,7 +58,7 @@ func (e *Engine) DriftFromCaches(ctx context.Context, cfg *v1alpha1.VirtPlatform
 func (e *Engine) cachedItems(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile) (map[string]profiles.Item, error) {
 	opts := profiles.ResolveOptions(profile.Metadata().Options, cfg.Spec)
 	refs := profile.InputObjects(opts)
-	inputs := newInputReader(ctx, e.Cluster, refs, watchedInputs, e.poolLister(ctx, profile, refs, watchedInputs))
+	inputs := newInputReader(ctx, e.Cluster, refs, cachedInputs, e.poolLister(ctx, profile, refs, cachedInputs))
 	nodes, _ := e.nodeReads(ctx, true, &readAt{})
 	inputs.nodes = nodes
 	items, err := profile.Items(ctx, profiles.Inputs{ConfigName: cfg.Name, Options: opts, Cluster: inputs})

@@ -87,3 +87,50 @@ func TestDriftFromCaches(t *testing.T) {
 		})
 	}
 }
+
+// TestDriftFromCachesReadsTargetInputsFromTheirCache: a target that is
+// also an input of its profile (the KubeDescheduler whose other profiles
+// load-aware-rebalancing keeps) is read from its watch cache, as the
+// target it is compared with: the drift check sends no request at all.
+func TestDriftFromCachesReadsTargetInputsFromTheirCache(t *testing.T) {
+	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	key := cluster.ObjectKey{GVK: configMapGVK, Namespace: "ns", Name: "target"}
+	live := configMap("target", map[string]interface{}{"k": "by-hand"}, "5", "uid-1")
+	desired := configMap("target", map[string]interface{}{"k": "ours"}, "", "")
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"}, live)
+	mapper := clustertest.Namespaced(configMapGVK)
+	c := &cluster.Cluster{Dynamic: dyn, Mapper: mapper, Watches: cluster.NewWatches(dyn, mapper)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Watches.Start(ctx)
+	c.Watches.Set("fake", []cluster.ObjectKey{key})
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, ok := c.Watches.Cached(key)
+		return ok, nil
+	}); err != nil {
+		t.Fatalf("the watch did not sync: %v", err)
+	}
+	profile := &fakeProfile{
+		inputs: []profiles.ObjectRef{{GVK: configMapGVK, Namespace: "ns", Name: "target", Target: true}},
+		items:  []profiles.Item{{Name: "item", Desired: desired}},
+	}
+	e := &Engine{Cluster: c, Profiles: oneProfile{profile}}
+	cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "fake"}, Spec: v1alpha1.VirtPlatformConfigSpec{Profile: "fake"}}
+	applied := v1alpha1.VirtPlatformConfigItem{Name: "item", Operation: v1alpha1.OperationUpdate, State: v1alpha1.ItemStateCompleted,
+		TargetRef:     v1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "target"},
+		DesiredState:  &k8sruntime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"target","namespace":"ns"},"data":{"k":"ours"}}`)},
+		ManagedFields: []string{"data"}}
+	dyn.ClearActions()
+	drifted, decided, err := e.DriftFromCaches(ctx, cfg, []v1alpha1.VirtPlatformConfigItem{applied})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !decided || !reflect.DeepEqual(drifted, map[string][]string{"item": {"data"}}) {
+		t.Errorf("drifted %v decided %v, want item's data drifted", drifted, decided)
+	}
+	for _, a := range dyn.Actions() {
+		if a.GetVerb() != "watch" && a.GetVerb() != "list" {
+			t.Errorf("the drift check sent %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+}
