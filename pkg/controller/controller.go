@@ -7,6 +7,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -19,6 +20,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -230,6 +232,11 @@ type Controller struct {
 	// is dropped instead of planning again for nothing, unless a
 	// reconcile read the cache before it held the write (see cached).
 	ownWrites sync.Map
+	// writing is, per config, the status write in flight that will need
+	// no further reconcile (a pendingWrite): its watch event can come
+	// before the write's answer, and before ownWrites holds its
+	// resourceVersion.
+	writing sync.Map
 	// retryAt is when each item retrying a write may be tried again, so
 	// that no event (the status write that says it retries, a pool's)
 	// brings the attempt forward. Kept in memory: a new leader tries at once.
@@ -468,8 +475,40 @@ func (c *Controller) ownWrite(obj interface{}) bool {
 	if !ok {
 		return false
 	}
-	rv, ok := c.ownWrites.Load(cfg.Name)
-	return ok && rv == cfg.ResourceVersion
+	if rv, ok := c.ownWrites.Load(cfg.Name); ok && rv == cfg.ResourceVersion {
+		return true
+	}
+	w, ok := c.writing.Load(cfg.Name)
+	return ok && w.(pendingWrite).is(cfg)
+}
+
+// pendingWrite is a status write in flight: the status written on the
+// config of that generation and resourceVersion.
+type pendingWrite struct {
+	generation      int64
+	resourceVersion string
+	status          *v1alpha1.VirtPlatformConfigStatus
+}
+
+// newPendingWrite is the write of cfg's status, the status as storage
+// will hold it (times in seconds, as serialized).
+func newPendingWrite(cfg *v1alpha1.VirtPlatformConfig) (pendingWrite, error) {
+	raw, err := json.Marshal(&cfg.Status)
+	if err != nil {
+		return pendingWrite{}, err
+	}
+	st := &v1alpha1.VirtPlatformConfigStatus{}
+	if err := json.Unmarshal(raw, st); err != nil {
+		return pendingWrite{}, err
+	}
+	return pendingWrite{generation: cfg.Generation, resourceVersion: cfg.ResourceVersion, status: st}, nil
+}
+
+// is true for the config that write leads to: the next version of the
+// same spec with exactly that status.
+func (w pendingWrite) is(cfg *v1alpha1.VirtPlatformConfig) bool {
+	return cfg.Generation == w.generation && cfg.ResourceVersion != w.resourceVersion &&
+		apiequality.Semantic.DeepEqual(&cfg.Status, w.status)
 }
 
 // cached reads a config from the informer's cache for a reconcile. A
