@@ -211,6 +211,9 @@ var _ = Describe("kubectl advisor dashboard: the abort button of the rollout pag
 		Expect(textOf(tab, "#flash")).To(ContainSubstring("Plan " + hash[:12] + " aborted by " + approver))
 		waitFor(tab, `document.getElementById('phase').textContent.includes('Aborted')`, 30*time.Second)
 		Expect(eval[bool](tab, `document.getElementById('abort') === null`)).To(BeTrue(), "no abort button once aborted")
+		// The pool is held until a plan is approved again, not until the
+		// time its pause annotation says.
+		waitFor(tab, `document.body.textContent.includes('approved again or the config is deleted (its plan was aborted)')`, 30*time.Second)
 		screenshot(tab, "aborted")
 	})
 })

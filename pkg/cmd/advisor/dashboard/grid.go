@@ -97,6 +97,15 @@ func newGridPool(pool *unstructured.Unstructured, configs []string, nodes []core
 	return g
 }
 
+// heldByAbort: the config's plan was aborted, and a pause of ours lasts
+// until a plan is approved again, whatever time the pause annotation
+// (which every pause of ours carries) says.
+func (g *gridPool) heldByAbort() {
+	if g.Paused && g.PausedUntil != "" {
+		g.PausedUntil = "a plan is approved again or the config is deleted (its plan was aborted)"
+	}
+}
+
 // nodesFromAnnotations reads each node's rollout from the MachineConfig
 // daemon's annotations: currentConfig, desiredConfig and state.
 func nodesFromAnnotations(target string, nodes []corev1.Node) []gridNode {

@@ -207,3 +207,25 @@ func TestGridFollowsTheConfigsItems(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldByAbort: the pool of an aborted plan is paused until a plan is
+// approved again, not until the time its pause annotation says; a pause
+// that is not ours (no annotation) says nothing of it.
+func TestHeldByAbort(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		g         gridPool
+		wantUntil string
+	}{
+		{"our pause", gridPool{Paused: true, PausedUntil: "2026-01-01T00:00:30Z"}, "a plan is approved again or the config is deleted (its plan was aborted)"},
+		{"an administrator's pause", gridPool{Paused: true, PausedBy: "admin"}, ""},
+		{"not paused", gridPool{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.g.heldByAbort()
+			if tc.g.PausedUntil != tc.wantUntil {
+				t.Errorf("paused until %q, want %q", tc.g.PausedUntil, tc.wantUntil)
+			}
+		})
+	}
+}

@@ -568,6 +568,9 @@ func (s *Server) gridOf(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (
 			}
 			g := newGridPool(&all[i], r.Configs, nodes, nodesErr)
 			g.followItems(itemsRolledBy(cfg.Status.Items, r.Configs))
+			if cfg.Status.Phase == v1alpha1.PhaseAborted {
+				g.heldByAbort()
+			}
 			out = append(out, g)
 		}
 	}
