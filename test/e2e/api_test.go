@@ -202,14 +202,7 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 	})
 
 	It("documents its fields for kubectl explain (OpenAPI v3)", func() {
-		var out string
-		// The aggregator publishes a new group's OpenAPI v3 shortly after
-		// the APIService turns Available.
-		Eventually(func() error {
-			var err error
-			out, err = kubectl("explain", "virtplatformconfig.spec.options.virtHigherDensity")
-			return err
-		}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+		out := explain("virtplatformconfig.spec.options.virtHigherDensity")
 		Expect(out).To(ContainSubstring("GROUP:      advisor.kubevirt.io"))
 		Expect(out).To(ContainSubstring("memoryToRequestRatio"))
 		Expect(strings.Join(strings.Fields(out), " ")).To(ContainSubstring("Values above 120 require enableSwap=true"))

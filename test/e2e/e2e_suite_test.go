@@ -225,6 +225,22 @@ func kubectl(args ...string) (string, error) {
 	return out, nil
 }
 
+// explain is kubectl explain of path. The aggregator publishes a group's
+// OpenAPI v3 shortly after its APIService turns Available, and looks at an
+// aggregated server's again once a minute: until then it may still hold the
+// one of a server another spec ran (another version; the server then
+// redirects to its own hash, which the aggregator refuses).
+func explain(path string) string {
+	GinkgoHelper()
+	var out string
+	Eventually(func() error {
+		var err error
+		out, err = kubectl("explain", path)
+		return err
+	}).WithTimeout(90 * time.Second).WithPolling(time.Second).Should(Succeed())
+	return out
+}
+
 // newConfig returns a VirtPlatformConfig named after its profile.
 func newConfig(profile string) *v1alpha1.VirtPlatformConfig {
 	return &v1alpha1.VirtPlatformConfig{

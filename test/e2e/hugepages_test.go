@@ -108,12 +108,7 @@ var _ = Describe("hugepages", func() {
 
 	It("refuses a share the options alone say leaves too little (422), and a share that leaves less than the floor on these nodes with the numbers", func() {
 		By("kubectl explain describes the options")
-		var out string
-		Eventually(func() error {
-			var err error
-			out, err = kubectl("explain", "virtplatformconfig.spec.options.hugepages")
-			return err
-		}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+		out := explain("virtplatformconfig.spec.options.hugepages")
 		for _, f := range []string{"pool", "pageSize", "memoryPercent", "floorGiB"} {
 			Expect(out).To(ContainSubstring(f))
 		}

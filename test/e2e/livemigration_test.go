@@ -28,12 +28,7 @@ var _ = Describe("live-migration-limits", Ordered, func() {
 		// As the server advertised it at start: specs before this one in
 		// the same process may have deleted it since.
 		Expect(initialListing).To(MatchRegexp(`(?m)^live-migration-limits\s+Ignore\s+`))
-		var out string
-		Eventually(func() error {
-			var err error
-			out, err = kubectl("explain", "virtplatformconfig.spec.options.liveMigrationLimits")
-			return err
-		}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+		out := explain("virtplatformconfig.spec.options.liveMigrationLimits")
 		flat := strings.Join(strings.Fields(out), " ")
 		for _, f := range []string{"migrationNetworkGbps", "networkSharePercent", "parallelOutboundMigrationsPerNode", "completionTimeoutPerGiB", "progressTimeout"} {
 			Expect(out).To(ContainSubstring(f))

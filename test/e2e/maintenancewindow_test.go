@@ -215,12 +215,7 @@ var _ = Describe("maintenance windows", startFirst, func() {
 	})
 
 	It("are documented for kubectl explain (OpenAPI v3)", func() {
-		var out string
-		Eventually(func() error {
-			var err error
-			out, err = kubectl("explain", "maintenancewindows.spec")
-			return err
-		}).WithTimeout(30 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+		out := explain("maintenancewindows.spec")
 		Expect(out).To(ContainSubstring("GROUP:      advisor.kubevirt.io"))
 		Expect(out).To(ContainSubstring("KIND:       MaintenanceWindow"))
 		flat := strings.Join(strings.Fields(out), " ")
