@@ -154,35 +154,40 @@ func Simulate(nodes []Node, vms []VM, rollout Rollout) Result {
 	res := Result{Pool: rollout.Pool}
 	step := max(rollout.MaxUnavailable, 1)
 	for i := 0; i < len(rollout.Nodes); i += step {
-		batch := rollout.Nodes[i:min(i+step, len(rollout.Nodes))]
-		moved, free := s.drain(batch, &res)
-		res.movedAny = res.movedAny || moved > 0
-		if moved > res.Moved || res.Worst == nil {
-			res.Worst, res.Moved, res.Free = batch, moved, free
-		}
+		s.drain(rollout.Nodes[i:min(i+step, len(rollout.Nodes))], &res)
 	}
 	return res
 }
 
-// drain moves the VMs of batch; it returns the memory they ask and the
-// memory free on the nodes they may go to.
-func (s *state) drain(batch []string, res *Result) (moved, free int64) {
+// drain moves the VMs of batch. The batch that moves the most memory is
+// the result's worst, with the memory free then on the nodes the VMs may
+// go to (summed only for such a batch: every node for each of 500
+// batches costs more than placing the VMs).
+func (s *state) drain(batch []string, res *Result) {
 	var moving []*vmState
+	var moved int64
 	for _, name := range batch {
 		if n := s.byName[name]; n != nil {
 			n.draining = true
+			for _, v := range n.vms {
+				moved += v.req[s.memory]
+			}
 			moving = append(moving, n.vms...)
 			n.vms = nil
 		}
 	}
-	for _, n := range s.nodes {
-		if n.target() {
-			free += n.free[s.memory]
+	res.movedAny = res.movedAny || moved > 0
+	if moved > res.Moved || res.Worst == nil {
+		var free int64
+		for _, n := range s.nodes {
+			if n.target() {
+				free += n.free[s.memory]
+			}
 		}
+		res.Worst, res.Moved, res.Free = batch, moved, free
 	}
 	sort.SliceStable(moving, func(i, j int) bool { return moving[i].req[s.memory] > moving[j].req[s.memory] })
 	for _, v := range moving {
-		moved += v.req[s.memory]
 		if target := s.place(v); target != nil {
 			target.vms = append(target.vms, v)
 			continue
@@ -197,7 +202,6 @@ func (s *state) drain(batch []string, res *Result) (moved, free int64) {
 			n.free = n.base.minus(n.vms)
 		}
 	}
-	return moved, free
 }
 
 // place puts v on the first node that takes it.
