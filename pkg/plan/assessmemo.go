@@ -1,8 +1,8 @@
 package plan
 
 import (
+	"encoding/json"
 	"reflect"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -35,8 +35,7 @@ type assessKey struct {
 	vmis      *kubevirt.VMI
 	vmiCount  int
 	pods      int64
-	// pools: every pool's name and resourceVersion (the worker pool's
-	// nodes are those no custom pool selects).
+	// pools: what the assessment reads of every pool (poolsRead).
 	pools    string
 	decision disruption.Decision
 	def      disruption.Default
@@ -48,25 +47,39 @@ type assessed struct {
 }
 
 // assessKeyOf is the key of an assessment on c with pods, or ok false when
-// something was read live or has no resourceVersion (nothing to tell a
-// change by).
+// something was read live.
 func assessKeyOf(c *disruption.Cluster, podsVersion int64, decision disruption.Decision) (assessKey, bool) {
 	if podsVersion == 0 || c.NodesUnknown != "" || c.VMIsUnknown != "" {
 		return assessKey{}, false
 	}
-	var pools strings.Builder
-	for i := range c.Pools {
-		rv := c.Pools[i].GetResourceVersion()
-		if rv == "" {
-			return assessKey{}, false
-		}
-		pools.WriteString(c.Pools[i].GetName() + "@" + rv + ";")
+	pools, err := poolsRead(c.Pools)
+	if err != nil {
+		return assessKey{}, false
 	}
 	return assessKey{
 		nodes: unsafe.SliceData(c.Nodes), nodeCount: len(c.Nodes),
 		vmis: unsafe.SliceData(c.VMIs), vmiCount: len(c.VMIs),
-		pods: podsVersion, pools: pools.String(), decision: decision, def: c.Default,
+		pods: podsVersion, pools: pools, decision: decision, def: c.Default,
 	}, true
+}
+
+// poolsRead is what an assessment reads of the pools: each one's name,
+// nodeSelector (the worker pool's nodes are those no custom pool selects)
+// and maxUnavailable. Not their status: the MachineConfig operator
+// updates it as nodes come and go, which changes no assessment.
+func poolsRead(pools []unstructured.Unstructured) (string, error) {
+	type read struct {
+		Name           string      `json:"name"`
+		NodeSelector   interface{} `json:"nodeSelector,omitempty"`
+		MaxUnavailable interface{} `json:"maxUnavailable,omitempty"`
+	}
+	out := make([]read, len(pools))
+	for i := range pools {
+		spec, _, _ := unstructured.NestedMap(pools[i].Object, "spec")
+		out[i] = read{Name: pools[i].GetName(), NodeSelector: spec["nodeSelector"], MaxUnavailable: spec["maxUnavailable"]}
+	}
+	raw, err := json.Marshal(out)
+	return string(raw), err
 }
 
 // get fills r with the kept assessment of its pool when it was made from

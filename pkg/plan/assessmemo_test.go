@@ -58,15 +58,21 @@ func TestAssessMemo(t *testing.T) {
 			r.pods = func() (cluster.PodRequests, error) { return pods, nil }
 			return p
 		}},
-		{name: "the pool changed", second: func(r *clusterReads, p []unstructured.Unstructured) []unstructured.Unstructured {
+		{name: "the pool's status changed: reused", reused: true, second: func(r *clusterReads, p []unstructured.Unstructured) []unstructured.Unstructured {
 			changed := *p[0].DeepCopy()
 			changed.SetResourceVersion("6")
+			_ = unstructured.SetNestedField(changed.Object, int64(3), "status", "machineCount")
 			return []unstructured.Unstructured{changed}
 		}},
-		{name: "a pool without resourceVersion", second: func(r *clusterReads, p []unstructured.Unstructured) []unstructured.Unstructured {
+		{name: "the pool's maxUnavailable changed", second: func(r *clusterReads, p []unstructured.Unstructured) []unstructured.Unstructured {
 			changed := *p[0].DeepCopy()
-			changed.SetResourceVersion("")
+			_ = unstructured.SetNestedField(changed.Object, int64(2), "spec", "maxUnavailable")
 			return []unstructured.Unstructured{changed}
+		}},
+		{name: "a custom pool appeared", second: func(r *clusterReads, p []unstructured.Unstructured) []unstructured.Unstructured {
+			custom := *workerPool(nil)
+			custom.SetName("worker-cnv")
+			return append(p, custom)
 		}},
 		{name: "pods read live", second: func(r *clusterReads, p []unstructured.Unstructured) []unstructured.Unstructured {
 			r.podsCached = func() bool { return false }
