@@ -309,6 +309,8 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 		Expect(textOf(tab, `[data-pool="worker"] h3`)).To(ContainSubstring("Updated (3 of 3 nodes)"))
 		Expect(textOf(tab, "#items")).To(ContainSubstring("MachineConfigPool 'worker' is ready (all 3 nodes updated)"))
 		Expect(textOf(tab, "#events")).To(SatisfyAll(ContainSubstring("Approved"), ContainSubstring("Plan "+hash+" approved by "+approver), ContainSubstring("Completed")))
+		// Nothing is left to abort: the live page drops the button.
+		waitFor(tab, `document.getElementById('abort') === null && document.getElementById('abort-box') === null`, 10*time.Second)
 		screenshot(tab, "rollout")
 		Expect(getConfig("load-aware-rebalancing").Status.Phase).To(Equal(v1alpha1.PhaseCompleted))
 		waitPoolSettled("00-worker", "99-worker-psi-karg")
