@@ -16,8 +16,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/klog/v2"
-
-	"github.com/kubevirt/virt-advisor/pkg/capacity"
 )
 
 // Labels KubeVirt puts on a VMI's virt-launcher pod.
@@ -38,9 +36,6 @@ var PodGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 type Launcher struct {
 	Namespace, VMI, Node string
 	Pod                  *corev1.Pod
-	// Demand is what Pod asks of a node, resolved once as the pod enters
-	// the cache rather than in every plan's capacity check.
-	Demand *capacity.Demand
 }
 
 // PodRequests are, of a cluster's pods, the launchers by namespace/VMI name
@@ -99,7 +94,7 @@ func slimPod(obj interface{}) (interface{}, error) {
 		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 			slim.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
 		}
-		out.launcher = &Launcher{Namespace: u.GetNamespace(), VMI: labels[LauncherVMILabel], Node: out.node, Pod: slim, Demand: capacity.DemandOf(slim)}
+		out.launcher = &Launcher{Namespace: u.GetNamespace(), VMI: labels[LauncherVMILabel], Node: out.node, Pod: slim}
 	}
 	return out, nil
 }

@@ -1,14 +1,11 @@
 package cluster
 
 import (
-	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/kubevirt/virt-advisor/pkg/capacity"
 )
 
 func podObject(name, node, phase string, labels map[string]interface{}, mem string, extra map[string]interface{}) unstructured.Unstructured {
@@ -56,10 +53,6 @@ func TestSlimPod(t *testing.T) {
 	}
 	if len(p.Labels) != 0 || len(p.Annotations) != 0 {
 		t.Errorf("kept labels %v annotations %v", p.Labels, p.Annotations)
-	}
-	// What it asks is resolved once, as it enters the cache.
-	if d := p.launcher.Demand; d == nil || !reflect.DeepEqual(d, capacity.DemandOf(p.launcher.Pod)) {
-		t.Errorf("launcher demand %+v, want what its pod asks", d)
 	}
 }
 
