@@ -36,6 +36,29 @@ var PodGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 type Launcher struct {
 	Namespace, VMI, Node string
 	Pod                  *corev1.Pod
+	// derived keeps what a plan derives from Pod (what it asks of a
+	// node), once per pod: the cache hands out the same launcher until
+	// its pod changes.
+	derived *derivedOnce
+}
+
+type derivedOnce struct {
+	once sync.Once
+	v    any
+}
+
+// NewLauncher is the launcher of pod as the cache makes it.
+func NewLauncher(namespace, vmi, node string, pod *corev1.Pod) Launcher {
+	return Launcher{Namespace: namespace, VMI: vmi, Node: node, Pod: pod, derived: &derivedOnce{}}
+}
+
+// Derived is derive(l.Pod), computed once per launcher NewLauncher made.
+func (l Launcher) Derived(derive func(*corev1.Pod) any) any {
+	if l.derived == nil {
+		return derive(l.Pod)
+	}
+	l.derived.once.Do(func() { l.derived.v = derive(l.Pod) })
+	return l.derived.v
 }
 
 // PodRequests are, of a cluster's pods, the launchers by namespace/VMI name
@@ -94,7 +117,8 @@ func slimPod(obj interface{}) (interface{}, error) {
 		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 			slim.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
 		}
-		out.launcher = &Launcher{Namespace: u.GetNamespace(), VMI: labels[LauncherVMILabel], Node: out.node, Pod: slim}
+		l := NewLauncher(u.GetNamespace(), labels[LauncherVMILabel], out.node, slim)
+		out.launcher = &l
 	}
 	return out, nil
 }

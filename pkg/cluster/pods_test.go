@@ -54,6 +54,12 @@ func TestSlimPod(t *testing.T) {
 	if len(p.Labels) != 0 || len(p.Annotations) != 0 {
 		t.Errorf("kept labels %v annotations %v", p.Labels, p.Annotations)
 	}
+	// What a plan derives from the launcher is derived once.
+	calls := 0
+	derive := func(*corev1.Pod) any { calls++; return calls }
+	if first, again := p.launcher.Derived(derive), p.launcher.Derived(derive); first != 1 || again != 1 || calls != 1 {
+		t.Errorf("derived %v then %v in %d calls, want 1 once", first, again, calls)
+	}
 }
 
 func TestSlimPodEndedOrUnbound(t *testing.T) {

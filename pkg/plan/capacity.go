@@ -71,7 +71,7 @@ func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstruct
 		reboot.Capacity = "unknown: cannot list pods: " + apiMessage(err)
 		return nil
 	}
-	in, missing := capacityVMs(reboot.VMImpacts, pods, r.placement.demandsMemo())
+	in, missing := capacityVMs(reboot.VMImpacts, pods)
 	if len(in) == 0 {
 		reboot.Capacity = fmt.Sprintf("%s%d migrating VMs", noLaunchers, vms)
 		return nil
@@ -118,7 +118,7 @@ func migrating(impacts []v1alpha1.VMImpact) int {
 // capacityVMs pairs each VM of vms that live-migrates with its launcher
 // on its node; the count of those without one (not placed: what they ask
 // is not known).
-func capacityVMs(vms []v1alpha1.VMImpact, pods cluster.PodRequests, demands *demandMemo) ([]capacity.VM, int) {
+func capacityVMs(vms []v1alpha1.VMImpact, pods cluster.PodRequests) ([]capacity.VM, int) {
 	out := make([]capacity.VM, 0, len(vms))
 	missing := 0
 	var key []byte
@@ -126,12 +126,12 @@ func capacityVMs(vms []v1alpha1.VMImpact, pods cluster.PodRequests, demands *dem
 		if v.Fate != v1alpha1.VMFateLiveMigrate {
 			continue
 		}
-		var launcher *corev1.Pod
+		var launcher *cluster.Launcher
 		// The key built in a buffer: a lookup by string(key) allocates nothing.
 		key = append(append(append(key[:0], v.Namespace...), '/'), v.Name...)
-		for _, l := range pods.Launchers[string(key)] {
+		for i, l := range pods.Launchers[string(key)] {
 			if l.Node == v.Node {
-				launcher = l.Pod
+				launcher = &pods.Launchers[string(key)][i]
 				break
 			}
 		}
@@ -139,24 +139,19 @@ func capacityVMs(vms []v1alpha1.VMImpact, pods cluster.PodRequests, demands *dem
 			missing++
 			continue
 		}
-		out = append(out, capacity.VM{Namespace: v.Namespace, Name: v.Name, Node: v.Node, Launcher: launcher, Demand: demands.of(launcher, len(pods.Launchers))})
+		demand, _ := launcher.Derived(demandOf).(*capacity.Demand)
+		out = append(out, capacity.VM{Namespace: v.Namespace, Name: v.Name, Node: v.Node, Launcher: launcher.Pod, Demand: demand})
 	}
 	return out, missing
 }
 
-// placementMemo is what the capacity check keeps across plans: what each
-// launcher asks and each Node as placement reads it.
-type placementMemo struct {
-	demands demandMemo
-	nodes   nodeMemo
-}
+// demandOf is what a launcher asks of a node (cluster.Launcher.Derived).
+func demandOf(pod *corev1.Pod) any { return capacity.DemandOf(pod) }
 
-// demandsMemo and nodesMemo are nil for a nil memo (nothing kept).
-func (p *placementMemo) demandsMemo() *demandMemo {
-	if p == nil {
-		return nil
-	}
-	return &p.demands
+// placementMemo is what the capacity check keeps across plans: each Node
+// as placement reads it (what each launcher asks, the launcher keeps).
+type placementMemo struct {
+	nodes nodeMemo
 }
 
 func (p *placementMemo) nodesMemo() *nodeMemo {
@@ -164,36 +159,6 @@ func (p *placementMemo) nodesMemo() *nodeMemo {
 		return nil
 	}
 	return &p.nodes
-}
-
-// demandMemo keeps what each launcher asks (capacity.DemandOf) across
-// plans, by pod: the pod cache hands out the same pod until it changes,
-// so a plan over 10 000 VMs resolves only the launchers that changed. It
-// is dropped whole when it holds twice the launchers there are (pods
-// gone or replaced). The zero value is ready; a nil one keeps nothing.
-type demandMemo struct {
-	m atomic.Pointer[sync.Map]
-	n atomic.Int64
-}
-
-func (d *demandMemo) of(pod *corev1.Pod, launchers int) *capacity.Demand {
-	if d == nil {
-		return capacity.DemandOf(pod)
-	}
-	m := d.m.Load()
-	if m == nil || d.n.Load() > int64(2*launchers+1024) {
-		m = &sync.Map{}
-		d.m.Store(m)
-		d.n.Store(0)
-	}
-	if v, ok := m.Load(pod); ok {
-		return v.(*capacity.Demand)
-	}
-	v, loaded := m.LoadOrStore(pod, capacity.DemandOf(pod))
-	if !loaded {
-		d.n.Add(1)
-	}
-	return v.(*capacity.Demand)
 }
 
 // capacityNodes are the Nodes as the simulation reads them (labels,

@@ -37,9 +37,9 @@ func capLauncher(ns, vmi, node string, memGiB int64, more corev1.ResourceList, s
 	for k, v := range more {
 		req[k] = v
 	}
-	return cluster.Launcher{Namespace: ns, VMI: vmi, Node: node, Pod: &corev1.Pod{Spec: corev1.PodSpec{
+	return cluster.NewLauncher(ns, vmi, node, &corev1.Pod{Spec: corev1.PodSpec{
 		NodeSelector: selector, Containers: []corev1.Container{{Name: "compute", Resources: corev1.ResourceRequirements{Requests: req}}},
-	}}}
+	}})
 }
 
 func workerPool(maxUnavailable interface{}) *unstructured.Unstructured {
@@ -190,7 +190,7 @@ func TestMaxUnavailable(t *testing.T) {
 }
 
 // What the capacity check keeps across plans follows the objects: a Node
-// by its resourceVersion, a launcher by the pod the cache hands out.
+// by its resourceVersion.
 func TestPlacementMemoFollowsChanges(t *testing.T) {
 	var m placementMemo
 	n := capNode("w1", 64, nil, nil)
@@ -204,17 +204,8 @@ func TestPlacementMemoFollowsChanges(t *testing.T) {
 	if got := m.nodesMemo().of(&changed, 1); got == first || got.Labels["gpu"] != "a100" {
 		t.Errorf("a changed Node read as before: %+v", got)
 	}
-	l := capLauncher("default", "vm", "w1", 16, nil, nil)
-	d := m.demandsMemo().of(l.Pod, 1)
-	if again := m.demandsMemo().of(l.Pod, 1); again != d {
-		t.Errorf("the same launcher resolved twice")
-	}
-	other := capLauncher("default", "vm", "w1", 32, nil, nil)
-	if got := m.demandsMemo().of(other.Pod, 1); got == d {
-		t.Errorf("another pod read as the first")
-	}
 	var none *placementMemo
-	if none.nodesMemo().of(&n, 1) == nil || none.demandsMemo().of(l.Pod, 1) == nil {
+	if none.nodesMemo().of(&n, 1) == nil {
 		t.Errorf("a nil memo keeps nothing but still reads")
 	}
 }
