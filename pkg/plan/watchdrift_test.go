@@ -67,13 +67,7 @@ func TestDriftFromCaches(t *testing.T) {
 			c.Watches.Start(ctx)
 			if tt.watched {
 				key := cluster.ObjectKey{GVK: cmGVK, Namespace: "openshift-cnv", Name: "example-config"}
-				c.Watches.Set("example", []cluster.ObjectKey{key})
-				if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-					_, ok := c.Watches.Cached(key)
-					return ok, nil
-				}); err != nil {
-					t.Fatalf("the watch did not sync: %v", err)
-				}
+				watchSynced(ctx, t, c, "example", key)
 			}
 			e := &Engine{Cluster: c, Profiles: oneProfile{example.New()}}
 			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "example"}, Spec: v1alpha1.VirtPlatformConfigSpec{Profile: "example-profile"}}
@@ -103,13 +97,7 @@ func TestDriftFromCachesReadsTargetInputsFromTheirCache(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c.Watches.Start(ctx)
-	c.Watches.Set("fake", []cluster.ObjectKey{key})
-	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		_, ok := c.Watches.Cached(key)
-		return ok, nil
-	}); err != nil {
-		t.Fatalf("the watch did not sync: %v", err)
-	}
+	watchSynced(ctx, t, c, "fake", key)
 	profile := &fakeProfile{
 		inputs: []profiles.ObjectRef{{GVK: configMapGVK, Namespace: "ns", Name: "target", Target: true}},
 		items:  []profiles.Item{{Name: "item", Desired: desired}},
@@ -132,5 +120,17 @@ func TestDriftFromCachesReadsTargetInputsFromTheirCache(t *testing.T) {
 		if a.GetVerb() != "watch" && a.GetVerb() != "list" {
 			t.Errorf("the drift check sent %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
+	}
+}
+
+// watchSynced watches key for owner and waits until its cache holds it.
+func watchSynced(ctx context.Context, t *testing.T, c *cluster.Cluster, owner string, key cluster.ObjectKey) {
+	t.Helper()
+	c.Watches.Set(owner, []cluster.ObjectKey{key})
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, ok := c.Watches.Cached(key)
+		return ok, nil
+	}); err != nil {
+		t.Fatalf("the watch did not sync: %v", err)
 	}
 }

@@ -728,49 +728,25 @@ func (b *bench) createMany() error {
 	if err != nil {
 		return err
 	}
-	work := make(chan int)
-	errs := make(chan error, 16)
-	var wg sync.WaitGroup
-	for w := 0; w < 16; w++ {
-		wg.Go(func() {
-			for i := range work {
-				mc := &unstructured.Unstructured{Object: map[string]interface{}{
-					"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-					"metadata": map[string]interface{}{"name": fmt.Sprintf("bench-unrelated-%05d", i)},
-					"spec":     map[string]interface{}{"kernelArguments": []interface{}{fmt.Sprintf("bench=%d", i)}},
-				}}
-				cm := &unstructured.Unstructured{Object: map[string]interface{}{
-					"apiVersion": "v1", "kind": "ConfigMap",
-					"metadata": map[string]interface{}{"name": fmt.Sprintf("bench-unrelated-%05d", i), "namespace": "default"},
-					"data":     map[string]interface{}{"payload": strings.Repeat("x", 256)},
-				}}
-				if _, err := mcs.Create(b.ctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-					errs <- err
-					return
-				}
-				if _, err := cms.Create(b.ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	for i := 0; i < *objects; i++ {
-		select {
-		case work <- i:
-		case err := <-errs:
-			close(work)
+	return b.parallel(*objects, func(i int) error {
+		mc := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+			"metadata": map[string]interface{}{"name": fmt.Sprintf("bench-unrelated-%05d", i)},
+			"spec":     map[string]interface{}{"kernelArguments": []interface{}{fmt.Sprintf("bench=%d", i)}},
+		}}
+		cm := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]interface{}{"name": fmt.Sprintf("bench-unrelated-%05d", i), "namespace": "default"},
+			"data":     map[string]interface{}{"payload": strings.Repeat("x", 256)},
+		}}
+		if _, err := mcs.Create(b.ctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
+		if _, err := cms.Create(b.ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
 		return nil
-	}
+	})
 }
 
 // rss reads VmRSS (KiB) of a process.
