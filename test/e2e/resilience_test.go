@@ -96,7 +96,7 @@ var _ = Describe("resilience: a permanent failure after a write", func() {
 
 var _ = Describe("resilience: outages and crashes", startFirst, func() {
 	BeforeEach(resetCluster)
-	AfterEach(resetCluster)
+	AfterEach(func() { resetClusterWithin(afterOutage) })
 
 	It("kube-apiserver down for 20 s right after the swap MachineConfig is written: the plan ends Completed, every node updated once, nothing failed", func() {
 		configWith("virt-higher-density", `{"profile":"virt-higher-density"}`)

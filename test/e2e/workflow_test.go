@@ -124,7 +124,16 @@ var baselineKubeDescheduler = map[string]interface{}{
 
 // resetCluster puts the targets back to the baseline and waits for the
 // worker pool to settle, so specs do not see each other's changes.
-func resetCluster() {
+func resetCluster() { resetClusterWithin(30 * time.Second) }
+
+// afterOutage is how long the pool may take to settle after the main API
+// server was away: client-go's reflectors (the fake MCO's, as the real
+// operator's) back off up to 60 s while it is, and one may see the reset
+// only that long after the server came back.
+const afterOutage = 90 * time.Second
+
+// resetClusterWithin is resetCluster waiting up to settle for the pool.
+func resetClusterWithin(settle time.Duration) {
 	for _, name := range []string{"99-worker-psi-karg", "90-worker-kubelet-swap", "90-worker-ksm-zero-pages", "90-worker-thp-madvise"} {
 		err := dyn().Resource(mcGVR).Delete(suiteCtx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -135,7 +144,31 @@ func resetCluster() {
 	replaceSpec(hcoGVR, hcoNS, hcoName, map[string]interface{}{})
 	_ = dyn().Resource(configMapGVR).Namespace(hcoNS).Delete(suiteCtx, "example-config", metav1.DeleteOptions{})
 	patchObject(mcpGVR, "", "worker", `{"metadata":{"annotations":{"fake-mco.virt-advisor.io/degraded":null,"advisor.kubevirt.io/paused-until":null,"advisor.kubevirt.io/paused-for-window":null,"fake-mco.virt-advisor.io/step-time":null}},"spec":{"paused":false}}`)
-	waitPoolSettled("00-worker")
+	waitPoolSettledWithin(settle, "00-worker")
+}
+
+// watchesNow counts the watches open on kube-apiserver, by resource.
+func watchesNow() map[string]float64 {
+	GinkgoHelper()
+	w, err := testEnv.Watches(suiteCtx)
+	Expect(err).NotTo(HaveOccurred())
+	return w
+}
+
+// waitWatchesBack waits, after an outage of the main API server, until
+// every watch counted before it is open again: the clients (the
+// advisor's, the fake MCO's) found the server again. Only for an outage
+// in which nothing else changed: a config deleted or an advisor restarted
+// closes watches for good.
+func waitWatchesBack(before map[string]float64) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		now, err := testEnv.Watches(suiteCtx)
+		g.Expect(err).NotTo(HaveOccurred())
+		for resource, n := range before {
+			g.Expect(now[resource]).To(BeNumerically(">=", n), "watches of %s", resource)
+		}
+	}).WithTimeout(90 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 }
 
 func replaceSpec(gvr schema.GroupVersionResource, ns, name string, spec map[string]interface{}) {
@@ -153,6 +186,11 @@ func replaceSpec(gvr schema.GroupVersionResource, ns, name string, spec map[stri
 // waitPoolSettled waits until the worker pool runs exactly these MachineConfigs.
 func waitPoolSettled(sources ...string) {
 	GinkgoHelper()
+	waitPoolSettledWithin(30*time.Second, sources...)
+}
+
+func waitPoolSettledWithin(settle time.Duration, sources ...string) {
+	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		pool, err := get(mcpGVR, "", "worker")
 		g.Expect(err).NotTo(HaveOccurred())
@@ -167,7 +205,7 @@ func waitPoolSettled(sources ...string) {
 		g.Expect(statusName).To(Equal(specName))
 		updated, _, _ := unstructured.NestedInt64(pool.Object, "status", "updatedMachineCount")
 		g.Expect(updated).To(BeEquivalentTo(3))
-	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(settle).WithPolling(200 * time.Millisecond).Should(Succeed())
 }
 
 // pauseController takes the controller's Lease away, so that the API is
