@@ -64,11 +64,68 @@ func (l Launcher) Derived(derive func(*corev1.Pod) any) any {
 // PodRequests are, of a cluster's pods, the launchers by namespace/VMI name
 // (two while a VMI migrates) and, per node, what all pods there request.
 type PodRequests struct {
-	Launchers map[string][]Launcher
+	Launchers *LauncherIndex
 	Requested map[string]corev1.ResourceList
 	// Version is the state of the cache they were read from: the same
 	// version, the same pods. 0 when read live.
 	Version int64
+}
+
+// LauncherIndex keeps launchers by namespace/VMI name, changed pod by pod
+// (a cache of 10 000 pods builds nothing again when one changes). A
+// name's slice is replaced, never modified: a reader may keep it.
+type LauncherIndex struct {
+	mu    sync.RWMutex
+	byVMI map[string][]Launcher
+}
+
+// Add indexes l.
+func (x *LauncherIndex) Add(l Launcher) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.byVMI == nil {
+		x.byVMI = map[string][]Launcher{}
+	}
+	key := l.Namespace + "/" + l.VMI
+	x.byVMI[key] = append(append(make([]Launcher, 0, len(x.byVMI[key])+1), x.byVMI[key]...), l)
+}
+
+// remove takes out the launcher NewLauncher made as l.
+func (x *LauncherIndex) remove(l *Launcher) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	key := l.Namespace + "/" + l.VMI
+	kept := make([]Launcher, 0, len(x.byVMI[key]))
+	for _, k := range x.byVMI[key] {
+		if k.derived != l.derived || k.Pod != l.Pod {
+			kept = append(kept, k)
+		}
+	}
+	if len(kept) == 0 {
+		delete(x.byVMI, key)
+		return
+	}
+	x.byVMI[key] = kept
+}
+
+// Of returns the launchers of the VMI key names ("namespace/name"), as a
+// byte slice so that a lookup allocates nothing.
+func (x *LauncherIndex) Of(key []byte) []Launcher {
+	var out []Launcher
+	x.Read(func(of func(key []byte) []Launcher) { out = of(key) })
+	return out
+}
+
+// Read calls read with a lookup like Of's, for many lookups under one
+// lock (changes wait until read returns).
+func (x *LauncherIndex) Read(read func(of func(key []byte) []Launcher)) {
+	if x == nil {
+		read(func([]byte) []Launcher { return nil })
+		return
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	read(func(key []byte) []Launcher { return x.byVMI[string(key)] })
 }
 
 // cachedPod is a pod as the cache keeps it: its identity, node and
@@ -229,12 +286,13 @@ func (t *podTotals) snapshot() map[string]corev1.ResourceList {
 // to date by the events. The check right before a drain lists live
 // instead (ReadPodRequests).
 type PodCache struct {
-	dynamic  dynamic.Interface
-	informer cache.SharedIndexInformer
-	totals   podTotals
-	changes  atomic.Int64
-	mu       sync.Mutex
-	built    int64
+	dynamic   dynamic.Interface
+	informer  cache.SharedIndexInformer
+	totals    podTotals
+	launchers LauncherIndex
+	changes   atomic.Int64
+	mu        sync.Mutex
+	built     int64
 	// version numbers the views built (from 1).
 	version int64
 	view    PodRequests
@@ -268,16 +326,16 @@ func (c *PodCache) Start(ctx context.Context) {
 		return p
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(o interface{}) { c.totals.change(asPod(o), 1); c.changes.Add(1) },
+		AddFunc: func(o interface{}) { c.change(asPod(o), 1); c.changes.Add(1) },
 		UpdateFunc: func(old, o interface{}) {
 			if !podChanged(asPod(old), asPod(o)) {
 				return // a status update: nothing placement reads
 			}
-			c.totals.change(asPod(old), -1)
-			c.totals.change(asPod(o), 1)
+			c.change(asPod(old), -1)
+			c.change(asPod(o), 1)
 			c.changes.Add(1)
 		},
-		DeleteFunc: func(o interface{}) { c.totals.change(asPod(o), -1); c.changes.Add(1) },
+		DeleteFunc: func(o interface{}) { c.change(asPod(o), -1); c.changes.Add(1) },
 	}); err != nil {
 		klog.ErrorS(err, "Cannot follow the pod cache")
 	}
@@ -287,9 +345,24 @@ func (c *PodCache) Start(ctx context.Context) {
 	go informer.RunWithContext(ctx)
 }
 
+// change adds p to the cache's sums and launchers (sign 1) or takes it
+// away (-1).
+func (c *PodCache) change(p *cachedPod, sign int) {
+	c.totals.change(p, sign)
+	if p == nil || p.launcher == nil {
+		return
+	}
+	if sign > 0 {
+		c.launchers.Add(*p.launcher)
+	} else {
+		c.launchers.remove(p.launcher)
+	}
+}
+
 // Pods returns the launchers and the requests per node, shared (callers
-// must not modify them), the same until the cache changes; ok is false
-// until the cache has synced.
+// must not modify them); ok is false until the cache has synced. The
+// version changes with the pods; the launchers are the cache's own index,
+// which may already hold a change the version does not count yet.
 func (c *PodCache) Pods() (PodRequests, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -298,41 +371,26 @@ func (c *PodCache) Pods() (PodRequests, bool) {
 	}
 	// The view is built after the count is read: it holds at least the
 	// changes counted, and a change counted later builds it again.
-	if n := c.changes.Load(); c.view.Launchers == nil || n != c.built {
-		var pods []*cachedPod
-		for _, o := range c.informer.GetStore().List() {
-			if p, ok := o.(*cachedPod); ok && p.launcher != nil {
-				pods = append(pods, p)
-			}
-		}
+	if n := c.changes.Load(); c.view.Requested == nil || n != c.built {
 		c.version++
-		c.view = PodRequests{Launchers: launchersOf(pods), Requested: c.totals.snapshot(), Version: c.version}
+		c.view = PodRequests{Launchers: &c.launchers, Requested: c.totals.snapshot(), Version: c.version}
 		c.built = n
 	}
 	return c.view, true
-}
-
-func launchersOf(pods []*cachedPod) map[string][]Launcher {
-	out := make(map[string][]Launcher, len(pods))
-	for _, p := range pods {
-		if l := p.launcher; l != nil {
-			key := l.Namespace + "/" + l.VMI
-			out[key] = append(out[key], *l)
-		}
-	}
-	return out
 }
 
 // ReadPodRequests is PodRequests from a live list of pods (items as the
 // API returns them), as the check right before a drain reads them.
 func ReadPodRequests(items []unstructured.Unstructured) PodRequests {
 	totals := podTotals{requested: map[string]corev1.ResourceList{}}
-	pods := make([]*cachedPod, 0, len(items))
+	launchers := &LauncherIndex{}
 	for i := range items {
 		o, _ := slimPod(&items[i])
 		p := o.(*cachedPod)
 		totals.change(p, 1)
-		pods = append(pods, p)
+		if p.launcher != nil {
+			launchers.Add(*p.launcher)
+		}
 	}
-	return PodRequests{Launchers: launchersOf(pods), Requested: totals.requested}
+	return PodRequests{Launchers: launchers, Requested: totals.requested}
 }

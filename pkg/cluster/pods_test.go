@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,11 +107,45 @@ func TestReadPodRequests(t *testing.T) {
 		podObject("other", "w1", "Running", nil, "1Gi", nil),
 	}
 	got := ReadPodRequests(items)
-	if l := got.Launchers["default/db-0"]; len(l) != 2 || l[0].Node != "w1" || l[1].Node != "w2" {
+	if l := got.Launchers.Of([]byte("default/db-0")); len(l) != 2 || l[0].Node != "w1" || l[1].Node != "w2" {
 		t.Errorf("launchers = %+v, want the source on w1 and the target on w2", l)
 	}
 	if n := len(got.Requested); n != 2 {
 		t.Errorf("requests on %d nodes, want 2", n)
+	}
+}
+
+// TestPodCacheLaunchersFollowEvents: the cache's launchers change pod by
+// pod, and what a reader already holds stays as it read it.
+func TestPodCacheLaunchersFollowEvents(t *testing.T) {
+	c := NewPodCache(nil)
+	slim := func(u unstructured.Unstructured) *cachedPod { o, _ := slimPod(&u); return o.(*cachedPod) }
+	nodes := func(ls []Launcher) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.Node)
+		}
+		return out
+	}
+	key := []byte("default/db-0")
+	src := slim(podObject("virt-launcher-db-0-src", "w1", "Running", launcherLabels, "8Gi", nil))
+	c.change(src, 1)
+	held := c.launchers.Of(key)
+	dst := slim(podObject("virt-launcher-db-0-dst", "w2", "Running", launcherLabels, "8Gi", nil))
+	c.change(dst, 1)
+	if got := nodes(c.launchers.Of(key)); !reflect.DeepEqual(got, []string{"w1", "w2"}) {
+		t.Errorf("while migrating: launchers on %v, want [w1 w2]", got)
+	}
+	c.change(src, -1) // the migration ended: the source pod is gone
+	if got := nodes(c.launchers.Of(key)); !reflect.DeepEqual(got, []string{"w2"}) {
+		t.Errorf("after the migration: launchers on %v, want [w2]", got)
+	}
+	if got := nodes(held); !reflect.DeepEqual(got, []string{"w1"}) {
+		t.Errorf("a reader's launchers changed under it to %v", got)
+	}
+	c.change(dst, -1)
+	if got := c.launchers.Of(key); got != nil || len(c.launchers.byVMI) != 0 {
+		t.Errorf("after the VMI's pods left: %v (%d names kept)", got, len(c.launchers.byVMI))
 	}
 }
 

@@ -122,26 +122,29 @@ func capacityVMs(vms []v1alpha1.VMImpact, pods cluster.PodRequests) ([]capacity.
 	out := make([]capacity.VM, 0, len(vms))
 	missing := 0
 	var key []byte
-	for _, v := range vms {
-		if v.Fate != v1alpha1.VMFateLiveMigrate {
-			continue
-		}
-		var launcher *cluster.Launcher
-		// The key built in a buffer: a lookup by string(key) allocates nothing.
-		key = append(append(append(key[:0], v.Namespace...), '/'), v.Name...)
-		for i, l := range pods.Launchers[string(key)] {
-			if l.Node == v.Node {
-				launcher = &pods.Launchers[string(key)][i]
-				break
+	pods.Launchers.Read(func(launchersOf func(key []byte) []cluster.Launcher) {
+		for _, v := range vms {
+			if v.Fate != v1alpha1.VMFateLiveMigrate {
+				continue
 			}
+			var launcher *cluster.Launcher
+			// The key built in a buffer: a lookup by string(key) allocates nothing.
+			key = append(append(append(key[:0], v.Namespace...), '/'), v.Name...)
+			ls := launchersOf(key)
+			for i := range ls {
+				if ls[i].Node == v.Node {
+					launcher = &ls[i]
+					break
+				}
+			}
+			if launcher == nil {
+				missing++
+				continue
+			}
+			demand, _ := launcher.Derived(demandOf).(*capacity.Demand)
+			out = append(out, capacity.VM{Namespace: v.Namespace, Name: v.Name, Node: v.Node, Launcher: launcher.Pod, Demand: demand})
 		}
-		if launcher == nil {
-			missing++
-			continue
-		}
-		demand, _ := launcher.Derived(demandOf).(*capacity.Demand)
-		out = append(out, capacity.VM{Namespace: v.Namespace, Name: v.Name, Node: v.Node, Launcher: launcher.Pod, Demand: demand})
-	}
+	})
 	return out, missing
 }
 

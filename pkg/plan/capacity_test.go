@@ -53,10 +53,9 @@ func workerPool(maxUnavailable interface{}) *unstructured.Unstructured {
 // capReads are reads whose pods are the launchers given; each node's
 // requests are its launchers'.
 func capReads(launchers ...cluster.Launcher) *clusterReads {
-	pods := cluster.PodRequests{Launchers: map[string][]cluster.Launcher{}, Requested: map[string]corev1.ResourceList{}}
+	pods := cluster.PodRequests{Launchers: &cluster.LauncherIndex{}, Requested: map[string]corev1.ResourceList{}}
 	for _, l := range launchers {
-		key := l.Namespace + "/" + l.VMI
-		pods.Launchers[key] = append(pods.Launchers[key], l)
+		pods.Launchers.Add(l)
 		sum := pods.Requested[l.Node].DeepCopy()
 		if sum == nil {
 			sum = corev1.ResourceList{}
