@@ -21,6 +21,9 @@ func BenchmarkSimulate10000VMs500Nodes(b *testing.B) {
 		}
 	}
 	in := cluster(nodes, vms)
+	for i := range vms {
+		vms[i].Demand = DemandOf(vms[i].Launcher) // as the plan keeps it per launcher
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if res := Simulate(in, vms, Rollout{Pool: "worker", Nodes: order, MaxUnavailable: 1}); !res.Fits() {

@@ -51,20 +51,9 @@ func add(into, more corev1.ResourceList) {
 	}
 }
 
-func subtract(from, less corev1.ResourceList) corev1.ResourceList {
-	out := from.DeepCopy()
-	for name, q := range less {
-		if cur, ok := out[name]; ok {
-			cur.Sub(q)
-			out[name] = cur
-		}
-	}
-	return out
-}
-
-// whyNot says why v found no node: the nodes it may run on (selector,
-// affinity, taints) and then the resource they lack.
-func (s *state) whyNot(v *vmState) string {
+// whyNot says why a VM of class c found no node: the nodes it may run on
+// (selector, affinity, taints) and then the resource they lack.
+func (s *state) whyNot(c *class) string {
 	var targets []*nodeState
 	for _, n := range s.nodes {
 		if n.target() {
@@ -77,7 +66,7 @@ func (s *state) whyNot(v *vmState) string {
 	var allowed []*nodeState
 	taint := ""
 	for _, n := range targets {
-		switch why := allows(n, v.Launcher); {
+		switch why := allows(n, c.launcher); {
 		case why == "":
 			allowed = append(allowed, n)
 		case strings.HasPrefix(why, "taint "):
@@ -85,13 +74,13 @@ func (s *state) whyNot(v *vmState) string {
 		}
 	}
 	if len(allowed) == 0 {
-		return noNodeAllowed(v, targets, taint)
+		return noNodeAllowed(c, targets, taint)
 	}
-	return s.noRoom(v, allowed)
+	return s.noRoom(c, allowed)
 }
 
-func noNodeAllowed(v *vmState, targets []*nodeState, taint string) string {
-	if model := missingCPUModel(v.Launcher, targets); model != "" {
+func noNodeAllowed(c *class, targets []*nodeState, taint string) string {
+	if model := missingCPUModel(c.launcher, targets); model != "" {
 		return fmt.Sprintf("its CPU model %s is on no other node", model)
 	}
 	if taint != "" {
@@ -135,9 +124,9 @@ func hasCPUModelPrefix(key string) bool {
 
 // noRoom names the resource the allowed nodes lack: one that none of them
 // has at all (a GPU, a host device), else the one the roomiest lacks.
-func (s *state) noRoom(v *vmState, allowed []*nodeState) string {
-	size := GiB(v.req[s.memory])
-	for i, want := range v.req {
+func (s *state) noRoom(c *class, allowed []*nodeState) string {
+	size := GiB(c.req[s.memory])
+	for i, want := range c.req {
 		if want > 0 && isExtended(s.names[i]) && !anyHas(allowed, s.names[i]) {
 			return fmt.Sprintf("%s, no node with `%s` left", size, s.names[i])
 		}
@@ -148,10 +137,10 @@ func (s *state) noRoom(v *vmState, allowed []*nodeState) string {
 			best = n
 		}
 	}
-	if v.req[s.memory] > best.free[s.memory] {
+	if c.req[s.memory] > best.free[s.memory] {
 		return fmt.Sprintf("%s, at most %s free on a node it may run on", size, GiB(max(best.free[s.memory], 0)))
 	}
-	for i, want := range v.req {
+	for i, want := range c.req {
 		if want > 0 && (best.free[i] == unset || best.free[i] < want) {
 			return fmt.Sprintf("%s, needs %s %s; the node with the most free memory (%s) has %s",
 				size, amount(s.names[i], want), s.names[i], best.Name, amount(s.names[i], max(best.free[i], 0)))

@@ -2,8 +2,10 @@ package capacity
 
 import (
 	"encoding/json"
+	"math"
 	"sort"
 	"strings"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,8 +15,10 @@ import (
 )
 
 // state is the cluster as the simulation goes. Resources are vectors
-// indexed by s.names, and the nodes a VM may run on are computed once per
-// distinct set of constraints: 10 000 VMs share few of them.
+// indexed by s.names. VMs that ask the same and may run on the same nodes
+// (a class: 10 000 VMs made from a few templates have a few) are placed
+// together, as many at once as a node holds, and the nodes a class may
+// run on are computed once per distinct set of constraints.
 type state struct {
 	names  []corev1.ResourceName
 	index  map[corev1.ResourceName]int
@@ -30,18 +34,37 @@ type nodeState struct {
 	// base is what the node has for the migrating VMs (allocatable less
 	// what its other pods request); free is base less the VMs on it now.
 	base, free amounts
-	vms        []*vmState
-	draining   bool
+	// vms are the migrating VMs on it now, by class.
+	vms      []chunk
+	draining bool
+}
+
+// chunk is VMs of one class on one node.
+type chunk struct {
+	class *class
+	vms   []*VM // the caller's, not copied: 10 000 of them per plan
+}
+
+// add puts vms of class c on n.
+func (n *nodeState) add(c *class, vms ...*VM) {
+	for i := range n.vms {
+		if n.vms[i].class == c {
+			n.vms[i].vms = append(n.vms[i].vms, vms...)
+			return
+		}
+	}
+	n.vms = append(n.vms, chunk{class: c, vms: append([]*VM(nil), vms...)})
 }
 
 // target: a node a migrating VM may go to now.
 func (n *nodeState) target() bool { return !n.draining && !n.Spec.Unschedulable }
 
-type vmState struct {
-	*VM // the caller's, not copied: 10 000 of them per plan
-	req amounts
-	// key identifies the VM's constraints (selector, affinity, tolerations).
-	key string
+// class is what VMs of the same Demand share.
+type class struct {
+	demand *Demand
+	req    amounts
+	// launcher is one of its VMs' launchers: all place alike.
+	launcher *corev1.Pod
 }
 
 // amounts are quantities by resource index (milli-units for CPU, units
@@ -50,27 +73,34 @@ type amounts []int64
 
 const unset = -1 << 62
 
-func (a amounts) holds(req amounts) bool {
+// count is how many times a holds req.
+func (a amounts) count(req amounts) int64 {
+	n := int64(math.MaxInt64)
 	for i, want := range req {
-		if want > 0 && (a[i] == unset || a[i] < want) {
-			return false
+		if want <= 0 {
+			continue
 		}
+		if a[i] == unset || a[i] < want {
+			return 0
+		}
+		n = min(n, a[i]/want)
 	}
-	return true
+	return n
 }
 
-func (a amounts) take(req amounts) {
+// take takes req from a, times times.
+func (a amounts) take(req amounts, times int64) {
 	for i, want := range req {
 		if want > 0 && a[i] != unset {
-			a[i] -= want
+			a[i] -= want * times
 		}
 	}
 }
 
-func (a amounts) minus(vms []*vmState) amounts {
+func (a amounts) minus(vms []chunk) amounts {
 	out := append(amounts(nil), a...)
-	for _, v := range vms {
-		out.take(v.req)
+	for _, c := range vms {
+		out.take(c.class.req, int64(len(c.vms)))
 	}
 	return out
 }
@@ -79,101 +109,63 @@ func newState(nodes []Node, vms []VM) *state {
 	s := &state{index: map[corev1.ResourceName]int{}, byName: make(map[string]*nodeState, len(nodes)), allowedBy: map[string][]*nodeState{}}
 	s.memory = s.indexOf(corev1.ResourceMemory)
 	s.indexOf(corev1.ResourcePods)
-	for _, v := range vms {
-		if v.Demand != nil {
-			for _, r := range v.Demand.Requests {
-				s.indexOf(r.Name)
-			}
-			continue
-		}
-		s.indexResources(v.Launcher)
-	}
 	for _, n := range nodes {
-		ns := &nodeState{Node: n, free: s.vector(subtract(n.Status.Allocatable, n.Requested), true)}
-		if _, limited := n.Status.Allocatable[corev1.ResourcePods]; !limited {
-			ns.free[s.index[corev1.ResourcePods]] = 1 << 40 // a node that states no pod limit
-		}
+		ns := &nodeState{Node: n}
 		s.nodes = append(s.nodes, ns)
 		s.byName[n.Name] = ns
 	}
-	// One allocation for every VM's state and one for their vectors.
-	states := make([]vmState, len(vms))
-	reqs := make(amounts, len(vms)*len(s.names))
-	for i, v := range vms {
-		vs := &states[i]
-		vs.VM, vs.req = &vms[i], reqs[i*len(s.names):(i+1)*len(s.names):(i+1)*len(s.names)]
-		if d := v.Demand; d != nil {
-			vs.req[s.index[corev1.ResourcePods]] = 1
+	// Each VM is only sorted into its class: what a class asks is read
+	// once.
+	classes := map[unique.Handle[string]]*class{}
+	var ordered []*class
+	all := make([]*VM, len(vms))
+	// A run: VMs next to each other on one node and of one class (the
+	// caller's VMs come node by node), added to their node at once.
+	run, runClass, runNode := 0, (*class)(nil), ""
+	for i := range vms {
+		v := &vms[i]
+		all[i] = v
+		d := v.Demand
+		if d == nil {
+			d = DemandOf(v.Launcher)
+		}
+		c := classes[d.id]
+		if c == nil {
+			c = &class{demand: d, launcher: v.Launcher}
+			classes[d.id] = c
+			ordered = append(ordered, c)
 			for _, r := range d.Requests {
-				vs.req[s.index[r.Name]] += r.Value
+				s.indexOf(r.Name)
 			}
-			vs.key = d.Key
-		} else {
-			s.podVector(v.Launcher, vs.req)
-			vs.key = v.ConstraintsKey
 		}
-		if vs.key == "" {
-			vs.key = ConstraintsKey(v.Launcher)
+		if c != runClass || v.Node != runNode {
+			s.addRun(runNode, runClass, all[run:i])
+			run, runClass, runNode = i, c, v.Node
 		}
-		if n := s.byName[v.Node]; n != nil {
-			n.vms = append(n.vms, vs)
+	}
+	s.addRun(runNode, runClass, all[run:])
+	for _, c := range ordered {
+		c.req = make(amounts, len(s.names))
+		c.req[s.index[corev1.ResourcePods]] = 1
+		for _, r := range c.demand.Requests {
+			c.req[s.index[r.Name]] += r.Value
 		}
 	}
 	for _, n := range s.nodes {
+		n.free = s.free(n.Node)
+		if _, limited := n.Status.Allocatable[corev1.ResourcePods]; !limited {
+			n.free[s.index[corev1.ResourcePods]] = 1 << 40 // a node that states no pod limit
+		}
 		n.base = append(amounts(nil), n.free...)
-		for _, v := range n.vms {
-			for i, q := range v.req {
+		for _, c := range n.vms {
+			for i, q := range c.class.req {
 				if n.base[i] != unset {
-					n.base[i] += q
+					n.base[i] += q * int64(len(c.vms))
 				}
 			}
 		}
 	}
 	return s
-}
-
-// indexResources indexes the resources pod asks.
-func (s *state) indexResources(pod *corev1.Pod) {
-	if pod == nil {
-		return
-	}
-	for _, c := range pod.Spec.Containers {
-		for name := range c.Resources.Requests {
-			s.indexOf(name)
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		for name := range c.Resources.Requests {
-			s.indexOf(name)
-		}
-	}
-	for name := range pod.Spec.Overhead {
-		s.indexOf(name)
-	}
-}
-
-// podVector writes into out what pod asks of a node, as requestsOfPod
-// says, without building a ResourceList.
-func (s *state) podVector(pod *corev1.Pod, out amounts) {
-	out[s.index[corev1.ResourcePods]] = 1
-	if pod == nil {
-		return
-	}
-	for _, c := range pod.Spec.Containers {
-		for name, q := range c.Resources.Requests {
-			out[s.index[name]] += value(name, q)
-		}
-	}
-	for _, c := range pod.Spec.InitContainers {
-		for name, q := range c.Resources.Requests {
-			if i := s.index[name]; value(name, q) > out[i] {
-				out[i] = value(name, q)
-			}
-		}
-	}
-	for name, q := range pod.Spec.Overhead {
-		out[s.index[name]] += value(name, q)
-	}
 }
 
 func (s *state) indexOf(name corev1.ResourceName) int {
@@ -185,17 +177,26 @@ func (s *state) indexOf(name corev1.ResourceName) int {
 	return s.index[name]
 }
 
-// vector reads l into amounts; resources l lacks are unset when missing
-// says so (a node without them), else zero (a pod not asking them).
-func (s *state) vector(l corev1.ResourceList, missingUnset bool) amounts {
+// addRun puts vms, of class c, on the node named node.
+func (s *state) addRun(node string, c *class, vms []*VM) {
+	if n := s.byName[node]; n != nil && len(vms) > 0 {
+		n.add(c, vms...)
+	}
+}
+
+// free is what n's allocatable leaves after what its pods request;
+// resources n does not have are unset.
+func (s *state) free(n Node) amounts {
 	out := make(amounts, len(s.names))
 	for i, name := range s.names {
-		q, ok := l[name]
-		switch {
-		case ok:
-			out[i] = value(name, q)
-		case missingUnset:
+		q, ok := n.Status.Allocatable[name]
+		if !ok {
 			out[i] = unset
+			continue
+		}
+		out[i] = value(name, q)
+		if r, ok := n.Requested[name]; ok {
+			out[i] -= value(name, r)
 		}
 	}
 	return out
@@ -208,19 +209,19 @@ func value(name corev1.ResourceName, q resource.Quantity) int64 {
 	return q.Value()
 }
 
-// allowed are the nodes v's launcher may run on by its selector, affinity
-// and tolerations, whatever their room.
-func (s *state) allowed(v *vmState) []*nodeState {
-	if nodes, ok := s.allowedBy[v.key]; ok {
+// allowed are the nodes c's launchers may run on by their selector,
+// affinity and tolerations, whatever their room.
+func (s *state) allowed(c *class) []*nodeState {
+	if nodes, ok := s.allowedBy[c.demand.Key]; ok {
 		return nodes
 	}
 	nodes := []*nodeState{}
 	for _, n := range s.nodes {
-		if allows(n, v.Launcher) == "" {
+		if allows(n, c.launcher) == "" {
 			nodes = append(nodes, n)
 		}
 	}
-	s.allowedBy[v.key] = nodes
+	s.allowedBy[c.demand.Key] = nodes
 	return nodes
 }
 
@@ -243,8 +244,7 @@ func allows(n *nodeState, pod *corev1.Pod) string {
 
 // ConstraintsKey identifies what decides where a pod may run: its node
 // selector, required node affinity and NoSchedule/NoExecute tolerations.
-// Pods with the same key may run on the same nodes; a cache may compute it
-// once per pod (VM.ConstraintsKey) rather than per simulation.
+// Pods with the same key may run on the same nodes.
 func ConstraintsKey(pod *corev1.Pod) string {
 	if pod == nil {
 		return ""
