@@ -147,30 +147,6 @@ func resetClusterWithin(settle time.Duration) {
 	waitPoolSettledWithin(settle, "00-worker")
 }
 
-// watchesNow counts the watches open on kube-apiserver, by resource.
-func watchesNow() map[string]float64 {
-	GinkgoHelper()
-	w, err := testEnv.Watches(suiteCtx)
-	Expect(err).NotTo(HaveOccurred())
-	return w
-}
-
-// waitWatchesBack waits, after an outage of the main API server, until
-// every watch counted before it is open again: the clients (the
-// advisor's, the fake MCO's) found the server again. Only for an outage
-// in which nothing else changed: a config deleted or an advisor restarted
-// closes watches for good.
-func waitWatchesBack(before map[string]float64) {
-	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		now, err := testEnv.Watches(suiteCtx)
-		g.Expect(err).NotTo(HaveOccurred())
-		for resource, n := range before {
-			g.Expect(now[resource]).To(BeNumerically(">=", n), "watches of %s", resource)
-		}
-	}).WithTimeout(90 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
-}
-
 func replaceSpec(gvr schema.GroupVersionResource, ns, name string, spec map[string]interface{}) {
 	Eventually(func() error {
 		o, err := get(gvr, ns, name)

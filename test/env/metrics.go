@@ -107,29 +107,3 @@ func (e *Env) DryRunApplies(ctx context.Context) (float64, error) {
 	}
 	return m.Sum("apiserver_request_total", map[string]string{"verb": "APPLY", "dry_run": "All"}), nil
 }
-
-// Watches is kube-apiserver's count of the watches open now, by
-// resource ("group/resource"): after an outage, a client whose watches
-// are all counted again has caught up (client-go backs off up to a minute
-// before it tries again).
-func (e *Env) Watches(ctx context.Context) (map[string]float64, error) {
-	c, err := kubernetes.NewForConfig(e.AdminConfig)
-	if err != nil {
-		return nil, err
-	}
-	m, err := ScrapeMetrics(ctx, c.CoreV1().RESTClient())
-	if err != nil {
-		return nil, fmt.Errorf("kube-apiserver: %w", err)
-	}
-	out := map[string]float64{}
-	for _, s := range m["apiserver_longrunning_requests"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range s.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if labels["verb"] == "WATCH" {
-			out[labels["group"]+"/"+labels["resource"]] += s.GetGauge().GetValue()
-		}
-	}
-	return out, nil
-}
