@@ -81,14 +81,23 @@ type Target struct {
 	Read bool
 }
 
-// readTarget reads an item's live target. A target reviewed as absent is
-// read as a list of its one name, whose resourceVersion makes the create
-// fail if the object appears after this read.
+// readTarget reads an item's target. A target reviewed as absent is read
+// live as a list of its one name, whose resourceVersion makes the create
+// fail if the object appears after this read. One that exists is read
+// from the watch that keeps it (its config's) when the watch is current,
+// else live: the write carries the resourceVersion read as its
+// precondition, so a cache behind the cluster costs a Conflict and a new
+// read, never a write over something the checks did not see.
 func (e *Engine) readTarget(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) (Target, error) {
 	gvk := TargetGVK(it.TargetRef)
 	if it.ReviewedTarget != nil && it.ReviewedTarget.UID == "" {
 		obj, at, err := e.Cluster.GetAbsentAt(ctx, gvk, it.TargetRef.Namespace, it.TargetRef.Name)
 		return Target{Object: obj, ReadAt: at, Read: true}, err
+	}
+	if w := e.Cluster.InputWatches(); w != nil {
+		if obj, ok := w.Cached(cluster.ObjectKey{GVK: gvk, Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name}); ok && obj != nil {
+			return Target{Object: obj.DeepCopy(), ReadAt: obj.GetResourceVersion(), Read: true}, nil
+		}
 	}
 	obj, err := e.Cluster.Get(ctx, gvk, it.TargetRef.Namespace, it.TargetRef.Name)
 	if err != nil || obj == nil {

@@ -3,12 +3,14 @@ package plan
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -69,6 +71,56 @@ func TestApplyErrorKeepsTheAPIStatus(t *testing.T) {
 			}
 			if apierrors.ReasonForError(err) != status.Status().Reason {
 				t.Errorf("reason = %q, want %q", apierrors.ReasonForError(err), status.Status().Reason)
+			}
+		})
+	}
+}
+
+// TestReadTargetsFromTheirWatch: before a write, a target that exists is
+// read from the watch its config keeps current (no request), and the
+// write's precondition is the resourceVersion the cache holds; a target
+// reviewed as absent is read live (a create needs the list's
+// resourceVersion), and so is one no current watch keeps.
+func TestReadTargetsFromTheirWatch(t *testing.T) {
+	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	watched := cluster.ObjectKey{GVK: configMapGVK, Namespace: "ns", Name: "target"}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"},
+		configMap("target", map[string]interface{}{"k": "v"}, "5", "uid-1"), configMap("unwatched", nil, "7", "uid-2"))
+	mapper := clustertest.Namespaced(configMapGVK)
+	c := &cluster.Cluster{Dynamic: dyn, Mapper: mapper, Watches: cluster.NewWatches(dyn, mapper)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.Watches.Start(ctx)
+	watchSynced(ctx, t, c, "config", watched)
+	item := func(name, uid string) v1alpha1.VirtPlatformConfigItem {
+		return v1alpha1.VirtPlatformConfigItem{Name: name, Operation: v1alpha1.OperationUpdate, State: v1alpha1.ItemStatePending,
+			TargetRef:      v1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: name},
+			ReviewedTarget: &v1alpha1.ReviewedTarget{UID: types.UID(uid)}}
+	}
+	e := &Engine{Cluster: c}
+	for _, tt := range []struct {
+		item     v1alpha1.VirtPlatformConfigItem
+		readAt   string
+		requests []string
+	}{
+		{item("target", "uid-1"), "5", nil},
+		{item("unwatched", "uid-2"), "7", []string{"get configmaps"}},
+		{item("absent", ""), "3", []string{"list configmaps"}}, // the list's resourceVersion
+	} {
+		t.Run(tt.item.Name, func(t *testing.T) {
+			dyn.ClearActions()
+			_, targets, err := e.ReadTargets(ctx, []v1alpha1.VirtPlatformConfigItem{tt.item})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var requests []string
+			for _, a := range dyn.Actions() {
+				if a.GetVerb() != "watch" {
+					requests = append(requests, a.GetVerb()+" "+a.GetResource().Resource)
+				}
+			}
+			if targets[0].ReadAt != tt.readAt || !reflect.DeepEqual(requests, tt.requests) {
+				t.Errorf("read at %q with requests %v, want at %q with %v", targets[0].ReadAt, requests, tt.readAt, tt.requests)
 			}
 		})
 	}
