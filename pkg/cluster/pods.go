@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -71,61 +73,61 @@ type PodRequests struct {
 	Version int64
 }
 
-// LauncherIndex keeps launchers by namespace/VMI name, changed pod by pod
-// (a cache of 10 000 pods builds nothing again when one changes). A
-// name's slice is replaced, never modified: a reader may keep it.
+// LauncherIndex keeps launchers by node, in namespace and VMI name order,
+// changed pod by pod (a cache of 10 000 pods builds nothing again when one
+// changes). A node's slice is replaced, never modified: a reader may keep
+// it. By node, because a plan pairs each node's VMs, which it holds in
+// that order, with the node's launchers: a few hundred lookups rather
+// than one per VM.
 type LauncherIndex struct {
-	mu    sync.RWMutex
-	byVMI map[string][]Launcher
+	mu     sync.RWMutex
+	byNode map[string][]Launcher
 }
 
 // Add indexes l.
 func (x *LauncherIndex) Add(l Launcher) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.byVMI == nil {
-		x.byVMI = map[string][]Launcher{}
+	if x.byNode == nil {
+		x.byNode = map[string][]Launcher{}
 	}
-	key := l.Namespace + "/" + l.VMI
-	x.byVMI[key] = append(append(make([]Launcher, 0, len(x.byVMI[key])+1), x.byVMI[key]...), l)
+	on := x.byNode[l.Node]
+	i, _ := slices.BinarySearchFunc(on, l, compareLaunchers)
+	x.byNode[l.Node] = slices.Insert(slices.Clip(on), i, l)
 }
 
 // remove takes out the launcher NewLauncher made as l.
 func (x *LauncherIndex) remove(l *Launcher) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	key := l.Namespace + "/" + l.VMI
-	kept := make([]Launcher, 0, len(x.byVMI[key]))
-	for _, k := range x.byVMI[key] {
+	kept := make([]Launcher, 0, len(x.byNode[l.Node]))
+	for _, k := range x.byNode[l.Node] {
 		if k.derived != l.derived || k.Pod != l.Pod {
 			kept = append(kept, k)
 		}
 	}
 	if len(kept) == 0 {
-		delete(x.byVMI, key)
+		delete(x.byNode, l.Node)
 		return
 	}
-	x.byVMI[key] = kept
+	x.byNode[l.Node] = kept
 }
 
-// Of returns the launchers of the VMI key names ("namespace/name"), as a
-// byte slice so that a lookup allocates nothing.
-func (x *LauncherIndex) Of(key []byte) []Launcher {
-	var out []Launcher
-	x.Read(func(of func(key []byte) []Launcher) { out = of(key) })
-	return out
-}
-
-// Read calls read with a lookup like Of's, for many lookups under one
-// lock (changes wait until read returns).
-func (x *LauncherIndex) Read(read func(of func(key []byte) []Launcher)) {
+// OnNode returns the launchers on node, in namespace and VMI name order.
+func (x *LauncherIndex) OnNode(node string) []Launcher {
 	if x == nil {
-		read(func([]byte) []Launcher { return nil })
-		return
+		return nil
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	read(func(key []byte) []Launcher { return x.byVMI[string(key)] })
+	return x.byNode[node]
+}
+
+func compareLaunchers(a, b Launcher) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.VMI, b.VMI)
 }
 
 // cachedPod is a pod as the cache keeps it: its identity, node and

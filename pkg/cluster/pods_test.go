@@ -107,8 +107,8 @@ func TestReadPodRequests(t *testing.T) {
 		podObject("other", "w1", "Running", nil, "1Gi", nil),
 	}
 	got := ReadPodRequests(items)
-	if l := got.Launchers.Of([]byte("default/db-0")); len(l) != 2 || l[0].Node != "w1" || l[1].Node != "w2" {
-		t.Errorf("launchers = %+v, want the source on w1 and the target on w2", l)
+	if src, dst := got.Launchers.OnNode("w1"), got.Launchers.OnNode("w2"); len(src) != 1 || len(dst) != 1 || src[0].VMI != "db-0" || dst[0].VMI != "db-0" {
+		t.Errorf("launchers on w1 %+v and w2 %+v, want db-0's source on w1 and its target on w2", src, dst)
 	}
 	if n := len(got.Requested); n != 2 {
 		t.Errorf("requests on %d nodes, want 2", n)
@@ -116,36 +116,44 @@ func TestReadPodRequests(t *testing.T) {
 }
 
 // TestPodCacheLaunchersFollowEvents: the cache's launchers change pod by
-// pod, and what a reader already holds stays as it read it.
+// pod, stay in name order on their node, and what a reader already holds
+// stays as it read it.
 func TestPodCacheLaunchersFollowEvents(t *testing.T) {
 	c := NewPodCache(nil)
-	slim := func(u unstructured.Unstructured) *cachedPod { o, _ := slimPod(&u); return o.(*cachedPod) }
-	nodes := func(ls []Launcher) []string {
+	slim := func(name, vmi, node string) *cachedPod {
+		labels := map[string]interface{}{LauncherLabel: LauncherLabelValue, LauncherVMILabel: vmi}
+		u := podObject(name, node, "Running", labels, "8Gi", nil)
+		o, _ := slimPod(&u)
+		return o.(*cachedPod)
+	}
+	vmis := func(ls []Launcher) []string {
 		var out []string
 		for _, l := range ls {
-			out = append(out, l.Node)
+			out = append(out, l.VMI)
 		}
 		return out
 	}
-	key := []byte("default/db-0")
-	src := slim(podObject("virt-launcher-db-0-src", "w1", "Running", launcherLabels, "8Gi", nil))
+	src := slim("virt-launcher-db-0-src", "db-0", "w1")
+	web := slim("virt-launcher-web-abc", "web", "w1")
+	c.change(web, 1)
 	c.change(src, 1)
-	held := c.launchers.Of(key)
-	dst := slim(podObject("virt-launcher-db-0-dst", "w2", "Running", launcherLabels, "8Gi", nil))
+	c.change(slim("virt-launcher-app-abc", "app", "w1"), 1)
+	held := c.launchers.OnNode("w1")
+	if got := vmis(held); !reflect.DeepEqual(got, []string{"app", "db-0", "web"}) {
+		t.Errorf("launchers on w1: %v, want app, db-0, web", got)
+	}
+	dst := slim("virt-launcher-db-0-dst", "db-0", "w2")
 	c.change(dst, 1)
-	if got := nodes(c.launchers.Of(key)); !reflect.DeepEqual(got, []string{"w1", "w2"}) {
-		t.Errorf("while migrating: launchers on %v, want [w1 w2]", got)
-	}
 	c.change(src, -1) // the migration ended: the source pod is gone
-	if got := nodes(c.launchers.Of(key)); !reflect.DeepEqual(got, []string{"w2"}) {
-		t.Errorf("after the migration: launchers on %v, want [w2]", got)
+	if got, moved := vmis(c.launchers.OnNode("w1")), vmis(c.launchers.OnNode("w2")); !reflect.DeepEqual(got, []string{"app", "web"}) || !reflect.DeepEqual(moved, []string{"db-0"}) {
+		t.Errorf("after the migration: w1 %v and w2 %v, want [app web] and [db-0]", got, moved)
 	}
-	if got := nodes(held); !reflect.DeepEqual(got, []string{"w1"}) {
+	if got := vmis(held); !reflect.DeepEqual(got, []string{"app", "db-0", "web"}) {
 		t.Errorf("a reader's launchers changed under it to %v", got)
 	}
 	c.change(dst, -1)
-	if got := c.launchers.Of(key); got != nil || len(c.launchers.byVMI) != 0 {
-		t.Errorf("after the VMI's pods left: %v (%d names kept)", got, len(c.launchers.byVMI))
+	if got := c.launchers.OnNode("w2"); got != nil || len(c.launchers.byNode) != 1 {
+		t.Errorf("after w2's pods left: %v (%d nodes kept)", got, len(c.launchers.byNode))
 	}
 }
 

@@ -117,35 +117,43 @@ func migrating(impacts []v1alpha1.VMImpact) int {
 
 // capacityVMs pairs each VM of vms that live-migrates with its launcher
 // on its node; the count of those without one (not placed: what they ask
-// is not known).
+// is not known). vms come node by node, each node's in namespace and name
+// order as the launchers are: a walk of both, one lookup per node.
 func capacityVMs(vms []v1alpha1.VMImpact, pods cluster.PodRequests) ([]capacity.VM, int) {
 	out := make([]capacity.VM, 0, len(vms))
 	missing := 0
-	var key []byte
-	pods.Launchers.Read(func(launchersOf func(key []byte) []cluster.Launcher) {
-		for _, v := range vms {
-			if v.Fate != v1alpha1.VMFateLiveMigrate {
-				continue
-			}
-			var launcher *cluster.Launcher
-			// The key built in a buffer: a lookup by string(key) allocates nothing.
-			key = append(append(append(key[:0], v.Namespace...), '/'), v.Name...)
-			ls := launchersOf(key)
-			for i := range ls {
-				if ls[i].Node == v.Node {
-					launcher = &ls[i]
-					break
-				}
-			}
-			if launcher == nil {
-				missing++
-				continue
-			}
-			demand, _ := launcher.Derived(demandOf).(*capacity.Demand)
-			out = append(out, capacity.VM{Namespace: v.Namespace, Name: v.Name, Node: v.Node, Launcher: launcher.Pod, Demand: demand})
+	var on []cluster.Launcher
+	node, next := "", 0
+	for _, v := range vms {
+		if v.Fate != v1alpha1.VMFateLiveMigrate {
+			continue
 		}
-	})
+		if v.Node != node || on == nil {
+			node, on, next = v.Node, pods.Launchers.OnNode(v.Node), 0
+		}
+		launcher := launcherOf(on, &next, v.Namespace, v.Name)
+		if launcher == nil {
+			missing++
+			continue
+		}
+		demand, _ := launcher.Derived(demandOf).(*capacity.Demand)
+		out = append(out, capacity.VM{Namespace: v.Namespace, Name: v.Name, Node: v.Node, Launcher: launcher.Pod, Demand: demand})
+	}
 	return out, missing
+}
+
+// launcherOf finds the launcher of namespace/name in on, from *next (where
+// the VM before it was found) round to it: VMs in the launchers' order
+// cost one step each, VMs in any other order at most a walk of the node.
+func launcherOf(on []cluster.Launcher, next *int, namespace, name string) *cluster.Launcher {
+	for k := range on {
+		i := (*next + k) % len(on)
+		if on[i].VMI == name && on[i].Namespace == namespace {
+			*next = i + 1
+			return &on[i]
+		}
+	}
+	return nil
 }
 
 // demandOf is what a launcher asks of a node (cluster.Launcher.Derived).

@@ -208,3 +208,31 @@ func TestPlacementMemoFollowsChanges(t *testing.T) {
 		t.Errorf("a nil memo keeps nothing but still reads")
 	}
 }
+
+// TestLauncherOf: each VM finds its launcher on its node whatever the
+// order it comes in, and one without a launcher finds none.
+func TestLauncherOf(t *testing.T) {
+	on := []cluster.Launcher{{Namespace: "a", VMI: "x"}, {Namespace: "a", VMI: "y"}, {Namespace: "b", VMI: "x"}}
+	for _, tt := range []struct {
+		name  string
+		order []string
+	}{
+		{"in the launchers' order", []string{"a/x", "a/y", "b/x"}},
+		{"reversed", []string{"b/x", "a/y", "a/x"}},
+		{"one missing between", []string{"a/x", "a/z", "b/x"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			next := 0
+			for _, vm := range tt.order {
+				ns, name, _ := strings.Cut(vm, "/")
+				l := launcherOf(on, &next, ns, name)
+				switch {
+				case vm == "a/z" && l != nil:
+					t.Errorf("a/z found %s/%s", l.Namespace, l.VMI)
+				case vm != "a/z" && (l == nil || l.Namespace+"/"+l.VMI != vm):
+					t.Errorf("%s found %+v", vm, l)
+				}
+			}
+		})
+	}
+}
