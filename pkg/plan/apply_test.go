@@ -84,17 +84,21 @@ func TestApplyErrorKeepsTheAPIStatus(t *testing.T) {
 func TestReadTargetsFromTheirWatch(t *testing.T) {
 	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	watched := cluster.ObjectKey{GVK: configMapGVK, Namespace: "ns", Name: "target"}
+	// In another namespace: the fake client's watch ignores field
+	// selectors, so the watch of "target" would hold it too.
+	unwatched := configMap("unwatched", nil, "7", "uid-2")
+	unwatched.SetNamespace("other")
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"},
-		configMap("target", map[string]interface{}{"k": "v"}, "5", "uid-1"), configMap("unwatched", nil, "7", "uid-2"))
+		configMap("target", map[string]interface{}{"k": "v"}, "5", "uid-1"), unwatched)
 	mapper := clustertest.Namespaced(configMapGVK)
 	c := &cluster.Cluster{Dynamic: dyn, Mapper: mapper, Watches: cluster.NewWatches(dyn, mapper)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c.Watches.Start(ctx)
 	watchSynced(ctx, t, c, "config", watched)
-	item := func(name, uid string) v1alpha1.VirtPlatformConfigItem {
+	item := func(ns, name, uid string) v1alpha1.VirtPlatformConfigItem {
 		return v1alpha1.VirtPlatformConfigItem{Name: name, Operation: v1alpha1.OperationUpdate, State: v1alpha1.ItemStatePending,
-			TargetRef:      v1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: name},
+			TargetRef:      v1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: name},
 			ReviewedTarget: &v1alpha1.ReviewedTarget{UID: types.UID(uid)}}
 	}
 	e := &Engine{Cluster: c}
@@ -103,9 +107,9 @@ func TestReadTargetsFromTheirWatch(t *testing.T) {
 		readAt   string
 		requests []string
 	}{
-		{item("target", "uid-1"), "5", nil},
-		{item("unwatched", "uid-2"), "7", []string{"get configmaps"}},
-		{item("absent", ""), "3", []string{"list configmaps"}}, // the list's resourceVersion
+		{item("ns", "target", "uid-1"), "5", nil},
+		{item("other", "unwatched", "uid-2"), "7", []string{"get configmaps"}},
+		{item("ns", "absent", ""), "3", []string{"list configmaps"}}, // the list's resourceVersion
 	} {
 		t.Run(tt.item.Name, func(t *testing.T) {
 			dyn.ClearActions()
