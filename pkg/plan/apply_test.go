@@ -82,20 +82,12 @@ func TestApplyErrorKeepsTheAPIStatus(t *testing.T) {
 // reviewed as absent is read live (a create needs the list's
 // resourceVersion), and so is one no current watch keeps.
 func TestReadTargetsFromTheirWatch(t *testing.T) {
-	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	watched := cluster.ObjectKey{GVK: configMapGVK, Namespace: "ns", Name: "target"}
 	// In another namespace: the fake client's watch ignores field
 	// selectors, so the watch of "target" would hold it too.
 	unwatched := configMap("unwatched", nil, "7", "uid-2")
 	unwatched.SetNamespace("other")
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"},
-		configMap("target", map[string]interface{}{"k": "v"}, "5", "uid-1"), unwatched)
-	mapper := clustertest.Namespaced(configMapGVK)
-	c := &cluster.Cluster{Dynamic: dyn, Mapper: mapper, Watches: cluster.NewWatches(dyn, mapper)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c.Watches.Start(ctx)
-	watchSynced(ctx, t, c, "config", watched)
+	ctx, c, dyn := configMapsWatched(t, "config", watched, configMap("target", map[string]interface{}{"k": "v"}, "5", "uid-1"), unwatched)
 	item := func(ns, name, uid string) v1alpha1.VirtPlatformConfigItem {
 		return v1alpha1.VirtPlatformConfigItem{Name: name, Operation: v1alpha1.OperationUpdate, State: v1alpha1.ItemStatePending,
 			TargetRef:      v1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: name},

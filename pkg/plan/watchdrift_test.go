@@ -87,17 +87,10 @@ func TestDriftFromCaches(t *testing.T) {
 // load-aware-rebalancing keeps) is read from its watch cache, as the
 // target it is compared with: the drift check sends no request at all.
 func TestDriftFromCachesReadsTargetInputsFromTheirCache(t *testing.T) {
-	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	key := cluster.ObjectKey{GVK: configMapGVK, Namespace: "ns", Name: "target"}
 	live := configMap("target", map[string]interface{}{"k": "by-hand"}, "5", "uid-1")
 	desired := configMap("target", map[string]interface{}{"k": "ours"}, "", "")
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"}, live)
-	mapper := clustertest.Namespaced(configMapGVK)
-	c := &cluster.Cluster{Dynamic: dyn, Mapper: mapper, Watches: cluster.NewWatches(dyn, mapper)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c.Watches.Start(ctx)
-	watchSynced(ctx, t, c, "fake", key)
+	ctx, c, dyn := configMapsWatched(t, "fake", key, live)
 	profile := &fakeProfile{
 		inputs: []profiles.ObjectRef{{GVK: configMapGVK, Namespace: "ns", Name: "target", Target: true}},
 		items:  []profiles.Item{{Name: "item", Desired: desired}},
@@ -121,6 +114,21 @@ func TestDriftFromCachesReadsTargetInputsFromTheirCache(t *testing.T) {
 			t.Errorf("the drift check sent %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
 	}
+}
+
+// configMapsWatched is a cluster of the ConfigMaps objs whose watch of key
+// (for owner) has synced; the watches stop with the test.
+func configMapsWatched(t *testing.T, owner string, key cluster.ObjectKey, objs ...k8sruntime.Object) (context.Context, *cluster.Cluster, *dynamicfake.FakeDynamicClient) {
+	t.Helper()
+	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"}, objs...)
+	mapper := clustertest.Namespaced(configMapGVK)
+	c := &cluster.Cluster{Dynamic: dyn, Mapper: mapper, Watches: cluster.NewWatches(dyn, mapper)}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c.Watches.Start(ctx)
+	watchSynced(ctx, t, c, owner, key)
+	return ctx, c, dyn
 }
 
 // watchSynced watches key for owner and waits until its cache holds it.
