@@ -285,7 +285,9 @@ func slimVMI(obj interface{}) (interface{}, error) {
 		return obj, nil // already cut down, or a tombstone
 	}
 	v := kubevirt.ReadVMI(u)
-	v.Namespace, v.Node, v.Phase = intern(v.Namespace), intern(v.Node), intern(v.Phase)
+	// The name too: a plan pairs each VM with its launcher pod (whose
+	// names are interned alike) by comparing the one copy, not its bytes.
+	v.Namespace, v.Name, v.Node, v.Phase = intern(v.Namespace), intern(v.Name), intern(v.Node), intern(v.Phase)
 	v.Strategy, v.Reason = intern(v.Strategy), intern(v.Reason)
 	return &CachedVMI{ResourceVersion: u.GetResourceVersion(), VMI: v}, nil
 }

@@ -176,7 +176,9 @@ func slimPod(obj interface{}) (interface{}, error) {
 		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 			slim.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
 		}
-		l := NewLauncher(u.GetNamespace(), labels[LauncherVMILabel], out.node, slim)
+		// Interned as the VMI cache's names are: pairing a VM with its
+		// launcher compares one copy of each name.
+		l := NewLauncher(intern(u.GetNamespace()), intern(labels[LauncherVMILabel]), intern(out.node), slim)
 		out.launcher = &l
 	}
 	return out, nil
