@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -55,6 +56,24 @@ func denyAdvisorHCOWrites() {
 	DeferCleanup(func() {
 		_ = kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(suiteCtx, name, metav1.DeleteOptions{})
 		_ = kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(suiteCtx, name, metav1.DeleteOptions{})
+		// kube-apiserver enforces policies from a cache: the next spec's
+		// HyperConverged writes must not meet this one (a spec of
+		// live-migration-limits did, right after it).
+		cfg := rest.CopyConfig(testEnv.AdminConfig)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: testEnv.AdvisorUser}
+		asAdvisor, err := dynamic.NewForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() string {
+			hco, err := get(hcoGVR, hcoNS, hcoName)
+			if err != nil {
+				return err.Error()
+			}
+			_, err = asAdvisor.Resource(hcoGVR).Namespace(hcoNS).Update(suiteCtx, hco, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				return err.Error()
+			}
+			return ""
+		}).WithTimeout(30*time.Second).WithPolling(250*time.Millisecond).ShouldNot(ContainSubstring(name), "the policy is no longer enforced")
 	})
 }
 
