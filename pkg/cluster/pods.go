@@ -63,8 +63,8 @@ func (l Launcher) Derived(derive func(*corev1.Pod) any) any {
 	return l.derived.v
 }
 
-// PodRequests are, of a cluster's pods, the launchers by namespace/VMI name
-// (two while a VMI migrates) and, per node, what all pods there request.
+// PodRequests are, of a cluster's pods, the launchers by node (a VMI has
+// two while it migrates) and, per node, what all pods there request.
 type PodRequests struct {
 	Launchers *LauncherIndex
 	Requested map[string]corev1.ResourceList

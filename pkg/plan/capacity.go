@@ -122,10 +122,11 @@ func migrating(impacts []v1alpha1.VMImpact) int {
 // per plan): the result keeps none of them.
 var vmBuffers = sync.Pool{New: func() any { return new([]capacity.VM) }}
 
-// capacityVMs appends to out each VM of vms that live-migrates with its launcher
-// on its node; the count of those without one (not placed: what they ask
-// is not known). vms come node by node, each node's in namespace and name
-// order as the launchers are: a walk of both, one lookup per node.
+// capacityVMs appends to out each VM of vms that live-migrates, paired
+// with its launcher on its node; the count of those without one (not
+// placed: what they ask is not known). vms come node by node, each node's
+// in namespace and name order as the launchers are: a walk of both, one
+// lookup per node.
 func capacityVMs(out []capacity.VM, vms []v1alpha1.VMImpact, pods cluster.PodRequests) ([]capacity.VM, int) {
 	missing := 0
 	var on []cluster.Launcher
