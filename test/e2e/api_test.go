@@ -194,7 +194,8 @@ var _ = Describe("the advisor.kubevirt.io API through the aggregator", func() {
 		Expect(out).NotTo(ContainSubstring("example-profile"))
 		Eventually(func() (string, error) {
 			return kubectl("get", "vpc", "--field-selector", "status.phase=ReviewRequired", "-o", "name")
-		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(ContainSubstring("example-profile"))
+		}).WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(ContainSubstring("example-profile"),
+			func() string { return describeStatus(getConfig("example-profile")) })
 
 		_, err = advisor.AdvisorV1alpha1().VirtPlatformConfigs().List(suiteCtx, metav1.ListOptions{FieldSelector: "spec.failurePolicy=Abort"})
 		Expect(apierrors.IsBadRequest(err)).To(BeTrue(), "an unknown field is a 400: %v", err)

@@ -90,6 +90,7 @@ func advisorRule(verbs []string, resources ...string) rbacv1.PolicyRule {
 
 var _ = Describe("governance: action Apply is an approval", func() {
 	BeforeEach(resetCluster)
+	AfterEach(resetCluster)
 
 	It("refuses Apply from an editor (403 naming the permission, nothing written) and takes it from an editor who may approve", func() {
 		configWith("example-profile", `{"profile":"example-profile"}`)
@@ -154,6 +155,7 @@ var _ = Describe("governance: status is the controller's", func() {
 
 var _ = Describe("governance: the approval binds the spec and the items", Ordered, func() {
 	BeforeEach(resetCluster)
+	AfterEach(resetCluster)
 
 	DescribeTable("a spec change after review makes the reviewed hash stale (409), nothing recorded",
 		func(patch string) {

@@ -25,6 +25,8 @@ func advisorDirect() rest.Interface {
 }
 
 var _ = Describe("observability", func() {
+	AfterEach(resetCluster)
+
 	It("serves health checks and virt_advisor_* metrics", func() {
 		direct := advisorDirect()
 		for _, path := range []string{"/healthz", "/livez", "/readyz"} {

@@ -126,6 +126,28 @@ var baselineKubeDescheduler = map[string]interface{}{
 // worker pool to settle, so specs do not see each other's changes.
 func resetCluster() { resetClusterWithin(30 * time.Second) }
 
+// profileMachineConfigs are the MachineConfigs the profiles write.
+var profileMachineConfigs = []string{"99-worker-psi-karg", "90-worker-kubelet-swap", "90-worker-ksm-zero-pages", "90-worker-thp-madvise"}
+
+// Every spec leaves what the profiles write as resetCluster leaves it, so
+// that the many specs that do not reset (most of api_test.go) start from
+// the baseline: a spec that leaks fails itself, not a later one that
+// happens to run after it in the same process. Ordered containers carry
+// state from spec to spec and reset when they end. Registered first, the
+// check runs last: after every AfterEach and the spec's own cleanups.
+var _ = BeforeEach(func() { DeferCleanup(expectNothingLeft) })
+
+func expectNothingLeft() {
+	r := CurrentSpecReport()
+	if r.IsInOrderedContainer || r.Failed() {
+		return
+	}
+	Expect(exampleConfigMap()).To(BeNil(), "the spec left the ConfigMap example-config behind: reset the cluster after it (AfterEach(resetCluster))")
+	for _, name := range profileMachineConfigs {
+		Expect(getObject(mcGVR, "", name)).To(BeNil(), "the spec left the MachineConfig %s behind: reset the cluster after it (AfterEach(resetCluster))", name)
+	}
+}
+
 // afterOutage is how long the pool may take to settle after the main API
 // server was away: client-go's reflectors (the fake MCO's, as the real
 // operator's) back off up to 60 s while it is, and one may see the reset
@@ -134,7 +156,7 @@ const afterOutage = 90 * time.Second
 
 // resetClusterWithin is resetCluster waiting up to settle for the pool.
 func resetClusterWithin(settle time.Duration) {
-	for _, name := range []string{"99-worker-psi-karg", "90-worker-kubelet-swap", "90-worker-ksm-zero-pages", "90-worker-thp-madvise"} {
+	for _, name := range profileMachineConfigs {
 		err := dyn().Resource(mcGVR).Delete(suiteCtx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			Expect(err).NotTo(HaveOccurred())
