@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -334,10 +336,24 @@ var _ = Describe("approval policies and the VMs a drain shuts down", Ordered, fu
 		runVMIs(env.VMI{Namespace: vmNS, Name: "vm-policy-migrates", Node: "worker-0", EvictionStrategy: "LiveMigrate", Migratable: true},
 			env.VMI{Namespace: vmNS, Name: "vm-policy-none", Node: "worker-1", EvictionStrategy: "None", Migratable: true})
 		createWindow(workerWindow("e2e-policy-open", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindAllow))
+		// The plan shows the VMs before the policy is asked: a plan drafted
+		// from a VM cache that has not seen vm-policy-none yet would be
+		// approved, and the live read before the drain would then fail it
+		// (StalePlan, as the spec above shows for a target).
+		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
+		waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 30*time.Second)
+		Eventually(func() []string { return fates(planItem(getPlan("load-aware-rebalancing"), "enable-psi-metrics")) }).
+			WithTimeout(10 * time.Second).Should(ContainElement(HavePrefix("default/vm-policy-none on worker-1: ")))
 		setter, _ := policySetter()
 		createPolicy(setter, newPolicy("e2e-migrate-only", []string{"load-aware-rebalancing"}, rebootsInWindow))
-		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
-		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 30*time.Second)
+		var c *v1alpha1.VirtPlatformConfig
+		Eventually(func() string {
+			c = getConfig("load-aware-rebalancing")
+			if review := meta.FindStatusCondition(c.Status.Conditions, "ReviewRequired"); review != nil && c.Status.Phase == v1alpha1.PhaseReviewRequired {
+				return review.Reason
+			}
+			return ""
+		}).WithTimeout(30*time.Second).Should(Equal("PolicyBoundExceeded"), func() string { return describeStatus(c) })
 		review := condition(c, "ReviewRequired")
 		Expect(review.Reason).To(Equal("PolicyBoundExceeded"))
 		Expect(review.Message).To(ContainSubstring("VM default/vm-policy-none on pool worker would be shut down (EvictionStrategyNone); policy 'e2e-migrate-only' allows only VMs that are live-migrated"))
