@@ -257,7 +257,7 @@ func (h *held) Stop() {
 // drain depends on (kubevirt.VMI, whose namespace and name are the
 // object's) and its resourceVersion, about 150 bytes where a whole
 // ObjectMeta alone takes 250. The strings many VMIs share (node, phase,
-// strategy, reason) are interned.
+// strategy, reason) are interned (see intern for how far that goes).
 type CachedVMI struct {
 	ResourceVersion string
 	VMI             kubevirt.VMI
@@ -285,14 +285,20 @@ func slimVMI(obj interface{}) (interface{}, error) {
 		return obj, nil // already cut down, or a tombstone
 	}
 	v := kubevirt.ReadVMI(u)
-	// The name too: a plan pairs each VM with its launcher pod (whose
-	// names are interned alike) by comparing the one copy, not its bytes.
+	// The name too: VMIs and launcher pods cut down between the same two
+	// collections share the bytes of their names. Only between them:
+	// nothing keeps a handle, so unique forgets a value at a collection
+	// and the next Make copies it again; pairing a VM with its launcher
+	// compares bytes when the two were cut down further apart. (Keeping
+	// a handle per cached VMI and launcher made the names one copy for
+	// good but cost more heap than the pairing saved.)
 	v.Namespace, v.Name, v.Node, v.Phase = intern(v.Namespace), intern(v.Name), intern(v.Node), intern(v.Phase)
 	v.Strategy, v.Reason = intern(v.Strategy), intern(v.Reason)
 	return &CachedVMI{ResourceVersion: u.GetResourceVersion(), VMI: v}, nil
 }
 
-// intern is the one copy of s the process keeps.
+// intern is the copy of s that everything interned since the last
+// collection shares (unique keeps a value only while a handle of it lives).
 func intern(s string) string { return unique.Make(s).Value() }
 
 // slimNode keeps of a Node what the plans read: its name, labels (pools

@@ -176,8 +176,8 @@ func slimPod(obj interface{}) (interface{}, error) {
 		if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 			slim.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
 		}
-		// Interned as the VMI cache's names are: pairing a VM with its
-		// launcher compares one copy of each name.
+		// Interned as the VMI cache's names are (see slimVMI for how far
+		// that goes).
 		l := NewLauncher(intern(u.GetNamespace()), intern(labels[LauncherVMILabel]), intern(out.node), slim)
 		out.launcher = &l
 	}
