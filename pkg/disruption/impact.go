@@ -46,7 +46,7 @@ type Cluster struct {
 // annotates its node SingleReplica (and a cluster with one Node is one).
 func (c *Cluster) SingleNode() bool {
 	for i := range c.Nodes {
-		if c.Nodes[i].GetAnnotations()[TopologyAnnotation] == singleReplica {
+		if annotation(&c.Nodes[i], TopologyAnnotation) == singleReplica {
 			return true
 		}
 	}
@@ -57,7 +57,7 @@ func (c *Cluster) SingleNode() bool {
 func WorkerNodes(nodes []unstructured.Unstructured) int {
 	n := 0
 	for i := range nodes {
-		if _, ok := nodes[i].GetLabels()[WorkerRoleLabel]; ok {
+		if Labels(&nodes[i]).Has(WorkerRoleLabel) {
 			n++
 		}
 	}
@@ -84,7 +84,7 @@ func (c *Cluster) PoolNodes(pool *unstructured.Unstructured) ([]string, error) {
 	}
 	var out []string
 	for i := range c.Nodes {
-		set := labels.Set(c.Nodes[i].GetLabels())
+		set := Labels(&c.Nodes[i])
 		if !sel.Matches(set) {
 			continue
 		}
