@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -27,6 +28,7 @@ import (
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	rulematch "k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -68,16 +70,27 @@ func readManifests(t *testing.T, file string) []map[string]interface{} {
 
 func readPolicy(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()
-	var policy *admissionv1.ValidatingAdmissionPolicy
-	var binding *admissionv1.ValidatingAdmissionPolicyBinding
+	policies, bindings := readPolicies(t)
+	return policies[0], bindings[0]
+}
+
+// readPolicies are the policies and bindings of the file in their order:
+// first the policy with every rule and its binding, then those per
+// resource.
+func readPolicies(t *testing.T) ([]*admissionv1.ValidatingAdmissionPolicy, []*admissionv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	var policies []*admissionv1.ValidatingAdmissionPolicy
+	var bindings []*admissionv1.ValidatingAdmissionPolicyBinding
 	for _, doc := range readManifests(t, policyFile) {
 		var into interface{}
 		switch doc["kind"] {
 		case "ValidatingAdmissionPolicy":
-			policy = &admissionv1.ValidatingAdmissionPolicy{}
+			policy := &admissionv1.ValidatingAdmissionPolicy{}
+			policies = append(policies, policy)
 			into = policy
 		case "ValidatingAdmissionPolicyBinding":
-			binding = &admissionv1.ValidatingAdmissionPolicyBinding{}
+			binding := &admissionv1.ValidatingAdmissionPolicyBinding{}
+			bindings = append(bindings, binding)
 			into = binding
 		default:
 			t.Fatalf("%s: unexpected kind %v", policyFile, doc["kind"])
@@ -86,10 +99,10 @@ func readPolicy(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, *admissio
 			t.Fatalf("%s: %v", policyFile, err)
 		}
 	}
-	if policy == nil || binding == nil {
-		t.Fatalf("%s must hold a ValidatingAdmissionPolicy and its binding", policyFile)
+	if len(policies) == 0 || len(bindings) != len(policies) {
+		t.Fatalf("%s must hold ValidatingAdmissionPolicies with a binding each", policyFile)
 	}
-	return policy, binding
+	return policies, bindings
 }
 
 // compile builds the policy's validator as kube-apiserver's
@@ -137,11 +150,72 @@ type request struct {
 	obj, old    *unstructured.Unstructured
 }
 
-// review evaluates the policy on a request as kube-apiserver would once
-// its resource rules matched: "" when admitted, else the denial (or the
-// evaluation error, which failurePolicy Fail turns into a denial).
-func review(t *testing.T, v validating.Validator, r request) string {
+// deployed are the policies of the file as kube-apiserver applies them,
+// each to the requests its rules match, and the policy with every rule
+// as a reference applied to every request.
+type deployed struct {
+	policies   []*admissionv1.ValidatingAdmissionPolicy
+	validators []validating.Validator
+	reference  validating.Validator
+}
+
+func compileDeployed(t *testing.T) *deployed {
 	t.Helper()
+	policies, _ := readPolicies(t)
+	d := &deployed{policies: policies, reference: compile(t, policies[0])}
+	for _, p := range policies {
+		d.validators = append(d.validators, compile(t, p))
+	}
+	return d
+}
+
+// review evaluates the policies on a request as kube-apiserver would:
+// "" when admitted, else the denials (evaluation errors, which
+// failurePolicy Fail turns into denials, included). The policies
+// deployed must decide as the policy with every rule does by itself.
+func review(t *testing.T, d *deployed, r request) string {
+	t.Helper()
+	var denials []string
+	for i, p := range d.policies {
+		if matches(p.Spec.MatchConstraints, r) {
+			if denied := reviewBy(d.validators[i], r); denied != "" {
+				denials = append(denials, denied)
+			}
+		}
+	}
+	got := strings.Join(denials, "; ")
+	if want := reviewBy(d.reference, r); words(got) != words(want) {
+		t.Errorf("%s %s %s: the policies deployed decide %q, the policy with every rule %q", r.op, r.gvr.Resource, r.subresource, got, want)
+	}
+	return got
+}
+
+// words are the words of a denial, sorted: a message listing the keys of
+// a map lists them in any order.
+func words(denial string) string {
+	w := strings.Fields(strings.ReplaceAll(denial, ",", " "))
+	sort.Strings(w)
+	return strings.Join(w, " ")
+}
+
+// matches is true when the policy's rules match r, by admission's own
+// rule matching (the test's requests are all of cluster-wide rules: no
+// namespace or object selector).
+func matches(m *admissionv1.MatchResources, r request) bool {
+	attrs := r.attributes()
+	rule := func(rules []admissionv1.NamedRuleWithOperations) bool {
+		for _, rl := range rules {
+			if (&rulematch.Matcher{Rule: rl.RuleWithOperations, Attr: attrs}).Matches() {
+				return true
+			}
+		}
+		return false
+	}
+	return m != nil && rule(m.ResourceRules) && !rule(m.ExcludeResourceRules)
+}
+
+// attributes are r as admission sees it.
+func (r request) attributes() admission.Attributes {
 	if r.user == "" {
 		r.user = serverUser
 	}
@@ -156,10 +230,15 @@ func review(t *testing.T, v validating.Validator, r request) string {
 	if r.old != nil {
 		old = r.old
 	}
-	gvk := named.GroupVersionKind()
-	attrs := admission.NewAttributesRecord(obj, old, gvk, named.GetNamespace(), named.GetName(), r.gvr, r.subresource, r.op, nil, false,
+	return admission.NewAttributesRecord(obj, old, named.GroupVersionKind(), named.GetNamespace(), named.GetName(), r.gvr, r.subresource, r.op, nil, false,
 		&user.DefaultInfo{Name: r.user})
-	versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk, VersionedObject: obj, VersionedOldObject: old}
+}
+
+// reviewBy evaluates one policy on a request as kube-apiserver would
+// once its rules matched: "" when admitted, else the denial.
+func reviewBy(v validating.Validator, r request) string {
+	attrs := r.attributes()
+	versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: attrs.GetKind(), VersionedObject: attrs.GetObject(), VersionedOldObject: attrs.GetOldObject()}
 	result := v.Validate(context.Background(), r.gvr, versioned, nil, nil, celconfig.RuntimeCELCostBudget, nil)
 	var denials []string
 	for _, d := range result.Decisions {
@@ -237,18 +316,27 @@ func normalize(v interface{}) interface{} {
 }
 
 func TestPolicyAndBinding(t *testing.T) {
-	policy, binding := readPolicy(t)
-	if binding.Spec.PolicyName != policy.Name || binding.Name != policy.Name {
-		t.Errorf("binding %s binds %s, want both named %s (the denial names both)", binding.Name, binding.Spec.PolicyName, policy.Name)
-	}
-	if !reflect.DeepEqual(binding.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
-		t.Errorf("validationActions %v, want [Deny]", binding.Spec.ValidationActions)
-	}
-	if binding.Spec.ParamRef != nil || binding.Spec.MatchResources != nil {
-		t.Errorf("the binding must apply the policy as it is, everywhere")
-	}
-	if fp := policy.Spec.FailurePolicy; fp == nil || *fp != admissionv1.Fail {
-		t.Errorf("failurePolicy %v, want Fail: an expression that cannot be evaluated must not let a write through", fp)
+	policies, bindings := readPolicies(t)
+	for i, policy := range policies {
+		binding := bindings[i]
+		if binding.Spec.PolicyName != policy.Name || binding.Name != policy.Name {
+			t.Errorf("binding %s binds %s, want both named %s (the denial names both)", binding.Name, binding.Spec.PolicyName, policy.Name)
+		}
+		if !reflect.DeepEqual(binding.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
+			t.Errorf("%s: validationActions %v, want [Deny]", binding.Name, binding.Spec.ValidationActions)
+		}
+		if binding.Spec.ParamRef != nil || binding.Spec.MatchResources != nil {
+			t.Errorf("%s: the binding must apply the policy as it is, everywhere", binding.Name)
+		}
+		if fp := policy.Spec.FailurePolicy; fp == nil || *fp != admissionv1.Fail {
+			t.Errorf("%s: failurePolicy %v, want Fail: an expression that cannot be evaluated must not let a write through", policy.Name, fp)
+		}
+		if !reflect.DeepEqual(policy.Spec.MatchConditions, policies[0].Spec.MatchConditions) {
+			t.Errorf("%s: matchConditions %v, want those of %s: the policies confine the same identity", policy.Name, policy.Spec.MatchConditions, policies[0].Name)
+		}
+		if err := compile(t, policy).(interface{ CompileError() error }).CompileError(); err != nil {
+			t.Errorf("%s: %v", policy.Name, err)
+		}
 	}
 	// The service account the policy confines is the deployment's.
 	var sa map[string]interface{}
@@ -261,10 +349,6 @@ func TestPolicyAndBinding(t *testing.T) {
 	if want := fmt.Sprintf("system:serviceaccount:%s:%s", meta["namespace"], meta["name"]); want != serverUser {
 		t.Fatalf("serverUser %s, but 01-serviceaccount.yaml makes %s", serverUser, want)
 	}
-	v := compile(t, policy)
-	if err := v.(interface{ CompileError() error }).CompileError(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestAllowsWhatTheProfilesWrite: every write the profiles make, in every
@@ -272,8 +356,7 @@ func TestPolicyAndBinding(t *testing.T) {
 // objects an administrator made first, is admitted; so are the pool
 // pauses and unpauses of the controller.
 func TestAllowsWhatTheProfilesWrite(t *testing.T) {
-	policy, _ := readPolicy(t)
-	v := compile(t, policy)
+	v := compileDeployed(t)
 	admit := func(name string, r request) {
 		t.Helper()
 		if denied := review(t, v, r); denied != "" {
@@ -643,8 +726,7 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 // is allowed; other users are not concerned.
 func TestDeniesEverythingElse(t *testing.T) {
 	const hcoOnly = "changes only higherWorkloadDensity.memoryOvercommitPercentage, ksmConfiguration, liveMigrationConfig.bandwidthPerMigration, liveMigrationConfig.completionTimeoutPerGiB"
-	policy, _ := readPolicy(t)
-	v := compile(t, policy)
+	v := compileDeployed(t)
 	desired := map[string]*unstructured.Unstructured{}
 	for _, vr := range variants() {
 		// Each example on a cluster of its own: the nodes of one are not

@@ -218,7 +218,7 @@ var _ = Describe("dedicated-cpus", Label("kubeletconfig"), func() {
 		byPolicy := func(err error, what, message string) {
 			GinkgoHelper()
 			Expect(err).To(HaveOccurred(), what)
-			Expect(err.Error()).To(And(ContainSubstring("ValidatingAdmissionPolicy '"+admissionPolicy+"'"), ContainSubstring(message)), what)
+			Expect(err.Error()).To(And(MatchRegexp(deniedByPolicy), ContainSubstring(message)), what)
 		}
 		evil := kubeletConfigObj("99-evil-kubelet", map[string]interface{}{"cpuManagerPolicy": "static"})
 		_, err = server.Resource(names.KubeletConfigs).Create(suiteCtx, evil, metav1.CreateOptions{})

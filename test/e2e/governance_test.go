@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -511,7 +512,7 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 			GinkgoHelper()
 			Expect(err).To(HaveOccurred(), what)
 			GinkgoWriter.Printf("%s: %v\n", what, err)
-			Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy '"+admissionPolicy+"' with binding '"+admissionPolicy+"' denied request: virt-advisor-apiserver "), what)
+			Expect(err.Error()).To(MatchRegexp(deniedByPolicy), what)
 		}
 
 		By("a MachineConfig no profile writes: 00-worker-evil")
@@ -606,7 +607,7 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 			GinkgoHelper()
 			Expect(err).To(HaveOccurred(), what)
 			GinkgoWriter.Printf("%s: %v\n", what, err)
-			Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy '"+admissionPolicy+"' with binding '"+admissionPolicy+"' denied request: virt-advisor-apiserver "), what)
+			Expect(err.Error()).To(MatchRegexp(deniedByPolicy), what)
 			Expect(err.Error()).To(ContainSubstring(message), what)
 		}
 		merge := func(gvr schema.GroupVersionResource, ns, name, patch string) error {
@@ -719,7 +720,7 @@ var _ = Describe("governance: the server installed in another namespace", Ordere
 			GinkgoHelper()
 			Expect(err).To(HaveOccurred(), what)
 			GinkgoWriter.Printf("%s: %v\n", what, err)
-			Expect(err.Error()).To(ContainSubstring("ValidatingAdmissionPolicy '"+admissionPolicy+"' with binding '"+admissionPolicy+"' denied request: virt-advisor-apiserver "+message), what)
+			Expect(err.Error()).To(MatchRegexp(deniedByPolicy+regexp.QuoteMeta(message)), what)
 		}
 		By("a MachineConfig no profile writes")
 		_, err = server.Resource(mcGVR).Create(suiteCtx, &unstructured.Unstructured{Object: map[string]interface{}{
@@ -770,32 +771,57 @@ var _ = Describe("governance: the server installed in another namespace", Ordere
 	})
 })
 
-// admissionPolicy confines the server's ServiceAccount (artifacts/deploy).
+// admissionPolicy confines the server's ServiceAccount (artifacts/deploy),
+// applied per resource by the policies named after it with the resource.
 const admissionPolicy = "virt-advisor-apiserver-writes"
 
-// expectShippedPolicy: the policy and binding of artifacts/deploy are in
-// force, as shipped.
+// deniedByPolicy is the start of a denial by one of those policies.
+const deniedByPolicy = `ValidatingAdmissionPolicy '` + admissionPolicy + `(-[a-z]+)?' with binding '` + admissionPolicy + `(-[a-z]+)?' denied request: virt-advisor-apiserver `
+
+// unscoped are rules without their scope, which the server defaults.
+func unscoped(rules []admissionv1.NamedRuleWithOperations) []admissionv1.NamedRuleWithOperations {
+	out := append([]admissionv1.NamedRuleWithOperations(nil), rules...)
+	for i := range out {
+		out[i].Scope = nil
+	}
+	return out
+}
+
+// expectShippedPolicy: the admission policies installed are those of
+// artifacts/deploy, each with its binding.
 func expectShippedPolicy() {
 	GinkgoHelper()
 	raw, err := os.ReadFile(filepath.Join(testEnv.RepoRoot, "artifacts", "deploy", "05-admission-policy.yaml"))
 	Expect(err).NotTo(HaveOccurred())
-	var shipped admissionv1.ValidatingAdmissionPolicy
-	Expect(yaml.Unmarshal([]byte(strings.Split(string(raw), "\n---\n")[0]), &shipped)).To(Succeed())
-	Expect(shipped.Name).To(Equal(admissionPolicy))
-	policy, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(suiteCtx, admissionPolicy, metav1.GetOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(policy.Spec.Validations).To(Equal(shipped.Spec.Validations))
-	Expect(policy.Spec.Variables).To(Equal(shipped.Spec.Variables))
-	Expect(policy.Spec.MatchConditions).To(Equal(shipped.Spec.MatchConditions))
-	if tc := policy.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
-		// Warnings only: the HyperConverged's schema of one version lacks
-		// the other's fields, which the policy reads optionally.
-		GinkgoWriter.Printf("type checking of %s: %+v\n", admissionPolicy, tc.ExpressionWarnings)
+	var shipped []admissionv1.ValidatingAdmissionPolicy
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var p admissionv1.ValidatingAdmissionPolicy
+		Expect(yaml.Unmarshal([]byte(doc), &p)).To(Succeed())
+		if p.Kind == "ValidatingAdmissionPolicy" {
+			shipped = append(shipped, p)
+		}
 	}
-	binding, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(suiteCtx, admissionPolicy, metav1.GetOptions{})
-	Expect(err).NotTo(HaveOccurred())
-	Expect(binding.Spec.PolicyName).To(Equal(admissionPolicy))
-	Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionv1.Deny))
+	Expect(shipped).NotTo(BeEmpty())
+	Expect(shipped[0].Name).To(Equal(admissionPolicy))
+	for _, want := range shipped {
+		Expect(want.Name).To(HavePrefix(admissionPolicy))
+		policy, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(suiteCtx, want.Name, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(policy.Spec.Validations).To(Equal(want.Spec.Validations), want.Name)
+		Expect(policy.Spec.Variables).To(Equal(want.Spec.Variables), want.Name)
+		Expect(policy.Spec.MatchConditions).To(Equal(want.Spec.MatchConditions), want.Name)
+		Expect(unscoped(policy.Spec.MatchConstraints.ResourceRules)).To(Equal(unscoped(want.Spec.MatchConstraints.ResourceRules)), want.Name)
+		Expect(unscoped(policy.Spec.MatchConstraints.ExcludeResourceRules)).To(Equal(unscoped(want.Spec.MatchConstraints.ExcludeResourceRules)), want.Name)
+		if tc := policy.Status.TypeChecking; tc != nil && len(tc.ExpressionWarnings) > 0 {
+			// Warnings only: the HyperConverged's schema of one version lacks
+			// the other's fields, which the policy reads optionally.
+			GinkgoWriter.Printf("type checking of %s: %+v\n", want.Name, tc.ExpressionWarnings)
+		}
+		binding, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(suiteCtx, want.Name, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(binding.Spec.PolicyName).To(Equal(want.Name))
+		Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionv1.Deny))
+	}
 }
 
 var _ = Describe("governance: anonymous requests", func() {
