@@ -22,17 +22,6 @@ import (
 // reads the same views, pools and decision reuses the assessment. The
 // check right before a drain reads live and never uses it.
 type assessMemo struct {
-	// assessed keeps each pool's whole assessment.
-	assessed poolMemo
-	// impacts keeps what the drains do to the VMs alone (before the
-	// capacity check), keyed without the pods, which it does not read:
-	// after a pod changes anywhere in the cluster, which on a busy cluster
-	// is before every plan, only the capacity check is made again.
-	impacts poolMemo
-}
-
-// poolMemo keeps one assessment per pool.
-type poolMemo struct {
 	mu     sync.Mutex
 	byPool map[string]assessed
 }
@@ -96,40 +85,12 @@ func poolsRead(pools []unstructured.Unstructured) (string, error) {
 // get fills r with the kept assessment of its pool when it was made from
 // key and the same reboot; false when there is none.
 func (m *assessMemo) get(key assessKey, r *v1alpha1.PoolReboot) bool {
-	return m != nil && m.assessed.get(key, r)
-}
-
-// put keeps the assessment out of in, made from key.
-func (m *assessMemo) put(key assessKey, in, out *v1alpha1.PoolReboot) {
-	if m != nil {
-		m.assessed.put(key, in, out)
+	if m == nil {
+		return false
 	}
-}
-
-// getImpact fills r with the kept VM impact of its pool (the capacity
-// check not made) when it was made from what key reads but the pods.
-func (m *assessMemo) getImpact(key assessKey, r *v1alpha1.PoolReboot) bool {
-	return m != nil && m.impacts.get(key.withoutPods(), r)
-}
-
-// putImpact keeps the VM impact out of in, made from key.
-func (m *assessMemo) putImpact(key assessKey, in, out *v1alpha1.PoolReboot) {
-	if m != nil {
-		m.impacts.put(key.withoutPods(), in, out)
-	}
-}
-
-// withoutPods is the key of what an assessment made from key reads of
-// everything but the pods: the VM impact.
-func (k assessKey) withoutPods() assessKey {
-	k.pods = 0
-	return k
-}
-
-func (p *poolMemo) get(key assessKey, r *v1alpha1.PoolReboot) bool {
-	p.mu.Lock()
-	a, ok := p.byPool[r.Pool]
-	p.mu.Unlock()
+	m.mu.Lock()
+	a, ok := m.byPool[r.Pool]
+	m.mu.Unlock()
 	if !ok || a.key != key || !reflect.DeepEqual(a.in, r) {
 		return false
 	}
@@ -137,11 +98,15 @@ func (p *poolMemo) get(key assessKey, r *v1alpha1.PoolReboot) bool {
 	return true
 }
 
-func (p *poolMemo) put(key assessKey, in, out *v1alpha1.PoolReboot) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.byPool == nil {
-		p.byPool = map[string]assessed{}
+// put keeps the assessment out of in, made from key.
+func (m *assessMemo) put(key assessKey, in, out *v1alpha1.PoolReboot) {
+	if m == nil {
+		return
 	}
-	p.byPool[in.Pool] = assessed{key: key, in: in.DeepCopy(), out: out.DeepCopy()}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byPool == nil {
+		m.byPool = map[string]assessed{}
+	}
+	m.byPool[in.Pool] = assessed{key: key, in: in.DeepCopy(), out: out.DeepCopy()}
 }

@@ -2,11 +2,7 @@ package plan
 
 import (
 	"context"
-	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -56,7 +52,7 @@ func TestAssessMemo(t *testing.T) {
 			r.nodes = func() ([]unstructured.Unstructured, error) { return fresh, err }
 			return p
 		}},
-		{name: "pods changed: the VM impact reused", reused: true, second: func(r *clusterReads, p []unstructured.Unstructured) []unstructured.Unstructured {
+		{name: "pods changed", second: func(r *clusterReads, p []unstructured.Unstructured) []unstructured.Unstructured {
 			pods, _ := r.pods()
 			pods.Version++
 			r.pods = func() (cluster.PodRequests, error) { return pods, nil }
@@ -126,66 +122,6 @@ func TestAssessMemo(t *testing.T) {
 			}
 			if reused := again[0].LiveMigrations == 3; reused != tc.reused {
 				t.Errorf("reused = %v, want %v (%s)", reused, tc.reused, again[0].VMSummary)
-			}
-		})
-	}
-}
-
-// TestAssessMemoChecksCapacityAfterAPodChange: a pod change keeps the VM
-// impact (it reads no pod) and makes the capacity check again; the same
-// pods reuse both.
-func TestAssessMemoChecksCapacityAfterAPodChange(t *testing.T) {
-	change := mcChange{after: map[string]interface{}{"kernelArguments": []interface{}{"psi=1"}}}
-	pools := []unstructured.Unstructured{*workerPool(nil)}
-	memo := &assessMemo{}
-	plan := func(r *clusterReads) v1alpha1.PoolReboot {
-		t.Helper()
-		reboots := []v1alpha1.PoolReboot{{Pool: "worker", Nodes: 3}}
-		if _, err := r.assess(context.Background(), reboots, pools, change, false); err != nil {
-			t.Fatal(err)
-		}
-		return reboots[0]
-	}
-	first := cachedAssessReads(memo, 7)
-	before := plan(first)
-	if before.LiveMigrations != 3 || !strings.HasPrefix(before.Capacity, "fits:") {
-		t.Fatalf("first plan: %d live migrations, capacity %q", before.LiveMigrations, before.Capacity)
-	}
-	// Every VM made non-migratable in place, which a cache never does: a
-	// VM impact computed again would say so.
-	vmis, _, _ := first.vmis()
-	for i := range vmis {
-		vmis[i].Migratable, vmis[i].Reason = false, "HostDeviceNotLiveMigratable"
-	}
-	nodes, _ := first.nodes()
-	pods, _ := first.pods()
-	for _, tc := range []struct {
-		name           string
-		requested      bool // another pod asks 400 GiB on each node
-		capacityChecks bool
-	}{
-		{name: "the same pods"},
-		{name: "a pod changed", requested: true, capacityChecks: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			second := cachedAssessReads(memo, 7)
-			next := pods
-			if tc.requested {
-				next.Version++
-				next.Requested = map[string]corev1.ResourceList{}
-				for i := range nodes {
-					next.Requested[nodes[i].GetName()] = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("400Gi")}
-				}
-			}
-			second.vmis = func() ([]kubevirt.VMI, bool, error) { return vmis, true, nil }
-			second.nodes = func() ([]unstructured.Unstructured, error) { return nodes, nil }
-			second.pods = func() (cluster.PodRequests, error) { return next, nil }
-			after := plan(second)
-			if after.LiveMigrations != 3 {
-				t.Errorf("%d live migrations, want the VM impact kept (3): %s", after.LiveMigrations, after.VMSummary)
-			}
-			if checked := after.Capacity != before.Capacity; checked != tc.capacityChecks {
-				t.Errorf("capacity %q after %q: checked again = %v, want %v", after.Capacity, before.Capacity, checked, tc.capacityChecks)
 			}
 		})
 	}

@@ -196,12 +196,7 @@ func (r *clusterReads) assess(ctx context.Context, reboots []v1alpha1.PoolReboot
 		}
 		in := reboots[i].DeepCopy()
 		pool := poolByName(pools, reboots[i].Pool)
-		if !keep || !r.memo.getImpact(key, &reboots[i]) {
-			c.Assess(&reboots[i], pool, decision)
-			if keep {
-				r.memo.putImpact(key, in, &reboots[i])
-			}
-		}
+		c.Assess(&reboots[i], pool, decision)
 		if err := r.checkCapacity(&reboots[i], pool, c, strict); err != nil {
 			return "", err
 		}
