@@ -95,8 +95,13 @@ var _ = Describe("rollouts in maintenance windows", startFirst, func() {
 		Consistently(func() interface{} { return getObject(mcGVR, "", "99-worker-psi-karg") }).
 			WithTimeout(time.Duration(29-time.Now().Second())*time.Second).WithPolling(500*time.Millisecond).
 			Should(BeNil(), "nothing is written during the freeze")
-		waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 60*time.Second)
-		Expect(time.Now().Second()).To(BeNumerically(">=", 30), "written after the freeze, within the same minute")
+		// Written after the freeze: the rollout ends outside a freeze,
+		// within this minute, or the next one when the server's view of
+		// the pool came late (its watch still backing off after an outage
+		// an earlier spec of this process made) and the next freeze paused
+		// it (CI on 93c12d3).
+		waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 120*time.Second)
+		Expect(time.Now().Second()).To(BeNumerically(">=", 30), "completed after a freeze, not during one")
 		expectUnpausedByUs()
 	})
 })
