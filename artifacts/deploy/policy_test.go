@@ -49,7 +49,7 @@ const (
 )
 
 // readManifests decodes the documents of a manifest file.
-func readManifests(t *testing.T, file string) []map[string]interface{} {
+func readManifests(t testing.TB, file string) []map[string]interface{} {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -68,7 +68,7 @@ func readManifests(t *testing.T, file string) []map[string]interface{} {
 	return docs
 }
 
-func readPolicy(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
+func readPolicy(t testing.TB) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()
 	policies, bindings := readPolicies(t)
 	return policies[0], bindings[0]
@@ -77,7 +77,7 @@ func readPolicy(t *testing.T) (*admissionv1.ValidatingAdmissionPolicy, *admissio
 // readPolicies are the policies and bindings of the file in their order:
 // first the policy with every rule and its binding, then those per
 // resource.
-func readPolicies(t *testing.T) ([]*admissionv1.ValidatingAdmissionPolicy, []*admissionv1.ValidatingAdmissionPolicyBinding) {
+func readPolicies(t testing.TB) ([]*admissionv1.ValidatingAdmissionPolicy, []*admissionv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()
 	var policies []*admissionv1.ValidatingAdmissionPolicy
 	var bindings []*admissionv1.ValidatingAdmissionPolicyBinding
@@ -107,7 +107,7 @@ func readPolicies(t *testing.T) ([]*admissionv1.ValidatingAdmissionPolicy, []*ad
 
 // compile builds the policy's validator as kube-apiserver's
 // ValidatingAdmissionPolicy plugin does (validating.compilePolicy).
-func compile(t *testing.T, p *admissionv1.ValidatingAdmissionPolicy) validating.Validator {
+func compile(t testing.TB, p *admissionv1.ValidatingAdmissionPolicy) validating.Validator {
 	t.Helper()
 	vars := plugincel.OptionalVariableDeclarations{HasAuthorizer: true}
 	messageVars := plugincel.OptionalVariableDeclarations{}
@@ -152,20 +152,21 @@ type request struct {
 
 // deployed are the policies of the file as kube-apiserver applies them,
 // each to the requests its rules match, and the policy with every rule
-// as a reference applied to every request.
+// (the first) as a reference applied to every request.
 type deployed struct {
 	policies   []*admissionv1.ValidatingAdmissionPolicy
 	validators []validating.Validator
 	reference  validating.Validator
 }
 
-func compileDeployed(t *testing.T) *deployed {
+func compileDeployed(t testing.TB) *deployed {
 	t.Helper()
 	policies, _ := readPolicies(t)
-	d := &deployed{policies: policies, reference: compile(t, policies[0])}
+	d := &deployed{policies: policies}
 	for _, p := range policies {
 		d.validators = append(d.validators, compile(t, p))
 	}
+	d.reference = d.validators[0]
 	return d
 }
 
@@ -175,6 +176,15 @@ func compileDeployed(t *testing.T) *deployed {
 // deployed must decide as the policy with every rule does by itself.
 func review(t *testing.T, d *deployed, r request) string {
 	t.Helper()
+	got := d.review(r)
+	if want := reviewBy(d.reference, r); words(got) != words(want) {
+		t.Errorf("%s %s %s: the policies deployed decide %q, the policy with every rule %q", r.op, r.gvr.Resource, r.subresource, got, want)
+	}
+	return got
+}
+
+// review is the denials of the policies whose rules match r.
+func (d *deployed) review(r request) string {
 	var denials []string
 	for i, p := range d.policies {
 		if matches(p.Spec.MatchConstraints, r) {
@@ -183,11 +193,7 @@ func review(t *testing.T, d *deployed, r request) string {
 			}
 		}
 	}
-	got := strings.Join(denials, "; ")
-	if want := reviewBy(d.reference, r); words(got) != words(want) {
-		t.Errorf("%s %s %s: the policies deployed decide %q, the policy with every rule %q", r.op, r.gvr.Resource, r.subresource, got, want)
-	}
-	return got
+	return strings.Join(denials, "; ")
 }
 
 // words are the words of a denial, sorted: a message listing the keys of

@@ -57,7 +57,7 @@ func (c *Cluster) SingleNode() bool {
 func WorkerNodes(nodes []unstructured.Unstructured) int {
 	n := 0
 	for i := range nodes {
-		if Labels(&nodes[i]).Has(WorkerRoleLabel) {
+		if labelsOf(&nodes[i]).Has(WorkerRoleLabel) {
 			n++
 		}
 	}
@@ -84,7 +84,7 @@ func (c *Cluster) PoolNodes(pool *unstructured.Unstructured) ([]string, error) {
 	}
 	var out []string
 	for i := range c.Nodes {
-		set := Labels(&c.Nodes[i])
+		set := labelsOf(&c.Nodes[i])
 		if !sel.Matches(set) {
 			continue
 		}

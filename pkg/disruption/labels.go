@@ -5,11 +5,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// Labels are an object's labels read where they are stored. GetLabels
+// labelsOf are an object's labels read where they are stored. GetLabels
 // copies them into a new map, and a plan reads those of every Node more
 // than once (PoolNodes alone twice per pool): on 500 nodes that was half
 // a millisecond of each capacity check.
-func Labels(obj *unstructured.Unstructured) labels.Labels {
+func labelsOf(obj *unstructured.Unstructured) labels.Labels {
 	return metadataMap(obj, "labels")
 }
 

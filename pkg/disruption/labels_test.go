@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// Labels reads what GetLabels copies, and selectors match it alike.
+// labelsOf reads what GetLabels copies, and selectors match it alike.
 func TestLabelsReadInPlace(t *testing.T) {
 	node := func(meta map[string]interface{}) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]interface{}{"metadata": meta}}
@@ -36,7 +36,7 @@ func TestLabelsReadInPlace(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l := Labels(c.obj)
+			l := labelsOf(c.obj)
 			if got, ok := l.Lookup(c.key); got != c.value || ok != c.has {
 				t.Errorf("Lookup(%q) = %q, %v; want %q, %v", c.key, got, ok, c.value, c.has)
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubevirt/virt-advisor/test/names"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,28 +24,40 @@ const policyProbe = "virt-advisor-env-policy-probe"
 
 // policyProbes are, by the resource of a policy (group/resource, as its
 // first rule names it; "*/*" for the policy that refuses what no other
-// one admits), an object whose dry-run create that policy refuses to the
-// server's ServiceAccount: a name no profile writes, or a resource or an
-// operation the server is not allowed.
-var policyProbes = map[string]*unstructured.Unstructured{
-	"*/*":                             probeObject("operator.openshift.io/v1", "MachineConfiguration", "", "cluster"),
-	"/configmaps":                     probeObject("v1", "ConfigMap", "default", policyProbe),
-	"hco.kubevirt.io/hyperconvergeds": probeObject("hco.kubevirt.io/v1beta1", "HyperConverged", "default", policyProbe),
-	"machineconfiguration.openshift.io/kubeletconfigs":     probeObject("machineconfiguration.openshift.io/v1", "KubeletConfig", "", policyProbe),
-	"machineconfiguration.openshift.io/machineconfigpools": probeObject("machineconfiguration.openshift.io/v1", "MachineConfigPool", "", policyProbe),
-	"machineconfiguration.openshift.io/machineconfigs":     probeObject("machineconfiguration.openshift.io/v1", "MachineConfig", "", policyProbe),
+// one admits), a resource and an object whose dry-run create there that
+// policy refuses to the server's ServiceAccount: a name no profile
+// writes, or a resource or an operation the server is not allowed.
+var policyProbes = map[string]probe{
+	"*/*":                             {names.MachineConfigurations, "MachineConfiguration", "", "cluster"},
+	"/configmaps":                     {names.ConfigMaps, "ConfigMap", "default", policyProbe},
+	"hco.kubevirt.io/hyperconvergeds": {names.HyperConvergedsV1beta1, "HyperConverged", "default", policyProbe},
+	"machineconfiguration.openshift.io/kubeletconfigs":     {names.KubeletConfigs, "KubeletConfig", "", policyProbe},
+	"machineconfiguration.openshift.io/machineconfigpools": {names.MachineConfigPools, "MachineConfigPool", "", policyProbe},
+	"machineconfiguration.openshift.io/machineconfigs":     {names.MachineConfigs, "MachineConfig", "", policyProbe},
 	// Its schema takes only "cluster".
-	"operator.openshift.io/kubedeschedulers": probeObject("operator.openshift.io/v1", "KubeDescheduler", "default", "cluster"),
+	"operator.openshift.io/kubedeschedulers": {names.KubeDeschedulers, "KubeDescheduler", "default", "cluster"},
 }
 
-func probeObject(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": map[string]any{}}}
-	if kind == "ConfigMap" {
+type probe struct {
+	gvr                   schema.GroupVersionResource
+	kind, namespace, name string
+}
+
+// object is the probe's object: a MachineConfig for the worker pool, the
+// others with an empty spec (their schemas ask for one; a ConfigMap has
+// none).
+func (p probe) object() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+	switch p.kind {
+	case "ConfigMap":
 		delete(u.Object, "spec")
+	case "MachineConfig":
+		u.SetLabels(map[string]string{"machineconfiguration.openshift.io/role": "worker"})
 	}
-	u.SetNamespace(namespace)
-	u.SetName(name)
-	u.SetLabels(map[string]string{"machineconfiguration.openshift.io/role": "worker"})
+	u.SetAPIVersion(p.gvr.GroupVersion().String())
+	u.SetKind(p.kind)
+	u.SetNamespace(p.namespace)
+	u.SetName(p.name)
 	return u
 }
 
@@ -68,16 +81,17 @@ func (e *Env) waitAdmissionPolicies(ctx context.Context, deploy []*unstructured.
 			continue
 		}
 		policy := obj.GetName()
-		probe, gvr, err := probeOf(obj)
+		p, err := probeOf(obj)
 		if err != nil {
 			return err
 		}
+		probe := p.object()
 		e.logf("waiting for ValidatingAdmissionPolicy %s to be enforced", policy)
 		err = poll(ctx, "ValidatingAdmissionPolicy "+policy+" enforced", 250*time.Millisecond, 30*time.Second, e.apiserver, func(ctx context.Context) (bool, error) {
-			_, err := dyn.Resource(gvr).Namespace(probe.GetNamespace()).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			_, err := dyn.Resource(p.gvr).Namespace(p.namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			switch {
 			case err == nil:
-				return false, fmt.Errorf("a %s no profile writes was admitted", probe.GetKind())
+				return false, fmt.Errorf("a %s no profile writes was admitted", p.kind)
 			case strings.Contains(err.Error(), fmt.Sprintf("ValidatingAdmissionPolicy '%s'", policy)):
 				return true, nil
 			default:
@@ -91,31 +105,21 @@ func (e *Env) waitAdmissionPolicies(ctx context.Context, deploy []*unstructured.
 	return nil
 }
 
-// probeOf is the probe of a ValidatingAdmissionPolicy and its resource.
-func probeOf(policy *unstructured.Unstructured) (*unstructured.Unstructured, schema.GroupVersionResource, error) {
+// probeOf is the probe of a ValidatingAdmissionPolicy.
+func probeOf(policy *unstructured.Unstructured) (probe, error) {
 	rules, _, _ := unstructured.NestedSlice(policy.Object, "spec", "matchConstraints", "resourceRules")
-	key := ""
-	if len(rules) > 0 {
+	key := "*/*"
+	if len(rules) == 1 {
 		rule, _ := rules[0].(map[string]any)
 		groups, _, _ := unstructured.NestedStringSlice(rule, "apiGroups")
 		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
 		if len(groups) == 1 && len(resources) == 1 {
 			key = groups[0] + "/" + resources[0]
-		} else {
-			key = "*/*"
 		}
 	}
-	probe, ok := policyProbes[key]
+	p, ok := policyProbes[key]
 	if !ok {
-		return nil, schema.GroupVersionResource{}, fmt.Errorf("ValidatingAdmissionPolicy %s: no probe for its resource %q (test/env policyProbes)", policy.GetName(), key)
+		return probe{}, fmt.Errorf("ValidatingAdmissionPolicy %s: no probe for its resource %q (test/env policyProbes)", policy.GetName(), key)
 	}
-	gv, err := schema.ParseGroupVersion(probe.GetAPIVersion())
-	if err != nil {
-		return nil, schema.GroupVersionResource{}, err
-	}
-	resource := key[strings.Index(key, "/")+1:]
-	if key == "*/*" {
-		resource = "machineconfigurations"
-	}
-	return probe, gv.WithResource(resource), nil
+	return p, nil
 }
