@@ -34,10 +34,11 @@ func cpuTime(t *testing.T) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// TestCapacitySpeedTarget runs the check as a plan does (the Nodes as the
-// cache serves them, the launchers and requests per node as the pod cache
-// does) and fails when its median CPU time misses capacityTarget.
-func TestCapacitySpeedTarget(t *testing.T) {
+// capacityOf10000VMs is a pool of 500 nodes with 20 migrating VMs each,
+// read as a plan reads them from the caches (the Nodes as the cache
+// serves them, the launchers and requests per node as the pod cache
+// does), and the VM impact of draining it.
+func capacityOf10000VMs() (*clusterReads, *unstructured.Unstructured, *disruption.Cluster, []v1alpha1.VMImpact) {
 	const nodes, perNode = 500, 20
 	var nodeObjs []unstructured.Unstructured
 	var launchers []cluster.Launcher
@@ -54,9 +55,28 @@ func TestCapacitySpeedTarget(t *testing.T) {
 			impacts = append(impacts, migrates(name, "default", vm))
 		}
 	}
-	reads := capReads(launchers...)
 	pool := workerPool(nil)
-	c := &disruption.Cluster{Pools: []unstructured.Unstructured{*pool}, Nodes: nodeObjs}
+	return capReads(launchers...), pool, &disruption.Cluster{Pools: []unstructured.Unstructured{*pool}, Nodes: nodeObjs}, impacts
+}
+
+// BenchmarkCapacityCheck10000VMs500Nodes is the check alone, in a loop
+// (wall time and allocations per check; the target above is CPU time).
+func BenchmarkCapacityCheck10000VMs500Nodes(b *testing.B) {
+	reads, pool, c, impacts := capacityOf10000VMs()
+	b.ReportAllocs()
+	for b.Loop() {
+		r := &v1alpha1.PoolReboot{Pool: "worker", Drains: true, VMImpacts: impacts}
+		if err := reads.checkCapacity(r, pool, c, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestCapacitySpeedTarget runs the check as a plan does (the Nodes as the
+// cache serves them, the launchers and requests per node as the pod cache
+// does) and fails when its median CPU time misses capacityTarget.
+func TestCapacitySpeedTarget(t *testing.T) {
+	reads, pool, c, impacts := capacityOf10000VMs()
 	// The garbage of building 10 000 launchers is collected before the
 	// clock starts (CPU time counts the collector's threads too); the
 	// checks' own garbage is collected while they run, as in a server.
