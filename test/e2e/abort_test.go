@@ -171,8 +171,10 @@ var _ = Describe("kubectl advisor dashboard: the abort button of the rollout pag
 	})
 
 	It("shows a viewer no button; lets an approver abort after confirming, with the CSRF token; the page then says Aborted and what was written", func() {
-		// 10 s per node: two browsers load their pages before the rollout ends.
-		before := psiRollingOut("10s")
+		// 20 s per node: two browsers load their pages before the rollout
+		// ends (at 10 s the rollout of three nodes ended first once, in
+		// make test on four processes).
+		before := psiRollingOut("20s")
 		hash := getConfig("load-aware-rebalancing").Status.Approval.PlanHash
 		rollout := "/configs/load-aware-rebalancing/rollout"
 
