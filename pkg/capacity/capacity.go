@@ -168,7 +168,12 @@ func (r Result) Summary() string {
 // empty after its reboot). A VM that finds no node stays where it was
 // (its drain would wait for it).
 func Simulate(nodes []Node, vms []VM, rollout Rollout) Result {
-	s := newState(nodes, vms)
+	return Classify(vms).Simulate(nodes, rollout)
+}
+
+// Simulate is Simulate of the classified VMs.
+func (cv *Classified) Simulate(nodes []Node, rollout Rollout) Result {
+	s := newState(nodes, cv)
 	res := Result{Pool: rollout.Pool}
 	step := max(rollout.MaxUnavailable, 1)
 	for i := 0; i < len(rollout.Nodes); i += step {

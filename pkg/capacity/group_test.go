@@ -3,10 +3,12 @@ package capacity
 import (
 	"fmt"
 	"math/rand"
+	"reflect"
 	"sort"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // oneByOne is the simulation as its model states it, VM by VM: largest
@@ -15,7 +17,7 @@ import (
 // finds none stays on the node it is on now. Simulate places the VMs of a
 // class as many at a time as a node holds; both must agree.
 func oneByOne(nodes []*corev1.Node, vms []VM, order []string, step int) (moved []int64, unfit map[string]int) {
-	s := newState(cluster(nodes, vms), vms)
+	s := newState(cluster(nodes, vms), Classify(vms))
 	on := map[*nodeState][]*VM{} // in the order they came
 	classOf := map[*VM]*class{}
 	for _, n := range s.nodes {
@@ -151,4 +153,42 @@ func fitting(nodes []*corev1.Node, vms []VM) []VM {
 func memGiB(v VM) int64 {
 	q := v.Launcher.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]
 	return q.Value() >> 30
+}
+
+// TestClassifiedServesManySimulations: VMs classified once give, for each
+// state of the nodes in turn, what a simulation classifying them afresh
+// gives; no simulation changes what the next one starts from.
+func TestClassifiedServesManySimulations(t *testing.T) {
+	for seed := int64(1); seed <= 100; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		var nodes []*corev1.Node
+		var vms []VM
+		var order []string
+		for i := 0; i < 3+r.Intn(6); i++ {
+			name := fmt.Sprintf("n%d", i)
+			nodes = append(nodes, node(name, int64(16*(1+r.Intn(6)))))
+			order = append(order, name)
+			for j := 0; j < r.Intn(6); j++ {
+				vms = append(vms, vm(fmt.Sprintf("vm-%d-%d", i, j), name, int64(4*(1+r.Intn(3)))))
+			}
+		}
+		vms = fitting(nodes, vms)
+		rollout := Rollout{Pool: "worker", Nodes: order, MaxUnavailable: 1 + r.Intn(2)}
+		quiet := cluster(nodes, vms)
+		// Another pod takes most of a node's memory.
+		busy := cluster(nodes, vms)
+		n := r.Intn(len(busy))
+		busy[n].Requested = busy[n].Requested.DeepCopy()
+		mem := busy[n].Requested[corev1.ResourceMemory]
+		mem.Add(resource.MustParse("12Gi"))
+		busy[n].Requested[corev1.ResourceMemory] = mem
+
+		cv := Classify(vms)
+		for i, state := range [][]Node{quiet, busy, quiet} {
+			got, want := cv.Simulate(state, rollout), Simulate(state, vms, rollout)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d, simulation %d: classified once %q, afresh %q", seed, i+1, got.Summary(), want.Summary())
+			}
+		}
+	}
 }

@@ -66,7 +66,7 @@ func (s *state) whyNot(c *class) string {
 	var allowed []*nodeState
 	taint := ""
 	for _, n := range targets {
-		switch why := allows(n, c.launcher); {
+		switch why := allows(n, c); {
 		case why == "":
 			allowed = append(allowed, n)
 		case strings.HasPrefix(why, "taint "):

@@ -20,6 +20,7 @@ import (
 // together, as many at once as a node holds, and the nodes a class may
 // run on are computed once per distinct set of constraints.
 type state struct {
+	// names and index are the Classified's, shared.
 	names  []corev1.ResourceName
 	index  map[corev1.ResourceName]int
 	memory int
@@ -67,6 +68,9 @@ type class struct {
 	req    amounts
 	// launcher is one of its VMs' launchers: all place alike.
 	launcher *corev1.Pod
+	// affinity is the launcher's node selector and required node
+	// affinity, parsed once rather than for every node.
+	affinity nodeaffinity.RequiredNodeAffinity
 }
 
 // amounts are quantities by resource index (milli-units for CPU, units
@@ -107,25 +111,36 @@ func (a amounts) minus(vms []chunk) amounts {
 	return out
 }
 
-func newState(nodes []Node, vms []VM) *state {
-	s := &state{index: map[corev1.ResourceName]int{}, byName: make(map[string]*nodeState, len(nodes)), allowedBy: map[string][]*nodeState{}}
-	s.memory = s.indexOf(corev1.ResourceMemory)
-	s.indexOf(corev1.ResourcePods)
-	states := make([]nodeState, len(nodes)) // one allocation, not 500
-	s.nodes = make([]*nodeState, len(nodes))
-	for i, n := range nodes {
-		states[i].Node = n
-		s.nodes[i] = &states[i]
-		s.byName[n.Name] = &states[i]
-	}
+// Classified are migrating VMs sorted into classes, ready for any number
+// of simulations: a pool's VMs change less often than the pods around them,
+// which change what the nodes have free.
+type Classified struct {
+	names  []corev1.ResourceName
+	index  map[corev1.ResourceName]int
+	memory int
+	// runs are VMs next to each other on one node and of one class (the
+	// caller's VMs come node by node), added to their node at once.
+	runs []run
+}
+
+type run struct {
+	node  string
+	class *class
+	vms   []*VM
+}
+
+// Classify sorts vms into their classes; the result keeps vms (not
+// copied) and neither it nor a simulation modifies them.
+func Classify(vms []VM) *Classified {
+	cv := &Classified{index: map[corev1.ResourceName]int{}}
+	cv.memory = cv.indexOf(corev1.ResourceMemory)
+	cv.indexOf(corev1.ResourcePods)
 	// Each VM is only sorted into its class: what a class asks is read
 	// once.
 	classes := map[unique.Handle[string]]*class{}
 	var ordered []*class
 	all := make([]*VM, len(vms))
-	// A run: VMs next to each other on one node and of one class (the
-	// caller's VMs come node by node), added to their node at once.
-	run, runClass, runNode := 0, (*class)(nil), ""
+	start, runClass, runNode := 0, (*class)(nil), ""
 	for i := range vms {
 		v := &vms[i]
 		all[i] = v
@@ -139,20 +154,58 @@ func newState(nodes []Node, vms []VM) *state {
 			classes[d.id] = c
 			ordered = append(ordered, c)
 			for _, r := range d.Requests {
-				s.indexOf(r.Name)
+				cv.indexOf(r.Name)
 			}
 		}
 		if c != runClass || v.Node != runNode {
-			s.addRun(runNode, runClass, all[run:i])
-			run, runClass, runNode = i, c, v.Node
+			cv.addRun(runNode, runClass, all[start:i])
+			start, runClass, runNode = i, c, v.Node
 		}
 	}
-	s.addRun(runNode, runClass, all[run:])
+	cv.addRun(runNode, runClass, all[start:])
 	for _, c := range ordered {
-		c.req = make(amounts, len(s.names))
-		c.req[s.index[corev1.ResourcePods]] = 1
+		if c.launcher != nil {
+			c.affinity = nodeaffinity.GetRequiredNodeAffinity(c.launcher)
+		}
+		c.req = make(amounts, len(cv.names))
+		c.req[cv.index[corev1.ResourcePods]] = 1
 		for _, r := range c.demand.Requests {
-			c.req[s.index[r.Name]] += r.Value
+			c.req[cv.index[r.Name]] += r.Value
+		}
+	}
+	return cv
+}
+
+func (cv *Classified) addRun(node string, c *class, vms []*VM) {
+	if len(vms) > 0 {
+		cv.runs = append(cv.runs, run{node: node, class: c, vms: vms})
+	}
+}
+
+func (cv *Classified) indexOf(name corev1.ResourceName) int {
+	if i, ok := cv.index[name]; ok {
+		return i
+	}
+	cv.index[name] = len(cv.names)
+	cv.names = append(cv.names, name)
+	return cv.index[name]
+}
+
+// newState places the classified VMs on nodes. The classes and their
+// runs are shared with other simulations: only the nodes' states are its
+// own.
+func newState(nodes []Node, cv *Classified) *state {
+	s := &state{names: cv.names, index: cv.index, memory: cv.memory, byName: make(map[string]*nodeState, len(nodes)), allowedBy: map[string][]*nodeState{}}
+	states := make([]nodeState, len(nodes)) // one allocation, not 500
+	s.nodes = make([]*nodeState, len(nodes))
+	for i, n := range nodes {
+		states[i].Node = n
+		s.nodes[i] = &states[i]
+		s.byName[n.Name] = &states[i]
+	}
+	for _, r := range cv.runs {
+		if n := s.byName[r.node]; n != nil {
+			n.add(r.class, r.vms...)
 		}
 	}
 	for _, n := range s.nodes {
@@ -170,22 +223,6 @@ func newState(nodes []Node, vms []VM) *state {
 		}
 	}
 	return s
-}
-
-func (s *state) indexOf(name corev1.ResourceName) int {
-	if i, ok := s.index[name]; ok {
-		return i
-	}
-	s.index[name] = len(s.names)
-	s.names = append(s.names, name)
-	return s.index[name]
-}
-
-// addRun puts vms, of class c, on the node named node.
-func (s *state) addRun(node string, c *class, vms []*VM) {
-	if n := s.byName[node]; n != nil && len(vms) > 0 {
-		n.add(c, vms...)
-	}
 }
 
 // free is what n's allocatable leaves after what its pods request;
@@ -221,7 +258,7 @@ func (s *state) allowed(c *class) []*nodeState {
 	}
 	nodes := []*nodeState{}
 	for _, n := range s.nodes {
-		if allows(n, c.launcher) == "" {
+		if allows(n, c) == "" {
 			nodes = append(nodes, n)
 		}
 	}
@@ -229,12 +266,13 @@ func (s *state) allowed(c *class) []*nodeState {
 	return nodes
 }
 
-// allows is "" when pod may run on n, else why not.
-func allows(n *nodeState, pod *corev1.Pod) string {
+// allows is "" when c's launchers may run on n, else why not.
+func allows(n *nodeState, c *class) string {
+	pod := c.launcher
 	if pod == nil {
 		return ""
 	}
-	if ok, _ := nodeaffinity.GetRequiredNodeAffinity(pod).Match(n.Node.Node); !ok {
+	if ok, _ := c.affinity.Match(n.Node.Node); !ok {
 		return "selector"
 	}
 	noSchedule := func(t *corev1.Taint) bool {
