@@ -82,6 +82,9 @@ type PodRequests struct {
 type LauncherIndex struct {
 	mu     sync.RWMutex
 	byNode map[string][]Launcher
+	// generation counts the changes: a reader that finds it the same
+	// before and after a walk, and later again, read the same launchers.
+	generation int64
 }
 
 // Add indexes l.
@@ -94,12 +97,14 @@ func (x *LauncherIndex) Add(l Launcher) {
 	on := x.byNode[l.Node]
 	i, _ := slices.BinarySearchFunc(on, l, compareLaunchers)
 	x.byNode[l.Node] = slices.Insert(slices.Clip(on), i, l)
+	x.generation++
 }
 
 // remove takes out the launcher NewLauncher made as l.
 func (x *LauncherIndex) remove(l *Launcher) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.generation++
 	kept := make([]Launcher, 0, len(x.byNode[l.Node]))
 	for _, k := range x.byNode[l.Node] {
 		if k.derived != l.derived || k.Pod != l.Pod {
@@ -121,6 +126,17 @@ func (x *LauncherIndex) OnNode(node string) []Launcher {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return x.byNode[node]
+}
+
+// Generation changes whenever a launcher is added or removed (0 for a nil
+// index).
+func (x *LauncherIndex) Generation() int64 {
+	if x == nil {
+		return 0
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.generation
 }
 
 func compareLaunchers(a, b Launcher) int {

@@ -142,9 +142,13 @@ func TestPodCacheLaunchersFollowEvents(t *testing.T) {
 	if got := vmis(held); !reflect.DeepEqual(got, []string{"app", "db-0", "web"}) {
 		t.Errorf("launchers on w1: %v, want app, db-0, web", got)
 	}
+	before := c.launchers.Generation()
 	dst := slim("virt-launcher-db-0-dst", "db-0", "w2")
 	c.change(dst, 1)
 	c.change(src, -1) // the migration ended: the source pod is gone
+	if after := c.launchers.Generation(); after != before+2 {
+		t.Errorf("generation %d after an add and a removal from %d, want %d", after, before, before+2)
+	}
 	if got, moved := vmis(c.launchers.OnNode("w1")), vmis(c.launchers.OnNode("w2")); !reflect.DeepEqual(got, []string{"app", "web"}) || !reflect.DeepEqual(moved, []string{"db-0"}) {
 		t.Errorf("after the migration: w1 %v and w2 %v, want [app web] and [db-0]", got, moved)
 	}

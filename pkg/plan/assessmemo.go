@@ -19,8 +19,11 @@ import (
 // pools and what the change does to a node; on 10 000 VMs it costs more
 // than the rest of the plan. The caches hand out the same view until
 // their objects change (a new one after each change), so a plan that
-// reads the same views, pools and decision reuses the assessment. The
-// check right before a drain reads live and never uses it.
+// reads the same views, pools and decision reuses the assessment. After a
+// change of pods only (on a busy cluster, before most plans), the capacity
+// check runs again on what it kept of the same views: the pool's nodes in
+// rollout order and, until a launcher changes, the VMs paired with their
+// launchers. The check right before a drain reads live and never uses it.
 type assessMemo struct {
 	mu     sync.Mutex
 	byPool map[string]assessed
@@ -44,6 +47,9 @@ type assessKey struct {
 type assessed struct {
 	key     assessKey
 	in, out *v1alpha1.PoolReboot
+	// inputs: what the capacity check read of the same views (nil when it
+	// did not run).
+	inputs *capacityInputs
 }
 
 // assessKeyOf is the key of an assessment on c with pods, or ok false when
@@ -98,8 +104,26 @@ func (m *assessMemo) get(key assessKey, r *v1alpha1.PoolReboot) bool {
 	return true
 }
 
-// put keeps the assessment out of in, made from key.
-func (m *assessMemo) put(key assessKey, in, out *v1alpha1.PoolReboot) {
+// inputs is what the capacity check kept when it assessed in from the
+// same views, pools and decision as key, with other pods; nil when there
+// is none.
+func (m *assessMemo) inputs(key assessKey, in *v1alpha1.PoolReboot) *capacityInputs {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	a, ok := m.byPool[in.Pool]
+	m.mu.Unlock()
+	key.pods = a.key.pods
+	if !ok || a.key != key || !reflect.DeepEqual(a.in, in) {
+		return nil
+	}
+	return a.inputs
+}
+
+// put keeps the assessment out of in, made from key, with what its
+// capacity check read.
+func (m *assessMemo) put(key assessKey, in, out *v1alpha1.PoolReboot, inputs *capacityInputs) {
 	if m == nil {
 		return
 	}
@@ -108,5 +132,5 @@ func (m *assessMemo) put(key assessKey, in, out *v1alpha1.PoolReboot) {
 	if m.byPool == nil {
 		m.byPool = map[string]assessed{}
 	}
-	m.byPool[in.Pool] = assessed{key: key, in: in.DeepCopy(), out: out.DeepCopy()}
+	m.byPool[in.Pool] = assessed{key: key, in: in.DeepCopy(), out: out.DeepCopy(), inputs: inputs}
 }

@@ -2,8 +2,12 @@ package plan
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"unsafe"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -124,5 +128,84 @@ func TestAssessMemo(t *testing.T) {
 				t.Errorf("reused = %v, want %v (%s)", reused, tc.reused, again[0].VMSummary)
 			}
 		})
+	}
+}
+
+// TestCapacityInputsKept: after a change of pods only, the capacity check
+// runs again, on the pool's node order and the VM-launcher pairs of the
+// plan before while no launcher changed; a launcher change pairs again.
+func TestCapacityInputsKept(t *testing.T) {
+	change := mcChange{after: map[string]interface{}{"kernelArguments": []interface{}{"psi=1"}}}
+	pools := []unstructured.Unstructured{*workerPool(nil)}
+	memo := &assessMemo{}
+	first := cachedAssessReads(memo, 7)
+	plan := func(r *clusterReads) (v1alpha1.PoolReboot, *capacityInputs) {
+		t.Helper()
+		reboots := []v1alpha1.PoolReboot{{Pool: "worker", Nodes: 3}}
+		if _, err := r.assess(context.Background(), reboots, pools, change, false); err != nil {
+			t.Fatal(err)
+		}
+		return reboots[0], memo.byPool["worker"].inputs
+	}
+	before, kept := plan(first)
+	if kept == nil || len(kept.vms) != 3 || len(kept.order) != 3 {
+		t.Fatalf("first plan kept %+v, want 3 VMs paired and 3 nodes in order (%s)", kept, before.Capacity)
+	}
+
+	// Another pod asks for most of n000's memory: a new pods version,
+	// the same launchers.
+	nodes, _ := first.nodes()
+	vmis, _, _ := first.vmis()
+	pods, _ := first.pods()
+	busy := pods
+	busy.Version = 8
+	busy.Requested = map[string]corev1.ResourceList{}
+	for node, l := range pods.Requested {
+		busy.Requested[node] = l
+	}
+	busy.Requested["n000"] = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("500Gi")}
+	second := cachedAssessReads(memo, 8)
+	second.nodes = func() ([]unstructured.Unstructured, error) { return nodes, nil }
+	second.vmis = func() ([]kubevirt.VMI, bool, error) { return vmis, true, nil }
+	second.pods = func() (cluster.PodRequests, error) { return busy, nil }
+	after, again := plan(second)
+	if after.Capacity == before.Capacity {
+		t.Errorf("the capacity was not checked again after the pods changed: %q", after.Capacity)
+	}
+	if again != kept {
+		t.Errorf("the pairs and node order were not reused while no launcher changed")
+	}
+
+	// A launcher appears: the VMs are paired again, the node order kept.
+	busy.Launchers.Add(capLauncher("other", "vm-x", "n001", 16, nil, nil))
+	busy.Version = 9
+	third := cachedAssessReads(memo, 9)
+	third.nodes, third.vmis = second.nodes, second.vmis
+	third.pods = func() (cluster.PodRequests, error) { return busy, nil }
+	_, paired := plan(third)
+	if paired == kept || len(paired.vms) != 3 || unsafe.SliceData(paired.order) != unsafe.SliceData(kept.order) {
+		t.Errorf("after a launcher change: reused pairs %v, %d VMs, same order %v; want new pairs of 3 VMs and the same order",
+			paired == kept, len(paired.vms), unsafe.SliceData(paired.order) == unsafe.SliceData(kept.order))
+	}
+
+	// Every node fills up: the simulation of the kept pairs, run while
+	// the VMs are assessed, finds no room, and the VMs block the drain.
+	full := busy
+	full.Version = 10
+	full.Requested = map[string]corev1.ResourceList{}
+	for _, n := range []string{"n000", "n001", "n002"} {
+		full.Requested[n] = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("510Gi")}
+	}
+	fourth := cachedAssessReads(memo, 10)
+	fourth.nodes, fourth.vmis = second.nodes, second.vmis
+	fourth.pods = func() (cluster.PodRequests, error) { return full, nil }
+	stuck, again := plan(fourth)
+	if again != paired || !strings.HasPrefix(stuck.Capacity, "does not fit") || stuck.LiveMigrations != 0 {
+		t.Errorf("on full nodes: pairs reused %v, capacity %q, %d live migrations; want the pairs reused, does not fit, 0", again == paired, stuck.Capacity, stuck.LiveMigrations)
+	}
+	for _, v := range stuck.VMImpacts {
+		if v.Fate == v1alpha1.VMFateLiveMigrate {
+			t.Errorf("%s/%s still migrates on full nodes", v.Namespace, v.Name)
+		}
 	}
 }

@@ -54,46 +54,82 @@ func (e *Engine) podReads(ctx context.Context, cached bool) func() (cluster.PodR
 
 var podGVK = cluster.PodGVR.GroupVersion().WithKind("Pod")
 
+// capacityInputs is what a capacity check read of a pool that stays the
+// same while only pods change: the pool's nodes in rollout order and the
+// migrating VMs paired with their launchers and classified, valid while
+// the launcher index is at the same generation. Never modified once made:
+// plans running at the same time share it.
+type capacityInputs struct {
+	order []string
+	// orderErr: the pool's nodes could not be read (order is nil).
+	orderErr  string
+	launchers *cluster.LauncherIndex
+	// generation of launchers when vms were paired; -1 when the index
+	// changed while they were (not to be reused).
+	generation int64
+	vms        []capacity.VM
+	classified *capacity.Classified
+	missing    int
+}
+
+// holds is true when the VMs of in are still paired as the launchers
+// of pods are.
+func (in *capacityInputs) holds(pods cluster.PodRequests) bool {
+	return in != nil && in.launchers == pods.Launchers && in.generation == pods.Launchers.Generation()
+}
+
 // checkCapacity simulates the drains of a pool whose nodes drain: a VM
 // that live-migrates and finds no node becomes one that blocks the drain
 // (reason InsufficientCapacity: …), and r.Capacity says the result. A
-// failure to read the pods is said (strict: returned).
-func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstructured.Unstructured, c *disruption.Cluster, strict bool) error {
+// failure to read the pods is said (strict: returned). kept is what an
+// earlier check of the same nodes, pools and VM impacts read (nil: none),
+// and early the simulation of kept started while the VMs were assessed
+// (nil: none); keep asks for what this check read, to be kept for the
+// next.
+func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstructured.Unstructured, c *disruption.Cluster, kept *capacityInputs, early func() capacity.Result, keep, strict bool) (*capacityInputs, error) {
 	vms := migrating(reboot.VMImpacts)
 	if !reboot.Drains || vms == 0 || r.pods == nil {
-		return nil // nothing migrates, or reads that do not look at pods
+		return nil, nil // nothing migrates, or reads that do not look at pods
 	}
 	pods, err := r.pods()
 	if err != nil {
 		if strict {
-			return fmt.Errorf("listing pods for the capacity check: %w", err)
+			return nil, fmt.Errorf("listing pods for the capacity check: %w", err)
 		}
 		reboot.Capacity = "unknown: cannot list pods: " + apiMessage(err)
-		return nil
+		return nil, nil
 	}
-	buf := vmBuffers.Get().(*[]capacity.VM)
-	defer vmBuffers.Put(buf)
-	in, missing := capacityVMs((*buf)[:0], reboot.VMImpacts, pods)
-	*buf = in
-	if len(in) == 0 {
+	inputs, release := capacityInputsOf(reboot, pool, c, pods, kept, keep)
+	defer release()
+	switch {
+	case len(inputs.vms) == 0:
 		reboot.Capacity = fmt.Sprintf("%s%d migrating VMs", noLaunchers, vms)
-		return nil
+		return inputs, nil
+	case inputs.orderErr != "":
+		reboot.Capacity = "unknown: " + inputs.orderErr
+		return inputs, nil
 	}
-	order, err := c.PoolNodes(pool)
-	if err != nil {
-		reboot.Capacity = "unknown: " + err.Error()
-		return nil
+	var res capacity.Result
+	if early != nil && inputs == kept {
+		res = early()
+	} else {
+		res = r.simulate(inputs, pool, c, pods)
 	}
-	res := capacity.Simulate(capacityNodes(c.Nodes, pods.Requested, r.placement.nodesMemo()), in, capacity.Rollout{Pool: reboot.Pool, Nodes: order, MaxUnavailable: maxUnavailable(pool, len(order))})
 	reboot.Capacity = res.Summary()
-	if missing > 0 {
-		reboot.Capacity += fmt.Sprintf(" (%d migrating VMs without a virt-launcher pod on their node not counted)", missing)
+	if inputs.missing > 0 {
+		reboot.Capacity += fmt.Sprintf(" (%d migrating VMs without a virt-launcher pod on their node not counted)", inputs.missing)
 	}
-	if res.Fits() {
-		return nil
+	if !res.Fits() {
+		markUnfit(reboot, res.Unfit)
 	}
-	unfit := make(map[string]string, len(res.Unfit))
-	for _, u := range res.Unfit {
+	return inputs, nil
+}
+
+// markUnfit makes the migrating VMs that find no node VMs that block the
+// drain.
+func markUnfit(reboot *v1alpha1.PoolReboot, unfits []capacity.Unfit) {
+	unfit := make(map[string]string, len(unfits))
+	for _, u := range unfits {
 		unfit[u.VM.String()] = u.Reason
 	}
 	for i := range reboot.VMImpacts {
@@ -104,7 +140,63 @@ func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstruct
 		}
 	}
 	reboot.VMSummary = disruption.Summarize(int(reboot.LiveMigrations), reboot.VMImpacts)
-	return nil
+}
+
+// simulate drains the pool's nodes with the VMs of in on the nodes as
+// their pods leave them now.
+func (r *clusterReads) simulate(in *capacityInputs, pool *unstructured.Unstructured, c *disruption.Cluster, pods cluster.PodRequests) capacity.Result {
+	nodes := capacityNodes(c.Nodes, pods.Requested, r.placement.nodesMemo())
+	return in.classified.Simulate(nodes, capacity.Rollout{Pool: pool.GetName(), Nodes: in.order, MaxUnavailable: maxUnavailable(pool, len(in.order))})
+}
+
+// startSimulation starts the simulation of kept, when it holds, while
+// the VMs of its pool are assessed again: with the same nodes, pools and
+// decision as when kept was made, the assessment finds the same migrating
+// VMs, and only the pods around them changed. It returns the wait for the
+// result, nil when kept cannot be used.
+func (r *clusterReads) startSimulation(kept *capacityInputs, pool *unstructured.Unstructured, c *disruption.Cluster) func() capacity.Result {
+	if kept == nil || len(kept.vms) == 0 || kept.orderErr != "" || r.pods == nil {
+		return nil
+	}
+	pods, err := r.pods()
+	if err != nil || !kept.holds(pods) {
+		return nil
+	}
+	done := make(chan capacity.Result, 1)
+	go func() { done <- r.simulate(kept, pool, c, pods) }()
+	return sync.OnceValue(func() capacity.Result { return <-done })
+}
+
+// capacityInputsOf pairs the migrating VMs of reboot with their
+// launchers, or takes kept when it holds (and its node order when the
+// launchers changed). Pairs that are not to be kept live in a pooled
+// buffer until release (the simulation keeps none).
+func capacityInputsOf(reboot *v1alpha1.PoolReboot, pool *unstructured.Unstructured, c *disruption.Cluster, pods cluster.PodRequests, kept *capacityInputs, keep bool) (inputs *capacityInputs, release func()) {
+	if kept.holds(pods) {
+		return kept, func() {}
+	}
+	inputs = &capacityInputs{launchers: pods.Launchers, generation: pods.Launchers.Generation()}
+	if kept != nil {
+		inputs.order, inputs.orderErr = kept.order, kept.orderErr
+	} else if order, err := c.PoolNodes(pool); err != nil {
+		inputs.orderErr = err.Error()
+	} else {
+		inputs.order = order
+	}
+	release = func() {}
+	if keep {
+		inputs.vms, inputs.missing = capacityVMs(nil, reboot.VMImpacts, pods)
+		if pods.Launchers.Generation() != inputs.generation {
+			inputs.generation = -1 // a launcher changed during the walk
+		}
+	} else {
+		buf := vmBuffers.Get().(*[]capacity.VM)
+		inputs.vms, inputs.missing = capacityVMs((*buf)[:0], reboot.VMImpacts, pods)
+		*buf = inputs.vms
+		release = func() { vmBuffers.Put(buf) }
+	}
+	inputs.classified = capacity.Classify(inputs.vms)
+	return inputs, release
 }
 
 // migrating counts the VMs that live-migrate.

@@ -60,16 +60,34 @@ func capacityOf10000VMs() (*clusterReads, *unstructured.Unstructured, *disruptio
 }
 
 // BenchmarkCapacityCheck10000VMs500Nodes is the check alone, in a loop
-// (wall time and allocations per check; the target above is CPU time).
+// (wall time and allocations per check; the target above is CPU time):
+// pairing the VMs with their launchers each time, as after a VM or
+// launcher change, and on the pairs of the check before, as after a
+// change of other pods.
 func BenchmarkCapacityCheck10000VMs500Nodes(b *testing.B) {
 	reads, pool, c, impacts := capacityOf10000VMs()
-	b.ReportAllocs()
-	for b.Loop() {
-		r := &v1alpha1.PoolReboot{Pool: "worker", Drains: true, VMImpacts: impacts}
-		if err := reads.checkCapacity(r, pool, c, true); err != nil {
+	b.Run("paired", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r := &v1alpha1.PoolReboot{Pool: "worker", Drains: true, VMImpacts: impacts}
+			if _, err := reads.checkCapacity(r, pool, c, nil, nil, false, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("pairs kept", func(b *testing.B) {
+		kept, err := reads.checkCapacity(&v1alpha1.PoolReboot{Pool: "worker", Drains: true, VMImpacts: impacts}, pool, c, nil, nil, true, true)
+		if err != nil {
 			b.Fatal(err)
 		}
-	}
+		b.ReportAllocs()
+		for b.Loop() {
+			r := &v1alpha1.PoolReboot{Pool: "worker", Drains: true, VMImpacts: impacts}
+			if again, err := reads.checkCapacity(r, pool, c, kept, nil, true, true); err != nil || again != kept {
+				b.Fatalf("the kept pairs were not used (%v)", err)
+			}
+		}
+	})
 }
 
 // TestCapacitySpeedTarget runs the check as a plan does (the Nodes as the
@@ -85,7 +103,7 @@ func TestCapacitySpeedTarget(t *testing.T) {
 	for i := 0; i < 15; i++ {
 		r := &v1alpha1.PoolReboot{Pool: "worker", Drains: true, VMImpacts: append([]v1alpha1.VMImpact(nil), impacts...)}
 		start := cpuTime(t)
-		if err := reads.checkCapacity(r, pool, c, true); err != nil {
+		if _, err := reads.checkCapacity(r, pool, c, nil, nil, false, true); err != nil {
 			t.Fatal(err)
 		}
 		runs = append(runs, cpuTime(t)-start)

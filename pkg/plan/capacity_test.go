@@ -150,7 +150,7 @@ func TestCheckCapacity(t *testing.T) {
 			}
 			r := &v1alpha1.PoolReboot{Pool: "worker", Drains: true, VMImpacts: tc.impacts}
 			c := &disruption.Cluster{Pools: []unstructured.Unstructured{*pool}, Nodes: tc.nodes}
-			if err := capReads(tc.launchers...).checkCapacity(r, pool, c, true); err != nil {
+			if _, err := capReads(tc.launchers...).checkCapacity(r, pool, c, nil, nil, false, true); err != nil {
 				t.Fatal(err)
 			}
 			if r.Capacity != tc.capacity {

@@ -196,13 +196,21 @@ func (r *clusterReads) assess(ctx context.Context, reboots []v1alpha1.PoolReboot
 		}
 		in := reboots[i].DeepCopy()
 		pool := poolByName(pools, reboots[i].Pool)
+		var kept *capacityInputs
+		if keep {
+			kept = r.memo.inputs(key, in)
+		}
+		// What the capacity check kept of the same views needs no
+		// assessment: its simulation runs meanwhile.
+		early := r.startSimulation(kept, pool, c)
 		c.Assess(&reboots[i], pool, decision)
-		if err := r.checkCapacity(&reboots[i], pool, c, strict); err != nil {
+		inputs, err := r.checkCapacity(&reboots[i], pool, c, kept, early, keep, strict)
+		if err != nil {
 			return "", err
 		}
 		disruption.Bound(&reboots[i])
 		if keep {
-			r.memo.put(key, in, &reboots[i])
+			r.memo.put(key, in, &reboots[i], inputs)
 		}
 	}
 	return disruption.Note(reboots) + capacityNote(reboots), nil
