@@ -16,17 +16,17 @@ type deschedulerSchema struct {
 }
 
 // readSchema reads the first version whose spec.profiles enum is non-empty,
-// as the earlier operator did.
+// as the earlier operator did. It reads the CRD in place: a plan reads it
+// from a cache, and copying its whole schema cost more than the rest.
 func readSchema(crd *unstructured.Unstructured) deschedulerSchema {
 	s := deschedulerSchema{profiles: map[string]bool{}, customizations: map[string]bool{}, thresholds: map[string]bool{}}
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	for _, v := range versions {
+	for _, v := range field[[]interface{}](crd.Object, "spec", "versions") {
 		version, ok := v.(map[string]interface{})
 		if !ok {
 			continue
 		}
-		spec, _, _ := unstructured.NestedMap(version, "schema", "openAPIV3Schema", "properties", "spec", "properties")
-		enum, _, _ := unstructured.NestedSlice(spec, "profiles", "items", "enum")
+		spec := field[map[string]interface{}](version, "schema", "openAPIV3Schema", "properties", "spec", "properties")
+		enum := field[[]interface{}](spec, "profiles", "items", "enum")
 		if len(enum) == 0 {
 			continue
 		}
@@ -35,22 +35,35 @@ func readSchema(crd *unstructured.Unstructured) deschedulerSchema {
 				s.profiles[name] = true
 			}
 		}
-		custom, _, _ := unstructured.NestedMap(spec, "profileCustomizations", "properties")
+		custom := field[map[string]interface{}](spec, "profileCustomizations", "properties")
 		for name := range custom {
 			s.customizations[name] = true
 		}
-		thresholds, _, _ := unstructured.NestedSlice(custom, "devDeviationThresholds", "enum")
-		for _, t := range thresholds {
+		for _, t := range field[[]interface{}](custom, "devDeviationThresholds", "enum") {
 			if name, ok := t.(string); ok {
 				s.thresholds[name] = true
 			}
 		}
-		limits, found, _ := unstructured.NestedMap(spec, "evictionLimits", "properties")
+		limits, found := fieldFound[map[string]interface{}](spec, "evictionLimits", "properties")
 		s.evictionLimits = found
 		_, s.evictionLimitNode = limits["node"]
 		break
 	}
 	return s
+}
+
+// field is the value at fields of obj, not copied (the zero T when it is
+// absent or of another type).
+func field[T any](obj map[string]interface{}, fields ...string) T {
+	v, _ := fieldFound[T](obj, fields...)
+	return v
+}
+
+// fieldFound is field, and whether the value is there and a T.
+func fieldFound[T any](obj map[string]interface{}, fields ...string) (T, bool) {
+	raw, found, _ := unstructured.NestedFieldNoCopy(obj, fields...)
+	v, ok := raw.(T)
+	return v, found && ok
 }
 
 func sortedKeys(m map[string]bool) []string {
