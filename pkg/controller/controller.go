@@ -487,28 +487,37 @@ func (c *Controller) ownWrite(obj interface{}) bool {
 type pendingWrite struct {
 	generation      int64
 	resourceVersion string
-	status          *v1alpha1.VirtPlatformConfigStatus
+	// stored is the status as storage will hold it (times in seconds, as
+	// serialized); made only when an event comes during the write, which
+	// is rare, rather than before every write (nil: it cannot be).
+	stored func() *v1alpha1.VirtPlatformConfigStatus
 }
 
-// newPendingWrite is the write of cfg's status, the status as storage
-// will hold it (times in seconds, as serialized).
-func newPendingWrite(cfg *v1alpha1.VirtPlatformConfig) (pendingWrite, error) {
-	raw, err := json.Marshal(&cfg.Status)
-	if err != nil {
-		return pendingWrite{}, err
-	}
-	st := &v1alpha1.VirtPlatformConfigStatus{}
-	if err := json.Unmarshal(raw, st); err != nil {
-		return pendingWrite{}, err
-	}
-	return pendingWrite{generation: cfg.Generation, resourceVersion: cfg.ResourceVersion, status: st}, nil
+// newPendingWrite is the write of cfg's status.
+func newPendingWrite(cfg *v1alpha1.VirtPlatformConfig) pendingWrite {
+	written := cfg.Status.DeepCopy()
+	return pendingWrite{generation: cfg.Generation, resourceVersion: cfg.ResourceVersion,
+		stored: sync.OnceValue(func() *v1alpha1.VirtPlatformConfigStatus {
+			raw, err := json.Marshal(written)
+			if err != nil {
+				return nil
+			}
+			st := &v1alpha1.VirtPlatformConfigStatus{}
+			if err := json.Unmarshal(raw, st); err != nil {
+				return nil
+			}
+			return st
+		})}
 }
 
 // is true for the config that write leads to: the next version of the
 // same spec with exactly that status.
 func (w pendingWrite) is(cfg *v1alpha1.VirtPlatformConfig) bool {
-	return cfg.Generation == w.generation && cfg.ResourceVersion != w.resourceVersion &&
-		apiequality.Semantic.DeepEqual(&cfg.Status, w.status)
+	if cfg.Generation != w.generation || cfg.ResourceVersion == w.resourceVersion {
+		return false
+	}
+	st := w.stored()
+	return st != nil && apiequality.Semantic.DeepEqual(&cfg.Status, st)
 }
 
 // cached reads a config from the informer's cache for a reconcile. A

@@ -18,12 +18,13 @@ func TestPendingWriteIs(t *testing.T) {
 	written.Status.Phase = v1alpha1.PhaseCompleted
 	meta.SetStatusCondition(&written.Status.Conditions, metav1.Condition{Type: "Completed", Status: metav1.ConditionTrue, Reason: "Applied",
 		LastTransitionTime: metav1.NewTime(time.Date(2026, 11, 27, 22, 3, 10, 576053363, time.UTC))})
-	w, err := newPendingWrite(written)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newPendingWrite(written)
+	// The status of the write is the one it began with, whatever the
+	// writer does to its copy meanwhile.
+	began := written.DeepCopy()
+	written.Status.Phase = v1alpha1.PhaseDrifted
 	stored := func(mutate func(*v1alpha1.VirtPlatformConfig)) *v1alpha1.VirtPlatformConfig {
-		out := written.DeepCopy()
+		out := began.DeepCopy()
 		out.ResourceVersion = "11"
 		out.Status.Conditions[0].LastTransitionTime = metav1.NewTime(time.Date(2026, 11, 27, 22, 3, 10, 0, time.UTC))
 		if mutate != nil {

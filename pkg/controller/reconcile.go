@@ -162,9 +162,7 @@ func (c *Controller) step(cfg *v1alpha1.VirtPlatformConfig) work {
 // leaves no trace but its error.
 func (c *Controller) writeStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, before *v1alpha1.VirtPlatformConfigStatus) error {
 	if p, _ := status.Lookup(cfg.Status.Phase); p.Step != status.StepProgress {
-		if w, err := newPendingWrite(cfg); err == nil {
-			c.writing.Store(cfg.Name, w)
-		}
+		c.writing.Store(cfg.Name, newPendingWrite(cfg))
 	}
 	updated, err := c.Status.UpdateStatus(ctx, cfg)
 	c.writing.Delete(cfg.Name)
