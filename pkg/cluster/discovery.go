@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +34,18 @@ type settlingMapper struct {
 	// settledAt is when discovery is current again after the last change;
 	// due, if set, is when the cache is dropped next.
 	settledAt, due time.Time
+	// mappings are the RESTMappings found since the cache was last
+	// dropped: the mapper beneath tries every group version it knows and
+	// builds an error for each that does not match, on every lookup, and
+	// a plan or a write looks up several kinds.
+	mappings map[mappingKey]meta.RESTMapping
+	// resets counts the drops: a mapping looked up across one is not kept.
+	resets int
+}
+
+type mappingKey struct {
+	kind     schema.GroupKind
+	versions string
 }
 
 var _ meta.ResettableRESTMapper = &settlingMapper{}
@@ -63,6 +76,8 @@ func (m *settlingMapper) fresh() {
 // discovery settles, after discoveryRecheck, and once when it has settled.
 func (m *settlingMapper) resetLocked(now time.Time) {
 	m.ResettableRESTMapper.Reset()
+	m.mappings = nil
+	m.resets++
 	switch next := now.Add(discoveryRecheck); {
 	case !now.Before(m.settledAt):
 		m.due = time.Time{}
@@ -101,7 +116,27 @@ func (m *settlingMapper) ResourcesFor(r schema.GroupVersionResource) ([]schema.G
 
 func (m *settlingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
 	m.fresh()
-	return m.ResettableRESTMapper.RESTMapping(gk, versions...)
+	key := mappingKey{kind: gk, versions: strings.Join(versions, ",")}
+	m.mu.Lock()
+	found, ok := m.mappings[key]
+	resets := m.resets
+	m.mu.Unlock()
+	if ok {
+		return &found, nil // a copy: callers may keep or change theirs
+	}
+	mapping, err := m.ResettableRESTMapper.RESTMapping(gk, versions...)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.resets == resets {
+		if m.mappings == nil {
+			m.mappings = map[mappingKey]meta.RESTMapping{}
+		}
+		m.mappings[key] = *mapping
+	}
+	return mapping, nil
 }
 
 func (m *settlingMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {

@@ -127,3 +127,57 @@ func TestSettlingMapperReadsDiscoveryAFewTimesPerCRDChange(t *testing.T) {
 		t.Errorf("%d discovery reads for one CRD change, want at most %d", d.reads, max)
 	}
 }
+
+// TestSettlingMapperKeepsMappingsUntilTheCacheIsDropped: a kind is looked
+// up beneath once per state of the cache; a CRD change looks it up again,
+// and a mapping looked up while the cache was dropped is not kept.
+func TestSettlingMapperKeepsMappingsUntilTheCacheIsDropped(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	d := &countingMapper{cachingDiscovery: cachingDiscovery{server: "v1beta1"}}
+	m := newSettlingMapper(d, func() time.Time { return now })
+	lookup := func() string {
+		t.Helper()
+		mapping, err := m.RESTMapping(hyperConverged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mapping.GroupVersionKind.Version
+	}
+	for i := 0; i < 5; i++ {
+		lookup()
+	}
+	if d.calls != 1 {
+		t.Errorf("%d lookups beneath for 5 of one kind, want 1", d.calls)
+	}
+	d.server = "v1"
+	m.Changed()
+	if got := lookup(); got != "v1" || d.calls != 2 {
+		t.Errorf("after a CRD change: version %s after %d lookups beneath, want v1 after 2", got, d.calls)
+	}
+	// A drop while a lookup is under way: its answer is not kept.
+	d.during = func() { d.server = "v2"; m.Changed() }
+	now = now.Add(2 * DiscoverySettle)
+	m.Changed()
+	lookup()
+	d.during = nil
+	if got := lookup(); got != "v2" {
+		t.Errorf("after a drop during a lookup: version %s, want v2", got)
+	}
+}
+
+// countingMapper counts the lookups that reach it; during runs in the
+// middle of one.
+type countingMapper struct {
+	cachingDiscovery
+	calls  int
+	during func()
+}
+
+func (d *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	d.calls++
+	mapping, err := d.cachingDiscovery.RESTMapping(gk, versions...)
+	if d.during != nil {
+		d.during()
+	}
+	return mapping, err
+}
