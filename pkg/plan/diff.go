@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,11 +34,49 @@ func toYAML(obj map[string]interface{}) (string, error) {
 	if obj == nil {
 		return "", nil
 	}
-	b, err := yaml.Marshal(obj)
+	// What yaml.Marshal does, with the YAML kept by the JSON it is made of.
+	j, err := json.Marshal(obj)
 	if err != nil {
 		return "", err
 	}
+	if y, ok := rendered.get(j); ok {
+		return y, nil
+	}
+	b, err := yaml.JSONToYAML(j)
+	if err != nil {
+		return "", err
+	}
+	rendered.put(j, string(b))
 	return string(b), nil
+}
+
+// rendered keeps the YAML of the objects plans rendered lately, by their
+// JSON: every plan renders its live and desired objects, mostly the same
+// ones as the plan before, and making YAML of them costs several times
+// what making their JSON does.
+var rendered = yamlMemo{max: 64}
+
+type yamlMemo struct {
+	mu     sync.Mutex
+	max    int
+	byJSON map[string]string
+}
+
+func (m *yamlMemo) get(j []byte) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	y, ok := m.byJSON[string(j)]
+	return y, ok
+}
+
+// put keeps y for j; a full memo starts again empty.
+func (m *yamlMemo) put(j []byte, y string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byJSON == nil || len(m.byJSON) >= m.max {
+		m.byJSON = make(map[string]string, m.max)
+	}
+	m.byJSON[string(j)] = y
 }
 
 // unifiedDiff diffs two rendered objects with 3 lines of context, labelled

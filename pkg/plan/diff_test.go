@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 )
 
 func TestUnifiedDiff(t *testing.T) {
@@ -65,5 +66,25 @@ func TestSanitizeDropsVolatileFields(t *testing.T) {
 	}
 	if obj.GetResourceVersion() != "5" {
 		t.Error("sanitize changed its input")
+	}
+}
+
+// TestToYAMLAsYAMLMarshal: the kept YAML of an object is what yaml.Marshal
+// makes of it, the first time and after; another object gets its own.
+func TestToYAMLAsYAMLMarshal(t *testing.T) {
+	for _, obj := range []map[string]interface{}{
+		{"kind": "KubeDescheduler", "spec": map[string]interface{}{"mode": "Automatic", "deschedulingIntervalSeconds": int64(3600)}},
+		{"kind": "KubeDescheduler", "spec": map[string]interface{}{"mode": "Predictive", "deschedulingIntervalSeconds": int64(3600)}},
+		{"kind": "MachineConfig", "spec": map[string]interface{}{"kernelArguments": []interface{}{"psi=1", "a: b"}}},
+	} {
+		want, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			if got, err := toYAML(obj); err != nil || got != string(want) {
+				t.Errorf("toYAML #%d = %q, %v; want %q", i+1, got, err, want)
+			}
+		}
 	}
 }
