@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"reflect"
+	"runtime"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -188,5 +190,45 @@ func TestPodChanged(t *testing.T) {
 				t.Errorf("podChanged = %v, want %v", got, tt.changed)
 			}
 		})
+	}
+}
+
+// TestLauncherPlacementsShared: launchers that ask the same and may run on
+// the same nodes share one cut-down pod (and its requests); one that asks
+// otherwise has its own; a placement no pod uses any more is forgotten.
+func TestLauncherPlacementsShared(t *testing.T) {
+	// Overheads no other test uses: placements of their own.
+	slim := func(name, node, overhead string) *cachedPod {
+		u := podObject(name, node, "Running", map[string]interface{}{LauncherLabel: LauncherLabelValue, LauncherVMILabel: name}, "8Gi",
+			map[string]interface{}{"overhead": map[string]interface{}{"memory": overhead}})
+		o, err := slimPod(&u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*cachedPod)
+	}
+	a, b, big := slim("a", "w1", "123Mi"), slim("b", "w2", "123Mi"), slim("c", "w1", "456Mi")
+	if a.launcher.Pod != b.launcher.Pod || reflect.ValueOf(a.requests).UnsafePointer() != reflect.ValueOf(b.requests).UnsafePointer() {
+		t.Errorf("two launchers of one template do not share their pod and requests")
+	}
+	if big.launcher.Pod == a.launcher.Pod {
+		t.Errorf("a launcher asking more shares the pod of one asking less")
+	}
+	if got := big.requests[corev1.ResourceMemory]; got.Cmp(resource.MustParse("102856Mi")) != 0 {
+		t.Errorf("requests %v, want the init container's 100Gi and 456Mi of overhead", big.requests)
+	}
+	small, _ := placementKey(a.launcher.Pod)
+	large, _ := placementKey(big.launcher.Pod)
+	if !launcherPlacements.kept(small) || !launcherPlacements.kept(large) {
+		t.Fatalf("the placements in use are not kept")
+	}
+	a, b, big = nil, nil, nil
+	deadline := time.Now().Add(5 * time.Second)
+	for (launcherPlacements.kept(small) || launcherPlacements.kept(large)) && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if launcherPlacements.kept(small) || launcherPlacements.kept(large) {
+		t.Errorf("placements still kept after their pods were dropped")
 	}
 }
