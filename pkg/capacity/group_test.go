@@ -92,25 +92,7 @@ func oneByOne(nodes []*corev1.Node, vms []VM, order []string, step int) (moved [
 func TestSimulatePlacesAClassAsOneByOne(t *testing.T) {
 	for seed := int64(1); seed <= 200; seed++ {
 		r := rand.New(rand.NewSource(seed))
-		var nodes []*corev1.Node
-		var vms []VM
-		var order []string
-		for i := 0; i < 3+r.Intn(8); i++ {
-			name := fmt.Sprintf("n%d", i)
-			var opts []func(*corev1.Node)
-			if r.Intn(4) == 0 {
-				opts = append(opts, withGPU("nvidia.com/A100"))
-			}
-			nodes = append(nodes, node(name, int64(16*(1+r.Intn(6))), opts...))
-			order = append(order, name)
-			for j := 0; j < r.Intn(7); j++ {
-				var popts []func(*corev1.Pod)
-				if r.Intn(5) == 0 {
-					popts = append(popts, needs("nvidia.com/A100"))
-				}
-				vms = append(vms, vm(fmt.Sprintf("vm-%d-%d", i, j), name, int64(4*(1+r.Intn(3))), popts...))
-			}
-		}
+		nodes, vms, order := randomCluster(r, 8, 7, true)
 		r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		step := 1 + r.Intn(2)
 		// A VM's node must hold it for the cluster to be real: drop those
@@ -130,6 +112,30 @@ func TestSimulatePlacesAClassAsOneByOne(t *testing.T) {
 			t.Fatalf("seed %d: Simulate found unfit %v, worst moving %d; one by one: %v, %d (moves %v)", seed, gotUnfit, res.Moved, wantUnfit, maxMoved, wantMoved)
 		}
 	}
+}
+
+// randomCluster draws from r at least 3 nodes of 16 to 96 GiB (fewer than
+// 3+extraNodes, in order) and, on each, fewer than vmsPerNode VMs of 4, 8
+// or 12 GiB; with gpus, about one node in four has a GPU and one VM in
+// five needs one.
+func randomCluster(r *rand.Rand, extraNodes, vmsPerNode int, gpus bool) (nodes []*corev1.Node, vms []VM, order []string) {
+	for i := 0; i < 3+r.Intn(extraNodes); i++ {
+		name := fmt.Sprintf("n%d", i)
+		var opts []func(*corev1.Node)
+		if gpus && r.Intn(4) == 0 {
+			opts = append(opts, withGPU("nvidia.com/A100"))
+		}
+		nodes = append(nodes, node(name, int64(16*(1+r.Intn(6))), opts...))
+		order = append(order, name)
+		for j := 0; j < r.Intn(vmsPerNode); j++ {
+			var popts []func(*corev1.Pod)
+			if gpus && r.Intn(5) == 0 {
+				popts = append(popts, needs("nvidia.com/A100"))
+			}
+			vms = append(vms, vm(fmt.Sprintf("vm-%d-%d", i, j), name, int64(4*(1+r.Intn(3))), popts...))
+		}
+	}
+	return nodes, vms, order
 }
 
 // fitting keeps the VMs their nodes hold.
@@ -161,17 +167,7 @@ func memGiB(v VM) int64 {
 func TestClassifiedServesManySimulations(t *testing.T) {
 	for seed := int64(1); seed <= 100; seed++ {
 		r := rand.New(rand.NewSource(seed))
-		var nodes []*corev1.Node
-		var vms []VM
-		var order []string
-		for i := 0; i < 3+r.Intn(6); i++ {
-			name := fmt.Sprintf("n%d", i)
-			nodes = append(nodes, node(name, int64(16*(1+r.Intn(6)))))
-			order = append(order, name)
-			for j := 0; j < r.Intn(6); j++ {
-				vms = append(vms, vm(fmt.Sprintf("vm-%d-%d", i, j), name, int64(4*(1+r.Intn(3)))))
-			}
-		}
+		nodes, vms, order := randomCluster(r, 6, 6, false)
 		vms = fitting(nodes, vms)
 		rollout := Rollout{Pool: "worker", Nodes: order, MaxUnavailable: 1 + r.Intn(2)}
 		quiet := cluster(nodes, vms)

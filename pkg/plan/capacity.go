@@ -84,8 +84,8 @@ func (in *capacityInputs) holds(pods cluster.PodRequests) bool {
 // failure to read the pods is said (strict: returned). kept is what an
 // earlier check of the same nodes, pools and VM impacts read (nil: none),
 // and early the simulation of kept started while the VMs were assessed
-// (nil: none); keep asks for what this check read, to be kept for the
-// next.
+// (nil: none); keep asks for what this check read, returned to be kept
+// for the next (nil without keep: its pairs are in a pooled buffer).
 func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstructured.Unstructured, c *disruption.Cluster, kept *capacityInputs, early func() capacity.Result, keep, strict bool) (*capacityInputs, error) {
 	vms := migrating(reboot.VMImpacts)
 	if !reboot.Drains || vms == 0 || r.pods == nil {
@@ -101,13 +101,17 @@ func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstruct
 	}
 	inputs, release := capacityInputsOf(reboot, pool, c, pods, kept, keep)
 	defer release()
+	read := inputs
+	if !keep {
+		read = nil
+	}
 	switch {
 	case len(inputs.vms) == 0:
 		reboot.Capacity = fmt.Sprintf("%s%d migrating VMs", noLaunchers, vms)
-		return inputs, nil
+		return read, nil
 	case inputs.orderErr != "":
 		reboot.Capacity = "unknown: " + inputs.orderErr
-		return inputs, nil
+		return read, nil
 	}
 	var res capacity.Result
 	if early != nil && inputs == kept {
@@ -122,7 +126,7 @@ func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstruct
 	if !res.Fits() {
 		markUnfit(reboot, res.Unfit)
 	}
-	return inputs, nil
+	return read, nil
 }
 
 // markUnfit makes the migrating VMs that find no node VMs that block the
