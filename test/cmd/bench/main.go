@@ -225,16 +225,25 @@ func (b *bench) resource(gvk schema.GroupVersionKind, namespace string) (dynamic
 
 // createConfig (re)creates a config with a spec.
 func (b *bench) createConfig(profile, spec string) error {
-	_ = b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Delete(b.ctx, profile, metav1.DeleteOptions{})
-	if err := wait.PollUntilContextTimeout(b.ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Get(ctx, profile, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	}); err != nil {
-		return fmt.Errorf("waiting for %s to be deleted: %w", profile, err)
+	if err := b.deleteConfig(profile); err != nil {
+		return err
 	}
 	body := fmt.Sprintf(`{"apiVersion":"advisor.kubevirt.io/v1alpha1","kind":"VirtPlatformConfig","metadata":{"name":%q},"spec":%s}`, profile, spec)
 	return b.adv.AdvisorV1alpha1().RESTClient().Post().Resource("virtplatformconfigs").
 		SetHeader("Content-Type", "application/json").Body([]byte(body)).Do(b.ctx).Error()
+}
+
+// deleteConfig deletes config name, if it exists, and waits until it is
+// gone.
+func (b *bench) deleteConfig(name string) error {
+	_ = b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Delete(b.ctx, name, metav1.DeleteOptions{})
+	if err := wait.PollUntilContextTimeout(b.ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		return fmt.Errorf("waiting for %s to be deleted: %w", name, err)
+	}
+	return nil
 }
 
 func (b *bench) waitPhase(name string, phase v1alpha1.ConfigPhase) error {
@@ -537,84 +546,100 @@ func burst(ctx context.Context, client *http.Client, url string, n int) ([]answe
 // (a KubeDescheduler, no MachineConfig) and to Completed.
 func (b *bench) applyLatency() error {
 	b.printf("\n== approval to apply (load-aware-rebalancing without PSI: one KubeDescheduler item)\n")
-	toWrite, toCompleted, err := b.approvals(*applyRuns)
+	times, err := b.approvals(*applyRuns)
 	if err != nil {
 		return err
 	}
-	p50, p95 := percentiles(toWrite)
-	c50, c95 := percentiles(toCompleted)
+	p50, p95 := percentiles(times.toWrite)
+	c50, c95 := percentiles(times.toCompleted)
 	met := b.report.check("approval to target written p50", "ms", ms(p50), ms(*approvalWrittenP50))
 	b.report.add("approval to target written p95", "ms", ms(p95))
 	b.report.add("approval to Completed p50", "ms", ms(c50))
 	b.report.add("approval to Completed p95", "ms", ms(c95))
-	b.printf("approval -> target written   p50 %6.1fms p95 %6.1fms (n=%d, target p50 <= %v: %s)\n", ms(p50), ms(p95), len(toWrite), *approvalWrittenP50, verdict(met))
+	b.printf("approval -> target written   p50 %6.1fms p95 %6.1fms (n=%d, target p50 <= %v: %s)\n", ms(p50), ms(p95), len(times.toWrite), *approvalWrittenP50, verdict(met))
 	b.printf("approval -> Completed        p50 %6.1fms p95 %6.1fms\n", ms(c50), ms(c95))
 	return nil
 }
 
+// approvalTimes are what approvals measured.
+type approvalTimes struct {
+	// toWrite and toCompleted: from the approval's 201 to the target
+	// written (seen by a watch) and to Completed.
+	toWrite, toCompleted []time.Duration
+}
+
 // approvals measures n approvals of load-aware-rebalancing without PSI,
-// each of a new plan: from the approval's 201 to the KubeDescheduler
-// written and to Completed.
-func (b *bench) approvals(n int) (toWrite, toCompleted []time.Duration, err error) {
+// each of a new plan.
+func (b *bench) approvals(n int) (approvalTimes, error) {
 	name := "load-aware-rebalancing"
+	var times approvalTimes
 	kd, err := b.resource(kdGVK, kdNS)
 	if err != nil {
-		return nil, nil, err
+		return times, err
 	}
 	for i := 0; i < n; i++ {
-		interval := 120 + i
-		spec := fmt.Sprintf(`{"profile":%q,"options":{"loadAware":{"enablePSIMetrics":false,"deschedulingIntervalSeconds":%d}}}`, name, interval)
-		if err := b.createConfig(name, spec); err != nil {
-			return nil, nil, err
-		}
-		if err := b.waitPhase(name, v1alpha1.PhaseReviewRequired); err != nil {
-			return nil, nil, err
-		}
-		p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, name, metav1.GetOptions{})
+		written, done, err := b.approval(kd, name, 120+i)
 		if err != nil {
-			return nil, nil, err
+			return times, fmt.Errorf("approval %d: %w", i+1, err)
 		}
-		w, err := kd.Watch(b.ctx, metav1.ListOptions{FieldSelector: "metadata.name=cluster"})
-		if err != nil {
-			return nil, nil, err
-		}
-		cw, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Watch(b.ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
-		if err != nil {
-			w.Stop()
-			return nil, nil, err
-		}
-		written, done, err := func() (time.Duration, time.Duration, error) {
-			defer w.Stop()
-			defer cw.Stop()
-			if _, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Approve(b.ctx, name,
-				&v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: p.Status.PlanHash}}, metav1.CreateOptions{}); err != nil {
-				return 0, 0, err
-			}
-			t0 := time.Now()
-			written, err := waitFor(w, budget, fmt.Sprintf("KubeDescheduler with deschedulingIntervalSeconds %d", interval), func(ev watch.Event) bool {
-				u, ok := ev.Object.(*unstructured.Unstructured)
-				if !ok {
-					return false
-				}
-				v, _, _ := unstructured.NestedInt64(u.Object, "spec", "deschedulingIntervalSeconds")
-				return v == int64(interval)
-			})
-			if err != nil {
-				return 0, 0, err
-			}
-			done, err := waitFor(cw, budget, name+" Completed", func(ev watch.Event) bool {
-				c, ok := ev.Object.(*v1alpha1.VirtPlatformConfig)
-				return ok && c.Status.Phase == v1alpha1.PhaseCompleted
-			})
-			return written.Sub(t0), done.Sub(t0), err
-		}()
-		if err != nil {
-			return nil, nil, fmt.Errorf("approval %d: %w", i+1, err)
-		}
-		toWrite = append(toWrite, written)
-		toCompleted = append(toCompleted, done)
+		times.toWrite = append(times.toWrite, written)
+		times.toCompleted = append(times.toCompleted, done)
 	}
-	return toWrite, toCompleted, nil
+	return times, nil
+}
+
+// approval creates config name with deschedulingIntervalSeconds interval,
+// approves its plan and measures from the approval's 201 to the
+// KubeDescheduler written (seen by a watch of kd) and to Completed.
+func (b *bench) approval(kd dynamic.ResourceInterface, name string, interval int) (written, done time.Duration, err error) {
+	spec := fmt.Sprintf(`{"profile":%q,"options":{"loadAware":{"enablePSIMetrics":false,"deschedulingIntervalSeconds":%d}}}`, name, interval)
+	if err := b.createConfig(name, spec); err != nil {
+		return 0, 0, err
+	}
+	if err := b.waitPhase(name, v1alpha1.PhaseReviewRequired); err != nil {
+		return 0, 0, err
+	}
+	p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	w, err := kd.Watch(b.ctx, metav1.ListOptions{FieldSelector: "metadata.name=cluster"})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer w.Stop()
+	cw, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Watch(b.ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cw.Stop()
+	if _, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Approve(b.ctx, name,
+		&v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: p.Status.PlanHash}}, metav1.CreateOptions{}); err != nil {
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	seen, err := waitFor(w, budget, fmt.Sprintf("KubeDescheduler with deschedulingIntervalSeconds %d", interval), intervalIs(int64(interval)))
+	if err != nil {
+		return 0, 0, err
+	}
+	completed, err := waitFor(cw, budget, name+" Completed", func(ev watch.Event) bool {
+		c, ok := ev.Object.(*v1alpha1.VirtPlatformConfig)
+		return ok && c.Status.Phase == v1alpha1.PhaseCompleted
+	})
+	return seen.Sub(t0), completed.Sub(t0), err
+}
+
+// intervalIs matches a watch event of a KubeDescheduler with that
+// deschedulingIntervalSeconds.
+func intervalIs(interval int64) func(watch.Event) bool {
+	return func(ev watch.Event) bool {
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			return false
+		}
+		v, _, _ := unstructured.NestedInt64(u.Object, "spec", "deschedulingIntervalSeconds")
+		return v == interval
+	}
 }
 
 // driftLatency: an external edit of a managed field until Drifted is seen

@@ -53,7 +53,7 @@ func (b *bench) vmImpact() error {
 	if err != nil {
 		return err
 	}
-	approvalsWithout, _, err := b.approvals(*applyRuns)
+	approvalsWithout, err := b.approvals(*applyRuns)
 	if err != nil {
 		return err
 	}
@@ -145,12 +145,12 @@ func (b *bench) vmImpact() error {
 		return err
 	}
 
-	approvalsWith, _, err := b.approvals(*applyRuns)
+	approvalsWith, err := b.approvals(*applyRuns)
 	if err != nil {
 		return err
 	}
-	a0, _ := percentiles(approvalsWithout)
-	a1, _ := percentiles(approvalsWith)
+	a0, _ := percentiles(approvalsWithout.toWrite)
+	a1, _ := percentiles(approvalsWith.toWrite)
 	b.report.add("approval to target written p50 without VMIs", "ms", ms(a0))
 	b.report.add(fmt.Sprintf("approval to target written p50 with %d VMIs", *vmCount), "ms", ms(a1))
 	met = b.report.check(fmt.Sprintf("approval to target written p50 with %d VMIs / without", *vmCount), "x", float64(a1)/float64(a0), *vmApprovalFactor)
@@ -203,7 +203,7 @@ func (b *bench) warmUp(profile string) error {
 			return err
 		}
 	}
-	if _, _, err := b.approvals(*applyRuns); err != nil {
+	if _, err := b.approvals(*applyRuns); err != nil {
 		return err
 	}
 	time.Sleep(5 * time.Second)
