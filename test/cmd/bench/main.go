@@ -546,7 +546,15 @@ func burst(ctx context.Context, client *http.Client, url string, n int) ([]answe
 // (a KubeDescheduler, no MachineConfig) and to Completed.
 func (b *bench) applyLatency() error {
 	b.printf("\n== approval to apply (load-aware-rebalancing without PSI: one KubeDescheduler item)\n")
+	before, err := b.storageUpdates()
+	if err != nil {
+		return err
+	}
 	times, err := b.approvals(*applyRuns)
+	if err != nil {
+		return err
+	}
+	after, err := b.storageUpdates()
 	if err != nil {
 		return err
 	}
@@ -558,6 +566,7 @@ func (b *bench) applyLatency() error {
 	b.report.add("approval to Completed p95", "ms", ms(c95))
 	b.printf("approval -> target written   p50 %6.1fms p95 %6.1fms (n=%d, target p50 <= %v: %s)\n", ms(p50), ms(p95), len(times.toWrite), *approvalWrittenP50, verdict(met))
 	b.printf("approval -> Completed        p50 %6.1fms p95 %6.1fms\n", ms(c50), ms(c95))
+	b.reportApprovalFloor(after.meanSince(before), times.floor)
 	return nil
 }
 
@@ -566,10 +575,15 @@ type approvalTimes struct {
 	// toWrite and toCompleted: from the approval's 201 to the target
 	// written (seen by a watch) and to Completed.
 	toWrite, toCompleted []time.Duration
+	// floor: the KubeDescheduler of the plan approved before applied again
+	// as the server's ServiceAccount, straight to kube-apiserver (floorApply),
+	// once between each two approvals.
+	floor []time.Duration
 }
 
 // approvals measures n approvals of load-aware-rebalancing without PSI,
-// each of a new plan.
+// each of a new plan. Between two approvals, while no config exists (so
+// that the server does not react), it measures the floor's apply.
 func (b *bench) approvals(n int) (approvalTimes, error) {
 	name := "load-aware-rebalancing"
 	var times approvalTimes
@@ -577,10 +591,28 @@ func (b *bench) approvals(n int) (approvalTimes, error) {
 	if err != nil {
 		return times, err
 	}
+	asServer, err := b.serverKubeDeschedulers()
+	if err != nil {
+		return times, err
+	}
+	var approved *unstructured.Unstructured
 	for i := 0; i < n; i++ {
-		written, done, err := b.approval(kd, name, 120+i)
+		if err := b.deleteConfig(name); err != nil {
+			return times, err
+		}
+		if approved != nil {
+			took, err := b.floorApply(kd, asServer, approved, int64(300+i))
+			if err != nil {
+				return times, fmt.Errorf("floor apply %d: %w", i, err)
+			}
+			times.floor = append(times.floor, took)
+		}
+		written, done, p, err := b.approval(kd, name, 120+i)
 		if err != nil {
 			return times, fmt.Errorf("approval %d: %w", i+1, err)
+		}
+		if approved, err = approvedKubeDescheduler(p.Status.Items); err != nil {
+			return times, err
 		}
 		times.toWrite = append(times.toWrite, written)
 		times.toCompleted = append(times.toCompleted, done)
@@ -591,42 +623,41 @@ func (b *bench) approvals(n int) (approvalTimes, error) {
 // approval creates config name with deschedulingIntervalSeconds interval,
 // approves its plan and measures from the approval's 201 to the
 // KubeDescheduler written (seen by a watch of kd) and to Completed.
-func (b *bench) approval(kd dynamic.ResourceInterface, name string, interval int) (written, done time.Duration, err error) {
+func (b *bench) approval(kd dynamic.ResourceInterface, name string, interval int) (written, done time.Duration, p *v1alpha1.Plan, err error) {
 	spec := fmt.Sprintf(`{"profile":%q,"options":{"loadAware":{"enablePSIMetrics":false,"deschedulingIntervalSeconds":%d}}}`, name, interval)
 	if err := b.createConfig(name, spec); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	if err := b.waitPhase(name, v1alpha1.PhaseReviewRequired); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
-	p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return 0, 0, err
+	if p, err = b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, name, metav1.GetOptions{}); err != nil {
+		return 0, 0, nil, err
 	}
 	w, err := kd.Watch(b.ctx, metav1.ListOptions{FieldSelector: "metadata.name=cluster"})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer w.Stop()
 	cw, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Watch(b.ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer cw.Stop()
 	if _, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Approve(b.ctx, name,
 		&v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: p.Status.PlanHash}}, metav1.CreateOptions{}); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	t0 := time.Now()
 	seen, err := waitFor(w, budget, fmt.Sprintf("KubeDescheduler with deschedulingIntervalSeconds %d", interval), intervalIs(int64(interval)))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	completed, err := waitFor(cw, budget, name+" Completed", func(ev watch.Event) bool {
 		c, ok := ev.Object.(*v1alpha1.VirtPlatformConfig)
 		return ok && c.Status.Phase == v1alpha1.PhaseCompleted
 	})
-	return seen.Sub(t0), completed.Sub(t0), err
+	return seen.Sub(t0), completed.Sub(t0), p, err
 }
 
 // intervalIs matches a watch event of a KubeDescheduler with that
