@@ -427,6 +427,26 @@ func (e *Env) Stop() {
 	})
 }
 
+// Pids are the process IDs of the control plane's processes running now:
+// etcd, kube-apiserver and the advisors (the fake MCO runs in the test's
+// own process).
+func (e *Env) Pids() []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var pids []int
+	for _, p := range []*process{e.etcd, e.apiserver} {
+		if p != nil && !p.exited() {
+			pids = append(pids, p.cmd.Process.Pid)
+		}
+	}
+	for _, a := range e.advisors {
+		if !a.proc.exited() {
+			pids = append(pids, a.Pid())
+		}
+	}
+	return pids
+}
+
 // UserConfig returns a client config and a kubeconfig file for user in
 // groups, authenticated by a client certificate signed by the cluster's
 // client CA. The user has no permissions until a test binds some.

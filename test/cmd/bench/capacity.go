@@ -40,6 +40,9 @@ func (b *bench) capacityCheck(profile string, nodes []string) error {
 	}); err != nil {
 		return err
 	}
+	if err := b.settle("plans without launchers"); err != nil {
+		return err
+	}
 	t0, err := b.serverPlanTotals(profile)
 	if err != nil {
 		return err
@@ -90,6 +93,9 @@ func (b *bench) capacityCheck(profile string, nodes []string) error {
 		return fmt.Errorf("the plan of %s does not place the %d launchers (worker pool capacity %q; %s): %w", profile, launchers, capacity, seen, err)
 	}
 	b.printf("capacity: %s\n", capacity)
+	if err := b.settle(fmt.Sprintf("plans with %d launchers", launchers)); err != nil {
+		return err
+	}
 	t2, err := b.serverPlanTotals(profile)
 	if err != nil {
 		return err

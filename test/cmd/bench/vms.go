@@ -60,6 +60,9 @@ func (b *bench) vmImpact() error {
 	if err := b.createConfig(profile, fmt.Sprintf(`{"profile":%q,"action":"Ignore"}`, profile)); err != nil {
 		return err
 	}
+	if err := b.settle("plans without VMIs"); err != nil {
+		return err
+	}
 	t0, err := b.serverPlanTotals(profile)
 	if err != nil {
 		return err
@@ -98,6 +101,9 @@ func (b *bench) vmImpact() error {
 		return seen == *vmCount, nil
 	}); err != nil {
 		return fmt.Errorf("the plan of %s does not list the %d VMs created: %w", profile, *vmCount, err)
+	}
+	if err := b.settle(fmt.Sprintf("plans with %d VMIs", *vmCount)); err != nil {
+		return err
 	}
 	t2, err := b.serverPlanTotals(profile)
 	if err != nil {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A figure that compares two states of the cluster (without and with the
+// VMs, without and with their launchers) measures each once the control
+// plane is quiet: after 10 000 creations kube-apiserver, etcd and the
+// server still have watch events, garbage collection and compaction to
+// finish, and plans timed in that wake would measure it, not the plan.
+const (
+	// settledShare: the control plane's processes together use less than
+	// this share of one CPU over settleWindow.
+	settledShare = 0.2
+	settleWindow = time.Second
+	settleBudget = time.Minute
+	// clockTicks is the unit of /proc/<pid>/stat's CPU times (USER_HZ).
+	clockTicks = 100
+)
+
+// settle waits until the control plane has settled (or settleBudget has
+// passed, which it reports) and says how long it waited.
+func (b *bench) settle(what string) error {
+	start := time.Now()
+	for {
+		before, err := cpuTicks(b.e.Pids())
+		if err != nil {
+			return err
+		}
+		time.Sleep(settleWindow)
+		after, err := cpuTicks(b.e.Pids())
+		if err != nil {
+			return err
+		}
+		share := float64(after-before) / clockTicks / settleWindow.Seconds()
+		switch {
+		case share < settledShare:
+			b.printf("%s: the control plane settled after %v (%.0f%% of a CPU)\n", what, time.Since(start).Round(100*time.Millisecond), share*100)
+			return nil
+		case time.Since(start) > settleBudget:
+			b.printf("%s: the control plane did not settle within %v (%.0f%% of a CPU); measuring anyway\n", what, settleBudget, share*100)
+			return nil
+		}
+	}
+}
+
+// cpuTicks is the CPU time (user and system, in clock ticks) the
+// processes have used so far.
+func cpuTicks(pids []int) (int64, error) {
+	var total int64
+	for _, pid := range pids {
+		raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			return 0, err
+		}
+		n, err := statCPUTicks(string(raw))
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// statCPUTicks is utime + stime (fields 14 and 15) of a /proc/<pid>/stat
+// line. The command name (field 2) is in parentheses and may hold spaces
+// and parentheses: the fields are counted after its last ')'.
+func statCPUTicks(stat string) (int64, error) {
+	end := strings.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("no command name in %q", stat)
+	}
+	fields := strings.Fields(stat[end+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(fields))
+	}
+	var total int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}

@@ -1,0 +1,24 @@
+package main
+
+import "testing"
+
+func TestStatCPUTicks(t *testing.T) {
+	for _, tc := range []struct {
+		name, stat string
+		want       int64
+		wantErr    bool
+	}{
+		{"plain", "1234 (etcd) S 1 1234 1234 0 -1 4194560 5063 0 0 0 700 42 0 0 20 0 12 0 100 0 0", 742, false},
+		{"name with spaces and parentheses", "99 (a (b) c) R 1 99 99 0 -1 0 0 0 0 0 5 6 0 0", 11, false},
+		{"no name", "99 R 1", 0, true},
+		{"short", "99 (x) R 1 2 3", 0, true},
+		{"not a number", "1 (x) S 1 1 1 0 -1 0 0 0 0 0 u s 0 0", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := statCPUTicks(tc.stat)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("statCPUTicks(%q) = %d, %v; want %d, error %v", tc.stat, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
