@@ -22,7 +22,17 @@ import (
 // VirtPlatformConfigs during the approvals (its etcd request metric), and
 // the approved KubeDescheduler applied again as the server's
 // ServiceAccount (the same desired state, field manager, precondition and
-// admission policy) straight to kube-apiserver, between two approvals.
+// admission policy) straight to kube-apiserver, between two approvals,
+// once the control plane is quiet (the server re-plans after its own
+// write of the KubeDescheduler, an input of the profile as well as its
+// target, a few milliseconds after the approval's write).
+
+const (
+	// floorQuietWindow and floorQuietBudget: how quiet is looked for before
+	// each floor apply (see quiet), and for how long at most.
+	floorQuietWindow = 250 * time.Millisecond
+	floorQuietBudget = 10 * time.Second
+)
 
 // storageUpdates are the sum (seconds) and count of the server's updates
 // of VirtPlatformConfigs in its own storage so far (intent and status

@@ -550,7 +550,7 @@ func (b *bench) applyLatency() error {
 	if err != nil {
 		return err
 	}
-	times, err := b.approvals(*applyRuns)
+	times, err := b.approvals(*applyRuns, true)
 	if err != nil {
 		return err
 	}
@@ -582,9 +582,10 @@ type approvalTimes struct {
 }
 
 // approvals measures n approvals of load-aware-rebalancing without PSI,
-// each of a new plan. Between two approvals, while no config exists (so
-// that the server does not react), it measures the floor's apply.
-func (b *bench) approvals(n int) (approvalTimes, error) {
+// each of a new plan. With floor, between two approvals, while no config
+// exists (so that the server does not react) and once the control plane
+// is quiet, it measures the floor's apply.
+func (b *bench) approvals(n int, floor bool) (approvalTimes, error) {
 	name := "load-aware-rebalancing"
 	var times approvalTimes
 	kd, err := b.resource(kdGVK, kdNS)
@@ -600,7 +601,10 @@ func (b *bench) approvals(n int) (approvalTimes, error) {
 		if err := b.deleteConfig(name); err != nil {
 			return times, err
 		}
-		if approved != nil {
+		if floor && approved != nil {
+			if _, _, err := b.quiet(floorQuietWindow, floorQuietBudget); err != nil {
+				return times, err
+			}
 			took, err := b.floorApply(kd, asServer, approved, int64(300+i))
 			if err != nil {
 				return times, fmt.Errorf("floor apply %d: %w", i, err)

@@ -28,24 +28,39 @@ const (
 // passed, which it reports) and says how long it waited.
 func (b *bench) settle(what string) error {
 	start := time.Now()
+	share, settled, err := b.quiet(settleWindow, settleBudget)
+	if err != nil {
+		return err
+	}
+	if !settled {
+		b.printf("%s: the control plane did not settle within %v (%.0f%% of a CPU); measuring anyway\n", what, settleBudget, share*100)
+		return nil
+	}
+	b.printf("%s: the control plane settled after %v (%.0f%% of a CPU)\n", what, time.Since(start).Round(100*time.Millisecond), share*100)
+	return nil
+}
+
+// quiet waits until the control plane's processes together used less
+// than settledShare of one CPU over a window, for at most budget, and
+// returns the share of the last window.
+func (b *bench) quiet(window, budget time.Duration) (share float64, settled bool, err error) {
+	start := time.Now()
 	for {
 		before, err := cpuTicks(b.e.Pids())
 		if err != nil {
-			return err
+			return 0, false, err
 		}
-		time.Sleep(settleWindow)
+		time.Sleep(window)
 		after, err := cpuTicks(b.e.Pids())
 		if err != nil {
-			return err
+			return 0, false, err
 		}
-		share := float64(after-before) / clockTicks / settleWindow.Seconds()
-		switch {
-		case share < settledShare:
-			b.printf("%s: the control plane settled after %v (%.0f%% of a CPU)\n", what, time.Since(start).Round(100*time.Millisecond), share*100)
-			return nil
-		case time.Since(start) > settleBudget:
-			b.printf("%s: the control plane did not settle within %v (%.0f%% of a CPU); measuring anyway\n", what, settleBudget, share*100)
-			return nil
+		share = float64(after-before) / clockTicks / window.Seconds()
+		if share < settledShare {
+			return share, true, nil
+		}
+		if time.Since(start) > budget {
+			return share, false, nil
 		}
 	}
 }

@@ -53,7 +53,7 @@ func (b *bench) vmImpact() error {
 	if err != nil {
 		return err
 	}
-	approvalsWithout, err := b.approvals(*applyRuns)
+	approvalsWithout, err := b.approvals(*applyRuns, false)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (b *bench) vmImpact() error {
 		return err
 	}
 
-	approvalsWith, err := b.approvals(*applyRuns)
+	approvalsWith, err := b.approvals(*applyRuns, false)
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (b *bench) warmUp(profile string) error {
 			return err
 		}
 	}
-	if _, err := b.approvals(*applyRuns); err != nil {
+	if _, err := b.approvals(*applyRuns, false); err != nil {
 		return err
 	}
 	time.Sleep(5 * time.Second)
