@@ -27,6 +27,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
@@ -521,21 +522,46 @@ func (w pendingWrite) is(cfg *v1alpha1.VirtPlatformConfig) bool {
 }
 
 // cached reads a config from the informer's cache for a reconcile. A
-// reconcile that reads the cache before it holds the controller's last
-// status write (its event still on the way, behind a target's) decides
-// from the older object; when it then writes nothing, only that write's
-// event brings the config up to date, so the event is no longer dropped
-// as our own. The mark is dropped before the read: an event the handler
-// dropped before that was in the cache already (an informer updates its
-// cache before it tells its handlers), so the read sees the write.
+// cache that does not hold the controller's last status write yet (its
+// event still on the way, behind a target's) is behind storage: the read
+// returns errCacheBehind, and that write's event, no longer dropped as our
+// own, brings the config back. (Deciding from the older object would
+// check and write on old news, be refused by storage and take the watch
+// events meant for the next reconcile.) The mark is dropped before the
+// read: an event the handler dropped before that was in the cache already
+// (an informer updates its cache before it tells its handlers), so the
+// read sees the write.
 func (c *Controller) cached(name string) (*v1alpha1.VirtPlatformConfig, error) {
 	own, marked := c.ownWrites.LoadAndDelete(name)
 	cfg, err := c.lister.Get(name)
-	if marked && err == nil && cfg.ResourceVersion == own {
+	if !marked || err != nil {
+		return cfg, err
+	}
+	switch {
+	case cfg.ResourceVersion == own:
 		// The cache holds the write: its event still needs no reconcile.
 		c.ownWrites.LoadOrStore(name, own)
+	case olderThan(cfg.ResourceVersion, own.(string)):
+		return nil, errCacheBehind
 	}
-	return cfg, err
+	return cfg, nil
+}
+
+// errCacheBehind: the informer's cache does not hold the controller's last
+// status write of the config yet.
+var errCacheBehind = errors.New("the cache is behind the controller's last status write")
+
+// olderThan is true when resourceVersion rv comes before own. Both are
+// revisions of the server's own storage, which the server may compare
+// (clients may not: to them a resourceVersion is opaque).
+func olderThan(rv, own string) bool {
+	if rv == "" || own == "" {
+		return false // the versioner reads "" as 0
+	}
+	var versioner storage.APIObjectVersioner
+	a, errA := versioner.ParseResourceVersion(rv)
+	b, errB := versioner.ParseResourceVersion(own)
+	return errA == nil && errB == nil && a < b
 }
 
 func (c *Controller) enqueue(obj interface{}) {

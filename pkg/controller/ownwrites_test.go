@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -143,5 +145,69 @@ func TestOwnWriteEventAfterAReconcileOnAStaleCache(t *testing.T) {
 				t.Errorf("phase = %s, want %s (%s)", got, tc.phase, status.PhaseMessage(&h.get().Status))
 			}
 		})
+	}
+}
+
+// A reconcile whose cache does not hold the controller's last status
+// write yet (its event behind a target's) does nothing: no check, no
+// plan, no write refused by storage. The watch events seen so far are
+// left for the reconcile the write's event brings, which that event now
+// does (it is no longer dropped as our own).
+func TestReconcileBehindItsOwnWriteWaitsForIt(t *testing.T) {
+	h := newHarness(t, "v1", false)
+	h.planner.result = deschedulerPlan()
+	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
+	before := h.get()
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	written := h.get()
+	computes, writes := h.planner.computes, h.status.writes
+
+	// The cache still holds the config before that write; a target's
+	// event came meanwhile.
+	if err := h.indexer.Update(before); err != nil {
+		t.Fatal(err)
+	}
+	target := cluster.ObjectKey{GVK: profiles.KubeDeschedulerGVK, Namespace: profiles.DeschedulerNamespace, Name: profiles.DeschedulerName}
+	h.c.objects.seen(configName, target)
+	h.reconcile()
+	if h.err != nil || h.requeue != 0 {
+		t.Fatalf("reconcile behind its own write: requeue %v, error %v; want neither", h.requeue, h.err)
+	}
+	if h.planner.computes != computes || h.status.writes != writes {
+		t.Fatalf("reconcile behind its own write planned %d and wrote %d times; want none", h.planner.computes-computes, h.status.writes-writes)
+	}
+	if !h.c.objects.take(configName).Has(target) {
+		t.Fatal("the target's event was taken by the reconcile that did nothing")
+	}
+	h.c.objects.seen(configName, target)
+
+	// The write's event reaches the cache: it is reconciled, not dropped.
+	if err := h.indexer.Update(written); err != nil {
+		t.Fatal(err)
+	}
+	if h.c.ownWrite(written) {
+		t.Fatal("the event of the write a reconcile waits for is dropped as our own: nothing would bring the config back")
+	}
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	if h.c.objects.take(configName).Len() != 0 {
+		t.Fatal("the reconcile the write's event brought left the target's event")
+	}
+}
+
+func TestOlderThan(t *testing.T) {
+	for _, tc := range []struct {
+		rv, own string
+		want    bool
+	}{
+		{"9", "10", true}, // numerically, not as strings
+		{"10", "10", false},
+		{"11", "10", false},
+		{"", "10", false},
+		{"x", "10", false},
+		{"9", "y", false},
+	} {
+		if got := olderThan(tc.rv, tc.own); got != tc.want {
+			t.Errorf("olderThan(%q, %q) = %v, want %v", tc.rv, tc.own, got, tc.want)
+		}
 	}
 }

@@ -44,10 +44,15 @@ const (
 // reconcile moves one config through the state machine and writes its
 // status when it changed. It returns when to look again, if ever.
 func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration, error) {
+	cached, err := c.cached(name)
+	if errors.Is(err, errCacheBehind) {
+		// The event of our last write brings the config back; the watch
+		// events seen so far are left for that reconcile.
+		return 0, nil
+	}
 	// The first watch event since the last reconcile, for the drift latency.
 	eventAt, _ := c.events.take(name)
 	objects := c.objects.take(name)
-	cached, err := c.cached(name)
 	if apierrors.IsNotFound(err) {
 		c.Watches.Forget(name)
 		c.ownWrites.Delete(name)
