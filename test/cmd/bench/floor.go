@@ -37,13 +37,13 @@ const (
 // storageUpdates are the sum (seconds) and count of the server's updates
 // of VirtPlatformConfigs in its own storage so far (intent and status
 // writes).
-func (b *bench) storageUpdates() (planTotals, error) {
+func (b *bench) storageUpdates() (metricTotals, error) {
 	m, err := b.serverMetrics()
 	if err != nil {
-		return planTotals{}, err
+		return metricTotals{}, err
 	}
 	labels := map[string]string{"operation": "update", "group": "advisor.kubevirt.io", "resource": "virtplatformconfigs"}
-	return planTotals{sum: m.Sum("etcd_request_duration_seconds", labels), count: float64(m.Count("etcd_request_duration_seconds", labels))}, nil
+	return metricTotals{sum: m.Sum("etcd_request_duration_seconds", labels), count: float64(m.Count("etcd_request_duration_seconds", labels))}, nil
 }
 
 // reportApprovalFloor adds the floor's figures (storageMean in ms).

@@ -378,25 +378,26 @@ func (b *bench) goHeap() (inUse, kept float64, err error) {
 		(m.Sum("go_memstats_heap_idle_bytes", nil) - m.Sum("go_memstats_heap_released_bytes", nil)) / mib, nil
 }
 
-// planTotals are the sum (seconds) and count of the server's plan
-// computations of a profile so far.
-type planTotals struct{ sum, count float64 }
+// metricTotals are the sum (seconds) and count of a histogram of the
+// server's so far (its plan computations of a profile, its storage
+// updates).
+type metricTotals struct{ sum, count float64 }
 
-// meanSince is the mean computation in ms between before and t.
-func (t planTotals) meanSince(before planTotals) float64 {
+// meanSince is the mean observation in ms between before and t.
+func (t metricTotals) meanSince(before metricTotals) float64 {
 	if t.count == before.count {
 		return 0
 	}
 	return (t.sum - before.sum) / (t.count - before.count) * 1000
 }
 
-func (b *bench) serverPlanTotals(profile string) (planTotals, error) {
+func (b *bench) serverPlanTotals(profile string) (metricTotals, error) {
 	m, err := b.serverMetrics()
 	if err != nil {
-		return planTotals{}, err
+		return metricTotals{}, err
 	}
 	labels := map[string]string{"profile": profile}
-	return planTotals{sum: m.Sum("virt_advisor_plan_duration_seconds", labels), count: float64(m.Count("virt_advisor_plan_duration_seconds", labels))}, nil
+	return metricTotals{sum: m.Sum("virt_advisor_plan_duration_seconds", labels), count: float64(m.Count("virt_advisor_plan_duration_seconds", labels))}, nil
 }
 
 // floor is the least a plan GET can cost: one trip through the
@@ -592,16 +593,20 @@ func (b *bench) approvals(n int, floor bool) (approvalTimes, error) {
 	if err != nil {
 		return times, err
 	}
-	asServer, err := b.serverKubeDeschedulers()
-	if err != nil {
-		return times, err
+	var asServer dynamic.ResourceInterface
+	if floor {
+		if asServer, err = b.serverKubeDeschedulers(); err != nil {
+			return times, err
+		}
 	}
 	var approved *unstructured.Unstructured
 	for i := 0; i < n; i++ {
-		if err := b.deleteConfig(name); err != nil {
-			return times, err
-		}
-		if floor && approved != nil {
+		if approved != nil {
+			// createConfig deletes the config too; the floor needs it gone
+			// before.
+			if err := b.deleteConfig(name); err != nil {
+				return times, err
+			}
 			if _, _, err := b.quiet(floorQuietWindow, floorQuietBudget); err != nil {
 				return times, err
 			}
@@ -615,8 +620,10 @@ func (b *bench) approvals(n int, floor bool) (approvalTimes, error) {
 		if err != nil {
 			return times, fmt.Errorf("approval %d: %w", i+1, err)
 		}
-		if approved, err = approvedKubeDescheduler(p.Status.Items); err != nil {
-			return times, err
+		if floor {
+			if approved, err = approvedKubeDescheduler(p.Status.Items); err != nil {
+				return times, err
+			}
 		}
 		times.toWrite = append(times.toWrite, written)
 		times.toCompleted = append(times.toCompleted, done)
