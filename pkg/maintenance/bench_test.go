@@ -97,6 +97,17 @@ var evaluationCases = []evaluationCase{
 		}
 		return benchWindows(tb, repeat(100, allows...)...)
 	}, "2026-10-25 01:30 +0100"},
+	{"100 windows as long as their period, open for years", func(tb testing.TB) []*Window {
+		return benchWindows(tb, repeat(100, asLongAsPeriod...)...)
+	}, "2026-03-25 10:00 +0100"},
+	{"100 Allow windows as long as their period", func(tb testing.TB) []*Window {
+		var allows []spec
+		for _, s := range asLongAsPeriod {
+			s.kind = "Allow"
+			allows = append(allows, s)
+		}
+		return benchWindows(tb, repeat(100, allows...)...)
+	}, "2026-10-31 21:30 +0100"},
 	{"100 weekly windows, one per hour of the week", func(tb testing.TB) []*Window {
 		var specs []spec
 		for i := 0; i < 100; i++ {

@@ -83,10 +83,33 @@ func TestStateOfPerMinuteSchedules(t *testing.T) {
 	}
 }
 
-// The costliest windows the other checks accept fit WindowSteps; the
-// check refuses one that needs more than the steps it is given.
+// asLongAsPeriod are windows that last as long as their schedule's
+// period, the longest the duration rule admits: their openings run back
+// to back for weeks or years, and overlap by an hour where clocks go
+// forward.
+var asLongAsPeriod = []spec{
+	{"Allow", "0 22 * * 6", "168h", "UTC"},
+	{"Deny", "0 22 * * 6", "168h", "UTC"},
+	{"Allow", "0 22 * * 6", "168h", "Europe/Berlin"},
+	{"Allow", "30 2 * * 0", "168h", "Europe/Berlin"},
+	{"Allow", "0 0 * * 0", "168h", "Australia/Lord_Howe"},
+	{"Deny", "0 0 29 2 *", "35064h", "UTC"},
+	{"Deny", "0 0 29 2 *", "35064h", "Africa/Casablanca"},
+	{"Deny", "0 0 1 1 *", "8760h", "UTC"},
+	{"Deny", "0 0 1 2 *", "8760h", "UTC"},
+	{"Deny", "0 0 13 2 *", "8760h", "UTC"},
+	{"Allow", "0 0 * 1-11 *", "24h", "UTC"},
+	{"Allow", "0 0 1 * *", "672h", "UTC"},
+	{"Allow", "0 * * * *", "1h", "Pacific/Chatham"},
+	{"Allow", "* * * * *", "1m", "Africa/Casablanca"},
+}
+
+// The costliest windows the other checks accept fit WindowSteps, those
+// as long as their period included; the check refuses one that needs
+// more than the steps it is given.
 func TestCheckCost(t *testing.T) {
-	for _, s := range append(worstSchedules, spec{"Allow", "0 0 29 2 *", "1h", "UTC"}, spec{"Allow", "* * * * *", "1m", "Australia/Lord_Howe"}) {
+	specs := append(append(worstSchedules, asLongAsPeriod...), spec{"Allow", "0 0 29 2 *", "1h", "UTC"}, spec{"Allow", "* * * * *", "1m", "Australia/Lord_Howe"})
+	for _, s := range specs {
 		sched, err := ParseSchedule(s.schedule)
 		if err != nil {
 			t.Fatal(err)
@@ -100,5 +123,22 @@ func TestCheckCost(t *testing.T) {
 		if _, err := checkCost(sched, d, loc, most-1); err == nil || !strings.Contains(err.Error(), "steps to evaluate, the most one window may take") {
 			t.Errorf("%v with %d steps: %v, want the bound exceeded", s, most-1, err)
 		}
+	}
+}
+
+// A window whose openings overlap (longer than its period, which
+// CheckDuration refuses) across five years of changes of time still
+// needs more than WindowSteps, and the refusal says what to do.
+func TestCheckCostRefusesOverlapForYears(t *testing.T) {
+	sched, err := ParseSchedule("0 22 * * 6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := 14*24*time.Hour + time.Hour
+	err = CheckCost(sched, d, mustLoad(t, "Europe/Berlin"))
+	want := `a window of "0 22 * * 6" lasting 14d1h takes more than 1000 steps to evaluate, the most one window may take (every evaluation of a pool's windows is bounded): ` +
+		`keep its duration within the schedule's period (7d), so that its openings do not overlap, and open it less often, for longer stretches`
+	if err == nil || err.Error() != want {
+		t.Errorf("CheckCost: %v\nwant %s", err, want)
 	}
 }

@@ -8,19 +8,22 @@ import (
 
 // MaxSteps bounds the work of one evaluation (Evaluate, State): a step is
 // about 40 ns of work on an idle core (a day a search looks at, a run of
-// back-to-back openings crossed; a zone period looked up costs 4), so an
-// evaluation that runs out takes about 2 ms. Schedules make one interval
-// of their back-to-back openings arithmetically, so a window costs tens
-// of steps per answer; what can cost more is a set of windows whose
+// back-to-back openings crossed, or a month of a run that goes on from
+// day to day; a zone period looked up costs 4), so an evaluation that
+// runs out takes about 2 ms. Schedules make one interval of their
+// back-to-back openings arithmetically, so a window costs tens to
+// hundreds of steps per answer; what can cost more is a set of windows whose
 // openings chain into each other, or freezes that cover every Allow
 // opening for years: such an evaluation ends with ErrTooComplex instead
 // of holding a plan, an approval or the controller.
 const MaxSteps = 50000
 
 // WindowSteps is what one window may need alone: validation refuses a
-// window that needs more (CheckCost), a fiftieth of MaxSteps. The
-// costliest windows the other checks accept need about 750 (a leap-day
-// window; one open all the time across the changes of time of five years).
+// window that needs more (CheckCost), a fiftieth of MaxSteps. Every
+// window the duration rule (CheckDuration) admits needs fewer: the
+// costliest need about 800 (a leap-day window lasting the four years to
+// the next, in a zone whose clocks change twice a year; windows open all
+// the time across the changes of time of five years).
 const WindowSteps = 1000
 
 // ErrTooComplex is the error of an evaluation that exceeds MaxSteps.

@@ -61,6 +61,6 @@ func checkCost(s Schedule, d time.Duration, loc *time.Location, steps int) (most
 }
 
 func costError(s Schedule, d time.Duration, steps int) error {
-	return fmt.Errorf("a window of %q lasting %s takes more than %d steps to evaluate, the most one window may take (every evaluation of a pool's windows is bounded): open it less often, for longer stretches (e.g. \"0 0 * * *\" for 23h rather than \"* 0-22 * * *\" for 1m)",
-		s, FormatDuration(d), steps)
+	return fmt.Errorf("a window of %q lasting %s takes more than %d steps to evaluate, the most one window may take (every evaluation of a pool's windows is bounded): keep its duration within the schedule's period (%s), so that its openings do not overlap, and open it less often, for longer stretches",
+		s, FormatDuration(d), steps, FormatDuration(s.Period()))
 }

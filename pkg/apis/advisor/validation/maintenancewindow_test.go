@@ -58,6 +58,18 @@ func TestValidateMaintenanceWindow(t *testing.T) {
 			s.Schedule, s.Duration = "* * * * *", metav1.Duration{Duration: 20 * time.Second}
 		}, "", ""},
 		{"duration equal to the period", func(s *v1alpha1.MaintenanceWindowSpec) { s.Duration = hours(7 * 24) }, "", ""},
+		// Every window the duration rule admits is evaluated within the
+		// bound: openings back to back for years are one interval.
+		{"a week every week, in UTC", func(s *v1alpha1.MaintenanceWindowSpec) { s.Duration, s.TimeZone = hours(7*24), "UTC" }, "", ""},
+		{"a freeze of a week every week, in UTC", func(s *v1alpha1.MaintenanceWindowSpec) {
+			s.Duration, s.TimeZone, s.Kind = hours(7*24), "UTC", v1alpha1.MaintenanceWindowKindDeny
+		}, "", ""},
+		{"four years from leap day to leap day", func(s *v1alpha1.MaintenanceWindowSpec) {
+			s.Schedule, s.Duration, s.TimeZone = "0 0 29 2 *", hours(1461*24), "UTC"
+		}, "", ""},
+		{"365 days from every 1 February", func(s *v1alpha1.MaintenanceWindowSpec) {
+			s.Schedule, s.Duration, s.TimeZone = "0 0 1 2 *", hours(365*24), "UTC"
+		}, "", ""},
 		// Issue 24: per-minute schedules cost a few steps to evaluate.
 		{"a freeze of 23 hours written per minute", func(s *v1alpha1.MaintenanceWindowSpec) {
 			s.Schedule, s.Duration, s.Kind = "* 0-22 * * *", metav1.Duration{Duration: time.Minute}, v1alpha1.MaintenanceWindowKindDeny
