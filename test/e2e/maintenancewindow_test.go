@@ -125,6 +125,52 @@ var _ = Describe("maintenance windows", startFirst, func() {
 		Expect(time.Until(got.Status.ClosesAt.Time)).To(BeNumerically("<=", 8*24*time.Hour))
 	})
 
+	It("accepts windows as long as their period: a week every week and a minute every minute are open at all times", func() {
+		week := createWindow(newWindow("e2e-whole-week", "0 22 * * 6", 7*24*time.Hour, "UTC"))
+		lastSaturday := func(t time.Time) time.Time {
+			t = t.UTC()
+			s := time.Date(t.Year(), t.Month(), t.Day(), 22, 0, 0, 0, time.UTC).AddDate(0, 0, -int((t.Weekday()+1)%7))
+			if s.After(t) {
+				s = s.AddDate(0, 0, -7)
+			}
+			return s
+		}
+		expectAlwaysOpen := func(st v1alpha1.MaintenanceWindowStatus, opens time.Time) {
+			GinkgoHelper()
+			Expect(st.Open).To(BeTrue(), "%+v", st)
+			Expect(st.ClosesAt).To(BeNil(), "openings back to back do not close: %+v", st)
+			Expect(st.OpensAt).NotTo(BeNil(), "%+v", st)
+			Expect(st.OpensAt.Time).To(BeTemporally("==", opens), "%+v", st)
+		}
+		before := time.Now()
+		expectAlwaysOpen(week.Status, lastSaturday(before))
+		got, err := advisor.AdvisorV1alpha1().MaintenanceWindows().Get(suiteCtx, "e2e-whole-week", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		expectAlwaysOpen(got.Status, lastSaturday(time.Now()))
+		out, err := kubectl("get", "mw", "e2e-whole-week", "--no-headers")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`^e2e-whole-week\s+Allow\s+0 22 \* \* 6\s+7d\s+UTC\s+e2e-windows\s+true\s`))
+
+		By("every minute for a minute: open across the end of one opening and the start of the next")
+		createWindow(newWindow("e2e-every-minute-all-of-it", "* * * * *", time.Minute, "UTC"))
+		untilSecond(58, 60)
+		end := time.Now().Truncate(time.Minute).Add(time.Minute + 2*time.Second)
+		reads := 0
+		for time.Now().Before(end) {
+			before := time.Now()
+			got, err := advisor.AdvisorV1alpha1().MaintenanceWindows().Get(suiteCtx, "e2e-every-minute-all-of-it", metav1.GetOptions{})
+			after := time.Now()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got.Status.Open).To(BeTrue(), "read between %s and %s: %+v", before, after, got.Status)
+			Expect(got.Status.ClosesAt).To(BeNil(), "%+v", got.Status)
+			Expect(got.Status.OpensAt.Time).To(BeTemporally(">=", before.Truncate(time.Minute)), "%+v", got.Status)
+			Expect(got.Status.OpensAt.Time).To(BeTemporally("<=", after), "%+v", got.Status)
+			reads++
+			time.Sleep(200 * time.Millisecond)
+		}
+		Expect(reads).To(BeNumerically(">=", 5))
+	})
+
 	DescribeTable("rejects a bad window with 422, the field path and what to do",
 		func(spec, fieldPath, message string) {
 			expectInvalid(createWindowRaw("e2e-bad", spec), fieldPath, message)

@@ -83,6 +83,22 @@ var _ = Describe("rollouts in maintenance windows", startFirst, func() {
 		expectUnpausedByUs()
 	})
 
+	It("lets a window as long as its period cover the pool at all times: the plan says so, the change is written at once and rolled out without a pause", func() {
+		createWindow(workerWindow("e2e-whole-week", "0 22 * * 6", 7*24*time.Hour, v1alpha1.MaintenanceWindowKindAllow))
+		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
+		waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 20*time.Second)
+		Expect(planItem(getPlan("load-aware-rebalancing"), "enable-psi-metrics").Message).To(
+			ContainSubstring("maintenance windows: pool 'worker': window 'e2e-whole-week' is open, with no end in sight (its openings touch)"))
+		approvePlan("load-aware-rebalancing")
+		Eventually(func() interface{} { return getObject(mcGVR, "", "99-worker-psi-karg") }).WithTimeout(15*time.Second).
+			ShouldNot(BeNil(), "written at once: the window is open")
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 120*time.Second)
+		it := item(c, "enable-psi-metrics")
+		Expect(it.MaintenanceWindow).To(BeNil())
+		Expect(it.WindowPauses).To(BeZero(), "no opening ended mid-rollout")
+		expectUnpausedByUs()
+	})
+
 	It("lets a freeze covering now beat an open window: nothing is written until the freeze ends", func() {
 		createWindow(workerWindow("e2e-always", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindAllow))
 		createWindow(workerWindow("e2e-freeze", "* * * * *", 30*time.Second, v1alpha1.MaintenanceWindowKindDeny))
