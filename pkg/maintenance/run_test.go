@@ -77,7 +77,10 @@ func openingByOpening(w *Window, now time.Time, limit int) (st State, ok bool) {
 func TestStateAgainstOpeningByOpening(t *testing.T) {
 	schedules := []string{"0 22 * * 6", "30 2 * * 0", "0 0 29 2 *", "0 0 1 2 *", "0 0 1 1 *", "0 0 * 1-11 *", "0 3 * 2-10 *", "0 0 1,15 * *",
 		"0 0 * * 0,3", "0 22 * * 1-5", "0 0 1-28 * *", "0 0 31 * *", "30 1 * * *", "0 0,12 * * *", "0 22 * 1-6 6", "0 0 13 * 5",
-		"0 */8 * * 1-5", "0 0 */2 * *", "0 0 * 3 *", "0 0 1-7 * 0", "59 23 * * *"}
+		"0 */8 * * 1-5", "0 0 */2 * *", "0 0 * 3 *", "0 0 1-7 * 0", "59 23 * * *",
+		// Runs that end within a day but go on from its last opening into
+		// the first of the next.
+		"0 1,23 * * *", "0 1,22,23 * * 6,0"}
 	zones := []string{"UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe"}
 	instants := []string{"2026-03-28 21:30 +0000", "2026-10-25 00:30 +0000", "2026-01-01 00:00 +0000", "2027-12-31 23:59:30 +0000", "2028-02-29 00:00 +0000", "2026-11-01 06:00 +0000"}
 	compared := 0
