@@ -12,18 +12,18 @@ import (
 // day to day; a zone period looked up costs 4), so an evaluation that
 // runs out takes about 2 ms. Schedules make one interval of their
 // back-to-back openings arithmetically, so a window costs tens to
-// hundreds of steps per answer; what can cost more is a set of windows whose
-// openings chain into each other, or freezes that cover every Allow
+// hundreds of steps per answer; what can cost more is a set of windows
+// whose openings chain into each other, or freezes that cover every Allow
 // opening for years: such an evaluation ends with ErrTooComplex instead
 // of holding a plan, an approval or the controller.
 const MaxSteps = 50000
 
 // WindowSteps is what one window may need alone: validation refuses a
 // window that needs more (CheckCost), a fiftieth of MaxSteps. Every
-// window the duration rule (CheckDuration) admits needs fewer: the
-// costliest need about 800 (a leap-day window lasting the four years to
-// the next, in a zone whose clocks change twice a year; windows open all
-// the time across the changes of time of five years).
+// window the duration rule (CheckDuration) admits needs fewer, about
+// 800 at most: a leap-day window lasting the four years to the next, in
+// a zone whose clocks change twice a year, and windows open all the time
+// across the changes of time of five years cost the most.
 const WindowSteps = 1000
 
 // ErrTooComplex is the error of an evaluation that exceeds MaxSteps.
