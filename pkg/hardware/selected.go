@@ -18,6 +18,8 @@ type Selected struct {
 	Pool Pool
 	// Others are the selecting pools other than the one asked for.
 	Others []string
+	// PoolOf is the pool of each node (set by ReadRolled).
+	PoolOf map[string]string
 }
 
 // ReadSelected reads the facts of the nodes a MachineConfig with mcLabels
@@ -58,6 +60,7 @@ func ReadSelected(ctx context.Context, l Lister, poolName string, mcLabels map[s
 		if err != nil {
 			return Selected{}, err
 		}
+		out.PoolOf = appendPool(out.PoolOf, p)
 		if selecting[i].GetName() != poolName {
 			out.Others = append(out.Others, selecting[i].GetName())
 		}

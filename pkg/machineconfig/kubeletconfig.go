@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,9 @@ import (
 // pkg/controller/kubelet-config, syncKubeletConfig) renders it, for every
 // pool whose labels its spec.machineConfigPoolSelector selects, into a
 // MachineConfig 99-<pool>-generated-kubelet with the role label of that
-// pool, and that MachineConfig rolls the pool as any other.
+// pool, and that MachineConfig rolls every pool whose
+// machineConfigSelector selects it, as any other: one for worker also
+// rolls a custom pool such as worker-cnv that selects role worker.
 
 // The KubeletConfig kind and resource.
 var (
@@ -87,6 +90,7 @@ func ChangeOf(ref v1alpha1.ObjectReference, obj map[string]interface{}) Change {
 	if IsKubeletConfig(ref) {
 		c.KubeletConfig = true
 		c.PoolSelector, _, _ = unstructured.NestedMap(obj, "spec", "machineConfigPoolSelector")
+		c.Suffix, _, _ = unstructured.NestedString(obj, "metadata", "annotations", MCNameSuffixAnnotation)
 		return c
 	}
 	c.Labels, _, _ = unstructured.NestedStringMap(obj, "metadata", "labels")
@@ -105,34 +109,89 @@ func ItemChange(ref v1alpha1.ObjectReference, desired *runtime.RawExtension) Cha
 	return ChangeOf(ref, obj)
 }
 
-// RolledBy is true when the pool renders the change: its
-// machineConfigSelector selects a MachineConfig's labels, or a
-// KubeletConfig's machineConfigPoolSelector selects the pool's labels (an
-// empty or missing selector selects no pool, as getPoolsForKubeletConfig
-// and getManagedKubeletConfigKey skip selector.Empty()).
-func (c Change) RolledBy(pool *unstructured.Unstructured) (bool, error) {
+// Generated is a MachineConfig a change is rendered as: the MachineConfig
+// itself, or one the kubelet-config controller generates from a
+// KubeletConfig for a pool it selects.
+type Generated struct {
+	Name   string
+	Labels map[string]string
+	// For is the pool a KubeletConfig's MachineConfig is generated for
+	// ("" for a MachineConfig).
+	For string
+}
+
+// Rendered returns the MachineConfigs the change is rendered as, among
+// these pools: a MachineConfig is itself; a KubeletConfig is a
+// MachineConfig 99-<pool>-generated-kubelet (with its suffix) labelled
+// with the role <pool> for every pool its machineConfigPoolSelector
+// selects (syncKubeletConfig: role := pool.Name). An empty or missing
+// selector selects no pool, as getPoolsForKubeletConfig and
+// getManagedKubeletConfigKey skip selector.Empty().
+func (c Change) Rendered(pools []unstructured.Unstructured) ([]Generated, error) {
 	if !c.KubeletConfig {
-		return Selects(pool, c.Labels)
+		return []Generated{{Name: c.Name, Labels: c.Labels}}, nil
 	}
 	if len(c.PoolSelector) == 0 {
-		return false, nil
+		return nil, nil
 	}
 	var ls metav1.LabelSelector
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(c.PoolSelector, &ls); err != nil {
-		return false, fmt.Errorf("KubeletConfig '%s' has an invalid machineConfigPoolSelector: %w", c.Name, err)
+		return nil, fmt.Errorf("KubeletConfig '%s' has an invalid machineConfigPoolSelector: %w", c.Name, err)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&ls)
 	if err != nil {
-		return false, fmt.Errorf("KubeletConfig '%s' has an invalid machineConfigPoolSelector: %w", c.Name, err)
+		return nil, fmt.Errorf("KubeletConfig '%s' has an invalid machineConfigPoolSelector: %w", c.Name, err)
 	}
-	return !sel.Empty() && sel.Matches(labels.Set(pool.GetLabels())), nil
+	if sel.Empty() {
+		return nil, nil
+	}
+	var out []Generated
+	for i := range pools {
+		name := pools[i].GetName()
+		if sel.Matches(labels.Set(pools[i].GetLabels())) {
+			out = append(out, Generated{Name: GeneratedKubeletName(name, c.Suffix), Labels: map[string]string{RoleLabel: name}, For: name})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].For < out[j].For })
+	return out, nil
+}
+
+// RenderedBy names the MachineConfigs of the change that the pool renders
+// (its machineConfigSelector selects their labels), sorted; pools are all
+// the pools, which decide what a KubeletConfig is rendered as. A custom
+// pool that selects role worker thus renders the MachineConfig generated
+// from a KubeletConfig for the worker pool, and rolls its nodes too.
+func (c Change) RenderedBy(pool *unstructured.Unstructured, pools []unstructured.Unstructured) ([]string, error) {
+	rendered, err := c.Rendered(pools)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, g := range rendered {
+		selects, err := Selects(pool, g.Labels)
+		if err != nil {
+			return nil, err
+		}
+		if selects {
+			out = append(out, g.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// RolledBy is true when the pool renders the change (RenderedBy): a
+// MachineConfig, or one generated from a KubeletConfig.
+func (c Change) RolledBy(pool *unstructured.Unstructured, pools []unstructured.Unstructured) (bool, error) {
+	names, err := c.RenderedBy(pool, pools)
+	return len(names) > 0, err
 }
 
 // RolledPools returns the pools that render the change, sorted by name.
 func RolledPools(pools []unstructured.Unstructured, c Change) ([]unstructured.Unstructured, error) {
 	var out []unstructured.Unstructured
 	for i := range pools {
-		rolls, err := c.RolledBy(&pools[i])
+		rolls, err := c.RolledBy(&pools[i], pools)
 		if err != nil {
 			return nil, err
 		}
@@ -188,30 +247,40 @@ func KubeletConfigRefusal(kc *unstructured.Unstructured) string {
 }
 
 // EvaluateTargetRollout is EvaluateRollout for any item that rolls pools.
-// A KubeletConfig rolls out through the MachineConfig the pool renders it
-// into, named from the live KubeletConfig's suffix annotation (live: the
-// KubeletConfig as read now, nil after a Delete); a KubeletConfig the
-// kubelet-config controller refused never rolls out (degraded, with its
-// message). After a Delete the generated MachineConfig is gone too
-// (cascadeDelete): the pool has rolled out once it left the configuration
-// noted before.
-func EvaluateTargetRollout(pool *unstructured.Unstructured, poolName string, ref v1alpha1.ObjectReference, live *unstructured.Unstructured, op v1alpha1.Operation, before string) Rollout {
+// A KubeletConfig rolls out through the MachineConfigs generated from it
+// that the pool renders (generated: RenderedBy of the live KubeletConfig,
+// whose suffix annotation names them; the one generated for the pool
+// itself when none is known). live is the KubeletConfig as read now, nil
+// after a Delete; a KubeletConfig the kubelet-config controller refused
+// never rolls out (degraded, with its message). After a Delete the
+// generated MachineConfigs are gone too (cascadeDelete): the pool has
+// rolled out once it left the configuration noted before.
+func EvaluateTargetRollout(pool *unstructured.Unstructured, poolName string, ref v1alpha1.ObjectReference, live *unstructured.Unstructured, op v1alpha1.Operation, before string, generated []string) Rollout {
 	if !IsKubeletConfig(ref) {
 		return EvaluateRollout(pool, poolName, ref.Name, op, before)
 	}
 	if msg := KubeletConfigRefusal(live); msg != "" && op != v1alpha1.OperationDelete {
 		return Rollout{Degraded: true, Message: fmt.Sprintf("the MachineConfig operator refused KubeletConfig '%s': %s", ref.Name, msg)}
 	}
-	suffix := ""
-	if live != nil {
-		suffix = live.GetAnnotations()[MCNameSuffixAnnotation]
+	if len(generated) == 0 {
+		suffix := ""
+		if live != nil {
+			suffix = live.GetAnnotations()[MCNameSuffixAnnotation]
+		}
+		generated = []string{GeneratedKubeletName(poolName, suffix)}
 	}
 	if op == v1alpha1.OperationDelete && pool != nil && before != "" {
 		if spec, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name"); spec == before {
 			return Rollout{Message: fmt.Sprintf("MachineConfigPool '%s' is processing changes (the MachineConfig generated from KubeletConfig '%s' is not removed yet)", poolName, ref.Name)}
 		}
 	}
-	return EvaluateRollout(pool, poolName, GeneratedKubeletName(poolName, suffix), op, before)
+	var r Rollout
+	for _, mc := range generated {
+		if r = EvaluateRollout(pool, poolName, mc, op, before); !r.Done {
+			return r
+		}
+	}
+	return r
 }
 
 // KubeletRenderedSpec is the part of the generated MachineConfig's spec a

@@ -52,7 +52,11 @@ func TestRolledPools(t *testing.T) {
 		wantErr  string
 	}{
 		{name: "KubeletConfig by the pool label", ref: kcRef, obj: kubeletConfig(byPool("worker-cnv")), want: []string{"worker-cnv"}, wantHint: "worker-cnv"},
-		{name: "KubeletConfig by a custom label", ref: kcRef, obj: kubeletConfig(map[string]interface{}{"matchLabels": map[string]interface{}{"custom-kubelet": "large"}}), want: []string{"worker"}},
+		// The MachineConfig generated for worker has role worker, which
+		// worker-cnv renders too: both pools roll.
+		{name: "KubeletConfig for worker: every pool that renders role worker", ref: kcRef, obj: kubeletConfig(byPool("worker")), want: []string{"worker", "worker-cnv"}, wantHint: "worker"},
+		{name: "KubeletConfig by a custom label", ref: kcRef, obj: kubeletConfig(map[string]interface{}{"matchLabels": map[string]interface{}{"custom-kubelet": "large"}}), want: []string{"worker", "worker-cnv"}},
+		{name: "KubeletConfig for master: master only", ref: kcRef, obj: kubeletConfig(byPool("master")), want: []string{"master"}, wantHint: "master"},
 		{name: "KubeletConfig by an expression over two pools", ref: kcRef,
 			obj: kubeletConfig(map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{
 				"key": PoolLabelPrefix + "master", "operator": "DoesNotExist"}}}), want: []string{"worker", "worker-cnv"}},
@@ -98,6 +102,82 @@ func TestRolledPools(t *testing.T) {
 				t.Errorf("Rolls = %v, %v; want %v", rolled, err, tt.want)
 			}
 		})
+	}
+}
+
+// Which generated MachineConfigs each pool renders: the pools a
+// KubeletConfig selects decide what it is rendered as, and every pool
+// whose machineConfigSelector selects one of those renders it.
+func TestRenderedBy(t *testing.T) {
+	role := func(roles ...interface{}) map[string]interface{} {
+		return map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{"key": RoleLabel, "operator": "In", "values": roles}}}
+	}
+	pools := []unstructured.Unstructured{
+		labeledPool("worker-cnv", map[string]interface{}{PoolLabelPrefix + "worker-cnv": "", "vms": "yes"}, role("worker", "worker-cnv")),
+		labeledPool("worker", map[string]interface{}{PoolLabelPrefix + "worker": "", "vms": "yes"}, role("worker")),
+		labeledPool("infra", map[string]interface{}{PoolLabelPrefix + "infra": ""}, role("infra")),
+	}
+	withSuffix := func(obj map[string]interface{}, suffix string) map[string]interface{} {
+		obj["metadata"].(map[string]interface{})["annotations"] = map[string]interface{}{MCNameSuffixAnnotation: suffix}
+		return obj
+	}
+	tests := []struct {
+		name string
+		obj  map[string]interface{}
+		want map[string][]string // pool -> generated MachineConfigs it renders
+	}{
+		{"for worker", kubeletConfig(map[string]interface{}{"matchLabels": map[string]interface{}{PoolLabelPrefix + "worker": ""}}),
+			map[string][]string{"worker": {"99-worker-generated-kubelet"}, "worker-cnv": {"99-worker-generated-kubelet"}}},
+		{"for worker, with its suffix", withSuffix(kubeletConfig(map[string]interface{}{"matchLabels": map[string]interface{}{PoolLabelPrefix + "worker": ""}}), "2"),
+			map[string][]string{"worker": {"99-worker-generated-kubelet-2"}, "worker-cnv": {"99-worker-generated-kubelet-2"}}},
+		{"for worker-cnv", kubeletConfig(map[string]interface{}{"matchLabels": map[string]interface{}{PoolLabelPrefix + "worker-cnv": ""}}),
+			map[string][]string{"worker-cnv": {"99-worker-cnv-generated-kubelet"}}},
+		{"for both: worker-cnv renders both", kubeletConfig(map[string]interface{}{"matchLabels": map[string]interface{}{"vms": "yes"}}),
+			map[string][]string{"worker": {"99-worker-generated-kubelet"}, "worker-cnv": {"99-worker-cnv-generated-kubelet", "99-worker-generated-kubelet"}}},
+		{"for infra", kubeletConfig(map[string]interface{}{"matchLabels": map[string]interface{}{PoolLabelPrefix + "infra": ""}}),
+			map[string][]string{"infra": {"99-infra-generated-kubelet"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			change := ChangeOf(kcRef, tt.obj)
+			got := map[string][]string{}
+			for i := range pools {
+				names, err := change.RenderedBy(&pools[i], pools)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(names) > 0 {
+					got[pools[i].GetName()] = names
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("RenderedBy = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A custom pool rolls out a KubeletConfig for worker through the
+// MachineConfig generated for worker, not one named after itself.
+func TestEvaluateTargetRolloutOnAnotherPool(t *testing.T) {
+	gen := "99-worker-generated-kubelet"
+	pool := poolState{generation: 2, observed: 2, specName: "rendered-worker-cnv-b", statusName: "rendered-worker-cnv-b",
+		specSources: []string{"00-worker", gen}, statusSources: []string{"00-worker", gen},
+		machines: 3, updated: 3, ready: 3, updatedCond: "True", updatingCond: "False"}.obj()
+	empty := ""
+	live := liveKubeletConfig(1, 1, &empty, "Success:Success")
+	if r := EvaluateTargetRollout(pool, "worker-cnv", kcRef, live, v1alpha1.OperationCreate, "rendered-worker-cnv-a", []string{gen}); !r.Done {
+		t.Errorf("with the generated MachineConfig it renders: %+v, want done", r)
+	}
+	notYet := poolState{generation: 2, observed: 2, specName: "rendered-worker-cnv-a", statusName: "rendered-worker-cnv-a",
+		specSources: []string{"00-worker"}, statusSources: []string{"00-worker"},
+		machines: 3, updated: 3, ready: 3, updatedCond: "True", updatingCond: "False"}.obj()
+	if r := EvaluateTargetRollout(notYet, "worker-cnv", kcRef, live, v1alpha1.OperationCreate, "rendered-worker-cnv-a", []string{gen}); r.Done {
+		t.Errorf("before the render: %+v, want not done", r)
+	}
+	both := []string{"99-worker-cnv-generated-kubelet", gen}
+	if r := EvaluateTargetRollout(pool, "worker-cnv", kcRef, live, v1alpha1.OperationCreate, "rendered-worker-cnv-a", both); r.Done {
+		t.Errorf("one of two generated MachineConfigs rendered: %+v, want not done", r)
 	}
 }
 
@@ -206,14 +286,14 @@ func TestEvaluateTargetRollout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := EvaluateTargetRollout(tt.pool, "worker", kcRef, tt.live, tt.op, tt.before)
+			r := EvaluateTargetRollout(tt.pool, "worker", kcRef, tt.live, tt.op, tt.before, nil)
 			if r.Done != tt.done || r.Degraded != tt.degraded || !strings.Contains(r.Message, tt.message) {
 				t.Errorf("got %+v; want done %v, degraded %v, message containing %q", r, tt.done, tt.degraded, tt.message)
 			}
 		})
 	}
 	// A MachineConfig item is evaluated as before.
-	if r := EvaluateTargetRollout(rolled("rendered-worker-b", "00-worker", "99-psi"), "worker", mcRef, nil, v1alpha1.OperationCreate, "rendered-worker-a"); !r.Done {
+	if r := EvaluateTargetRollout(rolled("rendered-worker-b", "00-worker", "99-psi"), "worker", mcRef, nil, v1alpha1.OperationCreate, "rendered-worker-a", nil); !r.Done {
 		t.Errorf("MachineConfig: %+v, want done", r)
 	}
 }

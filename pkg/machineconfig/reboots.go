@@ -14,7 +14,9 @@ import (
 // or deletes (ChangeOf), with what the pools that render it are found by
 // (for a Delete, the live object's): a MachineConfig's labels, which a
 // pool's machineConfigSelector selects, or a KubeletConfig's
-// machineConfigPoolSelector, which selects pools by their labels.
+// machineConfigPoolSelector, which selects the pools it is generated for
+// by their labels; the MachineConfigs generated for them (role <pool>)
+// are then rendered by every pool that selects them (Rendered).
 type Change struct {
 	Name   string
 	Labels map[string]string
@@ -22,6 +24,9 @@ type Change struct {
 	// spec.machineConfigPoolSelector.
 	KubeletConfig bool
 	PoolSelector  map[string]interface{}
+	// Suffix is the KubeletConfig's recorded suffix (MCNameSuffixAnnotation)
+	// of the MachineConfigs generated from it; "" before it has one.
+	Suffix string
 }
 
 // Reboot is what applying changes does to one MachineConfigPool: the
@@ -43,7 +48,7 @@ func Rolls(pools []unstructured.Unstructured, changes []Change) ([]Reboot, error
 		r := Reboot{Pool: pool.GetName(), Machines: Count(pool, "machineCount")}
 		r.Paused, _, _ = unstructured.NestedBool(pool.Object, "spec", "paused")
 		for _, c := range changes {
-			selects, err := c.RolledBy(pool)
+			selects, err := c.RolledBy(pool, pools)
 			if err != nil {
 				return nil, err
 			}

@@ -81,14 +81,15 @@ func (x *index) dropAborted(config string) bool {
 	return held
 }
 
-// abortedOn lists the configs whose abort holds pool paused, sorted.
-func (x *index) abortedOn(pool *unstructured.Unstructured) []string {
+// abortedOn lists the configs whose abort holds pool paused, sorted;
+// pools are all the pools.
+func (x *index) abortedOn(pool *unstructured.Unstructured, pools []unstructured.Unstructured) []string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []string
 	for config, hold := range x.aborts {
 		for _, change := range hold.Changes {
-			if ok, err := change.RolledBy(pool); err != nil || ok {
+			if ok, err := change.RolledBy(pool, pools); err != nil || ok {
 				// A change that cannot be matched holds the pool: a
 				// pause kept too long is safer than a drain resumed.
 				out = append(out, config)
@@ -116,7 +117,7 @@ func (c *Controller) PauseAborted(ctx context.Context, config string, hold Abort
 	}
 	var errs []error
 	for i := range pools {
-		if !slices.Contains(c.index.abortedOn(&pools[i]), config) {
+		if !slices.Contains(c.index.abortedOn(&pools[i], pools), config) {
 			continue
 		}
 		if _, err := c.Reconcile(ctx, pools[i].GetName()); err != nil {

@@ -98,8 +98,9 @@ func (x *index) expect(k itemKey, change machineconfig.Change) {
 }
 
 // due lists the configs of the items waiting to write to pool (expected
-// ones included), sorted.
-func (x *index) due(pool *unstructured.Unstructured) []string {
+// ones included), sorted; pools are all the pools (what a KubeletConfig
+// is rendered as depends on them).
+func (x *index) due(pool *unstructured.Unstructured, pools []unstructured.Unstructured) []string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	configs := sets.New[string]()
@@ -107,7 +108,7 @@ func (x *index) due(pool *unstructured.Unstructured) []string {
 		configs.Insert(k.config)
 	}
 	for k, change := range x.expected {
-		if ok, err := change.RolledBy(pool); err == nil && ok {
+		if ok, err := change.RolledBy(pool, pools); err == nil && ok {
 			configs.Insert(k.config)
 		}
 	}

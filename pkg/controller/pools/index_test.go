@@ -65,10 +65,10 @@ func TestIndex(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			x := newIndex()
 			tc.do(x)
-			if got := x.due(worker); !reflect.DeepEqual(got, tc.dueWorker) && len(got)+len(tc.dueWorker) > 0 {
+			if got := x.due(worker, nil); !reflect.DeepEqual(got, tc.dueWorker) && len(got)+len(tc.dueWorker) > 0 {
 				t.Errorf("due on worker %v, want %v", got, tc.dueWorker)
 			}
-			if got := x.due(infra); !reflect.DeepEqual(got, tc.dueInfra) && len(got)+len(tc.dueInfra) > 0 {
+			if got := x.due(infra, nil); !reflect.DeepEqual(got, tc.dueInfra) && len(got)+len(tc.dueInfra) > 0 {
 				t.Errorf("due on infra %v, want %v", got, tc.dueInfra)
 			}
 			if got := x.rollingOn("worker"); !reflect.DeepEqual(got, tc.rolling) && len(got)+len(tc.rolling) > 0 {
@@ -78,5 +78,28 @@ func TestIndex(t *testing.T) {
 				t.Errorf("window pauses of a/psi %d, want %d", got, tc.pausesOfPSI)
 			}
 		})
+	}
+}
+
+// An expected KubeletConfig for worker is due on every pool that renders
+// the MachineConfig generated from it: a custom pool selecting role
+// worker too, whose pause must not end under it either.
+func TestDueKubeletConfigOnCustomPool(t *testing.T) {
+	worker, infra := pool("worker"), pool("infra")
+	worker.SetLabels(map[string]string{machineconfig.PoolLabelPrefix + "worker": ""})
+	cnv := pool("worker-cnv")
+	_ = unstructured.SetNestedField(cnv.Object, map[string]interface{}{"matchExpressions": []interface{}{map[string]interface{}{
+		"key": machineconfig.RoleLabel, "operator": "In", "values": []interface{}{"worker", "worker-cnv"}}}}, "spec", "machineConfigSelector")
+	all := []unstructured.Unstructured{*worker, *cnv, *infra}
+	x := newIndex()
+	x.expect(itemKey{"dc", "kubelet"}, machineconfig.Change{Name: "dedicated-cpus", KubeletConfig: true,
+		PoolSelector: map[string]interface{}{"matchLabels": map[string]interface{}{machineconfig.PoolLabelPrefix + "worker": ""}}})
+	for _, tc := range []struct {
+		pool *unstructured.Unstructured
+		want []string
+	}{{worker, []string{"dc"}}, {cnv, []string{"dc"}}, {infra, nil}} {
+		if got := x.due(tc.pool, all); !reflect.DeepEqual(got, tc.want) && len(got)+len(tc.want) > 0 {
+			t.Errorf("due on %s: %v, want %v", tc.pool.GetName(), got, tc.want)
+		}
 	}
 }

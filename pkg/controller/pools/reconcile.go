@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
@@ -95,13 +96,18 @@ func closeTimer(s poolState) time.Duration {
 // a pause at the close of its maintenance window. It returns when to look
 // again.
 func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration, error) {
-	pool, err := c.Cluster.Get(ctx, machineconfig.MachineConfigPoolGVK, "", name)
-	if err != nil || pool == nil {
+	// Every pool: which of them render a KubeletConfig depends on all.
+	pools, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
 		return 0, err
 	}
+	pool := byName(pools, name)
+	if pool == nil {
+		return 0, nil
+	}
 	rolling := c.index.rollingOn(name)
-	due := c.index.due(pool)
-	aborted := c.index.abortedOn(pool)
+	due := c.index.due(pool, pools)
+	aborted := c.index.abortedOn(pool, pools)
 	w := c.windowFor(ctx, pool)
 	d := decide(poolState{
 		pause: machineconfig.ReadPool(pool, cluster.FieldManager, "", ""), rolling: machineconfig.RollingOut(pool),
@@ -162,9 +168,19 @@ func (c *Controller) ReconcileAll(ctx context.Context) (time.Duration, error) {
 	}
 	for i := range pools {
 		name := pools[i].GetName()
-		if machineconfig.ReadPool(&pools[i], cluster.FieldManager, "", "").Ours || len(c.index.rollingOn(name)) > 0 || len(c.index.abortedOn(&pools[i])) > 0 {
+		if machineconfig.ReadPool(&pools[i], cluster.FieldManager, "", "").Ours || len(c.index.rollingOn(name)) > 0 || len(c.index.abortedOn(&pools[i], pools)) > 0 {
 			c.enqueue(name, 0)
 		}
 	}
 	return after, nil
+}
+
+// byName is the pool of that name among pools, nil when there is none.
+func byName(pools []unstructured.Unstructured, name string) *unstructured.Unstructured {
+	for i := range pools {
+		if pools[i].GetName() == name {
+			return &pools[i]
+		}
+	}
+	return nil
 }

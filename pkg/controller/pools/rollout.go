@@ -58,53 +58,82 @@ func Soonest(ds ...time.Duration) time.Duration {
 // nodes to update is queued for its reconcile, which pauses it; a rollout
 // of a plan with nothing to write is not ours to pause.
 func (c *Controller) Rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, written bool) ItemRollout {
+	v := itemView{key: itemKey{config, it.Name}, it: it, written: written}
 	pools, err := c.itemPools(ctx, it)
+	if err == nil {
+		v.all, err = c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	}
 	if err != nil {
 		return ItemRollout{Window: it.MaintenanceWindow, Rollout: machineconfig.Rollout{
 			Message: fmt.Sprintf("Cannot read the MachineConfigPools of %s '%s': %v", it.TargetRef.Kind, it.TargetRef.Name, err)}}
 	}
-	// A KubeletConfig rolls out through the MachineConfig generated from
+	// A KubeletConfig rolls out through the MachineConfigs generated from
 	// it, named by the live object (and refused in its status).
-	var live *unstructured.Unstructured
 	if machineconfig.IsKubeletConfig(it.TargetRef) && it.Operation != v1alpha1.OperationDelete {
-		if live, err = c.Cluster.Get(ctx, plan.TargetGVK(it.TargetRef), "", it.TargetRef.Name); err != nil {
+		if v.live, err = c.Cluster.Get(ctx, plan.TargetGVK(it.TargetRef), "", it.TargetRef.Name); err != nil {
 			return ItemRollout{Window: it.MaintenanceWindow, Rollout: machineconfig.Rollout{
 				Message: fmt.Sprintf("Cannot read KubeletConfig '%s': %v", it.TargetRef.Name, err)}}
 		}
 	}
-	key := itemKey{config, it.Name}
 	out := ItemRollout{WindowPauses: it.WindowPauses}
 	if written {
-		c.index.follow(key, it.WindowPauses)
+		c.index.follow(v.key, it.WindowPauses)
 	}
 	results := make([]machineconfig.Rollout, len(pools))
 	for i, pool := range pools {
-		results[i] = c.poolRollout(ctx, key, it, pool, live, written, &out)
+		results[i] = c.poolRollout(ctx, v, pool, &out)
 	}
 	c.index.seeLocked(config, names(pools))
 	if written {
 		// After the pools: a pause their reconcile made meanwhile counts.
-		out.WindowPauses = c.index.follow(key, it.WindowPauses)
+		out.WindowPauses = c.index.follow(v.key, it.WindowPauses)
 	}
 	out.Rollout = machineconfig.CombineRollouts(it.TargetRef.Name, results)
 	return out
 }
 
-// poolRollout evaluates one pool of the item (live: the KubeletConfig it
-// writes, nil for a MachineConfig), adding what its window says to out.
-func (c *Controller) poolRollout(ctx context.Context, key itemKey, it *v1alpha1.VirtPlatformConfigItem, pool, live *unstructured.Unstructured, written bool, out *ItemRollout) machineconfig.Rollout {
+// itemView is what the rollout of an item on each of its pools is
+// evaluated with: live is the KubeletConfig it writes (nil for a
+// MachineConfig or after a Delete), all every pool.
+type itemView struct {
+	key     itemKey
+	it      *v1alpha1.VirtPlatformConfigItem
+	live    *unstructured.Unstructured
+	all     []unstructured.Unstructured
+	written bool
+}
+
+// generatedOn names the MachineConfigs generated from the item's
+// KubeletConfig that pool renders (none for a MachineConfig, or when the
+// live KubeletConfig is gone).
+func (v itemView) generatedOn(pool *unstructured.Unstructured) []string {
+	if v.live == nil || !machineconfig.IsKubeletConfig(v.it.TargetRef) {
+		return nil
+	}
+	names, _ := machineconfig.ChangeOf(v.it.TargetRef, v.live.Object).RenderedBy(pool, v.all)
+	return names
+}
+
+// poolRollout evaluates one pool of the item, adding what its window says
+// to out.
+func (c *Controller) poolRollout(ctx context.Context, v itemView, pool *unstructured.Unstructured, out *ItemRollout) machineconfig.Rollout {
+	it := v.it
 	name := pool.GetName()
 	if _, found := pool.Object["spec"]; !found {
 		pool = nil // noted at apply time, gone since
 	}
-	r := machineconfig.EvaluateTargetRollout(pool, name, it.TargetRef, live, it.Operation, machineconfig.ConfigBefore(it, name))
+	var generated []string
+	if pool != nil {
+		generated = v.generatedOn(pool)
+	}
+	r := machineconfig.EvaluateTargetRollout(pool, name, it.TargetRef, v.live, it.Operation, machineconfig.ConfigBefore(it, name), generated)
 	if pool == nil || r.Done {
 		return r
 	}
 	w := allowed
-	if written {
+	if v.written {
 		w = c.windowFor(ctx, pool)
-		if c.index.setRolling(key, name) && w.Windowed {
+		if c.index.setRolling(v.key, name) && w.Windowed {
 			c.enqueue(name, 0) // its reconcile sets the timer of the window's close
 		}
 	}
@@ -127,7 +156,7 @@ func (c *Controller) poolRollout(ctx context.Context, key itemKey, it *v1alpha1.
 	if w.Windowed && !w.ClosesAt.IsZero() {
 		out.After = soonest(out.After, w.ClosesAt.Sub(now)) // the rollout's message changes as the window closes
 	}
-	if msg := c.pauseMessage(pool, now); msg != "" {
+	if msg := c.pauseMessage(pool, v.all, now); msg != "" {
 		r.Message = msg
 	}
 	return r
@@ -135,9 +164,9 @@ func (c *Controller) poolRollout(ctx context.Context, key itemKey, it *v1alpha1.
 
 // pauseMessage says why we hold a pool paused, "" when we do not: an
 // abort, or a coalescing or window pause and until when.
-func (c *Controller) pauseMessage(pool *unstructured.Unstructured, now time.Time) string {
+func (c *Controller) pauseMessage(pool *unstructured.Unstructured, pools []unstructured.Unstructured, now time.Time) string {
 	name := pool.GetName()
-	if aborted := c.index.abortedOn(pool); len(aborted) > 0 && machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Paused {
+	if aborted := c.index.abortedOn(pool, pools); len(aborted) > 0 && machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Paused {
 		// Held by an abort: its recorded end means nothing.
 		return fmt.Sprintf("MachineConfigPool '%s' is paused: the plan rolling out on it was aborted (%d of %d nodes updated); it resumes when a plan of %s is approved again or the config is deleted",
 			name, machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"), strings.Join(aborted, ", "))

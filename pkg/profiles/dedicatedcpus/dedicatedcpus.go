@@ -191,15 +191,30 @@ func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, 
 	if o.pool == "" {
 		return []profiles.Item{failedItem(fmt.Errorf("options.%s.pool is required: name the MachineConfigPool whose nodes run VMs with dedicatedCpuPlacement", OptionsBlock))}, nil
 	}
-	pool, err := hardware.Read(ctx, in.Cluster, o.pool)
+	// Every node the KubeletConfig lands on: those of the pools that
+	// render the MachineConfig generated from it (role <pool>), which
+	// custom pools selecting that role render too.
+	sel, err := hardware.ReadRolled(ctx, in.Cluster, o.pool, kubeletChange(o.pool))
 	if err != nil {
 		return []profiles.Item{failedItem(err)}, nil
 	}
-	r, err := derive(pool, o.coresPerZone)
+	r, err := derive(sel.Pool, o.coresPerZone)
 	if err != nil {
-		return []profiles.Item{failedItem(err)}, nil
+		what := fmt.Sprintf("KubeletConfig '%s' (rendered as MachineConfig '%s' with role '%s')", KubeletConfigName, machineconfig.GeneratedKubeletName(o.pool, ""), o.pool)
+		return []profiles.Item{failedItem(sel.Explain(err, what))}, nil
 	}
+	r.others = sel.Others
 	return []profiles.Item{kubeletItem(o, r)}, nil
+}
+
+// poolSelector selects the pool by its own label.
+func poolSelector(pool string) map[string]interface{} {
+	return map[string]interface{}{"matchLabels": map[string]interface{}{machineconfig.PoolLabelPrefix + pool: ""}}
+}
+
+// kubeletChange is what the pools the KubeletConfig rolls are found by.
+func kubeletChange(pool string) machineconfig.Change {
+	return machineconfig.Change{Name: KubeletConfigName, KubeletConfig: true, PoolSelector: poolSelector(pool)}
 }
 
 // identity is the KubeletConfig's apiVersion, kind and name.
@@ -243,7 +258,7 @@ func kubeletItem(o options, r reservation) profiles.Item {
 			"apiVersion": machineconfig.KubeletConfigGVK.GroupVersion().String(), "kind": machineconfig.KubeletConfigGVK.Kind,
 			"metadata": map[string]interface{}{"name": KubeletConfigName},
 			"spec": map[string]interface{}{
-				"machineConfigPoolSelector": map[string]interface{}{"matchLabels": map[string]interface{}{machineconfig.PoolLabelPrefix + o.pool: ""}},
+				"machineConfigPoolSelector": poolSelector(o.pool),
 				"kubeletConfig":             kubelet,
 			},
 		}},
@@ -251,8 +266,8 @@ func kubeletItem(o options, r reservation) profiles.Item {
 		Impact:        v1alpha1.ImpactHigh,
 		Message:       message(o, r),
 		Owned:         true,
-		Warnings: []string{fmt.Sprintf("the kubelet's CPU manager state is reset on the nodes of MachineConfigPool '%s' (its policy changes): each node is drained and rebooted, and the VMs running there move; check the CPU numbering assumed (%s) against lscpu -e on one node",
-			o.pool, r.numbering)},
+		Warnings: []string{fmt.Sprintf("the kubelet's CPU manager state is reset on the nodes of MachineConfigPool %s (its policy changes): each node is drained and rebooted, and the VMs running there move; check the CPU numbering assumed (%s) against lscpu -e on one node",
+			quoted(append([]string{o.pool}, r.others...)), r.numbering)},
 	}
 }
 
@@ -260,6 +275,10 @@ func message(o options, r reservation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "KubeletConfig '%s' will configure MachineConfigPool '%s': cpuManagerPolicy static (full-pcpus-only), topologyManagerPolicy %s, memoryManagerPolicy Static. ",
 		KubeletConfigName, o.pool, o.topologyPolicy)
+	if len(r.others) > 0 {
+		fmt.Fprintf(&b, "It is rendered as MachineConfig '%s' with role '%s', which MachineConfigPool %s renders too (its machineConfigSelector selects that role): its nodes are counted below and reboot too. ",
+			machineconfig.GeneratedKubeletName(o.pool, ""), o.pool, quoted(r.others))
+	}
 	fmt.Fprintf(&b, "reservedSystemCPUs %s: %s, from %s (CPU numbering assumed: %s). ", r.cpus, r.cpusWhy, r.from, r.numbering)
 	fmt.Fprintf(&b, "reservedMemory %s: systemReserved %dMi + kubeReserved %dMi + evictionHard memory.available %dMi spread over the NUMA zones. ",
 		r.memoryString(), systemReservedMiB, kubeReservedMiB, evictionHardMiB)
@@ -333,6 +352,15 @@ func validateOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.Er
 	}
 	errs = append(errs, validation.ValidateRange(fldPath.Child("reservedCoresPerZone"), o.ReservedCoresPerZone, ReservedCoresPerZone)...)
 	return errs
+}
+
+// quoted names pools: 'worker', 'worker-cnv'.
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "'" + n + "'"
+	}
+	return strings.Join(q, ", ")
 }
 
 func contains(list []string, v string) bool {

@@ -248,3 +248,61 @@ func TestValidateOptions(t *testing.T) {
 		})
 	}
 }
+
+// workerPool is the worker pool as OpenShift has it: its own label, role
+// worker MachineConfigs, the worker nodes.
+func workerPool() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+		"metadata": map[string]interface{}{"name": "worker", "labels": map[string]interface{}{"pools.operator.machineconfiguration.openshift.io/worker": ""}},
+		"spec": map[string]interface{}{
+			"machineConfigSelector": map[string]interface{}{"matchLabels": map[string]interface{}{"machineconfiguration.openshift.io/role": "worker"}},
+			"nodeSelector":          map[string]interface{}{"matchLabels": map[string]interface{}{"node-role.kubernetes.io/worker": ""}},
+		},
+	}}
+}
+
+// A KubeletConfig for worker is rendered as 99-worker-generated-kubelet
+// with role worker, which worker-cnv (selecting role worker too) renders:
+// its values must fit the nodes of both pools, or it is refused naming
+// the pools and their nodes. One for worker-cnv lands on worker-cnv only.
+func TestKubeletConfigForWorkerCoversTheCustomPools(t *testing.T) {
+	worker := &v1alpha1.DedicatedCPUsConfig{Pool: "worker", AllowAllWorkers: ptr.To(true)}
+	intel := []*unstructured.Unstructured{workerPool(),
+		Node("worker-0", "worker", 32, false), Topology("worker-0", 32),
+		Node("worker-1", "worker", 32, false), Topology("worker-1", 32)}
+	mixed := append(append([]*unstructured.Unstructured{}, intel...), poolOf(2, 64, 2, false)[1:]...)
+	mixed = append(mixed, Pool("worker-cnv"))
+
+	it := itemOf(t, &cluster{objects: mixed}, worker)
+	want := "KubeletConfig 'virt-advisor-dedicated-cpus' (rendered as MachineConfig '99-worker-generated-kubelet' with role 'worker') for MachineConfigPool 'worker' is rendered by MachineConfigPools 'worker', 'worker-cnv' (each one's machineConfigSelector selects it), whose nodes differ in CPU count: worker-0, worker-1 of pool worker have 32; cnv-a, cnv-b of pool worker-cnv have 64; choose a pool whose nodes are alike and whose MachineConfigs no other pool renders (a custom pool such as worker-cnv), or make the nodes alike"
+	if it.Err == nil || it.Err.Error() != want {
+		t.Errorf("mixed pools: error\n%v\nwant\n%s", it.Err, want)
+	}
+
+	alike := []*unstructured.Unstructured{workerPool(),
+		Node("worker-0", "worker", 64, false), Topology("worker-0", 32, 32)}
+	alike = append(alike, poolOf(2, 64, 2, false)...)
+	it = itemOf(t, &cluster{objects: alike}, worker)
+	if it.Err != nil {
+		t.Fatalf("alike pools: %v", it.Err)
+	}
+	for _, want := range []string{
+		"It is rendered as MachineConfig '99-worker-generated-kubelet' with role 'worker', which MachineConfigPool 'worker-cnv' renders too",
+		"from 3 nodes with 64 CPUs in 2 NUMA zones",
+	} {
+		if !strings.Contains(it.Message, want) {
+			t.Errorf("message %q\nlacks %q", it.Message, want)
+		}
+	}
+	if len(it.Warnings) != 1 || !strings.Contains(it.Warnings[0], "on the nodes of MachineConfigPool 'worker', 'worker-cnv'") {
+		t.Errorf("warnings = %q", it.Warnings)
+	}
+
+	// For worker-cnv: role worker-cnv, which worker does not render; the
+	// Intel workers do not count.
+	it = itemOf(t, &cluster{objects: mixed}, &v1alpha1.DedicatedCPUsConfig{Pool: "worker-cnv"})
+	if it.Err != nil || !strings.Contains(it.Message, "from 2 nodes with 64 CPUs in 2 NUMA zones") || strings.Contains(it.Message, "renders too") {
+		t.Errorf("worker-cnv: %v, %q", it.Err, it.Message)
+	}
+}

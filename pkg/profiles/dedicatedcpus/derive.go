@@ -35,6 +35,9 @@ type reservation struct {
 	// zones; from describes the pool; numbering the CPU numbering assumed.
 	cpus, cpusWhy, from, numbering string
 	memory                         []zoneMemory
+	// others are the pools other than the one asked for that render the
+	// KubeletConfig (their nodes are counted in from).
+	others []string
 }
 
 // zoneMemory is one reservedMemory entry.

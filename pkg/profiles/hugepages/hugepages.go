@@ -153,7 +153,7 @@ func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, 
 	}
 	c, err := derive(o, sel.Pool)
 	if err != nil {
-		return []profiles.Item{refused(o.pool, err)}, nil
+		return []profiles.Item{refused(o.pool, sel.Explain(err, fmt.Sprintf("MachineConfig '%s' (role '%s')", MachineConfigName(o.pool), o.pool)))}, nil
 	}
 	return []profiles.Item{item(o, c, sel)}, nil
 }

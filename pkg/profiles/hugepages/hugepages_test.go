@@ -165,7 +165,7 @@ func TestCustomPoolSelectingTheRole(t *testing.T) {
 	big.SetLabels(map[string]string{"cnv": ""})
 	c := &cluster{objects: []*unstructured.Unstructured{workerPool(), cnv, Node("w0", "64Gi", nil), big}}
 	items, _ := New().Items(context.Background(), profiles.Inputs{Options: v1alpha1.ProfileOptions{Hugepages: &v1alpha1.HugepagesConfig{}}, Cluster: c})
-	if items[0].Err == nil || !strings.Contains(items[0].Err.Error(), "cnv-0 has 128 GiB") {
+	if items[0].Err == nil || !strings.Contains(items[0].Err.Error(), "cnv-0 of pool worker-cnv has 128 GiB; w0 of pool worker has 64 GiB") {
 		t.Errorf("want the custom pool's node named; got %v", items[0].Err)
 	}
 	big.Object["status"] = Node("x", "64Gi", nil).Object["status"]

@@ -130,7 +130,7 @@ func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, 
 	}
 	vendor, err := poolVendor(sel.Pool)
 	if err != nil {
-		return []profiles.Item{refused(pool, err)}, nil
+		return []profiles.Item{refused(pool, sel.Explain(err, fmt.Sprintf("MachineConfig '%s' (role '%s')", MachineConfigName(pool), pool)))}, nil
 	}
 	return []profiles.Item{item(pool, vendor, sel)}, nil
 }
