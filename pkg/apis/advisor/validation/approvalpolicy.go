@@ -12,6 +12,11 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 )
 
+// MaxPolicyNames bounds the names a policy lists (spec.configs.names):
+// admitting a policy reviews its author's approve permission on each, one
+// SubjectAccessReview per name. Many configs are covered with a selector.
+const MaxPolicyNames = 16
+
 var (
 	policyImpacts = []string{string(advisor.ImpactLow), string(advisor.ImpactMedium), string(advisor.ImpactHigh)}
 	rebootBounds  = []string{string(advisor.RebootBoundNone), string(advisor.RebootBoundInWindow)}
@@ -37,6 +42,10 @@ func validatePolicySpec(spec *advisor.ApprovalPolicySpec, fldPath *field.Path) f
 	if len(spec.Configs.Names) == 0 && spec.Configs.Selector == nil {
 		allErrs = append(allErrs, field.Required(configs.Child("names"),
 			"name the VirtPlatformConfigs the policy covers (e.g. [load-aware-rebalancing]), or select them with configs.selector"))
+	}
+	if n := len(spec.Configs.Names); n > MaxPolicyNames {
+		allErrs = append(allErrs, &field.Error{Type: field.ErrorTypeTooMany, Field: configs.Child("names").String(), BadValue: n,
+			Detail: fmt.Sprintf("must have at most %d names (each costs a review of the approve permission when the policy is set); cover more configs with spec.configs.selector", MaxPolicyNames)})
 	}
 	allErrs = append(allErrs, uniqueNames(spec.Configs.Names, configs.Child("names"), "a VirtPlatformConfig")...)
 	if spec.Configs.Selector != nil {

@@ -1,6 +1,7 @@
 package validation_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,18 @@ func TestValidateApprovalPolicy(t *testing.T) {
 		}, "", ""},
 		{"no config", func(s *v1alpha1.ApprovalPolicySpec) { s.Configs.Names = nil }, "spec.configs.names", "Required value: name the VirtPlatformConfigs"},
 		{"bad config name", func(s *v1alpha1.ApprovalPolicySpec) { s.Configs.Names = []string{"Load_Aware"} }, "spec.configs.names[0]", "not the name of a VirtPlatformConfig"},
+		{"too many config names", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Configs.Names = nil
+			for i := range validation.MaxPolicyNames + 1 {
+				s.Configs.Names = append(s.Configs.Names, fmt.Sprintf("config-%d", i))
+			}
+		}, "spec.configs.names", "must have at most 16 names (each costs a review of the approve permission when the policy is set); cover more configs with spec.configs.selector"},
+		{"as many config names as allowed", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Configs.Names = nil
+			for i := range validation.MaxPolicyNames {
+				s.Configs.Names = append(s.Configs.Names, fmt.Sprintf("config-%d", i))
+			}
+		}, "", ""},
 		{"duplicate config name", func(s *v1alpha1.ApprovalPolicySpec) { s.Configs.Names = []string{"a", "a"} }, "spec.configs.names[1]", "Duplicate value"},
 		{"bad selector", func(s *v1alpha1.ApprovalPolicySpec) {
 			s.Configs.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Sometimes"}}}
