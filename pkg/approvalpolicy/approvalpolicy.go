@@ -149,7 +149,7 @@ func Evaluate(p *v1alpha1.ApprovalPolicy, plan *v1alpha1.PlanStatus, f Facts) De
 				refuse(unknownVMBound, r.Pool, r.VMImpactUnknown)
 			}
 			if r.LiveMigrations > 0 && !fateAllowed(b.VMFates, v1alpha1.VMFateLiveMigrate) {
-				refuse(migrationsBound, r.LiveMigrations, r.Pool)
+				refuse(migrationsBound, vms(r.LiveMigrations), r.Pool)
 			}
 			for _, vm := range r.VMImpacts {
 				if vm.Fate != v1alpha1.VMFateLiveMigrate && !fateAllowed(b.VMFates, vm.Fate) {
@@ -159,12 +159,13 @@ func Evaluate(p *v1alpha1.ApprovalPolicy, plan *v1alpha1.PlanStatus, f Facts) De
 		}
 	}
 	if len(p.Spec.Windows) > 0 {
-		open, opensAt, missing := windowsOpen(p.Spec.Windows, f)
+		open, next, missing := windowsOpen(p.Spec.Windows, f)
 		if !open {
-			d.OpensAt = opensAt
 			when := "none of them is open"
-			if !opensAt.IsZero() {
-				when = "the next opens " + maintenance.FormatFrom(opensAt, f.Now)
+			if next != nil {
+				// The message is stored: the opening's time, not how far away it is.
+				d.OpensAt = next.NextOpening(f.Now)
+				when = "the next opens " + maintenance.FormatAt(d.OpensAt, next.Location, f.Now)
 			}
 			if len(missing) > 0 {
 				when += fmt.Sprintf(" (%s: no such MaintenanceWindow)", strings.Join(missing, ", "))
@@ -187,7 +188,7 @@ const (
 	windowBound     = "%s pool %s, which no Allow maintenance window governs"
 	unknownVMBound  = "the VMs of pool %s could not be assessed (%s)"
 	fateBound       = "VM %s/%s on pool %s would be %s"
-	migrationsBound = "%d VMs on pool %s would be live-migrated"
+	migrationsBound = "%s on pool %s would be live-migrated"
 )
 
 func allows(p *v1alpha1.ApprovalPolicy, format string) string {
@@ -215,6 +216,14 @@ func allows(p *v1alpha1.ApprovalPolicy, format string) string {
 		return "allows only VMs that are " + strings.Join(fates, " or ")
 	}
 	return ""
+}
+
+// vms says a number of VMs: "1 VM", "2 VMs".
+func vms(n int64) string {
+	if n == 1 {
+		return "1 VM"
+	}
+	return fmt.Sprintf("%d VMs", n)
 }
 
 func verb(r v1alpha1.PoolReboot) string {
@@ -277,8 +286,9 @@ func windowed(pool string, f Facts) bool {
 }
 
 // windowsOpen says whether one of the named windows is open, and if not,
-// when the first opens and which names are no window.
-func windowsOpen(names []string, f Facts) (open bool, opensAt time.Time, missing []string) {
+// which opens first (nil: none opens) and which names are no window.
+func windowsOpen(names []string, f Facts) (open bool, first *maintenance.Window, missing []string) {
+	var opensAt time.Time
 	byName := map[string]*maintenance.Window{}
 	for _, w := range f.Windows {
 		byName[w.Name] = w
@@ -290,13 +300,13 @@ func windowsOpen(names []string, f Facts) (open bool, opensAt time.Time, missing
 			continue
 		}
 		if w.IsOpen(f.Now) {
-			return true, time.Time{}, nil
+			return true, nil, nil
 		}
 		if next := w.NextOpening(f.Now); !next.IsZero() && (opensAt.IsZero() || next.Before(opensAt)) {
-			opensAt = next
+			opensAt, first = next, w
 		}
 	}
-	return false, opensAt, missing
+	return false, first, missing
 }
 
 func rank(i v1alpha1.Impact) int {

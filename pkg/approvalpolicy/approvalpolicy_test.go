@@ -95,6 +95,15 @@ func TestEvaluate(t *testing.T) {
 			return it
 		}()), Facts{Now: now, Windows: []*maintenance.Window{everyMinute}},
 			[]string{"2500 VMs on pool worker would be live-migrated; policy 'in-window' allows only VMs that are shut down"}, time.Time{}},
+		{"one VM live-migrated: said in the singular", policy("in-window", func(s *v1alpha1.ApprovalPolicySpec) {
+			inWindow(s)
+			s.Bounds.VMFates = []v1alpha1.VMFate{v1alpha1.VMFateShutDown}
+		}), planOf(v1alpha1.ImpactHigh, func() v1alpha1.PlanItem {
+			it := psi(migrates)
+			it.Reboots[0].LiveMigrations = 1
+			return it
+		}()), Facts{Now: now, Windows: []*maintenance.Window{everyMinute}},
+			[]string{"1 VM on pool worker would be live-migrated; policy 'in-window' allows only VMs that are shut down"}, time.Time{}},
 		{"VMs not assessed", policy("in-window", inWindow), planOf(v1alpha1.ImpactHigh, func() v1alpha1.PlanItem {
 			it := psi()
 			it.Reboots[0].VMImpactUnknown = "the cluster does not serve VirtualMachineInstances"
@@ -113,7 +122,7 @@ func TestEvaluate(t *testing.T) {
 			[]string{"item descheduler-profile could not be planned; policy 'quiet-tuning' approves only whole plans"}, time.Time{}},
 		{"its window is closed: when it opens", policy("nights", func(s *v1alpha1.ApprovalPolicySpec) { s.Windows = []string{"nightly"} }),
 			planOf(v1alpha1.ImpactLow, interval()), Facts{Now: now, Windows: []*maintenance.Window{nightly}},
-			[]string{"policy 'nights' approves only while window nightly is open; the next opens in 9h59m"}, time.Date(2026, 3, 28, 22, 0, 0, 0, time.UTC)},
+			[]string{"policy 'nights' approves only while window nightly is open; the next opens Sat 28 Mar 22:00 UTC"}, time.Date(2026, 3, 28, 22, 0, 0, 0, time.UTC)},
 		{"its window is open", policy("nights", func(s *v1alpha1.ApprovalPolicySpec) { s.Windows = []string{"nightly"} }),
 			planOf(v1alpha1.ImpactLow, interval()), Facts{Now: time.Date(2026, 3, 28, 22, 30, 0, 0, time.UTC), Windows: []*maintenance.Window{nightly}}, nil, time.Time{}},
 		{"a window that does not exist", policy("nights", func(s *v1alpha1.ApprovalPolicySpec) { s.Windows = []string{"weekend"} }),
