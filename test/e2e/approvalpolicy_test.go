@@ -31,9 +31,13 @@ func newPolicy(name string, configs []string, mutate func(*v1alpha1.ApprovalPoli
 	return p
 }
 
-// rebootsInWindow allows any impact and reboots of windowed pools only.
-func rebootsInWindow(s *v1alpha1.ApprovalPolicySpec) {
-	s.Bounds.MaxImpact, s.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
+// rebootsInWindow allows any impact and reboots only of pools one of the
+// trusted windows governs.
+func rebootsInWindow(trusted ...string) func(*v1alpha1.ApprovalPolicySpec) {
+	return func(s *v1alpha1.ApprovalPolicySpec) {
+		s.Bounds.MaxImpact, s.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
+		s.TrustedWindows = &v1alpha1.PolicyWindows{Names: trusted}
+	}
 }
 
 func deletePolicy(name string) {
@@ -171,7 +175,7 @@ var _ = Describe("approval policies", Ordered, func() {
 	It("approve a reboot into a window: the PSI change approved by the policy is written only while the window is open", func() {
 		createWindow(workerWindow("e2e-policy-every-minute", "* * * * *", 20*time.Second, v1alpha1.MaintenanceWindowKindAllow))
 		setter, setterName := policySetter()
-		createPolicy(setter, newPolicy("e2e-reboots-in-window", []string{"load-aware-rebalancing"}, rebootsInWindow))
+		createPolicy(setter, newPolicy("e2e-reboots-in-window", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-policy-every-minute")))
 		untilSecond(25, 45) // the window is closed
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
 		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseInProgress, 20*time.Second)
@@ -194,10 +198,42 @@ var _ = Describe("approval policies", Ordered, func() {
 		expectUnpausedByUs()
 	})
 
+	It("approve a reboot only into a window they trust: an open Allow window a window editor creates does not widen the policy; the trusted window opening does", func() {
+		setter, setterName := policySetter()
+		createPolicy(setter, newPolicy("e2e-trusts-a", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-trusted-a")))
+		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 30*time.Second)
+		bound := "reboots pool worker, which no Allow maintenance window it trusts governs; policy 'e2e-trusts-a' allows reboots only in the maintenance windows it trusts (e2e-trusted-a)"
+		Expect(condition(c, "ReviewRequired").Message).To(ContainSubstring(bound))
+
+		// A window editor, who may not approve anything, opens window B for
+		// the pool, open now and all minute long.
+		windowEditor, _, _ := userClient("virt-advisor-maintenance-window-editor")
+		b := workerWindow("e2e-untrusted-b", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindAllow)
+		deleteWindow(b.Name)
+		_, err := windowEditor.AdvisorV1alpha1().MaintenanceWindows().Create(suiteCtx, b, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(deleteWindow, b.Name)
+		Consistently(func(g Gomega) {
+			c := getConfig("load-aware-rebalancing")
+			g.Expect(c.Status.Phase).To(Equal(v1alpha1.PhaseReviewRequired))
+			g.Expect(c.Status.Approval).To(BeNil())
+			g.Expect(condition(c, "ReviewRequired").Message).To(ContainSubstring(bound))
+			g.Expect(getObject(mcGVR, "", "99-worker-psi-karg")).To(BeNil())
+		}).WithTimeout(5*time.Second).WithPolling(500*time.Millisecond).Should(Succeed(), "window B does not make the policy approve")
+		Expect(getPolicy("e2e-trusts-a").Status.LastRefused.Message).To(ContainSubstring(bound))
+
+		// The window the policy trusts governs the pool, open now: approved.
+		createWindow(workerWindow("e2e-trusted-a", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindAllow))
+		c = waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 90*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).To(Equal("policy/e2e-trusts-a (set by " + setterName + ")"))
+		Expect(getObject(mcGVR, "", "99-worker-psi-karg")).NotTo(BeNil())
+	})
+
 	It("write nothing more once the approving policy is deleted: the PSI change it approved waits for its window, the policy goes, the window opens, and the config is back at ReviewRequired naming the policy", func() {
 		createWindow(workerWindow("e2e-policy-lapse-window", "* * * * *", 20*time.Second, v1alpha1.MaintenanceWindowKindAllow))
 		setter, setterName := policySetter()
-		createPolicy(setter, newPolicy("e2e-policy-lapsing", []string{"load-aware-rebalancing"}, rebootsInWindow))
+		createPolicy(setter, newPolicy("e2e-policy-lapsing", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-policy-lapse-window")))
 		untilSecond(25, 40) // the window is closed
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
 		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseInProgress, 20*time.Second)
@@ -245,7 +281,7 @@ var _ = Describe("approval policies", Ordered, func() {
 		createWindow(workerWindow("e2e-policy-always", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindAllow))
 		createWindow(workerWindow("e2e-policy-freeze", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindDeny))
 		setter, setterName := policySetter()
-		createPolicy(setter, newPolicy("e2e-policy-checked", []string{"load-aware-rebalancing"}, rebootsInWindow))
+		createPolicy(setter, newPolicy("e2e-policy-checked", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-policy-always")))
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
 		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseInProgress, 20*time.Second)
 		Expect(c.Status.Approval.ApprovedBy).To(Equal("policy/e2e-policy-checked (set by " + setterName + ")"))
@@ -346,7 +382,7 @@ var _ = Describe("approval policies and the VMs a drain shuts down", Ordered, fu
 		Eventually(func() []string { return fates(planItem(getPlan("load-aware-rebalancing"), "enable-psi-metrics")) }).
 			WithTimeout(10 * time.Second).Should(ContainElement(HavePrefix("default/vm-policy-none on worker-1: ")))
 		setter, _ := policySetter()
-		createPolicy(setter, newPolicy("e2e-migrate-only", []string{"load-aware-rebalancing"}, rebootsInWindow))
+		createPolicy(setter, newPolicy("e2e-migrate-only", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-policy-open")))
 		var c *v1alpha1.VirtPlatformConfig
 		Eventually(func() string {
 			c = getConfig("load-aware-rebalancing")

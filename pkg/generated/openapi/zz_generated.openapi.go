@@ -69,6 +69,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PolicyConfigs{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PolicyConfigs(ref),
 		v1alpha1.PolicyDecision{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_PolicyDecision(ref),
 		v1alpha1.PolicyItem{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PolicyItem(ref),
+		v1alpha1.PolicyWindows{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PolicyWindows(ref),
 		v1alpha1.PoolConfiguration{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_PoolConfiguration(ref),
 		v1alpha1.PoolReboot{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref),
 		v1alpha1.Prerequisite{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_Prerequisite(ref),
@@ -683,6 +684,12 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicySpec(ref common.ReferenceCal
 							Ref:         ref(v1alpha1.PolicyBounds{}.OpenAPIModelName()),
 						},
 					},
+					"trustedWindows": {
+						SchemaProps: spec.SchemaProps{
+							Description: "trustedWindows are the MaintenanceWindows the policy trusts, by name and/or label: with bounds.reboots InWindow (where it is required), a pool is within the bound only when a trusted Allow window selects it. Other windows neither widen nor narrow what the policy approves: whoever may edit a trusted window decides when its pools reboot.",
+							Ref:         ref(v1alpha1.PolicyWindows{}.OpenAPIModelName()),
+						},
+					},
 					"windows": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -715,7 +722,7 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicySpec(ref common.ReferenceCal
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PolicyBounds{}.OpenAPIModelName(), v1alpha1.PolicyConfigs{}.OpenAPIModelName()},
+			v1alpha1.PolicyBounds{}.OpenAPIModelName(), v1alpha1.PolicyConfigs{}.OpenAPIModelName(), v1alpha1.PolicyWindows{}.OpenAPIModelName()},
 	}
 }
 
@@ -2069,6 +2076,47 @@ func schema_pkg_apis_advisor_v1alpha1_PolicyItem(ref common.ReferenceCallback) c
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PolicyWindows(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PolicyWindows selects the MaintenanceWindows a policy trusts: those named and those the selector selects.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"names": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "names of MaintenanceWindows, e.g. [nightly].",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "selector selects MaintenanceWindows by label: whoever may label a window so is trusted too.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 
