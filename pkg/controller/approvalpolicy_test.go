@@ -1,11 +1,15 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
@@ -14,6 +18,33 @@ import (
 )
 
 type fakePolicies []*v1alpha1.ApprovalPolicy
+
+// fakeAuthorizer answers the review of a policy's author: allowed unless
+// the user is in deny; err, when set, is the review's failure. It records
+// what it was asked.
+type fakeAuthorizer struct {
+	deny  map[string]bool
+	err   error
+	asked []authorizer.Attributes
+}
+
+func (a *fakeAuthorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	a.asked = append(a.asked, attrs)
+	switch {
+	case a.err != nil:
+		return authorizer.DecisionNoOpinion, "", a.err
+	case a.deny[attrs.GetUser().GetName()]:
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	return authorizer.DecisionAllow, "", nil
+}
+
+// policiesHarness is a harness whose policies' authors may approve.
+func policiesHarness(t *testing.T, distinctApprover bool) *harness {
+	h := newHarness(t, "v1", distinctApprover)
+	h.c.PolicyAuthorizer = &fakeAuthorizer{}
+	return h
+}
 
 func (p fakePolicies) List(labels.Selector) ([]*v1alpha1.ApprovalPolicy, error) { return p, nil }
 
@@ -68,7 +99,7 @@ func TestApprovalPolicies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, "v1", tt.distinctApprover)
+			h := policiesHarness(t, tt.distinctApprover)
 			h.c.PolicyLister = tt.policies
 			h.cluster.put(workerPool{}.obj())
 			h.create(dryRun, tt.author)
@@ -113,7 +144,7 @@ func TestApprovalPolicies(t *testing.T) {
 // A policy's approval is written like a person's: the items it approved,
 // and nothing once the spec changed after it.
 func TestPolicyApprovalIsCheckedBeforeEveryWrite(t *testing.T) {
-	h := newHarness(t, "v1", false)
+	h := policiesHarness(t, false)
 	h.c.PolicyLister = fakePolicies{quietTuning()}
 	h.create(dryRun, "alice")
 	h.planner.result = deschedulerPlan()
@@ -193,7 +224,7 @@ func TestPolicyApprovalLapses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, "v1", false)
+			h := policiesHarness(t, false)
 			approving := quietTuning()
 			approving.UID, approving.Generation = "policy-uid", 1
 			h.c.PolicyLister = fakePolicies{approving}
@@ -253,6 +284,96 @@ func TestPolicyApprovalLapses(t *testing.T) {
 				if strings.Join(h.planner.applied, ",") != strings.Join(tt.then, ",") {
 					t.Errorf("then applied %v, want %v", h.planner.applied, tt.then)
 				}
+			}
+		})
+	}
+}
+
+// A policy approves only what its author may still approve: before each
+// approval the author, with the groups and extra recorded when they set
+// the spec, is reviewed for create virtplatformconfigs/approve on the
+// config. Denied, or not reviewable, the config asks a person and says
+// why; a review that failed is tried again.
+func TestPolicyAuthorIsReviewedBeforeEachApproval(t *testing.T) {
+	carols := func() *v1alpha1.ApprovalPolicy {
+		p := quietTuning()
+		p.Status.AuthorGroups = []string{"platform-team", "system:authenticated"}
+		p.Status.AuthorExtra = map[string][]string{"scopes": {"approve"}}
+		return p
+	}
+	daves := func() *v1alpha1.ApprovalPolicy {
+		p := quietTuning()
+		p.Name, p.Status = "z-also-quiet", v1alpha1.ApprovalPolicyStatus{Author: "dave"}
+		return p
+	}
+	revoked := `user "carol", who set policy 'quiet-tuning', may no longer create virtplatformconfigs/approve on VirtPlatformConfig '` + configName +
+		`', so the policy approves nothing in their name until someone who may sets its spec again. ` + status.MessageReview
+	tests := []struct {
+		name       string
+		authz      authorizer.Authorizer // nil: none
+		policies   fakePolicies
+		phase      v1alpha1.ConfigPhase
+		message    string
+		approvedBy string
+		requeue    time.Duration
+	}{
+		{name: "the author may approve: approved", authz: &fakeAuthorizer{}, policies: fakePolicies{carols()},
+			phase: v1alpha1.PhaseInProgress, approvedBy: "policy/quiet-tuning (set by carol)"},
+		{name: "the author lost the approve permission: a person, told why", authz: &fakeAuthorizer{deny: map[string]bool{"carol": true}},
+			policies: fakePolicies{carols()}, phase: v1alpha1.PhaseReviewRequired, message: revoked},
+		{name: "the review fails: held, not approved, and tried again", authz: &fakeAuthorizer{err: errors.New("subjectaccessreviews: connection refused")},
+			policies: fakePolicies{carols()}, phase: v1alpha1.PhaseReviewRequired, requeue: authorRecheck,
+			message: `policy 'quiet-tuning' approves nothing until the approve permission of its author "carol" can be reviewed (subjectaccessreviews: connection refused); it is tried again in 30s. ` + status.MessageReview},
+		{name: "no authorizer: no policy approves", policies: fakePolicies{carols()}, phase: v1alpha1.PhaseReviewRequired,
+			message: `policy 'quiet-tuning' approves nothing: this server cannot review whether its author "carol" may still approve the config`},
+		{name: "the first policy's author lost it: the next policy, whose author has it, approves",
+			authz: &fakeAuthorizer{deny: map[string]bool{"carol": true}}, policies: fakePolicies{daves(), carols()},
+			phase: v1alpha1.PhaseInProgress, approvedBy: "policy/z-also-quiet (set by dave)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, "v1", false)
+			h.c.PolicyLister = tt.policies
+			h.c.PolicyAuthorizer = tt.authz
+			h.create(dryRun, "alice")
+			h.planner.result = deschedulerPlan()
+			h.reconcile()
+			if h.err != nil {
+				t.Fatalf("reconcile: %v", h.err)
+			}
+			cfg := h.get()
+			if cfg.Status.Phase != tt.phase {
+				t.Fatalf("phase %s, want %s (%s)", cfg.Status.Phase, tt.phase, status.PhaseMessage(&cfg.Status))
+			}
+			var by string
+			if a := cfg.Status.Approval; a != nil {
+				by = a.ApprovedBy
+			}
+			if by != tt.approvedBy {
+				t.Errorf("approvedBy %q, want %q", by, tt.approvedBy)
+			}
+			if tt.message != "" {
+				c := findCondition(cfg, tt.phase)
+				if c.Reason != "PolicyBoundExceeded" || !strings.Contains(c.Message, tt.message) {
+					t.Errorf("condition %s: %q, want PolicyBoundExceeded: …%q", c.Reason, c.Message, tt.message)
+				}
+			}
+			if len(h.planner.applied) != 0 {
+				t.Errorf("applied %v: an approval is written by a later reconcile", h.planner.applied)
+			}
+			if tt.requeue != 0 && (h.requeue <= 0 || h.requeue > tt.requeue) {
+				t.Errorf("requeue %v, want within %v", h.requeue, tt.requeue)
+			}
+			fake, ok := tt.authz.(*fakeAuthorizer)
+			if !ok {
+				return
+			}
+			a := fake.asked[0]
+			u := a.GetUser()
+			if u.GetName() != "carol" || strings.Join(u.GetGroups(), ",") != "platform-team,system:authenticated" || u.GetExtra()["scopes"][0] != "approve" ||
+				a.GetVerb() != "create" || a.GetAPIGroup() != "advisor.kubevirt.io" || a.GetResource() != "virtplatformconfigs" ||
+				a.GetSubresource() != "approve" || a.GetName() != configName || !a.IsResourceRequest() {
+				t.Errorf("reviewed %s %+v, want carol with her groups and extra, create virtplatformconfigs/approve on %s", u.GetName(), a, configName)
 			}
 		})
 	}

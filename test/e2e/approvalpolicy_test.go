@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -196,6 +197,42 @@ var _ = Describe("approval policies", Ordered, func() {
 		Expect(mc.GetCreationTimestamp().Second()).To(BeNumerically("<", 20), "written inside the window (open from :00 to :20)")
 		waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 120*time.Second)
 		expectUnpausedByUs()
+	})
+
+	It("stop approving in the name of an author who lost the approve permission: the config asks a person and says why", func() {
+		setter, setterName := policySetter()
+		createPolicy(setter, newPolicy("e2e-author-revoked", []string{"load-aware-rebalancing"}, nil))
+		Expect(getPolicy("e2e-author-revoked").Status.AuthorGroups).To(ContainElement("system:authenticated"), "the author's groups come from the request")
+		configWith("load-aware-rebalancing", loadAwareSpec(false, 1200))
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).To(Equal("policy/e2e-author-revoked (set by " + setterName + ")"))
+
+		// The author is no longer an approver.
+		Expect(kube.RbacV1().ClusterRoleBindings().Delete(suiteCtx, setterName+"-virt-advisor-approver", metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func() (bool, error) {
+			sar, err := kube.AuthorizationV1().SubjectAccessReviews().Create(suiteCtx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: setterName, Groups: []string{"system:authenticated"}, ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Group: "advisor.kubevirt.io", Resource: "virtplatformconfigs", Subresource: "approve", Verb: "create", Name: "load-aware-rebalancing"}}}, metav1.CreateOptions{})
+			return err == nil && !sar.Status.Allowed, err
+		}).WithTimeout(10 * time.Second).Should(BeTrue())
+		time.Sleep(11 * time.Second) // the server caches its authorizer's decisions for 10 s
+
+		updateConfig("load-aware-rebalancing", func(c *v1alpha1.VirtPlatformConfig) {
+			c.Spec.Options.LoadAware.DeschedulingIntervalSeconds = ptrTo(int32(1500))
+		})
+		c = waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 30*time.Second)
+		review := condition(c, "ReviewRequired")
+		Expect(review.Reason).To(Equal("PolicyBoundExceeded"))
+		Expect(review.Message).To(ContainSubstring(fmt.Sprintf(`user %q, who set policy 'e2e-author-revoked', may no longer create virtplatformconfigs/approve on VirtPlatformConfig 'load-aware-rebalancing'`, setterName)))
+		Expect(c.Status.Approval.Generation).NotTo(Equal(c.Generation), "no approval of this spec")
+		Consistently(func() interface{} {
+			return nested(getObject(kdGVR, kdNS, "cluster").Object, "spec", "deschedulingIntervalSeconds")
+		}).WithTimeout(2*time.Second).Should(BeEquivalentTo(1200), "nothing written")
+
+		// A person who may approve does.
+		approvePlan("load-aware-rebalancing")
+		c = waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).NotTo(HavePrefix("policy/"))
 	})
 
 	It("approve a reboot only into a window they trust: an open Allow window a window editor creates does not widen the policy; the trusted window opening does", func() {

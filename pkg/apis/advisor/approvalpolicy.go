@@ -72,7 +72,11 @@ type PolicyItem struct {
 
 // ApprovalPolicyStatus is who set a policy and what it did.
 type ApprovalPolicyStatus struct {
-	Author       string
+	Author string
+	// AuthorGroups and AuthorExtra are the author's, from the same
+	// request: the policy's approvals are reviewed as that user.
+	AuthorGroups []string
+	AuthorExtra  map[string][]string
 	Configs      []string
 	LastApproved *PolicyDecision
 	LastRefused  *PolicyDecision

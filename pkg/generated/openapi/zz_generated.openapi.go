@@ -740,6 +740,49 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyStatus(ref common.ReferenceC
 							Format:      "",
 						},
 					},
+					"authorGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "authorGroups are the author's groups, from the same request. Before every approval the policy makes, the server reviews (a SubjectAccessReview of author, authorGroups and authorExtra) that the author may still approve the config.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"authorExtra": {
+						SchemaProps: spec.SchemaProps{
+							Description: "authorExtra is the extra information the authenticator gave of the author, from the same request.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type: []string{"array"},
+										Items: &spec.SchemaOrArray{
+											Schema: &spec.Schema{
+												SchemaProps: spec.SchemaProps{
+													Default: "",
+													Type:    []string{"string"},
+													Format:  "",
+												},
+											},
+										},
+									},
+								},
+							},
+						},
+					},
 					"configs": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{

@@ -133,6 +133,17 @@ type ApprovalPolicyStatus struct {
 	// from the body): the policy approves in their name.
 	// +optional
 	Author string `json:"author,omitempty"`
+	// authorGroups are the author's groups, from the same request. Before
+	// every approval the policy makes, the server reviews (a
+	// SubjectAccessReview of author, authorGroups and authorExtra) that the
+	// author may still approve the config.
+	// +optional
+	// +listType=atomic
+	AuthorGroups []string `json:"authorGroups,omitempty"`
+	// authorExtra is the extra information the authenticator gave of the
+	// author, from the same request.
+	// +optional
+	AuthorExtra map[string][]string `json:"authorExtra,omitempty"`
 	// configs are the names of the configs the policy covers now.
 	// +optional
 	// +listType=set

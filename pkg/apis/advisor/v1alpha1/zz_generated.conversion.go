@@ -875,6 +875,8 @@ func Convert_advisor_ApprovalPolicySpec_To_v1alpha1_ApprovalPolicySpec(in *advis
 
 func autoConvert_v1alpha1_ApprovalPolicyStatus_To_advisor_ApprovalPolicyStatus(in *ApprovalPolicyStatus, out *advisor.ApprovalPolicyStatus, s conversion.Scope) error {
 	out.Author = in.Author
+	out.AuthorGroups = *(*[]string)(unsafe.Pointer(&in.AuthorGroups))
+	out.AuthorExtra = *(*map[string][]string)(unsafe.Pointer(&in.AuthorExtra))
 	out.Configs = *(*[]string)(unsafe.Pointer(&in.Configs))
 	out.LastApproved = (*advisor.PolicyDecision)(unsafe.Pointer(in.LastApproved))
 	out.LastRefused = (*advisor.PolicyDecision)(unsafe.Pointer(in.LastRefused))
@@ -888,6 +890,8 @@ func Convert_v1alpha1_ApprovalPolicyStatus_To_advisor_ApprovalPolicyStatus(in *A
 
 func autoConvert_advisor_ApprovalPolicyStatus_To_v1alpha1_ApprovalPolicyStatus(in *advisor.ApprovalPolicyStatus, out *ApprovalPolicyStatus, s conversion.Scope) error {
 	out.Author = in.Author
+	out.AuthorGroups = *(*[]string)(unsafe.Pointer(&in.AuthorGroups))
+	out.AuthorExtra = *(*map[string][]string)(unsafe.Pointer(&in.AuthorExtra))
 	out.Configs = *(*[]string)(unsafe.Pointer(&in.Configs))
 	out.LastApproved = (*PolicyDecision)(unsafe.Pointer(in.LastApproved))
 	out.LastRefused = (*PolicyDecision)(unsafe.Pointer(in.LastRefused))
