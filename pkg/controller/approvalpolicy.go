@@ -305,6 +305,39 @@ func (c *Controller) policyLapsed(cfg *v1alpha1.VirtPlatformConfig) (bool, error
 	return true, nil
 }
 
+// policyApprovedEarlierSpec is true when cfg's approval was made by a
+// policy for an earlier spec of this very object: an editor changed the
+// spec while the plan waited.
+func policyApprovedEarlierSpec(cfg *v1alpha1.VirtPlatformConfig) bool {
+	a := cfg.Status.Approval
+	if a == nil || a.Policy == nil || (a.UID != "" && a.UID != cfg.UID) || a.Generation == cfg.Generation {
+		return false
+	}
+	_, byPolicy := policies.PolicyOf(a.ApprovedBy)
+	return byPolicy
+}
+
+// specChangedLapse ends a policy's approval of an earlier spec before
+// anything further is written: nobody is to blame, so the config does not
+// fail; it goes back to review, and the caller drafts the plan of the new
+// spec, which the policies are asked about like any other.
+func specChangedLapse(cfg *v1alpha1.VirtPlatformConfig) {
+	st := &cfg.Status
+	a := st.Approval
+	var unwritten []string
+	for i := range st.Items {
+		if it := &st.Items[i]; writePending(it) {
+			unwritten = append(unwritten, "'"+it.Name+"'")
+		}
+	}
+	st.Approval = nil
+	// lapseNote keeps the sentence while the new spec's plan is reviewed.
+	st.ObservedGeneration = cfg.Generation
+	status.SetPhase(st, v1alpha1.PhaseReviewRequired, policies.LapsedReason, fmt.Sprintf(
+		"the spec changed (generation %d → %d) after %s approved plan %s, before items %s were written; %s",
+		a.Generation, cfg.Generation, a.ApprovedBy, v1alpha1.ShortHash(a.PlanHash), strings.Join(unwritten, ", "), lapseEnd))
+}
+
 // lapseNote is the sentence saying why a policy's approval lapsed, while
 // the config still waits for the review of that spec it sent it to; ""
 // otherwise. It is read before the draft records the generation.

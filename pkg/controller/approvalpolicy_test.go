@@ -142,21 +142,75 @@ func TestApprovalPolicies(t *testing.T) {
 }
 
 // A policy's approval is written like a person's: the items it approved,
-// and nothing once the spec changed after it.
+// and nothing once the spec changed after it. An editor's spec change
+// while the plan waits is no failure: the policy's approval lapses and the
+// plan of the new spec goes to the policies like any draft. A person's
+// approval of the earlier spec fails as before (ApprovalMismatch).
 func TestPolicyApprovalIsCheckedBeforeEveryWrite(t *testing.T) {
-	h := policiesHarness(t, false)
-	h.c.PolicyLister = fakePolicies{quietTuning()}
-	h.create(dryRun, "alice")
-	h.planner.result = deschedulerPlan()
-	h.mustReconcile(v1alpha1.PhaseInProgress)
-	// A spec change after the approval: the approval no longer holds.
-	h.edit(true, "alice", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.FailurePolicy = v1alpha1.FailurePolicyContinue })
-	h.reconcile()
-	if len(h.planner.applied) != 0 {
-		t.Fatalf("applied %v after the spec changed", h.planner.applied)
+	tests := []struct {
+		name       string
+		human      bool
+		newPlan    func() *plan.Result
+		phase      v1alpha1.ConfigPhase
+		reason     string
+		message    string
+		approvedBy string
+		then       []string // written by the reconcile after
+	}{
+		{name: "within the bounds: approved anew by the policy for the new spec, then written", newPlan: deschedulerPlan,
+			phase: v1alpha1.PhaseInProgress, reason: "Approved", approvedBy: "policy/quiet-tuning (set by carol)", then: []string{descheduler}},
+		{name: "beyond the bounds: back to review, saying what happened and the bound", newPlan: psiRebootPlan,
+			phase: v1alpha1.PhaseReviewRequired, reason: "PolicyBoundExceeded",
+			message: "the spec changed (generation 1 → 2) after policy/quiet-tuning (set by carol) approved plan " + v1alpha1.ShortHash(deschedulerPlan().Status.PlanHash) +
+				", before items '" + descheduler + "' were written; nothing further was written. plan " + v1alpha1.ShortHash(psiRebootPlan().Status.PlanHash) +
+				" is beyond what the approval policies covering it approve: impact High; policy 'quiet-tuning' allows at most Low"},
+		{name: "a person's approval: Failed, ApprovalMismatch", human: true, newPlan: deschedulerPlan,
+			phase: v1alpha1.PhaseFailed, reason: "ApprovalMismatch", message: "the spec changed after plan"},
 	}
-	if got := h.get().Status.Phase; got != v1alpha1.PhaseFailed {
-		t.Fatalf("phase %s, want Failed (%s)", got, status.PhaseMessage(&h.get().Status))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := policiesHarness(t, false)
+			h.c.PolicyLister = fakePolicies{quietTuning()}
+			h.create(dryRun, "alice")
+			h.planner.result = deschedulerPlan()
+			if tt.human {
+				h.c.PolicyLister = fakePolicies{}
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("bob")
+				h.c.PolicyLister = fakePolicies{quietTuning()}
+			} else {
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+			}
+			// An editor changes the spec before the approved plan is written.
+			h.edit(true, "alice", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.FailurePolicy = v1alpha1.FailurePolicyContinue })
+			h.planner.result = tt.newPlan()
+			h.reconcile()
+			if h.err != nil {
+				t.Fatalf("reconcile: %v", h.err)
+			}
+			if len(h.planner.applied) != 0 {
+				t.Fatalf("applied %v after the spec changed, before a new approval", h.planner.applied)
+			}
+			cfg := h.get()
+			if cfg.Status.Phase != tt.phase {
+				t.Fatalf("phase %s, want %s (%s)", cfg.Status.Phase, tt.phase, status.PhaseMessage(&cfg.Status))
+			}
+			c := findCondition(cfg, tt.phase)
+			if c.Reason != tt.reason || !strings.Contains(c.Message, tt.message) {
+				t.Errorf("condition %s: %q, want %s: …%q…", c.Reason, c.Message, tt.reason, tt.message)
+			}
+			var by string
+			if a := cfg.Status.Approval; a != nil && a.Generation == cfg.Generation {
+				by = a.ApprovedBy
+			}
+			if by != tt.approvedBy {
+				t.Errorf("approval of the new spec by %q, want %q", by, tt.approvedBy)
+			}
+			h.reconcile()
+			if strings.Join(h.planner.applied, ",") != strings.Join(tt.then, ",") {
+				t.Errorf("then applied %v, want %v", h.planner.applied, tt.then)
+			}
+		})
 	}
 }
 
