@@ -28,6 +28,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/approval"
 	policies "github.com/kubevirt/virt-advisor/pkg/approvalpolicy"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
@@ -303,6 +304,27 @@ func (c *Controller) policyLapsed(cfg *v1alpha1.VirtPlatformConfig) (bool, error
 	status.SetPhase(st, v1alpha1.PhaseReviewRequired, policies.LapsedReason, fmt.Sprintf("%s before items %s were written; %s",
 		what, strings.Join(unwritten, ", "), lapseEnd))
 	return true, nil
+}
+
+// trustedWindows says, for a plan a policy approved, which Allow windows
+// may let its writes in: those the policy trusts (as when it approved);
+// nil for any other approval. Another Allow window, open while the
+// trusted ones are closed, does not widen the policy's approval.
+func (c *Controller) trustedWindows(cfg *v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool {
+	a := cfg.Status.Approval
+	if a == nil || a.Policy == nil || c.PolicyLister == nil {
+		return nil
+	}
+	if _, byPolicy := policies.PolicyOf(a.ApprovedBy); !byPolicy {
+		return nil
+	}
+	all, err := c.PolicyLister.List(everything)
+	p := policyNamed(all, a.Policy.Name)
+	if err != nil || p == nil {
+		// policyLapsed stops the write before the gate.
+		return nil
+	}
+	return func(w *maintenance.Window) bool { return policies.Trusts(p, w) }
 }
 
 // policyApprovedEarlierSpec is true when cfg's approval was made by a

@@ -13,6 +13,8 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
@@ -428,6 +430,61 @@ func TestPolicyAuthorIsReviewedBeforeEachApproval(t *testing.T) {
 				a.GetVerb() != "create" || a.GetAPIGroup() != "advisor.kubevirt.io" || a.GetResource() != "virtplatformconfigs" ||
 				a.GetSubresource() != "approve" || a.GetName() != configName || !a.IsResourceRequest() {
 				t.Errorf("reviewed %s %+v, want carol with her groups and extra, create virtplatformconfigs/approve on %s", u.GetName(), a, configName)
+			}
+		})
+	}
+}
+
+// A plan a policy approved into the windows it trusts is written only in
+// one of them: an Allow window the policy does not trust, open now, does
+// not let the write in. A person's approval is gated by every window.
+func TestPolicyApprovedWriteWaitsForATrustedWindow(t *testing.T) {
+	anytime, err := maintenance.New("anytime", maintenance.Spec{PoolNames: []string{machineconfig.WorkerPool}, Schedule: "* * * * *", Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows := fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour), anytime}
+	trustsNight := quietTuning()
+	trustsNight.UID, trustsNight.Generation = "policy-uid", 1
+	trustsNight.Spec.Bounds.MaxImpact, trustsNight.Spec.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
+	trustsNight.Spec.TrustedWindows = &v1alpha1.PolicyWindows{Names: []string{"night"}}
+	tests := []struct {
+		name    string
+		human   bool
+		applied []string
+		message string
+	}{
+		{name: "approved by a policy trusting 'night': waits for it, though 'anytime' is open",
+			message: "Waiting: MachineConfigPool 'worker': window 'night' opens"},
+		{name: "approved by a person: written now, in 'anytime'", human: true, applied: []string{psi}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := policiesHarness(t, false)
+			h.c.MaintenanceWindows = windows
+			h.setWindows(windows)
+			h.cluster.put(workerPool{}.obj())
+			h.c.PolicyLister = fakePolicies{trustsNight}
+			if tt.human {
+				h.c.PolicyLister = fakePolicies{}
+			}
+			h.create(dryRun, "alice")
+			h.planner.result = psiRebootPlan()
+			if tt.human {
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("admin")
+			} else {
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+				if by := h.get().Status.Approval.ApprovedBy; by != "policy/quiet-tuning (set by carol)" {
+					t.Fatalf("approved by %q", by)
+				}
+			}
+			h.mustReconcile(v1alpha1.PhaseInProgress)
+			if strings.Join(h.planner.applied, ",") != strings.Join(tt.applied, ",") {
+				t.Fatalf("applied %v, want %v", h.planner.applied, tt.applied)
+			}
+			if it := psiItemOf(h); !strings.Contains(it.Message, tt.message) {
+				t.Errorf("item message %q, want …%q…", it.Message, tt.message)
 			}
 		})
 	}
