@@ -210,6 +210,11 @@ func (c *Controller) authorMayApprove(ctx context.Context, p *v1alpha1.ApprovalP
 	if reason != "" {
 		reason = " (" + reason + ")"
 	}
+	if len(st.AuthorGroups) == 0 {
+		// Every authenticated user has a group: the policy was set before
+		// the server recorded them, and is reviewed without.
+		reason += " (no groups of theirs are recorded: the policy was set before they were)"
+	}
 	return fmt.Sprintf("user %q, who set policy '%s', may no longer create virtplatformconfigs/approve on VirtPlatformConfig '%s'%s, so the policy approves nothing in their name until someone who may sets its spec again",
 		st.Author, p.Name, config, reason), false
 }

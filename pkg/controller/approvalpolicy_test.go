@@ -372,6 +372,7 @@ func TestPolicyAuthorIsReviewedBeforeEachApproval(t *testing.T) {
 		message    string
 		approvedBy string
 		requeue    time.Duration
+		noGroups   bool // the author's groups are not recorded
 	}{
 		{name: "the author may approve: approved", authz: &fakeAuthorizer{}, policies: fakePolicies{carols()},
 			phase: v1alpha1.PhaseInProgress, approvedBy: "policy/quiet-tuning (set by carol)"},
@@ -382,6 +383,9 @@ func TestPolicyAuthorIsReviewedBeforeEachApproval(t *testing.T) {
 			message: `policy 'quiet-tuning' approves nothing until the approve permission of its author "carol" can be reviewed (subjectaccessreviews: connection refused); it is tried again in 30s. ` + status.MessageReview},
 		{name: "no authorizer: no policy approves", policies: fakePolicies{carols()}, phase: v1alpha1.PhaseReviewRequired,
 			message: `policy 'quiet-tuning' approves nothing: this server cannot review whether its author "carol" may still approve the config`},
+		{name: "a policy set before groups were recorded, the author denied without them: says so",
+			authz: &fakeAuthorizer{deny: map[string]bool{"carol": true}}, policies: fakePolicies{quietTuning()}, phase: v1alpha1.PhaseReviewRequired, noGroups: true,
+			message: `may no longer create virtplatformconfigs/approve on VirtPlatformConfig '` + configName + `' (no groups of theirs are recorded: the policy was set before they were), so the policy approves nothing`},
 		{name: "the first policy's author lost it: the next policy, whose author has it, approves",
 			authz: &fakeAuthorizer{deny: map[string]bool{"carol": true}}, policies: fakePolicies{daves(), carols()},
 			phase: v1alpha1.PhaseInProgress, approvedBy: "policy/z-also-quiet (set by dave)"},
@@ -421,7 +425,7 @@ func TestPolicyAuthorIsReviewedBeforeEachApproval(t *testing.T) {
 				t.Errorf("requeue %v, want within %v", h.requeue, tt.requeue)
 			}
 			fake, ok := tt.authz.(*fakeAuthorizer)
-			if !ok {
+			if !ok || tt.noGroups {
 				return
 			}
 			a := fake.asked[0]
