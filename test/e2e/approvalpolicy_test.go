@@ -267,6 +267,36 @@ var _ = Describe("approval policies", Ordered, func() {
 		Expect(getObject(mcGVR, "", "99-worker-psi-karg")).NotTo(BeNil())
 	})
 
+	It("write a plan they approved into a trusted window only in one: an untrusted Allow window open meanwhile does not let the write in", func() {
+		createWindow(workerWindow("e2e-trusted-every-minute", "* * * * *", 20*time.Second, v1alpha1.MaintenanceWindowKindAllow))
+		setter, setterName := policySetter()
+		createPolicy(setter, newPolicy("e2e-trusts-every-minute", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-trusted-every-minute")))
+		untilSecond(25, 40) // the trusted window is closed
+		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseInProgress, 20*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).To(Equal("policy/e2e-trusts-every-minute (set by " + setterName + ")"))
+
+		windowEditor, _, _ := userClient("virt-advisor-maintenance-window-editor")
+		open := workerWindow("e2e-untrusted-open", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindAllow)
+		deleteWindow(open.Name)
+		_, err := windowEditor.AdvisorV1alpha1().MaintenanceWindows().Create(suiteCtx, open, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(deleteWindow, open.Name)
+		Consistently(func() interface{} { return getObject(mcGVR, "", "99-worker-psi-karg") }).
+			WithTimeout(time.Duration(58-time.Now().Second())*time.Second).WithPolling(500*time.Millisecond).
+			Should(BeNil(), "nothing is written while the trusted window is closed, whatever other window is open")
+		Expect(itemMessage("load-aware-rebalancing", "enable-psi-metrics")).To(ContainSubstring("window 'e2e-trusted-every-minute' opens"))
+		var mc interface{ GetCreationTimestamp() metav1.Time }
+		Eventually(func() interface{} {
+			if o := getObject(mcGVR, "", "99-worker-psi-karg"); o != nil {
+				mc = o
+				return o
+			}
+			return nil
+		}).WithTimeout(15*time.Second).ShouldNot(BeNil(), "written when the trusted window opens")
+		Expect(mc.GetCreationTimestamp().Second()).To(BeNumerically("<", 20), "written inside the trusted window (open from :00 to :20)")
+	})
+
 	It("write nothing more once the approving policy is deleted: the PSI change it approved waits for its window, the policy goes, the window opens, and the config is back at ReviewRequired naming the policy", func() {
 		createWindow(workerWindow("e2e-policy-lapse-window", "* * * * *", 20*time.Second, v1alpha1.MaintenanceWindowKindAllow))
 		setter, setterName := policySetter()
