@@ -302,7 +302,8 @@ func (c CompletedConfig) New() (*Server, error) {
 			RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
 			CoalesceWindow:          c.ExtraConfig.RolloutCoalesceWindow,
 			TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
-			ApprovalPolicies:        controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer()},
+			ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),
+				PolicyAuthorizer: c.GenericConfig.Authorization.Authorizer},
 		})
 		storage.Abort.SetPauser(ctrl)
 		metrics.RegisterConfigs(configs.Advisor().V1alpha1().VirtPlatformConfigs().Lister(), ctrl.Leading)

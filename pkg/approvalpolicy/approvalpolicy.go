@@ -6,6 +6,7 @@ package approvalpolicy
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -141,7 +142,7 @@ func Evaluate(p *v1alpha1.ApprovalPolicy, plan *v1alpha1.PlanStatus, f Facts) De
 				switch {
 				case orNone(b.Reboots) == v1alpha1.RebootBoundNone:
 					refuse(rebootBound, verb(r), r.Pool)
-				case !windowed(r.Pool, f):
+				case !windowed(p, r.Pool, f):
 					refuse(windowBound, verb(r), r.Pool)
 				}
 			}
@@ -149,7 +150,7 @@ func Evaluate(p *v1alpha1.ApprovalPolicy, plan *v1alpha1.PlanStatus, f Facts) De
 				refuse(unknownVMBound, r.Pool, r.VMImpactUnknown)
 			}
 			if r.LiveMigrations > 0 && !fateAllowed(b.VMFates, v1alpha1.VMFateLiveMigrate) {
-				refuse(migrationsBound, r.LiveMigrations, r.Pool)
+				refuse(migrationsBound, vms(r.LiveMigrations), r.Pool)
 			}
 			for _, vm := range r.VMImpacts {
 				if vm.Fate != v1alpha1.VMFateLiveMigrate && !fateAllowed(b.VMFates, vm.Fate) {
@@ -159,12 +160,13 @@ func Evaluate(p *v1alpha1.ApprovalPolicy, plan *v1alpha1.PlanStatus, f Facts) De
 		}
 	}
 	if len(p.Spec.Windows) > 0 {
-		open, opensAt, missing := windowsOpen(p.Spec.Windows, f)
+		open, next, missing := windowsOpen(p.Spec.Windows, f)
 		if !open {
-			d.OpensAt = opensAt
 			when := "none of them is open"
-			if !opensAt.IsZero() {
-				when = "the next opens " + maintenance.FormatFrom(opensAt, f.Now)
+			if next != nil {
+				// The message is stored: the opening's time, not how far away it is.
+				d.OpensAt = next.NextOpening(f.Now)
+				when = "the next opens " + maintenance.FormatAt(d.OpensAt, next.Location, f.Now)
 			}
 			if len(missing) > 0 {
 				when += fmt.Sprintf(" (%s: no such MaintenanceWindow)", strings.Join(missing, ", "))
@@ -184,10 +186,10 @@ const (
 	impactBound     = "impact %s"
 	itemBound       = "changes item %s (%s %s)"
 	rebootBound     = "%s pool %s"
-	windowBound     = "%s pool %s, which no Allow maintenance window governs"
+	windowBound     = "%s pool %s, which no Allow maintenance window it trusts governs"
 	unknownVMBound  = "the VMs of pool %s could not be assessed (%s)"
 	fateBound       = "VM %s/%s on pool %s would be %s"
-	migrationsBound = "%d VMs on pool %s would be live-migrated"
+	migrationsBound = "%s on pool %s would be live-migrated"
 )
 
 func allows(p *v1alpha1.ApprovalPolicy, format string) string {
@@ -204,7 +206,7 @@ func allows(p *v1alpha1.ApprovalPolicy, format string) string {
 	case rebootBound:
 		return "allows no reboot"
 	case windowBound:
-		return "allows reboots only in a maintenance window"
+		return "allows reboots only in the maintenance windows it trusts (" + trusted(p.Spec.TrustedWindows) + ")"
 	case unknownVMBound:
 		return "approves only drains whose VMs it knows"
 	case fateBound, migrationsBound:
@@ -215,6 +217,29 @@ func allows(p *v1alpha1.ApprovalPolicy, format string) string {
 		return "allows only VMs that are " + strings.Join(fates, " or ")
 	}
 	return ""
+}
+
+// vms says a number of VMs: "1 VM", "2 VMs".
+func vms(n int64) string {
+	if n == 1 {
+		return "1 VM"
+	}
+	return fmt.Sprintf("%d VMs", n)
+}
+
+// trusted says which windows a policy trusts, e.g. "nightly, or labelled team=platform".
+func trusted(tw *v1alpha1.PolicyWindows) string {
+	if tw == nil {
+		return "none: spec.trustedWindows is not set"
+	}
+	var what []string
+	if len(tw.Names) > 0 {
+		what = append(what, strings.Join(tw.Names, ", "))
+	}
+	if tw.Selector != nil {
+		what = append(what, "labelled "+metav1.FormatLabelSelector(tw.Selector))
+	}
+	return strings.Join(what, ", or ")
 }
 
 func verb(r v1alpha1.PoolReboot) string {
@@ -264,21 +289,40 @@ func itemAllowed(allowed []v1alpha1.PolicyItem, it *v1alpha1.PlanItem) bool {
 	return false
 }
 
-// windowed is true when an Allow window selects the pool: its writes
-// wait for that window.
-func windowed(pool string, f Facts) bool {
-	p := maintenance.Pool{Name: pool, Labels: f.PoolLabels[pool]}
+// windowed is true when an Allow window policy p trusts selects the pool:
+// its writes wait for a window. Windows p does not trust do not count:
+// whoever may create one does not decide what p approves.
+func windowed(p *v1alpha1.ApprovalPolicy, pool string, f Facts) bool {
+	mp := maintenance.Pool{Name: pool, Labels: f.PoolLabels[pool]}
 	for _, w := range f.Windows {
-		if w.Kind == maintenance.Allow && w.Selects(p) {
+		if w.Kind == maintenance.Allow && Trusts(p, w) && w.Selects(mp) {
 			return true
 		}
 	}
 	return false
 }
 
+// Trusts is true when policy p trusts window w (spec.trustedWindows), by
+// name or by label.
+func Trusts(p *v1alpha1.ApprovalPolicy, w *maintenance.Window) bool {
+	tw := p.Spec.TrustedWindows
+	if tw == nil {
+		return false
+	}
+	if slices.Contains(tw.Names, w.Name) {
+		return true
+	}
+	if tw.Selector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(tw.Selector)
+	return err == nil && sel.Matches(labels.Set(w.Labels))
+}
+
 // windowsOpen says whether one of the named windows is open, and if not,
-// when the first opens and which names are no window.
-func windowsOpen(names []string, f Facts) (open bool, opensAt time.Time, missing []string) {
+// which opens first (nil: none opens) and which names are no window.
+func windowsOpen(names []string, f Facts) (open bool, first *maintenance.Window, missing []string) {
+	var opensAt time.Time
 	byName := map[string]*maintenance.Window{}
 	for _, w := range f.Windows {
 		byName[w.Name] = w
@@ -290,13 +334,13 @@ func windowsOpen(names []string, f Facts) (open bool, opensAt time.Time, missing
 			continue
 		}
 		if w.IsOpen(f.Now) {
-			return true, time.Time{}, nil
+			return true, nil, nil
 		}
 		if next := w.NextOpening(f.Now); !next.IsZero() && (opensAt.IsZero() || next.Before(opensAt)) {
-			opensAt = next
+			opensAt, first = next, w
 		}
 	}
-	return false, opensAt, missing
+	return false, first, missing
 }
 
 func rank(i v1alpha1.Impact) int {

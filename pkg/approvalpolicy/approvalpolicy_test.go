@@ -57,7 +57,22 @@ func TestEvaluate(t *testing.T) {
 	migrates := v1alpha1.VMImpact{Node: "worker-0", Namespace: "vms", Name: "db", Fate: v1alpha1.VMFateLiveMigrate}
 	shutDown := v1alpha1.VMImpact{Node: "worker-0", Namespace: "vms", Name: "legacy", Fate: v1alpha1.VMFateShutDown, Reason: "evictionStrategy None"}
 	high := func(s *v1alpha1.ApprovalPolicySpec) { s.Bounds.MaxImpact = v1alpha1.ImpactHigh }
-	inWindow := func(s *v1alpha1.ApprovalPolicySpec) { high(s); s.Bounds.Reboots = v1alpha1.RebootBoundInWindow }
+	inWindow := func(s *v1alpha1.ApprovalPolicySpec) {
+		high(s)
+		s.Bounds.Reboots, s.TrustedWindows = v1alpha1.RebootBoundInWindow, &v1alpha1.PolicyWindows{Names: []string{"every-minute"}}
+	}
+	// Someone who may create windows opens one for the pool, now.
+	untrusted := window(t, "opened-by-anyone", "* * * * *", time.Minute)
+	labelled := window(t, "labelled", "* * * * *", time.Minute)
+	labelled.Labels = map[string]string{"team": "platform"}
+	byLabel := func(s *v1alpha1.ApprovalPolicySpec) {
+		inWindow(s)
+		s.TrustedWindows = &v1alpha1.PolicyWindows{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "platform"}}}
+	}
+	freeze, err := maintenance.New("freeze", maintenance.Spec{PoolNames: []string{"worker"}, Schedule: "* * * * *", Duration: time.Minute, Kind: maintenance.Deny})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name     string
@@ -78,7 +93,27 @@ func TestEvaluate(t *testing.T) {
 			Facts{Now: now, Windows: []*maintenance.Window{everyMinute}}, nil, time.Time{}},
 		{"InWindow: a pool no window governs", policy("in-window", inWindow), planOf(v1alpha1.ImpactHigh, psi()),
 			Facts{Now: now, Windows: []*maintenance.Window{}},
-			[]string{"reboots pool worker, which no Allow maintenance window governs; policy 'in-window' allows reboots only in a maintenance window"}, time.Time{}},
+			[]string{"reboots pool worker, which no Allow maintenance window it trusts governs; policy 'in-window' allows reboots only in the maintenance windows it trusts (every-minute)"}, time.Time{}},
+		{"InWindow: an open Allow window it does not trust does not widen it", policy("in-window", inWindow), planOf(v1alpha1.ImpactHigh, psi(migrates)),
+			Facts{Now: now, Windows: []*maintenance.Window{untrusted}},
+			[]string{"reboots pool worker, which no Allow maintenance window it trusts governs; policy 'in-window' allows reboots only in the maintenance windows it trusts (every-minute)"}, time.Time{}},
+		{"InWindow: a window it does not trust does not narrow it", policy("in-window", inWindow), planOf(v1alpha1.ImpactHigh, psi(migrates)),
+			Facts{Now: now, Windows: []*maintenance.Window{everyMinute, untrusted, freeze}}, nil, time.Time{}},
+		{"InWindow: a window trusted by label", policy("by-label", byLabel), planOf(v1alpha1.ImpactHigh, psi(migrates)),
+			Facts{Now: now, Windows: []*maintenance.Window{labelled}}, nil, time.Time{}},
+		{"InWindow: the label selects only labelled windows", policy("by-label", byLabel), planOf(v1alpha1.ImpactHigh, psi(migrates)),
+			Facts{Now: now, Windows: []*maintenance.Window{everyMinute, untrusted}},
+			[]string{"reboots pool worker, which no Allow maintenance window it trusts governs; policy 'by-label' allows reboots only in the maintenance windows it trusts (labelled team=platform)"}, time.Time{}},
+		{"InWindow: a trusted Deny window does not make a pool windowed", policy("in-window", func(s *v1alpha1.ApprovalPolicySpec) {
+			inWindow(s)
+			s.TrustedWindows.Names = []string{"freeze"}
+		}), planOf(v1alpha1.ImpactHigh, psi(migrates)), Facts{Now: now, Windows: []*maintenance.Window{freeze}},
+			[]string{"reboots pool worker, which no Allow maintenance window it trusts governs; policy 'in-window' allows reboots only in the maintenance windows it trusts (freeze)"}, time.Time{}},
+		{"InWindow: trusting no window (stored before trustedWindows was required)", policy("in-window", func(s *v1alpha1.ApprovalPolicySpec) {
+			inWindow(s)
+			s.TrustedWindows = nil
+		}), planOf(v1alpha1.ImpactHigh, psi(migrates)), Facts{Now: now, Windows: []*maintenance.Window{everyMinute}},
+			[]string{"reboots pool worker, which no Allow maintenance window it trusts governs; policy 'in-window' allows reboots only in the maintenance windows it trusts (none: spec.trustedWindows is not set)"}, time.Time{}},
 		{"live migration only: a VM shut down is named", policy("in-window", inWindow), planOf(v1alpha1.ImpactHigh, psi(migrates, shutDown)),
 			Facts{Now: now, Windows: []*maintenance.Window{everyMinute}},
 			[]string{"VM vms/legacy on pool worker would be shut down (evictionStrategy None); policy 'in-window' allows only VMs that are live-migrated"}, time.Time{}},
@@ -95,6 +130,15 @@ func TestEvaluate(t *testing.T) {
 			return it
 		}()), Facts{Now: now, Windows: []*maintenance.Window{everyMinute}},
 			[]string{"2500 VMs on pool worker would be live-migrated; policy 'in-window' allows only VMs that are shut down"}, time.Time{}},
+		{"one VM live-migrated: said in the singular", policy("in-window", func(s *v1alpha1.ApprovalPolicySpec) {
+			inWindow(s)
+			s.Bounds.VMFates = []v1alpha1.VMFate{v1alpha1.VMFateShutDown}
+		}), planOf(v1alpha1.ImpactHigh, func() v1alpha1.PlanItem {
+			it := psi(migrates)
+			it.Reboots[0].LiveMigrations = 1
+			return it
+		}()), Facts{Now: now, Windows: []*maintenance.Window{everyMinute}},
+			[]string{"1 VM on pool worker would be live-migrated; policy 'in-window' allows only VMs that are shut down"}, time.Time{}},
 		{"VMs not assessed", policy("in-window", inWindow), planOf(v1alpha1.ImpactHigh, func() v1alpha1.PlanItem {
 			it := psi()
 			it.Reboots[0].VMImpactUnknown = "the cluster does not serve VirtualMachineInstances"
@@ -113,7 +157,7 @@ func TestEvaluate(t *testing.T) {
 			[]string{"item descheduler-profile could not be planned; policy 'quiet-tuning' approves only whole plans"}, time.Time{}},
 		{"its window is closed: when it opens", policy("nights", func(s *v1alpha1.ApprovalPolicySpec) { s.Windows = []string{"nightly"} }),
 			planOf(v1alpha1.ImpactLow, interval()), Facts{Now: now, Windows: []*maintenance.Window{nightly}},
-			[]string{"policy 'nights' approves only while window nightly is open; the next opens in 9h59m"}, time.Date(2026, 3, 28, 22, 0, 0, 0, time.UTC)},
+			[]string{"policy 'nights' approves only while window nightly is open; the next opens Sat 28 Mar 22:00 UTC"}, time.Date(2026, 3, 28, 22, 0, 0, 0, time.UTC)},
 		{"its window is open", policy("nights", func(s *v1alpha1.ApprovalPolicySpec) { s.Windows = []string{"nightly"} }),
 			planOf(v1alpha1.ImpactLow, interval()), Facts{Now: time.Date(2026, 3, 28, 22, 30, 0, 0, time.UTC), Windows: []*maintenance.Window{nightly}}, nil, time.Time{}},
 		{"a window that does not exist", policy("nights", func(s *v1alpha1.ApprovalPolicySpec) { s.Windows = []string{"weekend"} }),
@@ -148,6 +192,7 @@ func TestDecide(t *testing.T) {
 	quiet := policy("a-quiet", nil)
 	reboots := policy("b-reboots", func(s *v1alpha1.ApprovalPolicySpec) {
 		s.Bounds.MaxImpact, s.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
+		s.TrustedWindows = &v1alpha1.PolicyWindows{Names: []string{"w"}}
 	})
 	bySelector := policy("c-selector", func(s *v1alpha1.ApprovalPolicySpec) {
 		s.Configs = v1alpha1.PolicyConfigs{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "quiet"}}}

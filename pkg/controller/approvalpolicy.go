@@ -19,12 +19,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
 	policies "github.com/kubevirt/virt-advisor/pkg/approvalpolicy"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
@@ -39,7 +43,17 @@ type ApprovalPolicies struct {
 	// PolicyInformer, when set, tells of changed policies: the configs
 	// are looked at again.
 	PolicyInformer cache.SharedInformer
+	// PolicyAuthorizer reviews, before each approval a policy makes, that
+	// its author (status.author, authorGroups, authorExtra) may still
+	// create virtplatformconfigs/approve on the config: the server's
+	// authorizer, which asks the cluster (SubjectAccessReviews). nil: no
+	// policy approves.
+	PolicyAuthorizer authorizer.Authorizer
 }
+
+// authorRecheck is how soon a config whose policy's author could not be
+// reviewed is looked at again.
+const authorRecheck = 30 * time.Second
 
 // policyMetrics is what a Metrics recorder may also count.
 type policyMetrics interface {
@@ -58,7 +72,7 @@ func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 	if lapse != "" {
 		reason, head = policies.LapsedReason, lapse+" "
 	}
-	approved, refused, err := c.askPolicies(ctx, cfg, res)
+	approved, refused, recheck, err := c.askPolicies(ctx, cfg, res)
 	if err != nil {
 		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, head+status.MessageReview)
 		return 0, err
@@ -73,7 +87,7 @@ func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 		return 0, nil
 	}
 	var why []string
-	var requeue time.Duration
+	requeue := recheck
 	for _, d := range refused {
 		why = append(why, d.Message())
 		if !d.OpensAt.IsZero() {
@@ -96,14 +110,15 @@ type policyApproval struct {
 }
 
 // askPolicies returns the policy that approves res, or the refusals of
-// those covering cfg.
-func (c *Controller) askPolicies(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result) (*policyApproval, []policies.Decision, error) {
+// those covering cfg; recheck, when not 0, is how soon to ask again
+// because an author could not be reviewed.
+func (c *Controller) askPolicies(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result) (*policyApproval, []policies.Decision, time.Duration, error) {
 	if c.PolicyLister == nil {
-		return nil, nil, nil
+		return nil, nil, 0, nil
 	}
 	all, err := c.PolicyLister.List(everything)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing approval policies: %w", err)
+		return nil, nil, 0, fmt.Errorf("listing approval policies: %w", err)
 	}
 	var covering []*v1alpha1.ApprovalPolicy
 	for _, p := range all {
@@ -112,22 +127,96 @@ func (c *Controller) askPolicies(ctx context.Context, cfg *v1alpha1.VirtPlatform
 		}
 	}
 	if len(covering) == 0 {
-		return nil, nil, nil
+		return nil, nil, 0, nil
 	}
 	facts, err := c.policyFacts(ctx, cfg, res)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	approved, refused := policies.Decide(covering, cfg, &res.Status, facts)
-	if approved == nil {
-		return nil, refused, nil
+	var refused []policies.Decision
+	var recheck time.Duration
+	for len(covering) > 0 {
+		approved, more := policies.Decide(covering, cfg, &res.Status, facts)
+		refused = append(refused, more...)
+		if approved == nil {
+			return nil, refused, recheck, nil
+		}
+		p := policyNamed(covering, approved.Policy)
+		denied, retry := c.authorMayApprove(ctx, p, cfg.Name)
+		if denied == "" {
+			return &policyApproval{Decision: *approved, by: policies.ApprovedBy(p), ref: policies.Ref(p)}, refused, 0, nil
+		}
+		// The author may no longer approve (or could not be asked): the
+		// policy approves nothing in their name; the next one is asked.
+		refused = append(refused, policies.Decision{Policy: p.Name, Exceeded: []string{denied}})
+		if retry {
+			recheck = authorRecheck
+		}
+		covering = policiesAfter(covering, p.Name)
 	}
-	for _, p := range covering {
-		if p.Name == approved.Policy {
-			return &policyApproval{Decision: *approved, by: policies.ApprovedBy(p), ref: policies.Ref(p)}, refused, nil
+	return nil, refused, recheck, nil
+}
+
+// policyNamed is the policy of that name among ps.
+func policyNamed(ps []*v1alpha1.ApprovalPolicy, name string) *v1alpha1.ApprovalPolicy {
+	for _, p := range ps {
+		if p.Name == name {
+			return p
 		}
 	}
-	return nil, refused, nil
+	return nil
+}
+
+// policiesAfter are the policies of ps after name in name order: Decide
+// asked the ones before and they refused.
+func policiesAfter(ps []*v1alpha1.ApprovalPolicy, name string) []*v1alpha1.ApprovalPolicy {
+	var out []*v1alpha1.ApprovalPolicy
+	for _, p := range ps {
+		if p.Name > name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// authorMayApprove reviews, as the approve subresource reviews its caller,
+// that the author of p (the user, groups and extra recorded when the spec
+// was set) may still create virtplatformconfigs/approve on the config: a
+// policy approves only what its author still may. It returns why not, ""
+// when they may; retry when the review itself failed, which holds the
+// approval as a denial does.
+func (c *Controller) authorMayApprove(ctx context.Context, p *v1alpha1.ApprovalPolicy, config string) (why string, retry bool) {
+	st := p.Status
+	if c.PolicyAuthorizer == nil {
+		return fmt.Sprintf("policy '%s' approves nothing: this server cannot review whether its author %q may still approve the config", p.Name, st.Author), false
+	}
+	decision, reason, err := c.PolicyAuthorizer.Authorize(ctx, authorizer.AttributesRecord{
+		User:            &user.DefaultInfo{Name: st.Author, Groups: st.AuthorGroups, Extra: st.AuthorExtra},
+		Verb:            "create",
+		APIGroup:        advisor.GroupName,
+		APIVersion:      "*",
+		Resource:        "virtplatformconfigs",
+		Subresource:     "approve",
+		Name:            config,
+		ResourceRequest: true,
+	})
+	switch {
+	case decision == authorizer.DecisionAllow:
+		return "", false
+	case err != nil:
+		return fmt.Sprintf("policy '%s' approves nothing until the approve permission of its author %q can be reviewed (%v); it is tried again in %s",
+			p.Name, st.Author, err, authorRecheck), true
+	}
+	if reason != "" {
+		reason = " (" + reason + ")"
+	}
+	if len(st.AuthorGroups) == 0 {
+		// Every authenticated user has a group: the policy was set before
+		// the server recorded them, and is reviewed without.
+		reason += " (no groups of theirs are recorded: the policy was set before they were)"
+	}
+	return fmt.Sprintf("user %q, who set policy '%s', may no longer create virtplatformconfigs/approve on VirtPlatformConfig '%s'%s, so the policy approves nothing in their name until someone who may sets its spec again",
+		st.Author, p.Name, config, reason), false
 }
 
 // policyFacts reads what the decision depends on: the maintenance windows
@@ -220,6 +309,60 @@ func (c *Controller) policyLapsed(cfg *v1alpha1.VirtPlatformConfig) (bool, error
 	status.SetPhase(st, v1alpha1.PhaseReviewRequired, policies.LapsedReason, fmt.Sprintf("%s before items %s were written; %s",
 		what, strings.Join(unwritten, ", "), lapseEnd))
 	return true, nil
+}
+
+// trustedWindows says, for a plan a policy approved, which Allow windows
+// may let its writes in: those the policy trusts (as when it approved);
+// nil for any other approval. Another Allow window, open while the
+// trusted ones are closed, does not widen the policy's approval.
+func (c *Controller) trustedWindows(cfg *v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool {
+	a := cfg.Status.Approval
+	if a == nil || a.Policy == nil || c.PolicyLister == nil {
+		return nil
+	}
+	if _, byPolicy := policies.PolicyOf(a.ApprovedBy); !byPolicy {
+		return nil
+	}
+	all, err := c.PolicyLister.List(everything)
+	p := policyNamed(all, a.Policy.Name)
+	if err != nil || p == nil {
+		// policyLapsed stops the write before the gate.
+		return nil
+	}
+	return func(w *maintenance.Window) bool { return policies.Trusts(p, w) }
+}
+
+// policyApprovedEarlierSpec is true when cfg's approval was made by a
+// policy for an earlier spec of this very object: an editor changed the
+// spec while the plan waited.
+func policyApprovedEarlierSpec(cfg *v1alpha1.VirtPlatformConfig) bool {
+	a := cfg.Status.Approval
+	if a == nil || a.Policy == nil || (a.UID != "" && a.UID != cfg.UID) || a.Generation == cfg.Generation {
+		return false
+	}
+	_, byPolicy := policies.PolicyOf(a.ApprovedBy)
+	return byPolicy
+}
+
+// specChangedLapse ends a policy's approval of an earlier spec before
+// anything further is written: nobody is to blame, so the config does not
+// fail; it goes back to review, and the caller drafts the plan of the new
+// spec, which the policies are asked about like any other.
+func specChangedLapse(cfg *v1alpha1.VirtPlatformConfig) {
+	st := &cfg.Status
+	a := st.Approval
+	var unwritten []string
+	for i := range st.Items {
+		if it := &st.Items[i]; writePending(it) {
+			unwritten = append(unwritten, "'"+it.Name+"'")
+		}
+	}
+	st.Approval = nil
+	// lapseNote keeps the sentence while the new spec's plan is reviewed.
+	st.ObservedGeneration = cfg.Generation
+	status.SetPhase(st, v1alpha1.PhaseReviewRequired, policies.LapsedReason, fmt.Sprintf(
+		"the spec changed (generation %d → %d) after %s approved plan %s, before items %s were written; %s",
+		a.Generation, cfg.Generation, a.ApprovedBy, v1alpha1.ShortHash(a.PlanHash), strings.Join(unwritten, ", "), lapseEnd))
 }
 
 // lapseNote is the sentence saying why a policy's approval lapsed, while

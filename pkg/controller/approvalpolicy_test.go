@@ -1,19 +1,52 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 type fakePolicies []*v1alpha1.ApprovalPolicy
+
+// fakeAuthorizer answers the review of a policy's author: allowed unless
+// the user is in deny; err, when set, is the review's failure. It records
+// what it was asked.
+type fakeAuthorizer struct {
+	deny  map[string]bool
+	err   error
+	asked []authorizer.Attributes
+}
+
+func (a *fakeAuthorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	a.asked = append(a.asked, attrs)
+	switch {
+	case a.err != nil:
+		return authorizer.DecisionNoOpinion, "", a.err
+	case a.deny[attrs.GetUser().GetName()]:
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	return authorizer.DecisionAllow, "", nil
+}
+
+// policiesHarness is a harness whose policies' authors may approve.
+func policiesHarness(t *testing.T, distinctApprover bool) *harness {
+	h := newHarness(t, "v1", distinctApprover)
+	h.c.PolicyAuthorizer = &fakeAuthorizer{}
+	return h
+}
 
 func (p fakePolicies) List(labels.Selector) ([]*v1alpha1.ApprovalPolicy, error) { return p, nil }
 
@@ -68,7 +101,7 @@ func TestApprovalPolicies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, "v1", tt.distinctApprover)
+			h := policiesHarness(t, tt.distinctApprover)
 			h.c.PolicyLister = tt.policies
 			h.cluster.put(workerPool{}.obj())
 			h.create(dryRun, tt.author)
@@ -111,21 +144,75 @@ func TestApprovalPolicies(t *testing.T) {
 }
 
 // A policy's approval is written like a person's: the items it approved,
-// and nothing once the spec changed after it.
+// and nothing once the spec changed after it. An editor's spec change
+// while the plan waits is no failure: the policy's approval lapses and the
+// plan of the new spec goes to the policies like any draft. A person's
+// approval of the earlier spec fails as before (ApprovalMismatch).
 func TestPolicyApprovalIsCheckedBeforeEveryWrite(t *testing.T) {
-	h := newHarness(t, "v1", false)
-	h.c.PolicyLister = fakePolicies{quietTuning()}
-	h.create(dryRun, "alice")
-	h.planner.result = deschedulerPlan()
-	h.mustReconcile(v1alpha1.PhaseInProgress)
-	// A spec change after the approval: the approval no longer holds.
-	h.edit(true, "alice", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.FailurePolicy = v1alpha1.FailurePolicyContinue })
-	h.reconcile()
-	if len(h.planner.applied) != 0 {
-		t.Fatalf("applied %v after the spec changed", h.planner.applied)
+	tests := []struct {
+		name       string
+		human      bool
+		newPlan    func() *plan.Result
+		phase      v1alpha1.ConfigPhase
+		reason     string
+		message    string
+		approvedBy string
+		then       []string // written by the reconcile after
+	}{
+		{name: "within the bounds: approved anew by the policy for the new spec, then written", newPlan: deschedulerPlan,
+			phase: v1alpha1.PhaseInProgress, reason: "Approved", approvedBy: "policy/quiet-tuning (set by carol)", then: []string{descheduler}},
+		{name: "beyond the bounds: back to review, saying what happened and the bound", newPlan: psiRebootPlan,
+			phase: v1alpha1.PhaseReviewRequired, reason: "PolicyBoundExceeded",
+			message: "the spec changed (generation 1 → 2) after policy/quiet-tuning (set by carol) approved plan " + v1alpha1.ShortHash(deschedulerPlan().Status.PlanHash) +
+				", before items '" + descheduler + "' were written; nothing further was written. plan " + v1alpha1.ShortHash(psiRebootPlan().Status.PlanHash) +
+				" is beyond what the approval policies covering it approve: impact High; policy 'quiet-tuning' allows at most Low"},
+		{name: "a person's approval: Failed, ApprovalMismatch", human: true, newPlan: deschedulerPlan,
+			phase: v1alpha1.PhaseFailed, reason: "ApprovalMismatch", message: "the spec changed after plan"},
 	}
-	if got := h.get().Status.Phase; got != v1alpha1.PhaseFailed {
-		t.Fatalf("phase %s, want Failed (%s)", got, status.PhaseMessage(&h.get().Status))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := policiesHarness(t, false)
+			h.c.PolicyLister = fakePolicies{quietTuning()}
+			h.create(dryRun, "alice")
+			h.planner.result = deschedulerPlan()
+			if tt.human {
+				h.c.PolicyLister = fakePolicies{}
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("bob")
+				h.c.PolicyLister = fakePolicies{quietTuning()}
+			} else {
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+			}
+			// An editor changes the spec before the approved plan is written.
+			h.edit(true, "alice", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.FailurePolicy = v1alpha1.FailurePolicyContinue })
+			h.planner.result = tt.newPlan()
+			h.reconcile()
+			if h.err != nil {
+				t.Fatalf("reconcile: %v", h.err)
+			}
+			if len(h.planner.applied) != 0 {
+				t.Fatalf("applied %v after the spec changed, before a new approval", h.planner.applied)
+			}
+			cfg := h.get()
+			if cfg.Status.Phase != tt.phase {
+				t.Fatalf("phase %s, want %s (%s)", cfg.Status.Phase, tt.phase, status.PhaseMessage(&cfg.Status))
+			}
+			c := findCondition(cfg, tt.phase)
+			if c.Reason != tt.reason || !strings.Contains(c.Message, tt.message) {
+				t.Errorf("condition %s: %q, want %s: …%q…", c.Reason, c.Message, tt.reason, tt.message)
+			}
+			var by string
+			if a := cfg.Status.Approval; a != nil && a.Generation == cfg.Generation {
+				by = a.ApprovedBy
+			}
+			if by != tt.approvedBy {
+				t.Errorf("approval of the new spec by %q, want %q", by, tt.approvedBy)
+			}
+			h.reconcile()
+			if strings.Join(h.planner.applied, ",") != strings.Join(tt.then, ",") {
+				t.Errorf("then applied %v, want %v", h.planner.applied, tt.then)
+			}
+		})
 	}
 }
 
@@ -193,7 +280,7 @@ func TestPolicyApprovalLapses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, "v1", false)
+			h := policiesHarness(t, false)
 			approving := quietTuning()
 			approving.UID, approving.Generation = "policy-uid", 1
 			h.c.PolicyLister = fakePolicies{approving}
@@ -253,6 +340,155 @@ func TestPolicyApprovalLapses(t *testing.T) {
 				if strings.Join(h.planner.applied, ",") != strings.Join(tt.then, ",") {
 					t.Errorf("then applied %v, want %v", h.planner.applied, tt.then)
 				}
+			}
+		})
+	}
+}
+
+// A policy approves only what its author may still approve: before each
+// approval the author, with the groups and extra recorded when they set
+// the spec, is reviewed for create virtplatformconfigs/approve on the
+// config. Denied, or not reviewable, the config asks a person and says
+// why; a review that failed is tried again.
+func TestPolicyAuthorIsReviewedBeforeEachApproval(t *testing.T) {
+	carols := func() *v1alpha1.ApprovalPolicy {
+		p := quietTuning()
+		p.Status.AuthorGroups = []string{"platform-team", "system:authenticated"}
+		p.Status.AuthorExtra = map[string][]string{"scopes": {"approve"}}
+		return p
+	}
+	daves := func() *v1alpha1.ApprovalPolicy {
+		p := quietTuning()
+		p.Name, p.Status = "z-also-quiet", v1alpha1.ApprovalPolicyStatus{Author: "dave"}
+		return p
+	}
+	revoked := `user "carol", who set policy 'quiet-tuning', may no longer create virtplatformconfigs/approve on VirtPlatformConfig '` + configName +
+		`', so the policy approves nothing in their name until someone who may sets its spec again. ` + status.MessageReview
+	tests := []struct {
+		name       string
+		authz      authorizer.Authorizer // nil: none
+		policies   fakePolicies
+		phase      v1alpha1.ConfigPhase
+		message    string
+		approvedBy string
+		requeue    time.Duration
+		noGroups   bool // the author's groups are not recorded
+	}{
+		{name: "the author may approve: approved", authz: &fakeAuthorizer{}, policies: fakePolicies{carols()},
+			phase: v1alpha1.PhaseInProgress, approvedBy: "policy/quiet-tuning (set by carol)"},
+		{name: "the author lost the approve permission: a person, told why", authz: &fakeAuthorizer{deny: map[string]bool{"carol": true}},
+			policies: fakePolicies{carols()}, phase: v1alpha1.PhaseReviewRequired, message: revoked},
+		{name: "the review fails: held, not approved, and tried again", authz: &fakeAuthorizer{err: errors.New("subjectaccessreviews: connection refused")},
+			policies: fakePolicies{carols()}, phase: v1alpha1.PhaseReviewRequired, requeue: authorRecheck,
+			message: `policy 'quiet-tuning' approves nothing until the approve permission of its author "carol" can be reviewed (subjectaccessreviews: connection refused); it is tried again in 30s. ` + status.MessageReview},
+		{name: "no authorizer: no policy approves", policies: fakePolicies{carols()}, phase: v1alpha1.PhaseReviewRequired,
+			message: `policy 'quiet-tuning' approves nothing: this server cannot review whether its author "carol" may still approve the config`},
+		{name: "a policy set before groups were recorded, the author denied without them: says so",
+			authz: &fakeAuthorizer{deny: map[string]bool{"carol": true}}, policies: fakePolicies{quietTuning()}, phase: v1alpha1.PhaseReviewRequired, noGroups: true,
+			message: `may no longer create virtplatformconfigs/approve on VirtPlatformConfig '` + configName + `' (no groups of theirs are recorded: the policy was set before they were), so the policy approves nothing`},
+		{name: "the first policy's author lost it: the next policy, whose author has it, approves",
+			authz: &fakeAuthorizer{deny: map[string]bool{"carol": true}}, policies: fakePolicies{daves(), carols()},
+			phase: v1alpha1.PhaseInProgress, approvedBy: "policy/z-also-quiet (set by dave)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, "v1", false)
+			h.c.PolicyLister = tt.policies
+			h.c.PolicyAuthorizer = tt.authz
+			h.create(dryRun, "alice")
+			h.planner.result = deschedulerPlan()
+			h.reconcile()
+			if h.err != nil {
+				t.Fatalf("reconcile: %v", h.err)
+			}
+			cfg := h.get()
+			if cfg.Status.Phase != tt.phase {
+				t.Fatalf("phase %s, want %s (%s)", cfg.Status.Phase, tt.phase, status.PhaseMessage(&cfg.Status))
+			}
+			var by string
+			if a := cfg.Status.Approval; a != nil {
+				by = a.ApprovedBy
+			}
+			if by != tt.approvedBy {
+				t.Errorf("approvedBy %q, want %q", by, tt.approvedBy)
+			}
+			if tt.message != "" {
+				c := findCondition(cfg, tt.phase)
+				if c.Reason != "PolicyBoundExceeded" || !strings.Contains(c.Message, tt.message) {
+					t.Errorf("condition %s: %q, want PolicyBoundExceeded: …%q", c.Reason, c.Message, tt.message)
+				}
+			}
+			if len(h.planner.applied) != 0 {
+				t.Errorf("applied %v: an approval is written by a later reconcile", h.planner.applied)
+			}
+			if tt.requeue != 0 && (h.requeue <= 0 || h.requeue > tt.requeue) {
+				t.Errorf("requeue %v, want within %v", h.requeue, tt.requeue)
+			}
+			fake, ok := tt.authz.(*fakeAuthorizer)
+			if !ok || tt.noGroups {
+				return
+			}
+			a := fake.asked[0]
+			u := a.GetUser()
+			if u.GetName() != "carol" || strings.Join(u.GetGroups(), ",") != "platform-team,system:authenticated" || u.GetExtra()["scopes"][0] != "approve" ||
+				a.GetVerb() != "create" || a.GetAPIGroup() != "advisor.kubevirt.io" || a.GetResource() != "virtplatformconfigs" ||
+				a.GetSubresource() != "approve" || a.GetName() != configName || !a.IsResourceRequest() {
+				t.Errorf("reviewed %s %+v, want carol with her groups and extra, create virtplatformconfigs/approve on %s", u.GetName(), a, configName)
+			}
+		})
+	}
+}
+
+// A plan a policy approved into the windows it trusts is written only in
+// one of them: an Allow window the policy does not trust, open now, does
+// not let the write in. A person's approval is gated by every window.
+func TestPolicyApprovedWriteWaitsForATrustedWindow(t *testing.T) {
+	anytime, err := maintenance.New("anytime", maintenance.Spec{PoolNames: []string{machineconfig.WorkerPool}, Schedule: "* * * * *", Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows := fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour), anytime}
+	trustsNight := quietTuning()
+	trustsNight.UID, trustsNight.Generation = "policy-uid", 1
+	trustsNight.Spec.Bounds.MaxImpact, trustsNight.Spec.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
+	trustsNight.Spec.TrustedWindows = &v1alpha1.PolicyWindows{Names: []string{"night"}}
+	tests := []struct {
+		name    string
+		human   bool
+		applied []string
+		message string
+	}{
+		{name: "approved by a policy trusting 'night': waits for it, though 'anytime' is open",
+			message: "Waiting: MachineConfigPool 'worker': window 'night' opens"},
+		{name: "approved by a person: written now, in 'anytime'", human: true, applied: []string{psi}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := policiesHarness(t, false)
+			h.c.MaintenanceWindows = windows
+			h.setWindows(windows)
+			h.cluster.put(workerPool{}.obj())
+			h.c.PolicyLister = fakePolicies{trustsNight}
+			if tt.human {
+				h.c.PolicyLister = fakePolicies{}
+			}
+			h.create(dryRun, "alice")
+			h.planner.result = psiRebootPlan()
+			if tt.human {
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("admin")
+			} else {
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+				if by := h.get().Status.Approval.ApprovedBy; by != "policy/quiet-tuning (set by carol)" {
+					t.Fatalf("approved by %q", by)
+				}
+			}
+			h.mustReconcile(v1alpha1.PhaseInProgress)
+			if strings.Join(h.planner.applied, ",") != strings.Join(tt.applied, ",") {
+				t.Fatalf("applied %v, want %v", h.planner.applied, tt.applied)
+			}
+			if it := psiItemOf(h); !strings.Contains(it.Message, tt.message) {
+				t.Errorf("item message %q, want …%q…", it.Message, tt.message)
 			}
 		})
 	}

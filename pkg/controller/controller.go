@@ -275,7 +275,7 @@ func New(cfg Config) *Controller {
 		jitter:  rand.Float64,
 	}
 	c.pools = pools.New(pools.Config{
-		Cluster: cfg.Cluster, Pauser: cfg.Pools, Drains: cfg.Planner, Windows: cfg.MaintenanceWindows,
+		Cluster: cfg.Cluster, Pauser: cfg.Pools, Drains: cfg.Planner, Windows: cfg.MaintenanceWindows, TrustedWindows: c.trustedWindows,
 		CoalesceWindow: cfg.CoalesceWindow, Recorder: cfg.Recorder, Metrics: cfg.Metrics, Clock: clk,
 		Wake: c.wake,
 	})

@@ -511,12 +511,18 @@ func (c *Controller) settle(cfg *v1alpha1.VirtPlatformConfig, requeue time.Durat
 // (restarts, failovers, a spec change, a status nobody approved).
 // Otherwise the config fails with what changed and nothing is written.
 // An approval by a policy also needs that policy as it approved
-// (policyLapsed): otherwise it lapses and the config goes back to review.
+// (policyLapsed), and lapses the same way when the spec changed after it
+// (specChangedLapse): the config goes back to review, not to Failed.
 func (c *Controller) approvalHolds(cfg *v1alpha1.VirtPlatformConfig, item string) (bool, error) {
 	err := approval.Check(cfg)
 	if err == nil {
 		lapsed, err := c.policyLapsed(cfg)
 		return !lapsed && err == nil, err
+	}
+	if policyApprovedEarlierSpec(cfg) {
+		// The plan of the new spec goes to the policies as any draft.
+		specChangedLapse(cfg)
+		return false, nil
 	}
 	what := "Nothing was written"
 	if item != "" {

@@ -56,6 +56,9 @@ type Window struct {
 	Duration time.Duration
 	// Location is the time zone of Schedule, and of the times messages show.
 	Location *time.Location
+	// Labels are the MaintenanceWindow's labels: an approval policy may
+	// trust windows by label.
+	Labels map[string]string
 
 	poolNames sets.Set[string]
 	pools     labels.Selector // nil: no selector
@@ -101,7 +104,7 @@ func New(name string, spec Spec) (*Window, error) {
 
 // FromAPI parses a MaintenanceWindow of the API.
 func FromAPI(mw *v1alpha1.MaintenanceWindow) (*Window, error) {
-	return New(mw.Name, Spec{
+	w, err := New(mw.Name, Spec{
 		Pools:     mw.Spec.Pools,
 		PoolNames: mw.Spec.PoolNames,
 		Schedule:  mw.Spec.Schedule,
@@ -109,6 +112,11 @@ func FromAPI(mw *v1alpha1.MaintenanceWindow) (*Window, error) {
 		TimeZone:  mw.Spec.TimeZone,
 		Kind:      Kind(mw.Spec.Kind),
 	})
+	if err != nil {
+		return nil, err
+	}
+	w.Labels = mw.Labels
+	return w, nil
 }
 
 // LoadLocation loads an IANA time zone; "" is UTC. "Local" is refused: it

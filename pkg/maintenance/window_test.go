@@ -90,7 +90,7 @@ func TestCheckDuration(t *testing.T) {
 
 func TestFromAPI(t *testing.T) {
 	w, err := FromAPI(&v1alpha1.MaintenanceWindow{
-		ObjectMeta: metav1.ObjectMeta{Name: "weekend"},
+		ObjectMeta: metav1.ObjectMeta{Name: "weekend", Labels: map[string]string{"team": "platform"}},
 		Spec: v1alpha1.MaintenanceWindowSpec{
 			Pools:    &metav1.LabelSelector{MatchLabels: map[string]string{"role": "worker"}},
 			Schedule: "0 22 * * 6", Duration: metav1.Duration{Duration: 8 * time.Hour},
@@ -105,6 +105,9 @@ func TestFromAPI(t *testing.T) {
 	}
 	if !w.Selects(Pool{Name: "x", Labels: map[string]string{"role": "worker"}}) || w.Selects(Pool{Name: "worker"}) {
 		t.Fatal("the selector is not the API's")
+	}
+	if w.Labels["team"] != "platform" {
+		t.Fatalf("labels %v: an approval policy trusts windows by label", w.Labels)
 	}
 }
 

@@ -153,8 +153,13 @@ func WhyNotApprovable(st *v1alpha1.VirtPlatformConfigStatus) string {
 		if nothingWritten(st.Items) {
 			written = "nothing of it is written yet"
 		}
-		return fmt.Sprintf("plan %s approved by %s is waiting (%s: %s); %s, and it is applied when the wait ends. To apply another plan instead, change the spec: the waiting approval then lapses (phase Failed, reason ApprovalMismatch, nothing more written) and the plan of the new spec can be reviewed and approved",
-			v1alpha1.ShortHash(st.Approval.PlanHash), st.Approval.ApprovedBy, w.Reason, w.Message, written)
+		lapse := "(phase Failed, reason ApprovalMismatch, nothing more written) and the plan of the new spec can be reviewed and approved"
+		if st.Approval.Policy != nil {
+			// A policy's approval of an earlier spec lapses without a failure.
+			lapse = "(nothing more written) and the plan of the new spec goes to the approval policies like any other, or to a person"
+		}
+		return fmt.Sprintf("plan %s approved by %s is waiting (%s: %s); %s, and it is applied when the wait ends. To apply another plan instead, change the spec: the waiting approval then lapses %s",
+			v1alpha1.ShortHash(st.Approval.PlanHash), st.Approval.ApprovedBy, w.Reason, w.Message, written, lapse)
 	}
 	return p.NotApprovable
 }

@@ -78,6 +78,18 @@ func TestWaitingConditionAndPhaseMessage(t *testing.T) {
 			phase: v1alpha1.PhaseInProgress, phaseReason: "Waiting", waiting: metav1.ConditionTrue, waitReason: WaitingMaintenanceWindow,
 			message:   windowWait.Message + "; plan abababababab approved by admin, nothing written yet",
 			notApprov: "plan abababababab approved by admin is waiting (MaintenanceWindow: " + windowWait.Message + "); nothing of it is written yet"},
+		{name: "InProgress (a person's approval) --wait for a window--> a spec change fails it", st: approved(v1alpha1.ItemStatePending),
+			do:    func(st *v1alpha1.VirtPlatformConfigStatus) { MarkWaiting(st, 2, windowWait) },
+			phase: v1alpha1.PhaseInProgress, phaseReason: "Waiting", waiting: metav1.ConditionTrue, waitReason: WaitingMaintenanceWindow,
+			message: windowWait.Message, notApprov: "the waiting approval then lapses (phase Failed, reason ApprovalMismatch, nothing more written)"},
+		{name: "InProgress (a policy's approval) --wait for a window--> a spec change goes back to the policies", st: func() *v1alpha1.VirtPlatformConfigStatus {
+			st := approved(v1alpha1.ItemStatePending)
+			st.Approval.ApprovedBy, st.Approval.Policy = "policy/quiet (set by carol)", &v1alpha1.ApprovalPolicyRef{Name: "quiet", UID: "u", Generation: 1}
+			return st
+		}(), do: func(st *v1alpha1.VirtPlatformConfigStatus) { MarkWaiting(st, 2, windowWait) },
+			phase: v1alpha1.PhaseInProgress, phaseReason: "Waiting", waiting: metav1.ConditionTrue, waitReason: WaitingMaintenanceWindow,
+			message:   windowWait.Message,
+			notApprov: "the waiting approval then lapses (nothing more written) and the plan of the new spec goes to the approval policies like any other, or to a person"},
 		{name: "InProgress (an item written) --wait for a window--> the message does not say nothing was written", st: approved(v1alpha1.ItemStateCompleted, v1alpha1.ItemStatePending),
 			do:    func(st *v1alpha1.VirtPlatformConfigStatus) { MarkWaiting(st, 2, windowWait) },
 			phase: v1alpha1.PhaseInProgress, phaseReason: "Waiting", waiting: metav1.ConditionTrue, waitReason: WaitingMaintenanceWindow,

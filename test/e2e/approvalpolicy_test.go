@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,9 +32,13 @@ func newPolicy(name string, configs []string, mutate func(*v1alpha1.ApprovalPoli
 	return p
 }
 
-// rebootsInWindow allows any impact and reboots of windowed pools only.
-func rebootsInWindow(s *v1alpha1.ApprovalPolicySpec) {
-	s.Bounds.MaxImpact, s.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
+// rebootsInWindow allows any impact and reboots only of pools one of the
+// trusted windows governs.
+func rebootsInWindow(trusted ...string) func(*v1alpha1.ApprovalPolicySpec) {
+	return func(s *v1alpha1.ApprovalPolicySpec) {
+		s.Bounds.MaxImpact, s.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
+		s.TrustedWindows = &v1alpha1.PolicyWindows{Names: trusted}
+	}
 }
 
 func deletePolicy(name string) {
@@ -171,7 +176,7 @@ var _ = Describe("approval policies", Ordered, func() {
 	It("approve a reboot into a window: the PSI change approved by the policy is written only while the window is open", func() {
 		createWindow(workerWindow("e2e-policy-every-minute", "* * * * *", 20*time.Second, v1alpha1.MaintenanceWindowKindAllow))
 		setter, setterName := policySetter()
-		createPolicy(setter, newPolicy("e2e-reboots-in-window", []string{"load-aware-rebalancing"}, rebootsInWindow))
+		createPolicy(setter, newPolicy("e2e-reboots-in-window", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-policy-every-minute")))
 		untilSecond(25, 45) // the window is closed
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
 		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseInProgress, 20*time.Second)
@@ -194,10 +199,108 @@ var _ = Describe("approval policies", Ordered, func() {
 		expectUnpausedByUs()
 	})
 
+	It("stop approving in the name of an author who lost the approve permission: the config asks a person and says why", func() {
+		setter, setterName := policySetter()
+		createPolicy(setter, newPolicy("e2e-author-revoked", []string{"load-aware-rebalancing"}, nil))
+		Expect(getPolicy("e2e-author-revoked").Status.AuthorGroups).To(ContainElement("system:authenticated"), "the author's groups come from the request")
+		configWith("load-aware-rebalancing", loadAwareSpec(false, 1200))
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).To(Equal("policy/e2e-author-revoked (set by " + setterName + ")"))
+
+		// The author is no longer an approver.
+		Expect(kube.RbacV1().ClusterRoleBindings().Delete(suiteCtx, setterName+"-virt-advisor-approver", metav1.DeleteOptions{})).To(Succeed())
+		Eventually(func() (bool, error) {
+			sar, err := kube.AuthorizationV1().SubjectAccessReviews().Create(suiteCtx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: setterName, Groups: []string{"system:authenticated"}, ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Group: "advisor.kubevirt.io", Resource: "virtplatformconfigs", Subresource: "approve", Verb: "create", Name: "load-aware-rebalancing"}}}, metav1.CreateOptions{})
+			return err == nil && !sar.Status.Allowed, err
+		}).WithTimeout(10 * time.Second).Should(BeTrue())
+		time.Sleep(11 * time.Second) // the server caches its authorizer's decisions for 10 s
+
+		updateConfig("load-aware-rebalancing", func(c *v1alpha1.VirtPlatformConfig) {
+			c.Spec.Options.LoadAware.DeschedulingIntervalSeconds = ptrTo(int32(1500))
+		})
+		c = waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 30*time.Second)
+		review := condition(c, "ReviewRequired")
+		Expect(review.Reason).To(Equal("PolicyBoundExceeded"))
+		Expect(review.Message).To(ContainSubstring(fmt.Sprintf(`user %q, who set policy 'e2e-author-revoked', may no longer create virtplatformconfigs/approve on VirtPlatformConfig 'load-aware-rebalancing'`, setterName)))
+		Expect(c.Status.Approval.Generation).NotTo(Equal(c.Generation), "no approval of this spec")
+		Consistently(func() interface{} {
+			return nested(getObject(kdGVR, kdNS, "cluster").Object, "spec", "deschedulingIntervalSeconds")
+		}).WithTimeout(2*time.Second).Should(BeEquivalentTo(1200), "nothing written")
+
+		// A person who may approve does.
+		approvePlan("load-aware-rebalancing")
+		c = waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).NotTo(HavePrefix("policy/"))
+	})
+
+	It("approve a reboot only into a window they trust: an open Allow window a window editor creates does not widen the policy; the trusted window opening does", func() {
+		setter, setterName := policySetter()
+		createPolicy(setter, newPolicy("e2e-trusts-a", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-trusted-a")))
+		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 30*time.Second)
+		bound := "reboots pool worker, which no Allow maintenance window it trusts governs; policy 'e2e-trusts-a' allows reboots only in the maintenance windows it trusts (e2e-trusted-a)"
+		Expect(condition(c, "ReviewRequired").Message).To(ContainSubstring(bound))
+
+		// A window editor, who may not approve anything, opens window B for
+		// the pool, open now and all minute long.
+		windowEditor, _, _ := userClient("virt-advisor-maintenance-window-editor")
+		b := workerWindow("e2e-untrusted-b", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindAllow)
+		deleteWindow(b.Name)
+		_, err := windowEditor.AdvisorV1alpha1().MaintenanceWindows().Create(suiteCtx, b, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(deleteWindow, b.Name)
+		Consistently(func(g Gomega) {
+			c := getConfig("load-aware-rebalancing")
+			g.Expect(c.Status.Phase).To(Equal(v1alpha1.PhaseReviewRequired))
+			g.Expect(c.Status.Approval).To(BeNil())
+			g.Expect(condition(c, "ReviewRequired").Message).To(ContainSubstring(bound))
+			g.Expect(getObject(mcGVR, "", "99-worker-psi-karg")).To(BeNil())
+		}).WithTimeout(5*time.Second).WithPolling(500*time.Millisecond).Should(Succeed(), "window B does not make the policy approve")
+		Expect(getPolicy("e2e-trusts-a").Status.LastRefused.Message).To(ContainSubstring(bound))
+
+		// The window the policy trusts governs the pool, open now: approved.
+		createWindow(workerWindow("e2e-trusted-a", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindAllow))
+		c = waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 90*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).To(Equal("policy/e2e-trusts-a (set by " + setterName + ")"))
+		Expect(getObject(mcGVR, "", "99-worker-psi-karg")).NotTo(BeNil())
+	})
+
+	It("write a plan they approved into a trusted window only in one: an untrusted Allow window open meanwhile does not let the write in", func() {
+		createWindow(workerWindow("e2e-trusted-every-minute", "* * * * *", 20*time.Second, v1alpha1.MaintenanceWindowKindAllow))
+		setter, setterName := policySetter()
+		createPolicy(setter, newPolicy("e2e-trusts-every-minute", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-trusted-every-minute")))
+		untilSecond(25, 40) // the trusted window is closed
+		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseInProgress, 20*time.Second)
+		Expect(c.Status.Approval.ApprovedBy).To(Equal("policy/e2e-trusts-every-minute (set by " + setterName + ")"))
+
+		windowEditor, _, _ := userClient("virt-advisor-maintenance-window-editor")
+		open := workerWindow("e2e-untrusted-open", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindAllow)
+		deleteWindow(open.Name)
+		_, err := windowEditor.AdvisorV1alpha1().MaintenanceWindows().Create(suiteCtx, open, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(deleteWindow, open.Name)
+		Consistently(func() interface{} { return getObject(mcGVR, "", "99-worker-psi-karg") }).
+			WithTimeout(time.Duration(58-time.Now().Second())*time.Second).WithPolling(500*time.Millisecond).
+			Should(BeNil(), "nothing is written while the trusted window is closed, whatever other window is open")
+		Expect(itemMessage("load-aware-rebalancing", "enable-psi-metrics")).To(ContainSubstring("window 'e2e-trusted-every-minute' opens"))
+		var mc interface{ GetCreationTimestamp() metav1.Time }
+		Eventually(func() interface{} {
+			if o := getObject(mcGVR, "", "99-worker-psi-karg"); o != nil {
+				mc = o
+				return o
+			}
+			return nil
+		}).WithTimeout(15*time.Second).ShouldNot(BeNil(), "written when the trusted window opens")
+		Expect(mc.GetCreationTimestamp().Second()).To(BeNumerically("<", 20), "written inside the trusted window (open from :00 to :20)")
+	})
+
 	It("write nothing more once the approving policy is deleted: the PSI change it approved waits for its window, the policy goes, the window opens, and the config is back at ReviewRequired naming the policy", func() {
 		createWindow(workerWindow("e2e-policy-lapse-window", "* * * * *", 20*time.Second, v1alpha1.MaintenanceWindowKindAllow))
 		setter, setterName := policySetter()
-		createPolicy(setter, newPolicy("e2e-policy-lapsing", []string{"load-aware-rebalancing"}, rebootsInWindow))
+		createPolicy(setter, newPolicy("e2e-policy-lapsing", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-policy-lapse-window")))
 		untilSecond(25, 40) // the window is closed
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
 		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseInProgress, 20*time.Second)
@@ -229,7 +332,9 @@ var _ = Describe("approval policies", Ordered, func() {
 		}))
 		configWith("load-aware-rebalancing", loadAwareSpec(false, 1200))
 		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 30*time.Second)
-		Expect(condition(c, "ReviewRequired").Message).To(MatchRegexp(`policy 'e2e-policy-windowed' approves only while window e2e-policy-new-year is open; the next opens in \S+`))
+		// Stored: the opening's time, never how far away it was.
+		Expect(condition(c, "ReviewRequired").Message).To(MatchRegexp(`policy 'e2e-policy-windowed' approves only while window e2e-policy-new-year is open; the next opens \w{3} 1 Jan( \d{4})? 00:00 UTC\. `))
+		Expect(getPolicy("e2e-policy-windowed").Status.LastRefused.Message).NotTo(ContainSubstring("opens in"))
 		Expect(c.Status.Approval).To(BeNil())
 
 		_, err := advisor.AdvisorV1alpha1().MaintenanceWindows().Patch(suiteCtx, "e2e-policy-new-year", types.MergePatchType,
@@ -243,7 +348,7 @@ var _ = Describe("approval policies", Ordered, func() {
 		createWindow(workerWindow("e2e-policy-always", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindAllow))
 		createWindow(workerWindow("e2e-policy-freeze", "* * * * *", time.Minute, v1alpha1.MaintenanceWindowKindDeny))
 		setter, setterName := policySetter()
-		createPolicy(setter, newPolicy("e2e-policy-checked", []string{"load-aware-rebalancing"}, rebootsInWindow))
+		createPolicy(setter, newPolicy("e2e-policy-checked", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-policy-always")))
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
 		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseInProgress, 20*time.Second)
 		Expect(c.Status.Approval.ApprovedBy).To(Equal("policy/e2e-policy-checked (set by " + setterName + ")"))
@@ -344,7 +449,7 @@ var _ = Describe("approval policies and the VMs a drain shuts down", Ordered, fu
 		Eventually(func() []string { return fates(planItem(getPlan("load-aware-rebalancing"), "enable-psi-metrics")) }).
 			WithTimeout(10 * time.Second).Should(ContainElement(HavePrefix("default/vm-policy-none on worker-1: ")))
 		setter, _ := policySetter()
-		createPolicy(setter, newPolicy("e2e-migrate-only", []string{"load-aware-rebalancing"}, rebootsInWindow))
+		createPolicy(setter, newPolicy("e2e-migrate-only", []string{"load-aware-rebalancing"}, rebootsInWindow("e2e-policy-open")))
 		var c *v1alpha1.VirtPlatformConfig
 		Eventually(func() string {
 			c = getConfig("load-aware-rebalancing")

@@ -34,6 +34,9 @@ type ApprovalPolicy struct {
 type ApprovalPolicySpec struct {
 	Configs PolicyConfigs
 	Bounds  PolicyBounds
+	// TrustedWindows are the MaintenanceWindows whose Allow windows count
+	// for reboots: InWindow; no other window widens or narrows the policy.
+	TrustedWindows *PolicyWindows
 	// Windows are MaintenanceWindow names: the policy approves only while
 	// one of them is open; none: at any time.
 	Windows []string
@@ -43,6 +46,12 @@ type ApprovalPolicySpec struct {
 
 // PolicyConfigs selects the VirtPlatformConfigs a policy covers.
 type PolicyConfigs struct {
+	Names    []string
+	Selector *metav1.LabelSelector
+}
+
+// PolicyWindows selects the MaintenanceWindows a policy trusts.
+type PolicyWindows struct {
 	Names    []string
 	Selector *metav1.LabelSelector
 }
@@ -63,7 +72,11 @@ type PolicyItem struct {
 
 // ApprovalPolicyStatus is who set a policy and what it did.
 type ApprovalPolicyStatus struct {
-	Author       string
+	Author string
+	// AuthorGroups and AuthorExtra are the author's, from the same
+	// request: the policy's approvals are reviewed as that user.
+	AuthorGroups []string
+	AuthorExtra  map[string][]string
 	Configs      []string
 	LastApproved *PolicyDecision
 	LastRefused  *PolicyDecision

@@ -62,6 +62,11 @@ type Config struct {
 	Drains  Drains
 	// Windows lists the maintenance windows; nil: none.
 	Windows maintenance.Lister
+	// TrustedWindows, when set, says which Allow windows may let an item
+	// of cfg be written: an approval policy's approval counts only the
+	// windows the policy trusts. A nil filter: every window. Deny windows
+	// always count.
+	TrustedWindows func(cfg *v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool
 	// CoalesceWindow is how long pools stay paused after a MachineConfig
 	// write; 0 disables the coalescing pause.
 	CoalesceWindow time.Duration

@@ -39,12 +39,26 @@ var allowed = windowCheck{Decision: maintenance.Decision{Allowed: true}, loc: ti
 // missed because of a read error, nor because of windows that cannot be
 // evaluated within the bound (maintenance.MaxSteps) or before ctx ends.
 func (c *Controller) windowFor(ctx context.Context, pool *unstructured.Unstructured) windowCheck {
+	return c.trustedWindowFor(ctx, pool, nil)
+}
+
+// trustedWindowFor is windowFor counting, for a pool a trusted Allow
+// window governs, only the Allow windows trusts keeps (nil: all): another
+// Allow window, open while they are closed, does not let the write in. A
+// pool no trusted window governs (a change that reboots nothing, which a
+// policy approves without a window) is gated by every window, as any write.
+func (c *Controller) trustedWindowFor(ctx context.Context, pool *unstructured.Unstructured, trusts func(*maintenance.Window) bool) windowCheck {
 	if c.Windows == nil {
 		return allowed
 	}
 	windows, err := c.Windows.Windows()
 	if err != nil {
 		return windowCheck{Decision: maintenance.Decision{Reason: "maintenance windows cannot be read: " + err.Error()}, loc: time.UTC}
+	}
+	if trusts != nil {
+		if kept, governed := trustedOnly(windows, trusts, maintenance.Pool{Name: pool.GetName(), Labels: pool.GetLabels()}); governed {
+			windows = kept
+		}
 	}
 	d, err := maintenance.Evaluate(ctx, c.Clock.Now(), maintenance.Pool{Name: pool.GetName(), Labels: pool.GetLabels()}, windows)
 	if err != nil {
@@ -58,6 +72,21 @@ func (c *Controller) windowFor(ctx context.Context, pool *unstructured.Unstructu
 		}
 	}
 	return check
+}
+
+// trustedOnly keeps the Deny windows and the Allow windows trusts keeps;
+// governed: a kept Allow window selects the pool.
+func trustedOnly(windows []*maintenance.Window, trusts func(*maintenance.Window) bool, pool maintenance.Pool) (kept []*maintenance.Window, governed bool) {
+	for _, w := range windows {
+		switch {
+		case w.Kind == maintenance.Deny:
+			kept = append(kept, w)
+		case trusts(w):
+			kept = append(kept, w)
+			governed = governed || w.Selects(pool)
+		}
+	}
+	return kept, governed
 }
 
 // after is how long until the pool may be disrupted again (a minute when

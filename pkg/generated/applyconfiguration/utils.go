@@ -78,6 +78,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.PolicyDecisionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyItem"):
 		return &advisorv1alpha1.PolicyItemApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PolicyWindows"):
+		return &advisorv1alpha1.PolicyWindowsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PoolConfiguration"):
 		return &advisorv1alpha1.PoolConfigurationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ProfileOptions"):

@@ -69,6 +69,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PolicyConfigs{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PolicyConfigs(ref),
 		v1alpha1.PolicyDecision{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_PolicyDecision(ref),
 		v1alpha1.PolicyItem{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PolicyItem(ref),
+		v1alpha1.PolicyWindows{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PolicyWindows(ref),
 		v1alpha1.PoolConfiguration{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_PoolConfiguration(ref),
 		v1alpha1.PoolReboot{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref),
 		v1alpha1.Prerequisite{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_Prerequisite(ref),
@@ -683,6 +684,12 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicySpec(ref common.ReferenceCal
 							Ref:         ref(v1alpha1.PolicyBounds{}.OpenAPIModelName()),
 						},
 					},
+					"trustedWindows": {
+						SchemaProps: spec.SchemaProps{
+							Description: "trustedWindows are the MaintenanceWindows the policy trusts, by name and/or label: with bounds.reboots InWindow (where it is required), a pool is within the bound only when a trusted Allow window selects it. Other windows neither widen nor narrow what the policy approves: whoever may edit a trusted window decides when its pools reboot.",
+							Ref:         ref(v1alpha1.PolicyWindows{}.OpenAPIModelName()),
+						},
+					},
 					"windows": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -715,7 +722,7 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicySpec(ref common.ReferenceCal
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PolicyBounds{}.OpenAPIModelName(), v1alpha1.PolicyConfigs{}.OpenAPIModelName()},
+			v1alpha1.PolicyBounds{}.OpenAPIModelName(), v1alpha1.PolicyConfigs{}.OpenAPIModelName(), v1alpha1.PolicyWindows{}.OpenAPIModelName()},
 	}
 }
 
@@ -731,6 +738,49 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyStatus(ref common.ReferenceC
 							Description: "author is the user who last changed the spec (from the request, never from the body): the policy approves in their name.",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"authorGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "authorGroups are the author's groups, from the same request. Before every approval the policy makes, the server reviews (a SubjectAccessReview of author, authorGroups and authorExtra) that the author may still approve the config.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"authorExtra": {
+						SchemaProps: spec.SchemaProps{
+							Description: "authorExtra is the extra information the authenticator gave of the author, from the same request.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type: []string{"array"},
+										Items: &spec.SchemaOrArray{
+											Schema: &spec.Schema{
+												SchemaProps: spec.SchemaProps{
+													Default: "",
+													Type:    []string{"string"},
+													Format:  "",
+												},
+											},
+										},
+									},
+								},
+							},
 						},
 					},
 					"configs": {
@@ -2069,6 +2119,47 @@ func schema_pkg_apis_advisor_v1alpha1_PolicyItem(ref common.ReferenceCallback) c
 				},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PolicyWindows(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PolicyWindows selects the MaintenanceWindows a policy trusts: those named and those the selector selects.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"names": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "names of MaintenanceWindows, e.g. [nightly].",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "selector selects MaintenanceWindows by label: whoever may label a window so is trusted too.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 

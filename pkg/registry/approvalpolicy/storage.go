@@ -206,7 +206,7 @@ func computeStatus(scheme *runtime.Scheme, p *advisor.ApprovalPolicy, configs []
 	if err := scheme.Convert(p, versioned, nil); err != nil {
 		return
 	}
-	st := advisor.ApprovalPolicyStatus{Author: p.Status.Author}
+	st := advisor.ApprovalPolicyStatus{Author: p.Status.Author, AuthorGroups: p.Status.AuthorGroups, AuthorExtra: p.Status.AuthorExtra}
 	covered := sets.New[string]()
 	for i := range configs {
 		cfg := &configs[i]

@@ -42,18 +42,18 @@ func (strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 
 func (strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	p := obj.(*advisor.ApprovalPolicy)
-	p.Status = advisor.ApprovalPolicyStatus{Author: requestUser(ctx)}
+	p.Status = authorOf(ctx)
 	p.Generation = 1
 }
 
 func (strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	p, oldP := obj.(*advisor.ApprovalPolicy), old.(*advisor.ApprovalPolicy)
-	p.Status = advisor.ApprovalPolicyStatus{Author: oldP.Status.Author}
+	p.Status = advisor.ApprovalPolicyStatus{Author: oldP.Status.Author, AuthorGroups: oldP.Status.AuthorGroups, AuthorExtra: oldP.Status.AuthorExtra}
 	p.Generation = oldP.Generation
 	if !apiequality.Semantic.DeepEqual(p.Spec, oldP.Spec) {
 		// Whoever sets the bounds now approves in their name (admitted
 		// only if they may approve every config covered).
-		p.Status.Author = requestUser(ctx)
+		p.Status = authorOf(ctx)
 		p.Generation = oldP.Generation + 1
 	}
 }
@@ -73,6 +73,21 @@ func (strategy) WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) [
 func (strategy) AllowCreateOnUpdate() bool       { return false }
 func (strategy) AllowUnconditionalUpdate() bool  { return true }
 func (strategy) Canonicalize(obj runtime.Object) {}
+
+// authorOf is the status of a policy whose spec the request sets: its
+// user, groups and extra, as the controller reviews them before every
+// approval the policy makes.
+func authorOf(ctx context.Context) advisor.ApprovalPolicyStatus {
+	u, ok := request.UserFrom(ctx)
+	if !ok {
+		return advisor.ApprovalPolicyStatus{}
+	}
+	st := advisor.ApprovalPolicyStatus{Author: u.GetName(), AuthorGroups: u.GetGroups()}
+	if extra := u.GetExtra(); len(extra) > 0 {
+		st.AuthorExtra = extra
+	}
+	return st
+}
 
 func requestUser(ctx context.Context) string {
 	if u, ok := request.UserFrom(ctx); ok {

@@ -47,6 +47,13 @@ type ApprovalPolicySpec struct {
 	// bounds are what a plan may do to be approved by the policy.
 	// +optional
 	Bounds PolicyBounds `json:"bounds"`
+	// trustedWindows are the MaintenanceWindows the policy trusts, by name
+	// and/or label: with bounds.reboots InWindow (where it is required), a
+	// pool is within the bound only when a trusted Allow window selects
+	// it. Other windows neither widen nor narrow what the policy approves:
+	// whoever may edit a trusted window decides when its pools reboot.
+	// +optional
+	TrustedWindows *PolicyWindows `json:"trustedWindows,omitempty"`
 	// windows are names of MaintenanceWindows: the policy approves only
 	// while one of them is open. Unset: at any time.
 	// +optional
@@ -67,6 +74,19 @@ type PolicyConfigs struct {
 	// selector selects VirtPlatformConfigs by label. A policy with a
 	// selector covers configs that do not exist yet: setting it needs the
 	// approve permission on every config (no resourceNames).
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// PolicyWindows selects the MaintenanceWindows a policy trusts: those
+// named and those the selector selects.
+type PolicyWindows struct {
+	// names of MaintenanceWindows, e.g. [nightly].
+	// +optional
+	// +listType=set
+	Names []string `json:"names,omitempty"`
+	// selector selects MaintenanceWindows by label: whoever may label a
+	// window so is trusted too.
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 }
@@ -113,6 +133,17 @@ type ApprovalPolicyStatus struct {
 	// from the body): the policy approves in their name.
 	// +optional
 	Author string `json:"author,omitempty"`
+	// authorGroups are the author's groups, from the same request. Before
+	// every approval the policy makes, the server reviews (a
+	// SubjectAccessReview of author, authorGroups and authorExtra) that the
+	// author may still approve the config.
+	// +optional
+	// +listType=atomic
+	AuthorGroups []string `json:"authorGroups,omitempty"`
+	// authorExtra is the extra information the authenticator gave of the
+	// author, from the same request.
+	// +optional
+	AuthorExtra map[string][]string `json:"authorExtra,omitempty"`
 	// configs are the names of the configs the policy covers now.
 	// +optional
 	// +listType=set

@@ -202,6 +202,11 @@ func (in PolicyItem) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PolicyWindows) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PolicyWindows"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PoolConfiguration) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.PoolConfiguration"
 }

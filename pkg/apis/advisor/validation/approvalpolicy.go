@@ -12,6 +12,11 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 )
 
+// MaxPolicyNames bounds the names a policy lists (spec.configs.names):
+// admitting a policy reviews its author's approve permission on each, one
+// SubjectAccessReview per name. Many configs are covered with a selector.
+const MaxPolicyNames = 16
+
 var (
 	policyImpacts = []string{string(advisor.ImpactLow), string(advisor.ImpactMedium), string(advisor.ImpactHigh)}
 	rebootBounds  = []string{string(advisor.RebootBoundNone), string(advisor.RebootBoundInWindow)}
@@ -37,6 +42,10 @@ func validatePolicySpec(spec *advisor.ApprovalPolicySpec, fldPath *field.Path) f
 	if len(spec.Configs.Names) == 0 && spec.Configs.Selector == nil {
 		allErrs = append(allErrs, field.Required(configs.Child("names"),
 			"name the VirtPlatformConfigs the policy covers (e.g. [load-aware-rebalancing]), or select them with configs.selector"))
+	}
+	if n := len(spec.Configs.Names); n > MaxPolicyNames {
+		allErrs = append(allErrs, &field.Error{Type: field.ErrorTypeTooMany, Field: configs.Child("names").String(), BadValue: n,
+			Detail: fmt.Sprintf("must have at most %d names (each costs a review of the approve permission when the policy is set); cover more configs with spec.configs.selector", MaxPolicyNames)})
 	}
 	allErrs = append(allErrs, uniqueNames(spec.Configs.Names, configs.Child("names"), "a VirtPlatformConfig")...)
 	if spec.Configs.Selector != nil {
@@ -67,9 +76,33 @@ func validatePolicySpec(spec *advisor.ApprovalPolicySpec, fldPath *field.Path) f
 				"set kind (the target's kind, e.g. KubeDescheduler), name (the item's name, e.g. descheduler-profile), or both"))
 		}
 	}
+	allErrs = append(allErrs, validateTrustedWindows(spec, fldPath.Child("trustedWindows"))...)
 	allErrs = append(allErrs, uniqueNames(spec.Windows, fldPath.Child("windows"), "a MaintenanceWindow")...)
 	if len(spec.Description) > MaxWindowDescriptionLength {
 		allErrs = append(allErrs, field.TooLong(fldPath.Child("description"), "", MaxWindowDescriptionLength))
+	}
+	return allErrs
+}
+
+// validateTrustedWindows checks the windows a policy trusts: required
+// with reboots InWindow, which is about them and no other window.
+func validateTrustedWindows(spec *advisor.ApprovalPolicySpec, fldPath *field.Path) field.ErrorList {
+	tw := spec.TrustedWindows
+	if tw == nil || (len(tw.Names) == 0 && tw.Selector == nil) {
+		if spec.Bounds.Reboots == advisor.RebootBoundInWindow {
+			return field.ErrorList{field.Required(fldPath,
+				"with bounds.reboots InWindow, name the MaintenanceWindows the policy trusts (names: [nightly]) or select them (selector: {matchLabels: …}); other windows neither widen nor narrow the policy")}
+		}
+		return nil
+	}
+	var allErrs field.ErrorList
+	if n := len(tw.Names); n > MaxPolicyNames {
+		allErrs = append(allErrs, &field.Error{Type: field.ErrorTypeTooMany, Field: fldPath.Child("names").String(), BadValue: n,
+			Detail: fmt.Sprintf("must have at most %d names; select more windows with spec.trustedWindows.selector", MaxPolicyNames)})
+	}
+	allErrs = append(allErrs, uniqueNames(tw.Names, fldPath.Child("names"), "a MaintenanceWindow")...)
+	if tw.Selector != nil {
+		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(tw.Selector, metav1validation.LabelSelectorValidationOptions{}, fldPath.Child("selector"))...)
 	}
 	return allErrs
 }

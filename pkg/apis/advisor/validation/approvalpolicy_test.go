@@ -1,6 +1,7 @@
 package validation_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,10 +48,48 @@ func TestValidateApprovalPolicy(t *testing.T) {
 		{"every bound set", func(s *v1alpha1.ApprovalPolicySpec) {
 			s.Bounds = v1alpha1.PolicyBounds{MaxImpact: v1alpha1.ImpactHigh, Reboots: v1alpha1.RebootBoundInWindow,
 				VMFates: []v1alpha1.VMFate{v1alpha1.VMFateLiveMigrate, v1alpha1.VMFateShutDown}, Items: []v1alpha1.PolicyItem{{Kind: "KubeDescheduler"}, {Name: "enable-psi-metrics"}}}
+			s.TrustedWindows = &v1alpha1.PolicyWindows{Names: []string{"nightly"}, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "platform"}}}
 			s.Windows = []string{"nightly"}
 		}, "", ""},
+		{"reboots InWindow trusting no window", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Bounds.Reboots = v1alpha1.RebootBoundInWindow
+		}, "spec.trustedWindows", "Required value: with bounds.reboots InWindow, name the MaintenanceWindows the policy trusts"},
+		{"reboots InWindow trusting an empty list", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Bounds.Reboots, s.TrustedWindows = v1alpha1.RebootBoundInWindow, &v1alpha1.PolicyWindows{}
+		}, "spec.trustedWindows", "Required value"},
+		{"reboots InWindow trusting windows by label", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Bounds.Reboots = v1alpha1.RebootBoundInWindow
+			s.TrustedWindows = &v1alpha1.PolicyWindows{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "platform"}}}
+		}, "", ""},
+		{"bad trusted window name", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.TrustedWindows = &v1alpha1.PolicyWindows{Names: []string{"ok", "Night!"}}
+		}, "spec.trustedWindows.names[1]", "not the name of a MaintenanceWindow"},
+		{"duplicate trusted window", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.TrustedWindows = &v1alpha1.PolicyWindows{Names: []string{"a", "a"}}
+		}, "spec.trustedWindows.names[1]", "Duplicate value"},
+		{"too many trusted windows", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.TrustedWindows = &v1alpha1.PolicyWindows{}
+			for i := range validation.MaxPolicyNames + 1 {
+				s.TrustedWindows.Names = append(s.TrustedWindows.Names, fmt.Sprintf("window-%d", i))
+			}
+		}, "spec.trustedWindows.names", "must have at most 16 names"},
+		{"bad trusted window selector", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.TrustedWindows = &v1alpha1.PolicyWindows{Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Sometimes"}}}}
+		}, "spec.trustedWindows.selector.matchExpressions[0].operator", "not a valid selector operator"},
 		{"no config", func(s *v1alpha1.ApprovalPolicySpec) { s.Configs.Names = nil }, "spec.configs.names", "Required value: name the VirtPlatformConfigs"},
 		{"bad config name", func(s *v1alpha1.ApprovalPolicySpec) { s.Configs.Names = []string{"Load_Aware"} }, "spec.configs.names[0]", "not the name of a VirtPlatformConfig"},
+		{"too many config names", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Configs.Names = nil
+			for i := range validation.MaxPolicyNames + 1 {
+				s.Configs.Names = append(s.Configs.Names, fmt.Sprintf("config-%d", i))
+			}
+		}, "spec.configs.names", "must have at most 16 names (each costs a review of the approve permission when the policy is set); cover more configs with spec.configs.selector"},
+		{"as many config names as allowed", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Configs.Names = nil
+			for i := range validation.MaxPolicyNames {
+				s.Configs.Names = append(s.Configs.Names, fmt.Sprintf("config-%d", i))
+			}
+		}, "", ""},
 		{"duplicate config name", func(s *v1alpha1.ApprovalPolicySpec) { s.Configs.Names = []string{"a", "a"} }, "spec.configs.names[1]", "Duplicate value"},
 		{"bad selector", func(s *v1alpha1.ApprovalPolicySpec) {
 			s.Configs.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Sometimes"}}}

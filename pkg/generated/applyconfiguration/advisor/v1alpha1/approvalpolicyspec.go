@@ -27,6 +27,12 @@ type ApprovalPolicySpecApplyConfiguration struct {
 	Configs *PolicyConfigsApplyConfiguration `json:"configs,omitempty"`
 	// bounds are what a plan may do to be approved by the policy.
 	Bounds *PolicyBoundsApplyConfiguration `json:"bounds,omitempty"`
+	// trustedWindows are the MaintenanceWindows the policy trusts, by name
+	// and/or label: with bounds.reboots InWindow (where it is required), a
+	// pool is within the bound only when a trusted Allow window selects
+	// it. Other windows neither widen nor narrow what the policy approves:
+	// whoever may edit a trusted window decides when its pools reboot.
+	TrustedWindows *PolicyWindowsApplyConfiguration `json:"trustedWindows,omitempty"`
 	// windows are names of MaintenanceWindows: the policy approves only
 	// while one of them is open. Unset: at any time.
 	Windows []string `json:"windows,omitempty"`
@@ -53,6 +59,14 @@ func (b *ApprovalPolicySpecApplyConfiguration) WithConfigs(value *PolicyConfigsA
 // If called multiple times, the Bounds field is set to the value of the last call.
 func (b *ApprovalPolicySpecApplyConfiguration) WithBounds(value *PolicyBoundsApplyConfiguration) *ApprovalPolicySpecApplyConfiguration {
 	b.Bounds = value
+	return b
+}
+
+// WithTrustedWindows sets the TrustedWindows field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TrustedWindows field is set to the value of the last call.
+func (b *ApprovalPolicySpecApplyConfiguration) WithTrustedWindows(value *PolicyWindowsApplyConfiguration) *ApprovalPolicySpecApplyConfiguration {
+	b.TrustedWindows = value
 	return b
 }
 

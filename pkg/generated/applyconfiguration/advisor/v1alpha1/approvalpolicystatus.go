@@ -26,6 +26,14 @@ type ApprovalPolicyStatusApplyConfiguration struct {
 	// author is the user who last changed the spec (from the request, never
 	// from the body): the policy approves in their name.
 	Author *string `json:"author,omitempty"`
+	// authorGroups are the author's groups, from the same request. Before
+	// every approval the policy makes, the server reviews (a
+	// SubjectAccessReview of author, authorGroups and authorExtra) that the
+	// author may still approve the config.
+	AuthorGroups []string `json:"authorGroups,omitempty"`
+	// authorExtra is the extra information the authenticator gave of the
+	// author, from the same request.
+	AuthorExtra map[string][]string `json:"authorExtra,omitempty"`
 	// configs are the names of the configs the policy covers now.
 	Configs []string `json:"configs,omitempty"`
 	// lastApproved is the last plan the policy approved that a config
@@ -47,6 +55,30 @@ func ApprovalPolicyStatus() *ApprovalPolicyStatusApplyConfiguration {
 // If called multiple times, the Author field is set to the value of the last call.
 func (b *ApprovalPolicyStatusApplyConfiguration) WithAuthor(value string) *ApprovalPolicyStatusApplyConfiguration {
 	b.Author = &value
+	return b
+}
+
+// WithAuthorGroups adds the given value to the AuthorGroups field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the AuthorGroups field.
+func (b *ApprovalPolicyStatusApplyConfiguration) WithAuthorGroups(values ...string) *ApprovalPolicyStatusApplyConfiguration {
+	for i := range values {
+		b.AuthorGroups = append(b.AuthorGroups, values[i])
+	}
+	return b
+}
+
+// WithAuthorExtra puts the entries into the AuthorExtra field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the AuthorExtra field,
+// overwriting an existing map entries in AuthorExtra field with the same key.
+func (b *ApprovalPolicyStatusApplyConfiguration) WithAuthorExtra(entries map[string][]string) *ApprovalPolicyStatusApplyConfiguration {
+	if b.AuthorExtra == nil && len(entries) > 0 {
+		b.AuthorExtra = make(map[string][]string, len(entries))
+	}
+	for k, v := range entries {
+		b.AuthorExtra[k] = v
+	}
 	return b
 }
 
