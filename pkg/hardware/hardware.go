@@ -70,8 +70,10 @@ type Node struct {
 	Name string
 	// CPUs is status.capacity.cpu (logical CPUs).
 	CPUs int64
-	// Memory is status.allocatable.memory, in bytes.
-	Memory int64
+	// Memory is status.allocatable.memory, in bytes; MemoryCapacity
+	// status.capacity.memory.
+	Memory         int64
+	MemoryCapacity int64
 	// HugePages is the capacity (bytes) of each hugepages-<size> resource
 	// with any, by resource name.
 	HugePages    map[string]int64
@@ -101,6 +103,7 @@ func ReadNode(node *unstructured.Unstructured, topo Topologies) (Node, error) {
 	allocatable, _, _ := unstructured.NestedStringMap(node.Object, "status", "allocatable")
 	n.CPUs = quantity(capacity["cpu"])
 	n.Memory = quantity(allocatable["memory"])
+	n.MemoryCapacity = quantity(capacity["memory"])
 	for name, v := range capacity {
 		if strings.HasPrefix(name, hugePagesPrefix) {
 			if q := quantity(v); q > 0 {

@@ -18,11 +18,11 @@ func TestLocalHardwareReadsAsReal(t *testing.T) {
 		class HardwareClass
 		want  hardware.Node
 	}{
-		{LocalHardware[0], hardware.Node{Name: "worker-1", CPUs: 32, Memory: 128 * gi, HugePages: map[string]int64{}, Vendor: "GenuineIntel", Architecture: "amd64", SMT: hardware.SMTOff,
+		{LocalHardware[0], hardware.Node{Name: "worker-1", CPUs: 32, Memory: 128 * gi, MemoryCapacity: 128 * gi, HugePages: map[string]int64{}, Vendor: "GenuineIntel", Architecture: "amd64", SMT: hardware.SMTOff,
 			Zones: []hardware.Zone{{Name: "node-0", CPUs: 32, Memory: 128 * gi}}}},
-		{LocalHardware[1], hardware.Node{Name: "worker-cnv-1", CPUs: 64, Memory: 256 * gi, HugePages: map[string]int64{"hugepages-1Gi": 32 * gi}, Vendor: "AuthenticAMD", Architecture: "amd64", SMT: hardware.SMTOff,
+		{LocalHardware[1], hardware.Node{Name: "worker-cnv-1", CPUs: 64, Memory: 256 * gi, MemoryCapacity: 288 * gi, HugePages: map[string]int64{"hugepages-1Gi": 32 * gi}, Vendor: "AuthenticAMD", Architecture: "amd64", SMT: hardware.SMTOff,
 			Zones: []hardware.Zone{{Name: "node-0", CPUs: 32, Memory: 128 * gi}, {Name: "node-1", NUMAID: 1, CPUs: 32, Memory: 128 * gi}}}},
-		{HardwareClass{Pool: "small", Count: 1, Vendor: "GenuineIntel", CPUs: 8, Memory: "16Gi"}, hardware.Node{Name: "small-1", CPUs: 8, Memory: 16 * gi,
+		{HardwareClass{Pool: "small", Count: 1, Vendor: "GenuineIntel", CPUs: 8, Memory: "16Gi"}, hardware.Node{Name: "small-1", CPUs: 8, Memory: 16 * gi, MemoryCapacity: 16 * gi,
 			HugePages: map[string]int64{}, Vendor: "GenuineIntel", Architecture: "amd64", SMT: hardware.SMTOff, Zones: []hardware.Zone{{Name: "node-0", CPUs: 8, Memory: 16 * gi}},
 			ZonesAssumed: "no NodeResourceTopology for node 'small-1': one NUMA zone assumed"}},
 	}

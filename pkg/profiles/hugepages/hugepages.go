@@ -181,6 +181,11 @@ func derive(o options, p hardware.Pool) (count, error) {
 	if len(p.Nodes) == 0 {
 		return count{}, fmt.Errorf("MachineConfigPool '%s' has no nodes: the huge page count is derived from their memory", p.Name)
 	}
+	for _, n := range p.Nodes {
+		if err := withinCapacity(n); err != nil {
+			return count{}, err
+		}
+	}
 	before := hardware.Pool{Name: p.Name}
 	for _, n := range p.Nodes {
 		n.Memory += sum(n.HugePages)
@@ -212,6 +217,24 @@ func derive(o options, p hardware.Pool) (count, error) {
 		c.nodes = append(c.nodes, nc)
 	}
 	return c, nil
+}
+
+// withinCapacity checks what the count is sized from against the
+// node's memory: its kubelet takes huge pages and its reservations out of
+// the memory capacity to report allocatable memory, so allocatable memory
+// plus huge pages above the capacity is a report that cannot be true, and
+// a count sized from it could reserve memory the node lacks (a node that
+// does not boot, or boots with no memory left).
+func withinCapacity(n hardware.Node) error {
+	pages := sum(n.HugePages)
+	switch {
+	case n.MemoryCapacity <= 0:
+		return fmt.Errorf("node '%s' reports no memory capacity (status.capacity.memory): the huge page count is sized from its allocatable memory only within it; check the node's kubelet", n.Name)
+	case n.Memory+pages > n.MemoryCapacity:
+		return fmt.Errorf("node '%s' reports %s of allocatable memory and %s of huge pages, more than its memory capacity of %s (status.allocatable.memory, the hugepages-* and memory of status.capacity): the huge page count is not sized from a report that cannot be true; check the node's kubelet",
+			n.Name, gibString(n.Memory), gibString(pages), gibString(n.MemoryCapacity))
+	}
+	return nil
 }
 
 // maxPercent is the largest percentage that leaves the floor on a node of

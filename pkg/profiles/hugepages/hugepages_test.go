@@ -44,6 +44,16 @@ func workerPool() *unstructured.Unstructured {
 	return p
 }
 
+// withCapacity sets a Node's status.capacity.memory ("" removes it).
+func withCapacity(n *unstructured.Unstructured, memory string) *unstructured.Unstructured {
+	if memory == "" {
+		unstructured.RemoveNestedField(n.Object, "status", "capacity", "memory")
+		return n
+	}
+	_ = unstructured.SetNestedField(n.Object, memory, "status", "capacity", "memory")
+	return n
+}
+
 func TestItems(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -98,6 +108,22 @@ func TestItems(t *testing.T) {
 		opts:  &v1alpha1.HugepagesConfig{MemoryPercent: ptr.To[int32](1)},
 		nodes: []*unstructured.Unstructured{Node("w0", "16Gi", nil)},
 		errs:  []string{"less than one 1G page", "pageSize 2M"},
+	}, {
+		name:  "allocatable memory above the memory capacity is refused, naming the node",
+		nodes: []*unstructured.Unstructured{Node("w0", "64Gi", nil), withCapacity(Node("w1", "640Gi", nil), "64Gi")},
+		errs:  []string{"node 'w1' reports 640.0 GiB of allocatable memory and 0.0 GiB of huge pages, more than its memory capacity of 64.0 GiB (status.allocatable.memory, the hugepages-* and memory of status.capacity): the huge page count is not sized from a report that cannot be true"},
+	}, {
+		name:  "allocatable memory and huge pages above the memory capacity",
+		nodes: []*unstructured.Unstructured{withCapacity(Node("w0", "32Gi", map[string]string{"hugepages-1Gi": "32Gi"}), "48Gi")},
+		errs:  []string{"node 'w0' reports 32.0 GiB of allocatable memory and 32.0 GiB of huge pages, more than its memory capacity of 48.0 GiB"},
+	}, {
+		name:  "no memory capacity",
+		nodes: []*unstructured.Unstructured{withCapacity(Node("w0", "64Gi", nil), "")},
+		errs:  []string{"node 'w0' reports no memory capacity (status.capacity.memory)"},
+	}, {
+		name:  "allocatable memory as large as the capacity (the control)",
+		nodes: []*unstructured.Unstructured{withCapacity(Node("w0", "64Gi", nil), "64Gi")},
+		args:  []string{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=32"},
 	}, {
 		name: "no nodes",
 		errs: []string{"MachineConfigPool 'worker' has no nodes"},
