@@ -18,6 +18,7 @@ package hugepages
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -58,8 +59,8 @@ var (
 	FloorGiB      = validation.Range{Min: 1, Max: 1024}
 	// PageSizes are the sizes of options.hugepages.pageSize.
 	PageSizes = []string{"1G", "2M"}
-	// MaxCount bounds the count written (hugepages=): 1 PiB of 1G pages,
-	// the admission policy's pattern.
+	// MaxCount bounds the count written (hugepages=): 1 PiB of 1G pages;
+	// the admission policy's pattern admits 1 to MaxCount exactly.
 	MaxCount = int64(1 << 20)
 )
 
@@ -74,8 +75,52 @@ func KernelArgumentPatterns() []string {
 	return []string{
 		"^default_hugepagesz=(" + strings.Join(PageSizes, "|") + ")$",
 		"^hugepagesz=(" + strings.Join(PageSizes, "|") + ")$",
-		"^hugepages=[1-9][0-9]{0,6}$",
+		"^hugepages=" + countPattern(MaxCount) + "$",
 	}
+}
+
+// countPattern is a regular expression of the decimal numbers 1 to max
+// (max ≥ 10), no leading zero: the numbers of fewer digits than max,
+// then, digit by digit, those of as many digits that start like max and
+// are below it at that digit, and max itself.
+func countPattern(max int64) string {
+	d := strconv.FormatInt(max, 10)
+	alts := []string{"[1-9]" + repeat(len(d)-2, true)}
+	for i := range len(d) {
+		low := byte('0')
+		if i == 0 {
+			low = '1'
+		}
+		if d[i] <= low {
+			continue
+		}
+		alt := d[:i] + digits(low, d[i]-1)
+		alts = append(alts, alt+repeat(len(d)-i-1, false))
+	}
+	return "(" + strings.Join(append(alts, d), "|") + ")"
+}
+
+// repeat is n decimal digits, or up to n.
+func repeat(n int, upTo bool) string {
+	switch {
+	case n == 0:
+		return ""
+	case n == 1 && upTo:
+		return "[0-9]?"
+	case n == 1:
+		return "[0-9]"
+	case upTo:
+		return fmt.Sprintf("[0-9]{0,%d}", n)
+	}
+	return fmt.Sprintf("[0-9]{%d}", n)
+}
+
+// digits is the character class of the digits from to to.
+func digits(from, to byte) string {
+	if from == to {
+		return string(from)
+	}
+	return "[" + string(from) + "-" + string(to) + "]"
 }
 
 type profile struct{}

@@ -2,8 +2,10 @@ package hugepages
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -254,4 +256,29 @@ func TestKernelArgumentsWithinPatterns(t *testing.T) {
 func regexpMatch(t *testing.T, pattern, s string) bool {
 	t.Helper()
 	return regexp.MustCompile(pattern).MatchString(s)
+}
+
+// The policy's pattern of the count admits exactly 1 to MaxCount: no
+// count above what the profile writes, no leading zero, no sign.
+func TestCountPatternIsExactlyTheRange(t *testing.T) {
+	count := regexp.MustCompile(KernelArgumentPatterns()[2])
+	for _, n := range []int64{0, 1, 9, 10, 99, 100, 999999, 1000000, 1048575, MaxCount, MaxCount + 1, 1048580, 1049999, 1099999, 1999999, 9999999, 10000000} {
+		if got, want := count.MatchString(fmt.Sprintf("hugepages=%d", n)), n >= 1 && n <= MaxCount; got != want {
+			t.Errorf("hugepages=%d admitted %v, want %v", n, got, want)
+		}
+	}
+	for _, s := range []string{"hugepages=01", "hugepages=+1", "hugepages=-1", "hugepages=", "hugepages=1 init=/bin/sh", "hugepages=1048576 "} {
+		if count.MatchString(s) {
+			t.Errorf("%q admitted", s)
+		}
+	}
+	// Every number up to ten times the bound, for bounds of each shape.
+	for _, max := range []int64{10, 11, 19, 20, 99, 100, 101, 123, 909, 1000, 4096, 70000} {
+		re := regexp.MustCompile("^" + countPattern(max) + "$")
+		for n := int64(0); n <= 10*max; n++ {
+			if got, want := re.MatchString(strconv.FormatInt(n, 10)), n >= 1 && n <= max; got != want {
+				t.Fatalf("countPattern(%d) = %s admits %d: %v, want %v", max, countPattern(max), n, got, want)
+			}
+		}
+	}
 }
