@@ -798,6 +798,13 @@ func TestDeniesEverythingElse(t *testing.T) {
 		{"huge pages labelled for another pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(hpFor("worker-cnv"), func(o map[string]interface{}) {
 			set(o, "master", "metadata", "labels", machineconfig.RoleLabel)
 		})}, "writes MachineConfig 50-worker-cnv-virt-advisor-hugepages only for pool worker-cnv"},
+		{"huge pages for the control plane's pool", request{op: admission.Create, gvr: machineConfigs, obj: hpFor("master")},
+			"virt-advisor-apiserver writes no 50-{pool}-virt-advisor-hugepages for pool master, the control plane: 50-master-virt-advisor-hugepages would reboot the control-plane nodes"},
+		{"the IOMMU for the control plane's pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(iommu, func(o map[string]interface{}) {
+			set(o, "50-master-virt-advisor-pci-passthrough", "metadata", "name")
+			set(o, "master", "metadata", "labels", machineconfig.RoleLabel)
+		})}, "writes no 50-{pool}-virt-advisor-pci-passthrough for pool master"},
+		{"deleting huge pages of the control plane's pool someone made", request{op: admission.Delete, gvr: machineConfigs, old: hpFor("master")}, ""},
 		{"a pool template with no pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
 			set(o, "50--virt-advisor-hugepages", "metadata", "name")
 		})}, "not 50--virt-advisor-hugepages"},

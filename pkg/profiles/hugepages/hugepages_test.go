@@ -217,6 +217,8 @@ func TestValidateOptions(t *testing.T) {
 		{name: "no share", opts: v1alpha1.HugepagesConfig{MemoryPercent: ptr.To[int32](0)}, want: []string{"spec.options.hugepages.memoryPercent: Invalid value: 0: must be between 1 and 90"}},
 		{name: "floor", opts: v1alpha1.HugepagesConfig{FloorGiB: ptr.To[int32](0)}, want: []string{"spec.options.hugepages.floorGiB: Invalid value: 0: must be between 1 and 1024"}},
 		{name: "pool", opts: v1alpha1.HugepagesConfig{Pool: "Worker_1"}, want: []string{"spec.options.hugepages.pool: Invalid value: \"Worker_1\""}},
+		{name: "the control plane's pool, as dedicated-cpus", opts: v1alpha1.HugepagesConfig{Pool: "master"},
+			want: []string{"spec.options.hugepages.pool: Forbidden: the control plane's pool is not for VMs (its MachineConfig 50-master-virt-advisor-hugepages would reboot the control-plane nodes): name the pool of the nodes that run VMs"}},
 		{name: "pool too long for the MachineConfig name", opts: v1alpha1.HugepagesConfig{Pool: strings.Repeat("a", 240)}, want: []string{"makes the MachineConfig name"}},
 	}
 	for _, tt := range tests {
