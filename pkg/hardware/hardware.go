@@ -195,6 +195,10 @@ func readZone(m map[string]interface{}) Zone {
 // in decimal without leading zeros.
 var zoneName = regexp.MustCompile(`^node-(0|[1-9][0-9]{0,3})$`)
 
+// maxNUMAZones bounds the zones of a node: the kubelet's reservedMemory
+// the admission policy admits names NUMA nodes 0 to 63.
+const maxNUMAZones = 64
+
 // numberZones sets each zone's NUMAID from its name. The ids must be
 // those of a machine with that many NUMA nodes, 0 to len(zones)-1, each
 // once: they become the numaNode of the kubelet's reservedMemory, and a
@@ -202,6 +206,10 @@ var zoneName = regexp.MustCompile(`^node-(0|[1-9][0-9]{0,3})$`)
 // lacks does not start after the reboot.
 func numberZones(node, object string, zones []Zone) error {
 	const fix = "the NUMA ids of the kubelet's reservedMemory are taken from it: check the resource topology exporter of that node (node-feature-discovery's topology-updater or RTE), or delete the object for it to be published again"
+	if len(zones) > maxNUMAZones {
+		return fmt.Errorf("NodeResourceTopology '%s' of node '%s' has %d NUMA zones: reserved memory is derived for at most %d (NUMA nodes 0-%d, as the admission policy admits them); %s",
+			object, node, len(zones), maxNUMAZones, maxNUMAZones-1, fix)
+	}
 	seen := map[int]bool{}
 	for i := range zones {
 		m := zoneName.FindStringSubmatch(zones[i].Name)

@@ -3,6 +3,7 @@ package hardware
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -134,6 +135,20 @@ func nrtNamed(name string, zoneNames ...string) unstructured.Unstructured {
 // or an id the machine cannot have (beyond its zone count) are refused,
 // naming the node and the object.
 func TestNUMAZoneIDs(t *testing.T) {
+	zoneNames := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("node-%d", n-1-i)
+		}
+		return out
+	}
+	ids := func(n int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
 	const fix = "check the resource topology exporter of that node"
 	tests := []struct {
 		zones   []string
@@ -159,6 +174,8 @@ func TestNUMAZoneIDs(t *testing.T) {
 			wantErr: "NodeResourceTopology 'cnv-0' of node 'cnv-0' has 2 NUMA zones, one named 'node-7': a node of 2 NUMA nodes numbers them 0-1, and reserved memory on NUMA node 7 would name one it lacks; the NUMA ids of the kubelet's reservedMemory are taken from it: " + fix},
 		{zones: []string{"node-0", "node-2"}, wantErr: "has 2 NUMA zones, one named 'node-2'"},
 		{zones: []string{"node-99999"}, wantErr: "a NUMA zone named 'node-99999', not node-<id>"},
+		{zones: zoneNames(64), ids: ids(64)},
+		{zones: zoneNames(65), wantErr: "NodeResourceTopology 'cnv-0' of node 'cnv-0' has 65 NUMA zones: reserved memory is derived for at most 64 (NUMA nodes 0-63"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.zones, ","), func(t *testing.T) {
