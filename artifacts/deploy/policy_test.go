@@ -949,6 +949,12 @@ func TestDeniesEverythingElse(t *testing.T) {
 				map[string]interface{}{"numaNode": int64(0), "limits": map[string]interface{}{"memory": "375Mi"}},
 			}, "spec", "kubeletConfig", "reservedMemory")
 		})}, "with each NUMA node once"},
+		{"reserved memory adding up to less than the kubelet's reservations", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
+			set(o, []interface{}{
+				map[string]interface{}{"numaNode": int64(0), "limits": map[string]interface{}{"memory": "1Mi"}},
+				map[string]interface{}{"numaNode": int64(1), "limits": map[string]interface{}{"memory": "562Mi"}},
+			}, "spec", "kubeletConfig", "reservedMemory")
+		})}, "with each NUMA node once, at most 64 of them, adding up to 1124Mi"},
 		{"reserved memory of two NUMA nodes (the control)", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
 			set(o, []interface{}{
 				map[string]interface{}{"numaNode": int64(1), "limits": map[string]interface{}{"memory": "562Mi"}},

@@ -29,6 +29,10 @@ const (
 // memory manager requires it).
 const totalReservedMiB = systemReservedMiB + kubeReservedMiB + evictionHardMiB
 
+// ReservedMemoryMiB is what the reservedMemory the profile writes adds up
+// to: the admission policy admits no other sum.
+const ReservedMemoryMiB = totalReservedMiB
+
 // reservation is what the profile derives from a pool's nodes.
 type reservation struct {
 	// cpus is reservedSystemCPUs; cpusWhy says how many cores of which
