@@ -275,7 +275,7 @@ func TestCountPatternIsExactlyTheRange(t *testing.T) {
 		}
 	}
 	// Every number up to ten times the bound, for bounds of each shape.
-	for _, max := range []int64{10, 11, 19, 20, 99, 100, 101, 123, 909, 1000, 4096, 70000} {
+	for _, max := range []int64{10, 11, 19, 20, 99, 100, 101, 123, 909, 1000, 4096} {
 		re := regexp.MustCompile("^" + countPattern(max) + "$")
 		for n := int64(0); n <= 10*max; n++ {
 			if got, want := re.MatchString(strconv.FormatInt(n, 10)), n >= 1 && n <= max; got != want {
