@@ -274,6 +274,7 @@ func catalogueBlock(t *testing.T) string {
 		{"kcPinned", dedicatedcpus.Pinned()},
 		{"kcFields", strs(append(sortedKeys(dedicatedcpus.Pinned()), dedicatedcpus.Derived...))},
 		{"kcTopologyPolicies", strs(dedicatedcpus.TopologyManagerPolicies)},
+		{"kcReservedMemoryMiB", int64(dedicatedcpus.ReservedMemoryMiB)},
 	})
 }
 

@@ -798,12 +798,28 @@ func TestDeniesEverythingElse(t *testing.T) {
 		{"huge pages labelled for another pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(hpFor("worker-cnv"), func(o map[string]interface{}) {
 			set(o, "master", "metadata", "labels", machineconfig.RoleLabel)
 		})}, "writes MachineConfig 50-worker-cnv-virt-advisor-hugepages only for pool worker-cnv"},
+		{"huge pages for the control plane's pool", request{op: admission.Create, gvr: machineConfigs, obj: hpFor("master")},
+			"virt-advisor-apiserver writes no 50-{pool}-virt-advisor-hugepages for pool master, the control plane: 50-master-virt-advisor-hugepages would reboot the control-plane nodes"},
+		{"the IOMMU for the control plane's pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(iommu, func(o map[string]interface{}) {
+			set(o, "50-master-virt-advisor-pci-passthrough", "metadata", "name")
+			set(o, "master", "metadata", "labels", machineconfig.RoleLabel)
+		})}, "writes no 50-{pool}-virt-advisor-pci-passthrough for pool master"},
+		{"deleting huge pages of the control plane's pool someone made", request{op: admission.Delete, gvr: machineConfigs, old: hpFor("master")}, ""},
 		{"a pool template with no pool", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
 			set(o, "50--virt-advisor-hugepages", "metadata", "name")
 		})}, "not 50--virt-advisor-hugepages"},
 		{"another kernel argument in the huge pages MachineConfig", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
 			set(o, []interface{}{"hugepages=4", "init=/bin/sh"}, "spec", "kernelArguments")
 		})}, "adds no kernel argument to 50-worker-virt-advisor-hugepages but those matching ^default_hugepagesz=(1G|2M)$"},
+		{"a huge page count one above what the profile writes", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
+			set(o, []interface{}{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=1048577"}, "spec", "kernelArguments")
+		})}, "adds no kernel argument to 50-worker-virt-advisor-hugepages but those matching"},
+		{"a huge page count of seven digits", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
+			set(o, []interface{}{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=9999999"}, "spec", "kernelArguments")
+		})}, "adds no kernel argument to 50-worker-virt-advisor-hugepages but those matching"},
+		{"the largest huge page count the profile writes (the control)", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
+			set(o, []interface{}{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=1048576"}, "spec", "kernelArguments")
+		})}, ""},
 		{"the IOMMU turned off", request{op: admission.Update, gvr: machineConfigs, old: iommu, obj: edited(iommu, func(o map[string]interface{}) {
 			set(o, []interface{}{"intel_iommu=off"}, "spec", "kernelArguments")
 		})}, "adds no kernel argument to 50-worker-virt-advisor-pci-passthrough but those matching ^intel_iommu=on$, ^iommu=pt$"},
@@ -919,6 +935,31 @@ func TestDeniesEverythingElse(t *testing.T) {
 		})}, "not reservedSystemCPUs"},
 		{"reserved CPUs derived anew", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
 			set(o, "0-1,16-17", "spec", "kubeletConfig", "reservedSystemCPUs")
+		})}, ""},
+		{"reserved memory naming a NUMA node twice", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
+			set(o, []interface{}{
+				map[string]interface{}{"numaNode": int64(1), "limits": map[string]interface{}{"memory": "562Mi"}},
+				map[string]interface{}{"numaNode": int64(1), "limits": map[string]interface{}{"memory": "562Mi"}},
+			}, "spec", "kubeletConfig", "reservedMemory")
+		})}, "virt-advisor-apiserver sets reservedMemory of KubeletConfig virt-advisor-dedicated-cpus with each NUMA node once, at most 64 of them"},
+		{"reserved memory naming a NUMA node twice, on create", request{op: admission.Create, gvr: kubeletConfigs, obj: changed(kc, func(o map[string]interface{}) {
+			set(o, []interface{}{
+				map[string]interface{}{"numaNode": int64(0), "limits": map[string]interface{}{"memory": "374Mi"}},
+				map[string]interface{}{"numaNode": int64(1), "limits": map[string]interface{}{"memory": "375Mi"}},
+				map[string]interface{}{"numaNode": int64(0), "limits": map[string]interface{}{"memory": "375Mi"}},
+			}, "spec", "kubeletConfig", "reservedMemory")
+		})}, "with each NUMA node once"},
+		{"reserved memory adding up to less than the kubelet's reservations", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
+			set(o, []interface{}{
+				map[string]interface{}{"numaNode": int64(0), "limits": map[string]interface{}{"memory": "1Mi"}},
+				map[string]interface{}{"numaNode": int64(1), "limits": map[string]interface{}{"memory": "562Mi"}},
+			}, "spec", "kubeletConfig", "reservedMemory")
+		})}, "with each NUMA node once, at most 64 of them, adding up to 1124Mi"},
+		{"reserved memory of two NUMA nodes (the control)", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
+			set(o, []interface{}{
+				map[string]interface{}{"numaNode": int64(1), "limits": map[string]interface{}{"memory": "562Mi"}},
+				map[string]interface{}{"numaNode": int64(0), "limits": map[string]interface{}{"memory": "562Mi"}},
+			}, "spec", "kubeletConfig", "reservedMemory")
 		})}, ""},
 		{"the master pool selected", request{op: admission.Update, gvr: kubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
 			set(o, map[string]interface{}{"pools.operator.machineconfiguration.openshift.io/master": ""}, "spec", "machineConfigPoolSelector", "matchLabels")

@@ -8,7 +8,9 @@ package hardware
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -55,6 +57,9 @@ const (
 // Zone is one NUMA zone of a node.
 type Zone struct {
 	Name string
+	// NUMAID is the id of the NUMA node its name gives (node-<id>): the
+	// id the kubelet's reservedMemory names it by.
+	NUMAID int
 	// CPUs and Memory (bytes) are the zone's capacity.
 	CPUs   int64
 	Memory int64
@@ -65,8 +70,10 @@ type Node struct {
 	Name string
 	// CPUs is status.capacity.cpu (logical CPUs).
 	CPUs int64
-	// Memory is status.allocatable.memory, in bytes.
-	Memory int64
+	// Memory is status.allocatable.memory, in bytes; MemoryCapacity
+	// status.capacity.memory.
+	Memory         int64
+	MemoryCapacity int64
 	// HugePages is the capacity (bytes) of each hugepages-<size> resource
 	// with any, by resource name.
 	HugePages    map[string]int64
@@ -88,13 +95,15 @@ type Topologies struct {
 	NotServed string
 }
 
-// ReadNode reads one node's facts.
-func ReadNode(node *unstructured.Unstructured, topo Topologies) Node {
+// ReadNode reads one node's facts. A NodeResourceTopology whose NUMA
+// zones are not numbered as a machine's are is an error.
+func ReadNode(node *unstructured.Unstructured, topo Topologies) (Node, error) {
 	n := Node{Name: node.GetName(), HugePages: map[string]int64{}}
 	capacity, _, _ := unstructured.NestedStringMap(node.Object, "status", "capacity")
 	allocatable, _, _ := unstructured.NestedStringMap(node.Object, "status", "allocatable")
 	n.CPUs = quantity(capacity["cpu"])
 	n.Memory = quantity(allocatable["memory"])
+	n.MemoryCapacity = quantity(capacity["memory"])
 	for name, v := range capacity {
 		if strings.HasPrefix(name, hugePagesPrefix) {
 			if q := quantity(v); q > 0 {
@@ -111,8 +120,9 @@ func ReadNode(node *unstructured.Unstructured, topo Topologies) Node {
 	if n.Architecture == "" {
 		n.Architecture = node.GetLabels()[ArchLabel]
 	}
-	n.Zones, n.ZonesAssumed = zones(n, topo)
-	return n
+	var err error
+	n.Zones, n.ZonesAssumed, err = zones(n, topo)
+	return n, err
 }
 
 // The values of Node.SMT.
@@ -134,16 +144,16 @@ func smt(labels map[string]string) string {
 	return SMTUnknown
 }
 
-// zones are the NUMA zones of the node's NodeResourceTopology; one zone
-// of the whole node, with the reason, when there is none.
-func zones(n Node, topo Topologies) ([]Zone, string) {
-	whole := []Zone{{Name: "node-0", CPUs: n.CPUs, Memory: n.Memory}}
+// zones are the NUMA zones of the node's NodeResourceTopology, by NUMA
+// id; one zone of the whole node, with the reason, when there is none.
+func zones(n Node, topo Topologies) ([]Zone, string, error) {
+	whole := []Zone{{Name: "node-0", NUMAID: 0, CPUs: n.CPUs, Memory: n.Memory}}
 	if topo.NotServed != "" {
-		return whole, topo.NotServed + ": one NUMA zone assumed"
+		return whole, topo.NotServed + ": one NUMA zone assumed", nil
 	}
 	nrt := topo.ByNode[n.Name]
 	if nrt == nil {
-		return whole, fmt.Sprintf("no NodeResourceTopology for node '%s': one NUMA zone assumed", n.Name)
+		return whole, fmt.Sprintf("no NodeResourceTopology for node '%s': one NUMA zone assumed", n.Name), nil
 	}
 	list, _, _ := unstructured.NestedSlice(nrt.Object, "zones")
 	var out []Zone
@@ -152,25 +162,72 @@ func zones(n Node, topo Topologies) ([]Zone, string) {
 		if m == nil || m["type"] != numaZoneType {
 			continue
 		}
-		zone := Zone{}
-		zone.Name, _ = m["name"].(string)
-		resources, _ := m["resources"].([]interface{})
-		for _, r := range resources {
-			rm, _ := r.(map[string]interface{})
-			switch rm["name"] {
-			case "cpu":
-				zone.CPUs = quantity(rm["capacity"])
-			case "memory":
-				zone.Memory = quantity(rm["capacity"])
-			}
-		}
-		out = append(out, zone)
+		out = append(out, readZone(m))
 	}
 	if len(out) == 0 {
-		return whole, fmt.Sprintf("the NodeResourceTopology of node '%s' has no NUMA zone: one NUMA zone assumed", n.Name)
+		return whole, fmt.Sprintf("the NodeResourceTopology of node '%s' has no NUMA zone: one NUMA zone assumed", n.Name), nil
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, ""
+	if err := numberZones(n.Name, nrt.GetName(), out); err != nil {
+		return nil, "", err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].NUMAID < out[j].NUMAID })
+	return out, "", nil
+}
+
+func readZone(m map[string]interface{}) Zone {
+	zone := Zone{}
+	zone.Name, _ = m["name"].(string)
+	resources, _ := m["resources"].([]interface{})
+	for _, r := range resources {
+		rm, _ := r.(map[string]interface{})
+		switch rm["name"] {
+		case "cpu":
+			zone.CPUs = quantity(rm["capacity"])
+		case "memory":
+			zone.Memory = quantity(rm["capacity"])
+		}
+	}
+	return zone
+}
+
+// zoneName is how a NodeResourceTopology names a NUMA zone: node-<id>,
+// the id Linux gives the NUMA node (/sys/devices/system/node/node<id>),
+// in decimal without leading zeros.
+var zoneName = regexp.MustCompile(`^node-(0|[1-9][0-9]{0,3})$`)
+
+// maxNUMAZones bounds the zones of a node: the kubelet's reservedMemory
+// the admission policy admits names NUMA nodes 0 to 63.
+const maxNUMAZones = 64
+
+// numberZones sets each zone's NUMAID from its name. The ids must be
+// those of a machine with that many NUMA nodes, 0 to len(zones)-1, each
+// once: they become the numaNode of the kubelet's reservedMemory, and a
+// kubelet whose reservedMemory names a NUMA node twice or one the machine
+// lacks does not start after the reboot.
+func numberZones(node, object string, zones []Zone) error {
+	const fix = "the NUMA ids of the kubelet's reservedMemory are taken from it: check the resource topology exporter of that node (node-feature-discovery's topology-updater or RTE), or delete the object for it to be published again"
+	if len(zones) > maxNUMAZones {
+		return fmt.Errorf("NodeResourceTopology '%s' of node '%s' has %d NUMA zones: reserved memory is derived for at most %d (NUMA nodes 0-%d, as the admission policy admits them); %s",
+			object, node, len(zones), maxNUMAZones, maxNUMAZones-1, fix)
+	}
+	seen := map[int]bool{}
+	for i := range zones {
+		m := zoneName.FindStringSubmatch(zones[i].Name)
+		if m == nil {
+			return fmt.Errorf("NodeResourceTopology '%s' of node '%s' has a NUMA zone named '%s', not node-<id> (its NUMA node id): %s", object, node, zones[i].Name, fix)
+		}
+		id, _ := strconv.Atoi(m[1])
+		switch {
+		case seen[id]:
+			return fmt.Errorf("NodeResourceTopology '%s' of node '%s' names NUMA zone '%s' twice: %s", object, node, zones[i].Name, fix)
+		case id >= len(zones):
+			return fmt.Errorf("NodeResourceTopology '%s' of node '%s' has %d NUMA zones, one named '%s': a node of %d NUMA nodes numbers them 0-%d, and reserved memory on NUMA node %d would name one it lacks; %s",
+				object, node, len(zones), zones[i].Name, len(zones), len(zones)-1, id, fix)
+		}
+		seen[id] = true
+		zones[i].NUMAID = id
+	}
+	return nil
 }
 
 // quantity is a resource quantity (a string or, in a
@@ -209,9 +266,14 @@ func ForPool(pool *unstructured.Unstructured, pools, nodes []unstructured.Unstru
 	in := sets.New(names...)
 	out := Pool{Name: pool.GetName()}
 	for i := range nodes {
-		if in.Has(nodes[i].GetName()) {
-			out.Nodes = append(out.Nodes, ReadNode(&nodes[i], topo))
+		if !in.Has(nodes[i].GetName()) {
+			continue
 		}
+		n, err := ReadNode(&nodes[i], topo)
+		if err != nil {
+			return Pool{}, err
+		}
+		out.Nodes = append(out.Nodes, n)
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].Name < out.Nodes[j].Name })
 	return out, nil

@@ -227,6 +227,19 @@ var _ = Describe("dedicated-cpus", Label("kubeletconfig"), func() {
 		_, err = server.Resource(names.KubeletConfigs).Create(suiteCtx, ours, metav1.CreateOptions{})
 		byPolicy(err, "a kubelet setting no profile writes", "with the values dedicated-cpus writes")
 		Expect(err.Error()).To(ContainSubstring("maxPods"))
+		reserved := func(ids ...int64) []interface{} {
+			var out []interface{}
+			for _, id := range ids {
+				out = append(out, map[string]interface{}{"numaNode": id, "limits": map[string]interface{}{"memory": "562Mi"}})
+			}
+			return out
+		}
+		_, err = server.Resource(names.KubeletConfigs).Create(suiteCtx, kubeletConfigObj(dcKubelet, map[string]interface{}{"cpuManagerPolicy": "static", "reservedMemory": reserved(1, 1)}),
+			metav1.CreateOptions{})
+		byPolicy(err, "reservedMemory naming a NUMA node twice", "sets reservedMemory of KubeletConfig virt-advisor-dedicated-cpus with each NUMA node once")
+		_, err = server.Resource(names.KubeletConfigs).Create(suiteCtx, kubeletConfigObj(dcKubelet, map[string]interface{}{"cpuManagerPolicy": "static", "reservedMemory": reserved(0, 1)}),
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		Expect(err).NotTo(HaveOccurred(), "the control: reservedMemory of two NUMA nodes is admitted")
 		_, err = server.Resource(names.KubeletConfigs).Create(suiteCtx, kubeletConfigObj(dcKubelet, map[string]interface{}{"cpuManagerPolicy": "static"}),
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		Expect(err).NotTo(HaveOccurred(), "the control: what the profile writes is admitted")

@@ -28,7 +28,9 @@ type HardwareClass struct {
 	Count  int
 	Vendor string // feature.node.kubernetes.io/cpu-model.vendor_id
 	CPUs   int64
-	Memory string // status.capacity and allocatable memory
+	// Memory is status.allocatable.memory; status.capacity.memory adds
+	// the huge pages, which the kubelet takes out of allocatable memory.
+	Memory string
 	// NUMAZones is how many NUMA zones the NodeResourceTopology splits the
 	// CPUs and memory into; 0 publishes no NodeResourceTopology.
 	NUMAZones int
@@ -145,8 +147,14 @@ func (h HardwareClass) NodeObject(name string) *corev1.Node {
 		corev1.ResourceMemory: resource.MustParse(h.Memory),
 		corev1.ResourcePods:   resource.MustParse("250"),
 	}
+	allocatable := capacity.DeepCopy()
 	if h.HugePages1Gi != "" {
-		capacity["hugepages-1Gi"] = resource.MustParse(h.HugePages1Gi)
+		pages := resource.MustParse(h.HugePages1Gi)
+		capacity["hugepages-1Gi"] = pages
+		allocatable["hugepages-1Gi"] = pages
+		memory := capacity[corev1.ResourceMemory]
+		memory.Add(pages)
+		capacity[corev1.ResourceMemory] = memory
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
@@ -156,7 +164,7 @@ func (h HardwareClass) NodeObject(name string) *corev1.Node {
 		}},
 		Status: corev1.NodeStatus{
 			Capacity:    capacity,
-			Allocatable: capacity.DeepCopy(),
+			Allocatable: allocatable,
 			NodeInfo:    corev1.NodeSystemInfo{Architecture: "amd64"},
 			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}},
 		},

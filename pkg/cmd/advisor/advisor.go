@@ -84,9 +84,10 @@ func newRootCmd(o *options) *cobra.Command {
 
   kubectl advisor plan NAME       the live plan as a diff per item, with the nodes it reboots
   kubectl advisor approve NAME    show the plan, ask, approve exactly that plan
+  kubectl advisor revert NAME     the revert plan (what virt-advisor wrote, back as it was), ask, approve it
   kubectl advisor abort NAME      ask, then stop the approved plan being applied
   kubectl advisor status [NAME]   phase, approval, items and MachineConfigPool progress
-  kubectl advisor dashboard       the same in a web page on this computer, with a button to approve`,
+  kubectl advisor dashboard       the same in a web page on this computer, with buttons to approve and abort`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl advisor"},
 		SilenceErrors: true,
 		SilenceUsage:  true,

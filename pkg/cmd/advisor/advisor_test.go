@@ -107,6 +107,20 @@ func mustContain(t *testing.T, what, got string, want ...string) {
 
 // TestVerbosityFlag: -v and --v are the log verbosity, as kubectl users
 // expect (-v=6 logs every request), not --version.
+// The summary of --help has a line for every command.
+func TestHelpSummarisesEveryCommand(t *testing.T) {
+	h := newHarness(t)
+	if code := h.run(t, "", "--help"); code != 0 {
+		t.Fatalf("--help: exit %d, %s", code, h.err.String())
+	}
+	help := h.out.String()
+	for _, c := range newRootCmd(&options{}).Commands() {
+		if !strings.Contains(help, "\n  kubectl advisor "+c.Use+" ") {
+			t.Errorf("--help has no summary line of %q:\n%s", c.Use, help)
+		}
+	}
+}
+
 func TestVerbosityFlag(t *testing.T) {
 	defer func() {
 		var l klog.Level

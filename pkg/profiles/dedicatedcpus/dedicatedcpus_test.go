@@ -157,6 +157,17 @@ func TestRefusals(t *testing.T) {
 	arm := poolOf(1, 64, 2, true)
 	unstructured.SetNestedField(arm[1].Object, "arm64", "status", "nodeInfo", "architecture")
 	uneven := []*unstructured.Unstructured{Pool("worker-cnv"), Node("cnv-a", "worker-cnv", 64, true), Topology("cnv-a", 40, 24)}
+	// Zones named otherwise than node-0, node-1: the ids would reach
+	// reservedMemory.
+	renamed := func(names ...string) []*unstructured.Unstructured {
+		objs := poolOf(2, 64, 2, true)
+		zones, _, _ := unstructured.NestedSlice(objs[4].Object, "zones")
+		for i, n := range names {
+			zones[i].(map[string]interface{})["name"] = n
+		}
+		_ = unstructured.SetNestedSlice(objs[4].Object, zones, "zones")
+		return objs
+	}
 	tests := []struct {
 		name    string
 		objects []*unstructured.Unstructured
@@ -174,6 +185,12 @@ func TestRefusals(t *testing.T) {
 		{"arm64", arm, &v1alpha1.DedicatedCPUsConfig{Pool: "worker-cnv"}, "are arm64: the CPU numbering"},
 		{"zones of different sizes", uneven, &v1alpha1.DedicatedCPUsConfig{Pool: "worker-cnv"}, "NUMA zones of 40+24 CPUs"},
 		{"no pool", poolOf(1, 64, 2, true), &v1alpha1.DedicatedCPUsConfig{}, "options.dedicatedCPUs.pool is required"},
+		{"a zone not named node-<id>", renamed("node-1", "x"), &v1alpha1.DedicatedCPUsConfig{Pool: "worker-cnv"},
+			"NodeResourceTopology 'cnv-b' of node 'cnv-b' has a NUMA zone named 'x', not node-<id>"},
+		{"a zone id twice", renamed("node-1", "node-1"), &v1alpha1.DedicatedCPUsConfig{Pool: "worker-cnv"},
+			"NodeResourceTopology 'cnv-b' of node 'cnv-b' names NUMA zone 'node-1' twice"},
+		{"zone ids a two-zone node lacks", renamed("node-7", "node-9"), &v1alpha1.DedicatedCPUsConfig{Pool: "worker-cnv"},
+			"NodeResourceTopology 'cnv-b' of node 'cnv-b' has 2 NUMA zones, one named 'node-7': a node of 2 NUMA nodes numbers them 0-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

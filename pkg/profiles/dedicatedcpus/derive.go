@@ -29,6 +29,10 @@ const (
 // memory manager requires it).
 const totalReservedMiB = systemReservedMiB + kubeReservedMiB + evictionHardMiB
 
+// ReservedMemoryMiB is what the reservedMemory the profile writes adds up
+// to: the admission policy admits no other sum.
+const ReservedMemoryMiB = totalReservedMiB
+
 // reservation is what the profile derives from a pool's nodes.
 type reservation struct {
 	// cpus is reservedSystemCPUs; cpusWhy says how many cores of which
@@ -145,25 +149,16 @@ func ranges(ids []int) string {
 }
 
 // spreadMemory spreads totalReservedMiB evenly over the zones (the
-// remainder on the first), each on the NUMA node its zone is named for
-// (node-<id>).
+// remainder on the first), each on the NUMA node of its zone (the
+// hardware package checked the ids: 0 to zones-1, each once).
 func spreadMemory(zones []hardware.Zone) []zoneMemory {
 	out := make([]zoneMemory, len(zones))
 	each := totalReservedMiB / len(zones)
 	for i, z := range zones {
-		out[i] = zoneMemory{numaNode: numaID(z.Name, i), mib: each}
+		out[i] = zoneMemory{numaNode: z.NUMAID, mib: each}
 	}
 	out[0].mib += totalReservedMiB - each*len(zones)
 	return out
-}
-
-// numaID is the NUMA node id of a zone named node-<id>; its index when
-// the name says none.
-func numaID(name string, index int) int {
-	if id, err := strconv.Atoi(strings.TrimPrefix(name, "node-")); err == nil && strings.HasPrefix(name, "node-") {
-		return id
-	}
-	return index
 }
 
 func zoneSizes(zones []hardware.Zone) string {

@@ -1,6 +1,7 @@
 package hugepages
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
@@ -27,12 +28,16 @@ func examples() []profiles.Example {
 }
 
 // Node is a worker Node with this allocatable memory and capacity of huge
-// pages (resource name to quantity).
+// pages (resource name to quantity); its memory capacity is both, as a
+// kubelet takes the huge pages out of allocatable memory.
 func Node(name, memory string, hugePages map[string]string) *unstructured.Unstructured {
-	capacity := map[string]interface{}{"cpu": "16", "memory": memory}
+	total := resource.MustParse(memory)
+	capacity := map[string]interface{}{"cpu": "16"}
 	for k, v := range hugePages {
 		capacity[k] = v
+		total.Add(resource.MustParse(v))
 	}
+	capacity["memory"] = total.String()
 	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "v1", "kind": "Node",
 		"metadata": map[string]interface{}{"name": name, "labels": map[string]interface{}{"node-role.kubernetes.io/worker": ""}},

@@ -18,6 +18,7 @@ package hugepages
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -58,8 +59,8 @@ var (
 	FloorGiB      = validation.Range{Min: 1, Max: 1024}
 	// PageSizes are the sizes of options.hugepages.pageSize.
 	PageSizes = []string{"1G", "2M"}
-	// MaxCount bounds the count written (hugepages=): 1 PiB of 1G pages,
-	// the admission policy's pattern.
+	// MaxCount bounds the count written (hugepages=): 1 PiB of 1G pages;
+	// the admission policy's pattern admits 1 to MaxCount exactly.
 	MaxCount = int64(1 << 20)
 )
 
@@ -74,8 +75,52 @@ func KernelArgumentPatterns() []string {
 	return []string{
 		"^default_hugepagesz=(" + strings.Join(PageSizes, "|") + ")$",
 		"^hugepagesz=(" + strings.Join(PageSizes, "|") + ")$",
-		"^hugepages=[1-9][0-9]{0,6}$",
+		"^hugepages=" + countPattern(MaxCount) + "$",
 	}
+}
+
+// countPattern is a regular expression of the decimal numbers 1 to max
+// (max ≥ 10), no leading zero: the numbers of fewer digits than max,
+// then, digit by digit, those of as many digits that start like max and
+// are below it at that digit, and max itself.
+func countPattern(max int64) string {
+	d := strconv.FormatInt(max, 10)
+	alts := []string{"[1-9]" + repeat(len(d)-2, true)}
+	for i := range len(d) {
+		low := byte('0')
+		if i == 0 {
+			low = '1'
+		}
+		if d[i] <= low {
+			continue
+		}
+		alt := d[:i] + digits(low, d[i]-1)
+		alts = append(alts, alt+repeat(len(d)-i-1, false))
+	}
+	return "(" + strings.Join(append(alts, d), "|") + ")"
+}
+
+// repeat is n decimal digits, or up to n.
+func repeat(n int, upTo bool) string {
+	switch {
+	case n == 0:
+		return ""
+	case n == 1 && upTo:
+		return "[0-9]?"
+	case n == 1:
+		return "[0-9]"
+	case upTo:
+		return fmt.Sprintf("[0-9]{0,%d}", n)
+	}
+	return fmt.Sprintf("[0-9]{%d}", n)
+}
+
+// digits is the character class of the digits from to to.
+func digits(from, to byte) string {
+	if from == to {
+		return string(from)
+	}
+	return "[" + string(from) + "-" + string(to) + "]"
 }
 
 type profile struct{}
@@ -181,6 +226,11 @@ func derive(o options, p hardware.Pool) (count, error) {
 	if len(p.Nodes) == 0 {
 		return count{}, fmt.Errorf("MachineConfigPool '%s' has no nodes: the huge page count is derived from their memory", p.Name)
 	}
+	for _, n := range p.Nodes {
+		if err := withinCapacity(n); err != nil {
+			return count{}, err
+		}
+	}
 	before := hardware.Pool{Name: p.Name}
 	for _, n := range p.Nodes {
 		n.Memory += sum(n.HugePages)
@@ -212,6 +262,24 @@ func derive(o options, p hardware.Pool) (count, error) {
 		c.nodes = append(c.nodes, nc)
 	}
 	return c, nil
+}
+
+// withinCapacity checks what the count is sized from against the
+// node's memory: its kubelet takes huge pages and its reservations out of
+// the memory capacity to report allocatable memory, so allocatable memory
+// plus huge pages above the capacity is a report that cannot be true, and
+// a count sized from it could reserve memory the node lacks (a node that
+// does not boot, or boots with no memory left).
+func withinCapacity(n hardware.Node) error {
+	pages := sum(n.HugePages)
+	switch {
+	case n.MemoryCapacity <= 0:
+		return fmt.Errorf("node '%s' reports no memory capacity (status.capacity.memory): the huge page count is sized from its allocatable memory only within it; check the node's kubelet", n.Name)
+	case n.Memory+pages > n.MemoryCapacity:
+		return fmt.Errorf("node '%s' reports %s of allocatable memory and %s of huge pages, more than its memory capacity of %s (status.allocatable.memory, the hugepages-* and memory of status.capacity): the huge page count is not sized from a report that cannot be true; check the node's kubelet",
+			n.Name, gibString(n.Memory), gibString(pages), gibString(n.MemoryCapacity))
+	}
+	return nil
 }
 
 // maxPercent is the largest percentage that leaves the floor on a node of

@@ -2,8 +2,10 @@ package hugepages
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -42,6 +44,16 @@ func workerPool() *unstructured.Unstructured {
 	p := machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, 3, false)
 	_ = unstructured.SetNestedField(p.Object, map[string]interface{}{"matchLabels": map[string]interface{}{"node-role.kubernetes.io/worker": ""}}, "spec", "nodeSelector")
 	return p
+}
+
+// withCapacity sets a Node's status.capacity.memory ("" removes it).
+func withCapacity(n *unstructured.Unstructured, memory string) *unstructured.Unstructured {
+	if memory == "" {
+		unstructured.RemoveNestedField(n.Object, "status", "capacity", "memory")
+		return n
+	}
+	_ = unstructured.SetNestedField(n.Object, memory, "status", "capacity", "memory")
+	return n
 }
 
 func TestItems(t *testing.T) {
@@ -98,6 +110,22 @@ func TestItems(t *testing.T) {
 		opts:  &v1alpha1.HugepagesConfig{MemoryPercent: ptr.To[int32](1)},
 		nodes: []*unstructured.Unstructured{Node("w0", "16Gi", nil)},
 		errs:  []string{"less than one 1G page", "pageSize 2M"},
+	}, {
+		name:  "allocatable memory above the memory capacity is refused, naming the node",
+		nodes: []*unstructured.Unstructured{Node("w0", "64Gi", nil), withCapacity(Node("w1", "640Gi", nil), "64Gi")},
+		errs:  []string{"node 'w1' reports 640.0 GiB of allocatable memory and 0.0 GiB of huge pages, more than its memory capacity of 64.0 GiB (status.allocatable.memory, the hugepages-* and memory of status.capacity): the huge page count is not sized from a report that cannot be true"},
+	}, {
+		name:  "allocatable memory and huge pages above the memory capacity",
+		nodes: []*unstructured.Unstructured{withCapacity(Node("w0", "32Gi", map[string]string{"hugepages-1Gi": "32Gi"}), "48Gi")},
+		errs:  []string{"node 'w0' reports 32.0 GiB of allocatable memory and 32.0 GiB of huge pages, more than its memory capacity of 48.0 GiB"},
+	}, {
+		name:  "no memory capacity",
+		nodes: []*unstructured.Unstructured{withCapacity(Node("w0", "64Gi", nil), "")},
+		errs:  []string{"node 'w0' reports no memory capacity (status.capacity.memory)"},
+	}, {
+		name:  "allocatable memory as large as the capacity (the control)",
+		nodes: []*unstructured.Unstructured{withCapacity(Node("w0", "64Gi", nil), "64Gi")},
+		args:  []string{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=32"},
 	}, {
 		name: "no nodes",
 		errs: []string{"MachineConfigPool 'worker' has no nodes"},
@@ -189,6 +217,8 @@ func TestValidateOptions(t *testing.T) {
 		{name: "no share", opts: v1alpha1.HugepagesConfig{MemoryPercent: ptr.To[int32](0)}, want: []string{"spec.options.hugepages.memoryPercent: Invalid value: 0: must be between 1 and 90"}},
 		{name: "floor", opts: v1alpha1.HugepagesConfig{FloorGiB: ptr.To[int32](0)}, want: []string{"spec.options.hugepages.floorGiB: Invalid value: 0: must be between 1 and 1024"}},
 		{name: "pool", opts: v1alpha1.HugepagesConfig{Pool: "Worker_1"}, want: []string{"spec.options.hugepages.pool: Invalid value: \"Worker_1\""}},
+		{name: "the control plane's pool, as dedicated-cpus", opts: v1alpha1.HugepagesConfig{Pool: "master"},
+			want: []string{"spec.options.hugepages.pool: Forbidden: the control plane's pool is not for VMs (its MachineConfig 50-master-virt-advisor-hugepages would reboot the control-plane nodes): name the pool of the nodes that run VMs"}},
 		{name: "pool too long for the MachineConfig name", opts: v1alpha1.HugepagesConfig{Pool: strings.Repeat("a", 240)}, want: []string{"makes the MachineConfig name"}},
 	}
 	for _, tt := range tests {
@@ -228,4 +258,29 @@ func TestKernelArgumentsWithinPatterns(t *testing.T) {
 func regexpMatch(t *testing.T, pattern, s string) bool {
 	t.Helper()
 	return regexp.MustCompile(pattern).MatchString(s)
+}
+
+// The policy's pattern of the count admits exactly 1 to MaxCount: no
+// count above what the profile writes, no leading zero, no sign.
+func TestCountPatternIsExactlyTheRange(t *testing.T) {
+	count := regexp.MustCompile(KernelArgumentPatterns()[2])
+	for _, n := range []int64{0, 1, 9, 10, 99, 100, 999999, 1000000, 1048575, MaxCount, MaxCount + 1, 1048580, 1049999, 1099999, 1999999, 9999999, 10000000} {
+		if got, want := count.MatchString(fmt.Sprintf("hugepages=%d", n)), n >= 1 && n <= MaxCount; got != want {
+			t.Errorf("hugepages=%d admitted %v, want %v", n, got, want)
+		}
+	}
+	for _, s := range []string{"hugepages=01", "hugepages=+1", "hugepages=-1", "hugepages=", "hugepages=1 init=/bin/sh", "hugepages=1048576 "} {
+		if count.MatchString(s) {
+			t.Errorf("%q admitted", s)
+		}
+	}
+	// Every number up to ten times the bound, for bounds of each shape.
+	for _, max := range []int64{10, 11, 19, 20, 99, 100, 101, 123, 909, 1000, 4096} {
+		re := regexp.MustCompile("^" + countPattern(max) + "$")
+		for n := int64(0); n <= 10*max; n++ {
+			if got, want := re.MatchString(strconv.FormatInt(n, 10)), n >= 1 && n <= max; got != want {
+				t.Fatalf("countPattern(%d) = %s admits %d: %v, want %v", max, countPattern(max), n, got, want)
+			}
+		}
+	}
 }

@@ -152,6 +152,8 @@ func TestValidateOptions(t *testing.T) {
 		"":           "",
 		"worker-cnv": "",
 		"Bad_Pool":   `spec.options.pciPassthrough.pool: Invalid value: "Bad_Pool"`,
+		// As dedicated-cpus: the control plane's pool is refused.
+		"master": "spec.options.pciPassthrough.pool: Forbidden: the control plane's pool is not for VMs (its MachineConfig 50-master-virt-advisor-pci-passthrough would reboot the control-plane nodes)",
 	} {
 		errs := validateOptions(&advisor.ProfileOptions{PciPassthrough: &advisor.PciPassthroughConfig{Pool: pool}}, path)
 		if (want == "") != (len(errs) == 0) || (want != "" && !strings.Contains(errs.ToAggregate().Error(), want)) {

@@ -374,9 +374,16 @@ func ValidateRange(fldPath *field.Path, v *int32, r Range) field.ErrorList {
 // ValidatePool checks the pool option of a profile that writes a
 // MachineConfig for one pool: a MachineConfigPool name, and one
 // that makes a valid MachineConfig name (mcName); unset, it is defaulted.
+// The control plane's pool master is refused, as dedicated-cpus refuses
+// it: its MachineConfig reboots the control-plane nodes, which are not
+// the nodes of VMs.
 func ValidatePool(fldPath *field.Path, pool string, mcName func(string) string) field.ErrorList {
 	if pool == "" {
 		return nil // defaulted
+	}
+	if pool == "master" {
+		return field.ErrorList{field.Forbidden(fldPath, "the control plane's pool is not for VMs (its MachineConfig "+mcName(pool)+
+			" would reboot the control-plane nodes): name the pool of the nodes that run VMs, worker or a custom pool such as worker-cnv")}
 	}
 	var errs field.ErrorList
 	for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(pool, false) {
