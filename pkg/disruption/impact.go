@@ -359,6 +359,14 @@ func fateWords(f v1alpha1.VMFate) string {
 // controller prefixes "Waiting: "): a drain of one of its pools' nodes
 // would block on these VMs.
 func BlockedMessage(mc string, blocking []v1alpha1.DisruptedVM) string {
+	vms, its := blockingVMs(blocking)
+	return fmt.Sprintf("writing MachineConfig '%s' would drain nodes that run %s; migrate, stop, or change %s eviction strategy (or set spec.rollout.allowBlockingDrains: true to write it anyway); the change is written when no VM blocks",
+		mc, vms, its)
+}
+
+// blockingVMs names the blocking VMs for the message above: "a VM that
+// would block the drain: ns/name (reason, pool p)", and "its" or "their".
+func blockingVMs(blocking []v1alpha1.DisruptedVM) (string, string) {
 	list := make([]string, len(blocking))
 	for i, v := range blocking {
 		list[i] = fmt.Sprintf("%s/%s (%s, pool %s)", v.Namespace, v.Name, v.Reason, v.Pool)
@@ -368,6 +376,5 @@ func BlockedMessage(mc string, blocking []v1alpha1.DisruptedVM) string {
 	if len(blocking) > 1 {
 		vms, its = fmt.Sprintf("%d VMs that", len(blocking)), "their"
 	}
-	return fmt.Sprintf("writing MachineConfig '%s' would drain nodes that run %s would block the drain: %s; migrate, stop, or change %s eviction strategy (or set spec.rollout.allowBlockingDrains: true to write it anyway); the change is written when no VM blocks",
-		mc, vms, names(list), its)
+	return fmt.Sprintf("%s would block the drain: %s", vms, names(list)), its
 }

@@ -286,8 +286,12 @@ func (e *Engine) DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfi
 	if err != nil || len(reboots) == 0 {
 		return nil, err
 	}
-	// The last look before a drain: the VMs are read live, never from a
-	// cache that may lag behind (docs/disruption.md).
+	return e.assessLive(ctx, reboots, pools, change)
+}
+
+// assessLive is the last look before a drain: the VMs are read live,
+// never from a cache that may lag behind (docs/disruption.md).
+func (e *Engine) assessLive(ctx context.Context, reboots []v1alpha1.PoolReboot, pools []unstructured.Unstructured, change mcChange) ([]v1alpha1.PoolReboot, error) {
 	reads := e.newClusterReads(ctx, e.Cluster.Get, false)
 	if _, err := reads.assess(ctx, reboots, pools, change, true); err != nil {
 		return nil, err
