@@ -364,7 +364,16 @@ func BlockedMessage(mc string, blocking []v1alpha1.DisruptedVM) string {
 		mc, vms, its)
 }
 
-// blockingVMs names the blocking VMs for the message above: "a VM that
+// ResumeBlockedMessage is why the pool controller keeps a pool it paused
+// paused: resuming its rollout would drain nodes whose drain would block
+// on these VMs.
+func ResumeBlockedMessage(pool string, blocking []v1alpha1.DisruptedVM) string {
+	vms, its := blockingVMs(blocking)
+	return fmt.Sprintf("resuming its rollout would drain nodes that run %s; migrate, stop, or change %s eviction strategy (or set spec.rollout.allowBlockingDrains: true to resume it anyway); MachineConfigPool '%s' stays paused until no VM blocks",
+		vms, its, pool)
+}
+
+// blockingVMs names the blocking VMs for the messages above: "a VM that
 // would block the drain: ns/name (reason, pool p)", and "its" or "their".
 func blockingVMs(blocking []v1alpha1.DisruptedVM) (string, string) {
 	list := make([]string, len(blocking))

@@ -299,6 +299,45 @@ func (e *Engine) assessLive(ctx context.Context, reboots []v1alpha1.PoolReboot, 
 	return reboots, nil
 }
 
+// PendingDrainImpact assesses, from the live cluster, what resuming the
+// rollout of a paused pool does now: its nodes go from the rendered
+// MachineConfig they run (status.configuration) to the one the pool
+// names (spec.configuration), the change the Machine Config Daemon
+// decides from, and are drained for it or not; with the VMs there now.
+// Nil when the pool has nothing to roll out. A rendered MachineConfig
+// that cannot be read is an error: the caller looks again rather than
+// resume a rollout on a guess.
+func (e *Engine) PendingDrainImpact(ctx context.Context, pool *unstructured.Unstructured) ([]v1alpha1.PoolReboot, error) {
+	from, _, _ := unstructured.NestedString(pool.Object, "status", "configuration", "name")
+	to, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
+	if to == "" || to == from {
+		return nil, nil
+	}
+	var change mcChange
+	for _, r := range []struct {
+		name string
+		spec *map[string]interface{}
+	}{{from, &change.before}, {to, &change.after}} {
+		if r.name == "" {
+			return nil, fmt.Errorf("MachineConfigPool '%s' reports no status.configuration.name: what its nodes run is unknown", pool.GetName())
+		}
+		mc, err := e.Cluster.Get(ctx, machineconfig.MachineConfigGVK, "", r.name)
+		if err != nil {
+			return nil, fmt.Errorf("reading the rendered MachineConfig '%s' of MachineConfigPool '%s': %w", r.name, pool.GetName(), err)
+		}
+		if mc == nil {
+			return nil, fmt.Errorf("the rendered MachineConfig '%s' of MachineConfigPool '%s' does not exist", r.name, pool.GetName())
+		}
+		*r.spec = specOf(mc)
+	}
+	pools, err := e.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return nil, err
+	}
+	reboots := []v1alpha1.PoolReboot{{Pool: pool.GetName(), Nodes: machineconfig.Count(pool, "machineCount")}}
+	return e.assessLive(ctx, reboots, pools, change)
+}
+
 // overlay is the spec after applying the desired fields over the live
 // ones: what our server-side apply leaves, the fields we manage replaced.
 func overlay(live, desired map[string]interface{}) map[string]interface{} {

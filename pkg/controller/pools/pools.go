@@ -41,10 +41,13 @@ type Pauser interface {
 	ApplyPool(ctx context.Context, pool *unstructured.Unstructured) error
 }
 
-// Drains assesses what draining the nodes an approved MachineConfig item
-// rolls does to the VMs there now (the plan engine's DrainImpact).
+// Drains assesses, live, what draining the nodes an approved MachineConfig
+// item rolls does to the VMs there now (the plan engine's DrainImpact),
+// and what resuming the rollout of a paused pool does (its
+// PendingDrainImpact).
 type Drains interface {
 	DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error)
+	PendingDrainImpact(ctx context.Context, pool *unstructured.Unstructured) ([]v1alpha1.PoolReboot, error)
 }
 
 // Metrics is what the pool controller records.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
@@ -109,12 +110,13 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 	})
 	switch d.action {
 	case unpause:
-		p := machineconfig.ReadPool(pool, cluster.FieldManager, "", "")
-		if err := c.applyPause(ctx, name, nil, ""); err != nil {
-			return 0, fmt.Errorf("unpausing MachineConfigPool '%s': %w", name, err)
+		held, err := c.resume(ctx, pool, configsOf(rolling, due))
+		if err != nil {
+			return 0, err
 		}
-		klog.InfoS("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", name, "othersHoldingPause", p.Others)
-		c.Recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", machineconfig.UnpauseMessage(p))
+		if held {
+			d.after = soonest(d.after, PreflightRetry) // VMs are not watched
+		}
 	case abortPause:
 		// Marked as a pause of ours that ends at once: the hold, not the
 		// time, keeps it; withdrawn, the pause ends as a coalescing one.
@@ -141,12 +143,26 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 			c.Wake(k.config)
 		}
 	}
+	if d.action != unpause {
+		// A hold is the answer to the last look before an unpause only.
+		c.releaseResume(name, configsOf(rolling, due))
+	}
 	if d.wakeDue {
 		for _, config := range due {
 			c.Wake(config)
 		}
 	}
 	return d.after, nil
+}
+
+// configsOf are the configs of the items rolling out on a pool and of
+// those due on it, sorted, without duplicates.
+func configsOf(rolling []itemKey, due []string) []string {
+	configs := sets.New(due...)
+	for _, k := range rolling {
+		configs.Insert(k.config)
+	}
+	return sets.List(configs)
 }
 
 // ReconcileAll looks at every pool: it reports when each may be disrupted
