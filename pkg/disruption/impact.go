@@ -40,7 +40,15 @@ type Cluster struct {
 	VMIs        []kubevirt.VMI
 	VMIsUnknown string
 	Default     Default
+	// UpdatedTo, when set, is the rendered config a paused rollout
+	// resumes to: a node that runs it already (CurrentConfigAnnotation)
+	// is not drained for it again.
+	UpdatedTo string
 }
+
+// CurrentConfigAnnotation is where the Machine Config Daemon says which
+// rendered config a node runs.
+const CurrentConfigAnnotation = "machineconfiguration.openshift.io/currentConfig"
 
 // SingleNode is true on a single-node cluster: the MachineConfig operator
 // annotates its node SingleReplica (and a cluster with one Node is one).
@@ -65,7 +73,7 @@ func WorkerNodes(nodes []unstructured.Unstructured) int {
 }
 
 // PoolNodes are the names of the nodes a pool's nodeSelector selects,
-// sorted. A node the worker pool and a custom pool both select is the
+// sorted, but for those already on UpdatedTo. A node the worker pool and a custom pool both select is the
 // custom pool's, as the MachineConfig operator assigns it.
 func (c *Cluster) PoolNodes(pool *unstructured.Unstructured) ([]string, error) {
 	sel, err := machineconfig.PoolSelector(pool, "nodeSelector")
@@ -85,7 +93,7 @@ func (c *Cluster) PoolNodes(pool *unstructured.Unstructured) ([]string, error) {
 	var out []string
 	for i := range c.Nodes {
 		set := labelsOf(&c.Nodes[i])
-		if !sel.Matches(set) {
+		if !sel.Matches(set) || c.UpdatedTo != "" && annotation(&c.Nodes[i], CurrentConfigAnnotation) == c.UpdatedTo {
 			continue
 		}
 		other := false

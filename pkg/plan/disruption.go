@@ -151,6 +151,9 @@ func apiMessage(err error) string {
 // a Create) and after (nil for a Delete).
 type mcChange struct {
 	before, after map[string]interface{}
+	// updatedTo: a pool's rendered config a paused rollout resumes to
+	// (disruption.Cluster.UpdatedTo).
+	updatedTo string
 }
 
 // renderedSpecOf is the MachineConfig spec an object that rolls pools
@@ -189,6 +192,7 @@ func (r *clusterReads) assess(ctx context.Context, reboots []v1alpha1.PoolReboot
 	if err != nil {
 		return "", err
 	}
+	c.UpdatedTo = change.updatedTo
 	key, keep := r.assessKey(c, decision)
 	for i := range reboots {
 		if keep && r.memo.get(key, &reboots[i]) {
@@ -303,7 +307,8 @@ func (e *Engine) assessLive(ctx context.Context, reboots []v1alpha1.PoolReboot, 
 // rollout of a paused pool does now: its nodes go from the rendered
 // MachineConfig they run (status.configuration) to the one the pool
 // names (spec.configuration), the change the Machine Config Daemon
-// decides from, and are drained for it or not; with the VMs there now.
+// decides from, and are drained for it or not; with the VMs there now on
+// the nodes not updated yet (a rollout paused mid-way).
 // Nil when the pool has nothing to roll out. A rendered MachineConfig
 // that cannot be read is an error: the caller looks again rather than
 // resume a rollout on a guess.
@@ -313,7 +318,7 @@ func (e *Engine) PendingDrainImpact(ctx context.Context, pool *unstructured.Unst
 	if to == "" || to == from {
 		return nil, nil
 	}
-	var change mcChange
+	change := mcChange{updatedTo: to}
 	for _, r := range []struct {
 		name string
 		spec *map[string]interface{}
