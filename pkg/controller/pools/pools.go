@@ -3,7 +3,8 @@
 // owns what virt-advisor does to pools — maintenance window gating, the
 // preflight before a drain (a cluster upgrade, VMs that would block it),
 // the coalescing pause before a MachineConfig write (one reboot per node),
-// the pause when a window closes mid-rollout and the unpause — and the
+// the pause when a window closes mid-rollout and the unpause, after the
+// same look at the VMs as the preflight's (resume.go) — and the
 // index of which approved items wait on, or roll out on, which pool. The
 // config controller asks it two questions: may an item write to its pools
 // now (Admit, then Hold), and how far has it rolled out (Rollout). Its
