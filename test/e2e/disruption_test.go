@@ -196,7 +196,7 @@ var _ = Describe("disruption-aware rollouts: what a drain does to the VMs", Orde
 
 	It("a VM that comes during the coalescing pause and would block the drain keeps the pool paused past the pause's end, and the item and config say why; once it is gone the rollout resumes", func() {
 		// A coalescing window long enough to start a VM in.
-		startAdvisorWithWindow("resume-look", "15s")
+		startAdvisorWithWindow("resume-look", "25s")
 		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
 		reviewedPlan("load-aware-rebalancing")
 		before := testEnv.FakeMCORollouts("worker")
@@ -216,6 +216,7 @@ var _ = Describe("disruption-aware rollouts: what a drain does to the VMs", Orde
 			g.Expect(err).NotTo(HaveOccurred())
 		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
 		runVMIs(vmGPU)
+		Expect(time.Now()).To(BeTemporally("<", until), "vm-gpu starts during the pause")
 
 		// The pause ends; the look before the unpause finds vm-gpu.
 		Eventually(func() string { return itemMessage("load-aware-rebalancing", psiItemName) }).
