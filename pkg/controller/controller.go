@@ -146,6 +146,11 @@ type Planner interface {
 	// cluster: per pool it rolls out on, the disruption and what draining
 	// the nodes does to the VMs there now.
 	DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error)
+	// PendingDrainImpact assesses from the live cluster what resuming the
+	// rollout of a paused MachineConfigPool does: the disruption of the
+	// rendered config it rolls out and what draining its nodes does to the
+	// VMs there now.
+	PendingDrainImpact(ctx context.Context, pool *unstructured.Unstructured) ([]v1alpha1.PoolReboot, error)
 	// DriftFromCaches compares applied items with their targets in the
 	// watch caches, without dry-runs (watchdrift.go); decided is false
 	// when only a full plan can tell.

@@ -134,6 +134,11 @@ type fakePlanner struct {
 	drain    []v1alpha1.PoolReboot
 	drainErr error
 	drains   int
+	// pending is what PendingDrainImpact answers (pendingErr its error);
+	// pendingDrains counts its calls.
+	pending       []v1alpha1.PoolReboot
+	pendingErr    error
+	pendingDrains int
 	// onApply is called as Apply starts (the intent is stored then).
 	onApply func()
 	// fromCaches, when set, is what DriftFromCaches decides (nil: it
@@ -153,6 +158,13 @@ func (p *fakePlanner) DrainImpact(context.Context, *v1alpha1.VirtPlatformConfigI
 	defer p.mu.Unlock()
 	p.drains++
 	return p.drain, p.drainErr
+}
+
+func (p *fakePlanner) PendingDrainImpact(context.Context, *unstructured.Unstructured) ([]v1alpha1.PoolReboot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pendingDrains++
+	return p.pending, p.pendingErr
 }
 
 func (p *fakePlanner) CheckTarget(_ context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, check plan.TargetCheck) (plan.Target, *unstructured.Unstructured, error) {

@@ -94,6 +94,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	}
 	c.watch(cfg, profile)
 	c.keepPools(cfg)
+	c.pools.AllowBlockingDrains(cfg.Name, cfg.Spec.AllowsBlockingDrains())
 	if apiequality.Semantic.DeepEqual(before, &cfg.Status) {
 		return requeue, err
 	}

@@ -7,14 +7,17 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/controller/pools"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 // nightly opens every day at 22:00 UTC for an hour, for the worker pool;
@@ -297,4 +300,66 @@ func TestWindowPauseCountedDespiteAConflict(t *testing.T) {
 	if got := psiItemOf(h).WindowPauses; got != 1 {
 		t.Errorf("windowPauses %d, want 1", got)
 	}
+}
+
+// A VM that came while a window kept the rollout paused is seen before the
+// pause ends: at the opening the pool controller reads again, live, what
+// the drains do (as before a write); a VM that would block one keeps the
+// pool paused, the item and the config's Waiting condition say why, and
+// once it is gone the pause ends and the rollout resumes.
+func TestWindowOpeningLooksAtTheVMsBeforeResuming(t *testing.T) {
+	h := newHarness(t, "v1", true)
+	h.setWindows(fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)})
+	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
+	h.clock.SetTime(time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC))
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.cluster.put(workerPool{updating: true, updated: 1}.obj())
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.clock.SetTime(time.Date(2026, 11, 20, 23, 0, 1, 0, time.UTC))
+	h.syncPools()
+	if len(h.cluster.pauses) != 1 || !h.cluster.pauses[0] {
+		t.Fatalf("pauses %v, want one pause at the close", h.cluster.pauses)
+	}
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+
+	// Meanwhile a VM that cannot migrate started on a worker node.
+	h.planner.pending = drainWith(v1alpha1.VMImpact{Node: "worker-2", Namespace: "default", Name: "vm-gpu", Fate: v1alpha1.VMFateBlocksDrain, Reason: "HostDeviceNotLiveMigratable"})
+	h.clock.SetTime(time.Date(2026, 11, 21, 22, 0, 1, 0, time.UTC))
+	if h.syncPools(); len(h.cluster.pauses) != 1 || h.planner.pendingDrains == 0 {
+		t.Fatalf("at the opening with a VM that blocks: pauses %v, live looks %d; want the pool kept paused after a look", h.cluster.pauses, h.planner.pendingDrains)
+	}
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	const held = "MachineConfigPool 'worker' is paused by virt-advisor: resuming its rollout would drain nodes that run a VM that would block the drain: " +
+		"default/vm-gpu (HostDeviceNotLiveMigratable, pool worker); migrate, stop, or change its eviction strategy " +
+		"(or set spec.rollout.allowBlockingDrains: true to resume it anyway); MachineConfigPool 'worker' stays paused until no VM blocks"
+	it := psiItemOf(h)
+	if it.State != v1alpha1.ItemStateInProgress || !strings.Contains(it.Message, held) || it.MaintenanceWindow != nil {
+		t.Errorf("item %s %q window %+v, want it held by the VM", it.State, it.Message, it.MaintenanceWindow)
+	}
+	cond := meta.FindStatusCondition(h.get().Status.Conditions, status.ConditionWaiting)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != status.WaitingDrainBlocked || !strings.Contains(cond.Message, held) {
+		t.Errorf("Waiting condition %+v, want DrainBlocked saying %q", cond, held)
+	}
+	if h.requeue != pools.PreflightRetry {
+		t.Errorf("requeue after %v, want %v: VMs are not watched", h.requeue, pools.PreflightRetry)
+	}
+
+	// The VM is gone: the next look ends the pause.
+	h.planner.pending = drainWith()
+	h.clock.Step(pools.PreflightRetry)
+	if h.syncPools(); len(h.cluster.pauses) != 2 || h.cluster.pauses[1] {
+		t.Fatalf("once no VM blocks: pauses %v, want the pause ended", h.cluster.pauses)
+	}
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if msg := psiItemOf(h).Message; strings.Contains(msg, "stays paused") {
+		t.Errorf("item message %q still says the pool is held", msg)
+	}
+	if cond := meta.FindStatusCondition(h.get().Status.Conditions, status.ConditionWaiting); cond != nil && cond.Status == metav1.ConditionTrue {
+		t.Errorf("Waiting condition %+v after the pool resumed", cond)
+	}
+}
+
+// drainWith is the live look at the worker pool's drain with these VMs.
+func drainWith(vms ...v1alpha1.VMImpact) []v1alpha1.PoolReboot {
+	return []v1alpha1.PoolReboot{{Pool: machineconfig.WorkerPool, Nodes: 3, Disruption: v1alpha1.NodeDisruptionReboot, Drains: true, VMImpacts: vms}}
 }

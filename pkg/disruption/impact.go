@@ -40,7 +40,15 @@ type Cluster struct {
 	VMIs        []kubevirt.VMI
 	VMIsUnknown string
 	Default     Default
+	// UpdatedTo, when set, is the rendered config a paused rollout
+	// resumes to: a node that runs it already (CurrentConfigAnnotation)
+	// is not drained for it again.
+	UpdatedTo string
 }
+
+// CurrentConfigAnnotation is where the Machine Config Daemon says which
+// rendered config a node runs.
+const CurrentConfigAnnotation = "machineconfiguration.openshift.io/currentConfig"
 
 // SingleNode is true on a single-node cluster: the MachineConfig operator
 // annotates its node SingleReplica (and a cluster with one Node is one).
@@ -65,7 +73,7 @@ func WorkerNodes(nodes []unstructured.Unstructured) int {
 }
 
 // PoolNodes are the names of the nodes a pool's nodeSelector selects,
-// sorted. A node the worker pool and a custom pool both select is the
+// sorted, but for those already on UpdatedTo. A node the worker pool and a custom pool both select is the
 // custom pool's, as the MachineConfig operator assigns it.
 func (c *Cluster) PoolNodes(pool *unstructured.Unstructured) ([]string, error) {
 	sel, err := machineconfig.PoolSelector(pool, "nodeSelector")
@@ -85,7 +93,7 @@ func (c *Cluster) PoolNodes(pool *unstructured.Unstructured) ([]string, error) {
 	var out []string
 	for i := range c.Nodes {
 		set := labelsOf(&c.Nodes[i])
-		if !sel.Matches(set) {
+		if !sel.Matches(set) || c.UpdatedTo != "" && annotation(&c.Nodes[i], CurrentConfigAnnotation) == c.UpdatedTo {
 			continue
 		}
 		other := false
@@ -359,6 +367,23 @@ func fateWords(f v1alpha1.VMFate) string {
 // controller prefixes "Waiting: "): a drain of one of its pools' nodes
 // would block on these VMs.
 func BlockedMessage(mc string, blocking []v1alpha1.DisruptedVM) string {
+	vms, its := blockingVMs(blocking)
+	return fmt.Sprintf("writing MachineConfig '%s' would drain nodes that run %s; migrate, stop, or change %s eviction strategy (or set spec.rollout.allowBlockingDrains: true to write it anyway); the change is written when no VM blocks",
+		mc, vms, its)
+}
+
+// ResumeBlockedMessage is why the pool controller keeps a pool it paused
+// paused: resuming its rollout would drain nodes whose drain would block
+// on these VMs.
+func ResumeBlockedMessage(pool string, blocking []v1alpha1.DisruptedVM) string {
+	vms, its := blockingVMs(blocking)
+	return fmt.Sprintf("resuming its rollout would drain nodes that run %s; migrate, stop, or change %s eviction strategy (or set spec.rollout.allowBlockingDrains: true to resume it anyway); MachineConfigPool '%s' stays paused until no VM blocks",
+		vms, its, pool)
+}
+
+// blockingVMs names the blocking VMs for the messages above: "a VM that
+// would block the drain: ns/name (reason, pool p)", and "its" or "their".
+func blockingVMs(blocking []v1alpha1.DisruptedVM) (string, string) {
 	list := make([]string, len(blocking))
 	for i, v := range blocking {
 		list[i] = fmt.Sprintf("%s/%s (%s, pool %s)", v.Namespace, v.Name, v.Reason, v.Pool)
@@ -368,6 +393,5 @@ func BlockedMessage(mc string, blocking []v1alpha1.DisruptedVM) string {
 	if len(blocking) > 1 {
 		vms, its = fmt.Sprintf("%d VMs that", len(blocking)), "their"
 	}
-	return fmt.Sprintf("writing MachineConfig '%s' would drain nodes that run %s would block the drain: %s; migrate, stop, or change %s eviction strategy (or set spec.rollout.allowBlockingDrains: true to write it anyway); the change is written when no VM blocks",
-		mc, vms, names(list), its)
+	return fmt.Sprintf("%s would block the drain: %s", vms, names(list)), its
 }

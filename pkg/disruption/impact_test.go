@@ -125,6 +125,20 @@ func TestAssess(t *testing.T) {
 			summary: "VM impact unknown: cannot list Nodes: forbidden", unknown: "cannot list Nodes: forbidden",
 		},
 		{
+			name: "a paused rollout resumes: a node already on its rendered config is not drained again",
+			cluster: Cluster{Pools: []unstructured.Unstructured{workerPool}, UpdatedTo: "rendered-worker-b", VMIs: e2eVMIs(), Default: Default{Strategy: StrategyLiveMigrate},
+				Nodes: []unstructured.Unstructured{node("worker-0", worker, map[string]string{CurrentConfigAnnotation: "rendered-worker-a"}),
+					node("worker-1", worker, map[string]string{CurrentConfigAnnotation: "rendered-worker-a"}),
+					node("worker-2", worker, map[string]string{CurrentConfigAnnotation: "rendered-worker-b"}), node("master-0", master, nil)}},
+			decision: reboot, drains: true,
+			vms: []v1alpha1.VMImpact{
+				{Node: "worker-0", Namespace: "default", Name: "migratable", Fate: v1alpha1.VMFateLiveMigrate},
+				{Node: "worker-1", Namespace: "default", Name: "disk-0", Fate: v1alpha1.VMFateShutDown, Reason: "DisksNotLiveMigratable"},
+				{Node: "worker-1", Namespace: "default", Name: "vm-none", Fate: v1alpha1.VMFateShutDown, Reason: ReasonStrategyNone},
+			},
+			summary: "1 VM live-migrates, 2 shut down: default/disk-0 (DisksNotLiveMigratable), default/vm-none (EvictionStrategyNone)",
+		},
+		{
 			name:     "no VM on the pool's nodes",
 			cluster:  Cluster{Pools: []unstructured.Unstructured{workerPool}, Nodes: threeWorkers(), VMIs: []kubevirt.VMI{running("a", "b", "master-0", StrategyNone, true, "")}},
 			decision: reboot, drains: true,

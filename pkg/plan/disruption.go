@@ -151,6 +151,9 @@ func apiMessage(err error) string {
 // a Create) and after (nil for a Delete).
 type mcChange struct {
 	before, after map[string]interface{}
+	// updatedTo: a pool's rendered config a paused rollout resumes to
+	// (disruption.Cluster.UpdatedTo).
+	updatedTo string
 }
 
 // renderedSpecOf is the MachineConfig spec an object that rolls pools
@@ -189,6 +192,7 @@ func (r *clusterReads) assess(ctx context.Context, reboots []v1alpha1.PoolReboot
 	if err != nil {
 		return "", err
 	}
+	c.UpdatedTo = change.updatedTo
 	key, keep := r.assessKey(c, decision)
 	for i := range reboots {
 		if keep && r.memo.get(key, &reboots[i]) {
@@ -286,13 +290,57 @@ func (e *Engine) DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfi
 	if err != nil || len(reboots) == 0 {
 		return nil, err
 	}
-	// The last look before a drain: the VMs are read live, never from a
-	// cache that may lag behind (docs/disruption.md).
+	return e.assessLive(ctx, reboots, pools, change)
+}
+
+// assessLive is the last look before a drain: the VMs are read live,
+// never from a cache that may lag behind (docs/disruption.md).
+func (e *Engine) assessLive(ctx context.Context, reboots []v1alpha1.PoolReboot, pools []unstructured.Unstructured, change mcChange) ([]v1alpha1.PoolReboot, error) {
 	reads := e.newClusterReads(ctx, e.Cluster.Get, false)
 	if _, err := reads.assess(ctx, reboots, pools, change, true); err != nil {
 		return nil, err
 	}
 	return reboots, nil
+}
+
+// PendingDrainImpact assesses, from the live cluster, what resuming the
+// rollout of a paused pool does now: its nodes go from the rendered
+// MachineConfig they run (status.configuration) to the one the pool
+// names (spec.configuration), the change the Machine Config Daemon
+// decides from, and are drained for it or not; with the VMs there now on
+// the nodes not updated yet (a rollout paused mid-way).
+// Nil when the pool has nothing to roll out. A rendered MachineConfig
+// that cannot be read is an error: the caller looks again rather than
+// resume a rollout on a guess.
+func (e *Engine) PendingDrainImpact(ctx context.Context, pool *unstructured.Unstructured) ([]v1alpha1.PoolReboot, error) {
+	from, _, _ := unstructured.NestedString(pool.Object, "status", "configuration", "name")
+	to, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
+	if to == "" || to == from {
+		return nil, nil
+	}
+	change := mcChange{updatedTo: to}
+	for _, r := range []struct {
+		name string
+		spec *map[string]interface{}
+	}{{from, &change.before}, {to, &change.after}} {
+		if r.name == "" {
+			return nil, fmt.Errorf("MachineConfigPool '%s' reports no status.configuration.name: what its nodes run is unknown", pool.GetName())
+		}
+		mc, err := e.Cluster.Get(ctx, machineconfig.MachineConfigGVK, "", r.name)
+		if err != nil {
+			return nil, fmt.Errorf("reading the rendered MachineConfig '%s' of MachineConfigPool '%s': %w", r.name, pool.GetName(), err)
+		}
+		if mc == nil {
+			return nil, fmt.Errorf("the rendered MachineConfig '%s' of MachineConfigPool '%s' does not exist", r.name, pool.GetName())
+		}
+		*r.spec = specOf(mc)
+	}
+	pools, err := e.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return nil, err
+	}
+	reboots := []v1alpha1.PoolReboot{{Pool: pool.GetName(), Nodes: machineconfig.Count(pool, "machineCount")}}
+	return e.assessLive(ctx, reboots, pools, change)
 }
 
 // overlay is the spec after applying the desired fields over the live

@@ -34,6 +34,12 @@ var (
 const blockedOnGPU = "Waiting: writing MachineConfig '99-worker-psi-karg' would drain nodes that run a VM that would block the drain: default/vm-gpu (HostDeviceNotLiveMigratable, pool worker); " +
 	"migrate, stop, or change its eviction strategy (or set spec.rollout.allowBlockingDrains: true to write it anyway); the change is written when no VM blocks"
 
+// heldOnGPU is the message of the written PSI item whose paused pool
+// vm-gpu keeps from resuming.
+const heldOnGPU = "MachineConfigPool 'worker' is paused by virt-advisor: resuming its rollout would drain nodes that run a VM that would block the drain: " +
+	"default/vm-gpu (HostDeviceNotLiveMigratable, pool worker); migrate, stop, or change its eviction strategy " +
+	"(or set spec.rollout.allowBlockingDrains: true to resume it anyway); MachineConfigPool 'worker' stays paused until no VM blocks"
+
 // psiVMNote is what the PSI item says of those four VMs.
 const psiVMNote = "reboots: pool worker, 3 nodes, once; 1 VM live-migrates, 2 shut down: default/vm-disk (DisksNotLiveMigratable), default/vm-none (EvictionStrategyNone); " +
 	"1 blocks the drain: default/vm-gpu (HostDeviceNotLiveMigratable)"
@@ -186,6 +192,60 @@ var _ = Describe("disruption-aware rollouts: what a drain does to the VMs", Orde
 		Expect(item(c, psiItemName).Message).To(Equal("Not written: item 'enable-psi-metrics': MachineConfig '99-worker-psi-karg' would now drain nodes whose VMs the reviewed plan did not show with that fate: " +
 			"default/vm-migratable (blocks the drain, DisksNotLiveMigratable, pool worker)"))
 		Expect(getObject(mcGVR, "", "99-worker-psi-karg")).To(BeNil())
+	})
+
+	It("a VM that comes during the coalescing pause and would block the drain keeps the pool paused past the pause's end, and the item and config say why; once it is gone the rollout resumes", func() {
+		// A coalescing window long enough to start a VM in.
+		startAdvisorWithWindow("resume-look", "25s")
+		configWith("load-aware-rebalancing", `{"profile":"load-aware-rebalancing"}`)
+		reviewedPlan("load-aware-rebalancing")
+		before := testEnv.FakeMCORollouts("worker")
+		since := time.Now().Add(-time.Second).Truncate(time.Second)
+		approvePlan("load-aware-rebalancing")
+
+		// Written with no VM in the way, into the pool we paused.
+		var until time.Time
+		Eventually(func(g Gomega) {
+			g.Expect(getObject(mcGVR, "", "99-worker-psi-karg")).NotTo(BeNil())
+			paused, managers := pausedManagers(g)
+			g.Expect(paused).To(BeTrue())
+			g.Expect(managers).To(ContainElement(ourManager))
+			pool, err := get(mcpGVR, "", "worker")
+			g.Expect(err).NotTo(HaveOccurred())
+			until, err = time.Parse(time.RFC3339, pool.GetAnnotations()[pausedUntilAnnotation])
+			g.Expect(err).NotTo(HaveOccurred())
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+		runVMIs(vmGPU)
+		Expect(time.Now()).To(BeTemporally("<", until), "vm-gpu starts during the pause")
+
+		// The pause ends; the look before the unpause finds vm-gpu.
+		Eventually(func() string { return itemMessage("load-aware-rebalancing", psiItemName) }).
+			WithTimeout(time.Until(until) + 30*time.Second).WithPolling(500 * time.Millisecond).Should(Equal(heldOnGPU))
+		Expect(time.Now()).To(BeTemporally(">", until), "held past the end of the pause")
+		c := getConfig("load-aware-rebalancing")
+		Expect(c.Status.Phase).To(Equal(v1alpha1.PhaseInProgress))
+		Expect(item(c, psiItemName).State).To(Equal(v1alpha1.ItemStateInProgress))
+		waiting := condition(c, "Waiting")
+		Expect(waiting.Reason).To(Equal("DrainBlocked"))
+		Expect(waiting.Message).To(Equal("Waiting to resume the rollout of item 'enable-psi-metrics': " + heldOnGPU))
+		Consistently(func(g Gomega) {
+			paused, managers := pausedManagers(g)
+			g.Expect(paused).To(BeTrue())
+			g.Expect(managers).To(ContainElement(ourManager))
+			n, nodes := rolloutsSince(before)
+			g.Expect(n).To(BeZero(), "no rollout started")
+			g.Expect(nodes).NotTo(ContainElement(BeNumerically(">", 0)), "no node updated, none drained")
+		}).WithTimeout(5 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+		Expect(eventReasonsSince("worker", since)).To(ContainElement("ResumeHeldByVirtAdvisor"))
+
+		Expect(testEnv.DeleteVMI(suiteCtx, vmNS, vmGPU.Name)).To(Succeed())
+		c = waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 90*time.Second)
+		Expect(item(c, psiItemName).State).To(Equal(v1alpha1.ItemStateCompleted))
+		waitPoolSettled("00-worker", "99-worker-psi-karg")
+		n, nodes := rolloutsSince(before)
+		Expect(n).To(Equal(1), "one rollout of the worker pool")
+		Expect(nodes).To(Equal([]int{1, 1, 1}), "each worker node updated once")
+		expectUnpausedByUs()
 	})
 
 	It("a node disruption policy of None for the swap drop-in's paths and units: the swap item drains no node and affects no VM; the PSI item (kernel arguments) still reboots", func() {

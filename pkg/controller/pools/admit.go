@@ -64,6 +64,7 @@ func (c *Controller) Admit(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		return Admission{}, fmt.Errorf("reading the MachineConfigPools of %s '%s': %w", it.TargetRef.Kind, it.TargetRef.Name, err)
 	}
 	c.index.setWaiting(itemKey{cfg.Name, it.Name}, names(pools))
+	c.index.setAllowBlocking(cfg.Name, cfg.Spec.AllowsBlockingDrains())
 	// No node is drained outside a maintenance window: first of all, the
 	// change waits until every pool it rolls may be disrupted.
 	now := c.Clock.Now()

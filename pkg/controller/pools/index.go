@@ -31,6 +31,11 @@ type index struct {
 	pools map[string]sets.Set[string]
 	// aborts: by aborted config, the changes whose pools it holds paused.
 	aborts map[string]AbortHold
+	// allowBlocking: by config, spec.rollout.allowBlockingDrains.
+	allowBlocking map[string]bool
+	// resumeHolds: by pool, why our pause of it outlasts its end
+	// (resume.go).
+	resumeHolds map[string]string
 }
 
 func newIndex() *index {
@@ -38,6 +43,7 @@ func newIndex() *index {
 		waiting: map[string]sets.Set[itemKey]{}, rolling: map[string]sets.Set[itemKey]{},
 		expected: map[itemKey]machineconfig.Change{}, pauses: map[itemKey]*pauseCount{},
 		pools: map[string]sets.Set[string]{}, aborts: map[string]AbortHold{},
+		allowBlocking: map[string]bool{}, resumeHolds: map[string]string{},
 	}
 }
 
@@ -192,6 +198,7 @@ func (x *index) forget(config string) {
 	defer x.mu.Unlock()
 	delete(x.pools, config)
 	delete(x.aborts, config)
+	delete(x.allowBlocking, config)
 }
 
 func sortKeys(keys []itemKey) {

@@ -3,7 +3,8 @@
 // owns what virt-advisor does to pools — maintenance window gating, the
 // preflight before a drain (a cluster upgrade, VMs that would block it),
 // the coalescing pause before a MachineConfig write (one reboot per node),
-// the pause when a window closes mid-rollout and the unpause — and the
+// the pause when a window closes mid-rollout and the unpause, after the
+// same look at the VMs as the preflight's (resume.go) — and the
 // index of which approved items wait on, or roll out on, which pool. The
 // config controller asks it two questions: may an item write to its pools
 // now (Admit, then Hold), and how far has it rolled out (Rollout). Its
@@ -41,10 +42,13 @@ type Pauser interface {
 	ApplyPool(ctx context.Context, pool *unstructured.Unstructured) error
 }
 
-// Drains assesses what draining the nodes an approved MachineConfig item
-// rolls does to the VMs there now (the plan engine's DrainImpact).
+// Drains assesses, live, what draining the nodes an approved MachineConfig
+// item rolls does to the VMs there now (the plan engine's DrainImpact),
+// and what resuming the rollout of a paused pool does (its
+// PendingDrainImpact).
 type Drains interface {
 	DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error)
+	PendingDrainImpact(ctx context.Context, pool *unstructured.Unstructured) ([]v1alpha1.PoolReboot, error)
 }
 
 // Metrics is what the pool controller records.

@@ -70,7 +70,7 @@ func decidePreflight(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatform
 		return preflightResult{stale: &plan.StaleTargetError{Item: it.Name, Target: fmt.Sprintf("%s '%s'", it.TargetRef.Kind, it.TargetRef.Name),
 			What: "would now drain nodes whose VMs the reviewed plan did not show with that fate: " + disruption.DescribeVMs(unreviewed)}}
 	}
-	if blocking := disruption.Blocking(reboots); len(blocking) > 0 && !cfg.Spec.AllowsBlockingDrains() {
+	if blocking := blocked(reboots, cfg.Spec.AllowsBlockingDrains()); len(blocking) > 0 {
 		waits = append(waits, disruption.BlockedMessage(it.TargetRef.Name, blocking))
 		if out.kind == "" {
 			out.kind = status.WaitingDrainBlocked

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
@@ -115,37 +116,25 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 	})
 	switch d.action {
 	case unpause:
-		p := machineconfig.ReadPool(pool, cluster.FieldManager, "", "")
-		if err := c.applyPause(ctx, name, nil, ""); err != nil {
-			return 0, fmt.Errorf("unpausing MachineConfigPool '%s': %w", name, err)
+		held, err := c.resume(ctx, pool, configsOf(rolling, due))
+		if err != nil {
+			return 0, err
 		}
-		klog.InfoS("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", name, "othersHoldingPause", p.Others)
-		c.Recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", machineconfig.UnpauseMessage(p))
+		if held {
+			d.after = soonest(d.after, PreflightRetry) // VMs are not watched
+		}
 	case abortPause:
-		// Marked as a pause of ours that ends at once: the hold, not the
-		// time, keeps it; withdrawn, the pause ends as a coalescing one.
-		now := c.Clock.Now()
-		if err := c.applyPause(ctx, name, &now, ""); err != nil {
-			return 0, fmt.Errorf("pausing MachineConfigPool '%s' for the aborted plan of %v: %w", name, aborted, err)
-		}
-		klog.InfoS("Paused MachineConfigPool: the plan rolling out on it was aborted", "pool", name, "configs", aborted)
-		c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
-			"Paused by virt-advisor: the plan of VirtPlatformConfig %s rolling out on it was aborted; a node already updating finishes, no other starts until a plan is approved again or the config is deleted", strings.Join(aborted, ", "))
-		for _, config := range aborted {
-			c.Wake(config)
+		if err := c.pauseAborted(ctx, pool, aborted); err != nil {
+			return 0, err
 		}
 	case windowPause:
-		if err := c.applyPause(ctx, name, &d.until, d.forWindow); err != nil {
-			return 0, fmt.Errorf("pausing MachineConfigPool '%s' at the close of its maintenance window: %w", name, err)
+		if err := c.pauseAtWindowClose(ctx, pool, d, w, rolling); err != nil {
+			return 0, err
 		}
-		c.index.paused(name)
-		first := rolling[0]
-		klog.InfoS("Paused MachineConfigPool: its maintenance window closed mid-rollout", "pool", name, "until", d.until, "config", first.config, "item", first.item)
-		c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
-			"Paused by virt-advisor (VirtPlatformConfig '%s', item '%s'): %s; the rollout resumes when the pool may be disrupted again", first.config, first.item, w.Reason)
-		for _, k := range rolling {
-			c.Wake(k.config)
-		}
+	}
+	if d.action != unpause {
+		// A hold is the answer to the last look before an unpause only.
+		c.releaseResume(name, configsOf(rolling, due))
 	}
 	if d.wakeDue {
 		for _, config := range due {
@@ -153,6 +142,52 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 		}
 	}
 	return d.after, nil
+}
+
+// pauseAborted pauses pool for the aborted plans of configs rolling out
+// on it. Marked as a pause of ours that ends at once: the hold, not the
+// time, keeps it; withdrawn, the pause ends as a coalescing one.
+func (c *Controller) pauseAborted(ctx context.Context, pool *unstructured.Unstructured, aborted []string) error {
+	name := pool.GetName()
+	now := c.Clock.Now()
+	if err := c.applyPause(ctx, name, &now, ""); err != nil {
+		return fmt.Errorf("pausing MachineConfigPool '%s' for the aborted plan of %v: %w", name, aborted, err)
+	}
+	klog.InfoS("Paused MachineConfigPool: the plan rolling out on it was aborted", "pool", name, "configs", aborted)
+	c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
+		"Paused by virt-advisor: the plan of VirtPlatformConfig %s rolling out on it was aborted; a node already updating finishes, no other starts until a plan is approved again or the config is deleted", strings.Join(aborted, ", "))
+	for _, config := range aborted {
+		c.Wake(config)
+	}
+	return nil
+}
+
+// pauseAtWindowClose pauses pool, whose maintenance window closed while
+// the items rolling out on it were rolling, until d.until.
+func (c *Controller) pauseAtWindowClose(ctx context.Context, pool *unstructured.Unstructured, d poolDecision, w windowCheck, rolling []itemKey) error {
+	name := pool.GetName()
+	if err := c.applyPause(ctx, name, &d.until, d.forWindow); err != nil {
+		return fmt.Errorf("pausing MachineConfigPool '%s' at the close of its maintenance window: %w", name, err)
+	}
+	c.index.paused(name)
+	first := rolling[0]
+	klog.InfoS("Paused MachineConfigPool: its maintenance window closed mid-rollout", "pool", name, "until", d.until, "config", first.config, "item", first.item)
+	c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
+		"Paused by virt-advisor (VirtPlatformConfig '%s', item '%s'): %s; the rollout resumes when the pool may be disrupted again", first.config, first.item, w.Reason)
+	for _, k := range rolling {
+		c.Wake(k.config)
+	}
+	return nil
+}
+
+// configsOf are the configs of the items rolling out on a pool and of
+// those due on it, sorted, without duplicates.
+func configsOf(rolling []itemKey, due []string) []string {
+	configs := sets.New(due...)
+	for _, k := range rolling {
+		configs.Insert(k.config)
+	}
+	return sets.List(configs)
 }
 
 // ReconcileAll looks at every pool: it reports when each may be disrupted

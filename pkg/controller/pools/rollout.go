@@ -156,10 +156,25 @@ func (c *Controller) poolRollout(ctx context.Context, v itemView, pool *unstruct
 	if w.Windowed && !w.ClosesAt.IsZero() {
 		out.After = soonest(out.After, w.ClosesAt.Sub(now)) // the rollout's message changes as the window closes
 	}
+	c.notePause(pool, v, now, &r, out)
+	return r
+}
+
+// notePause says on the rollout of a pool we hold paused why: the drains
+// its unpause would start block (a wait, looked at again as the pool is),
+// else our pause and until when.
+func (c *Controller) notePause(pool *unstructured.Unstructured, v itemView, now time.Time, r *machineconfig.Rollout, out *ItemRollout) {
+	if msg := c.heldMessage(pool, v.all); msg != "" {
+		r.Message = msg
+		if out.Wait == nil {
+			out.Wait = heldWait(v.it.Name, msg)
+		}
+		out.After = soonest(out.After, PreflightRetry)
+		return
+	}
 	if msg := c.pauseMessage(pool, v.all, now); msg != "" {
 		r.Message = msg
 	}
-	return r
 }
 
 // pauseMessage says why we hold a pool paused, "" when we do not: an
