@@ -31,6 +31,11 @@ func Abort(cfg *v1alpha1.VirtPlatformConfig, planHash, user string, now metav1.T
 		switch abortedItem(it) {
 		case itemWritten:
 			rec.Written = append(rec.Written, it.Name)
+			if it.State == v1alpha1.ItemStateInProgress && machineconfig.RollsPools(it.TargetRef) {
+				// Not "updating" any more: the pools are paused before
+				// the abort is answered.
+				it.Message = "Written; its rollout stops: the " + by + ", the MachineConfigPools that render it are paused (a node already updating finishes, no other starts) until a plan is approved again"
+			}
 		case itemInFlight:
 			rec.InFlight = append(rec.InFlight, it.Name)
 			it.Message = "Its write had started when the " + by + ": it may have been written; the next plan shows what is live"

@@ -62,6 +62,9 @@ func TestAbortPausesTheRolloutUntilApprovedAgain(t *testing.T) {
 	if !slices.Equal(h.cluster.pauses, []bool{true}) {
 		t.Fatalf("pauses %v, want the pool paused before the abort is answered", h.cluster.pauses)
 	}
+	if it := findItem(h.get().Status.Items, psi); it.State != v1alpha1.ItemStateInProgress || !strings.Contains(it.Message, "Written; its rollout stops: the plan") {
+		t.Errorf("PSI item %s %q once aborted, want it to say its rollout stops, not that its pool is updating", it.State, it.Message)
+	}
 
 	// A reconcile from a cache that has not seen the abort yet (the
 	// approval it shows is older than the abort) does not end the hold.
@@ -222,6 +225,31 @@ func TestAbortHoldOutlivesASpecChange(t *testing.T) {
 	}
 	if msg := status.PhaseMessage(&h.get().Status); !strings.Contains(msg, "render MachineConfig "+psiMC+" stay paused") || !strings.Contains(msg, "review the plan and approve it") {
 		t.Errorf("phase message %q, want it to say the pools stay paused by the abort and how to release them", msg)
+	}
+	h.approve("admin")
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.syncPools()
+	if !slices.Equal(h.cluster.pauses, []bool{true, false}) {
+		t.Errorf("pauses %v, want the pause ended by the approval", h.cluster.pauses)
+	}
+}
+
+// A spec change after an abort whose plan has nothing left to write
+// (every item was written before the abort) still waits for an approval:
+// it is not a rollout waiting for pools the abort holds paused.
+func TestAbortSpecChangeWithNothingToWrite(t *testing.T) {
+	h := newHarness(t, "v1", false)
+	givenAbortedPaused(h)
+	h.edit(true, "eve", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.WaitTimeout = "1h" })
+	h.planner.result = planOf("snap-2", psiItem(v1alpha1.OperationNone), hcoPlanItem(v1alpha1.OperationNone))
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	h.clock.Step(time.Hour)
+	h.syncPools()
+	if !slices.Equal(h.cluster.pauses, []bool{true}) {
+		t.Fatalf("pauses %v, want the pool still held by the abort", h.cluster.pauses)
+	}
+	if msg := status.PhaseMessage(&h.get().Status); !strings.Contains(msg, "stay paused") {
+		t.Errorf("phase message %q, want it to say the pools stay paused until an approval", msg)
 	}
 	h.approve("admin")
 	h.mustReconcile(v1alpha1.PhaseInProgress)

@@ -227,7 +227,9 @@ func withHoldNote(cfg *v1alpha1.VirtPlatformConfig, message string) string {
 
 // draft computes the live plan and decides what it needs: nothing
 // (Completed, or InProgress while a pool still rolls out), a review
-// (ReviewRequired), or, with action Apply, nothing but applying.
+// (ReviewRequired), or, with action Apply, nothing but applying. After an
+// abort even a plan with nothing to write needs an approval: only that
+// ends the abort's pause.
 func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile) (time.Duration, error) {
 	st := &cfg.Status
 	if handled, requeue, err := c.reviewInputDrift(ctx, cfg, profile); handled {
@@ -255,7 +257,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	}
 	st.SourceSnapshotHash = res.SnapshotHash
 	switch {
-	case !res.HasChanges():
+	case !res.HasChanges() && st.Abort == nil:
 		c.nothingToApply(ctx, cfg, res, now)
 		return 0, nil
 	case cfg.Spec.Action == v1alpha1.PlanActionApply:
