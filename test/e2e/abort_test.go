@@ -119,11 +119,12 @@ var _ = Describe("aborting an approved plan", startFirst, func() {
 		_, err := editor.AdvisorV1alpha1().VirtPlatformConfigs().Patch(suiteCtx, "load-aware-rebalancing", types.MergePatchType,
 			[]byte(`{"spec":{"failurePolicy":"Continue"}}`), metav1.PatchOptions{})
 		Expect(err).NotTo(HaveOccurred(), "%s may change the spec", user)
+		Eventually(func() int64 { return getConfig("load-aware-rebalancing").Status.ObservedGeneration }).WithTimeout(30*time.Second).
+			Should(Equal(aborted.Generation+1), "the new spec is planned")
+		expectHeldPaused(before, atAbort)
 		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 30*time.Second)
-		Expect(c.Status.ObservedGeneration).To(Equal(aborted.Generation+1), describeStatus(c))
 		Expect(c.Status.Abort).NotTo(BeNil(), "the spec change keeps the abort")
 		Expect(describeStatus(c)).To(SatisfyAll(ContainSubstring("99-worker-psi-karg stay paused"), ContainSubstring("approve")))
-		expectHeldPaused(before, atAbort)
 
 		By("the editor may not approve; the pool stays paused")
 		_, err = editor.AdvisorV1alpha1().VirtPlatformConfigs().Approve(suiteCtx, "load-aware-rebalancing",
