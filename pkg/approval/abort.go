@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -22,13 +23,19 @@ func Abort(cfg *v1alpha1.VirtPlatformConfig, planHash, user string, now metav1.T
 	}
 	st := &cfg.Status
 	a := st.Approval
-	rec := &v1alpha1.AbortRecord{PlanHash: a.PlanHash, AbortedBy: user, AbortedAt: now}
+	rec := &v1alpha1.AbortRecord{PlanHash: a.PlanHash, AbortedBy: user, AbortedAt: now, ApprovalSequence: a.Sequence,
+		Held: Held(st.Items)}
 	by := fmt.Sprintf("plan %s aborted by %s", v1alpha1.ShortHash(a.PlanHash), user)
 	for i := range st.Items {
 		it := &st.Items[i]
 		switch abortedItem(it) {
 		case itemWritten:
 			rec.Written = append(rec.Written, it.Name)
+			if it.State == v1alpha1.ItemStateInProgress && machineconfig.RollsPools(it.TargetRef) {
+				// Not "updating" any more: the pools are paused before
+				// the abort is answered.
+				it.Message = "Written; its rollout stops: the " + by + ", the MachineConfigPools that render it are paused (a node already updating finishes, no other starts) until a plan is approved again"
+			}
 		case itemInFlight:
 			rec.InFlight = append(rec.InFlight, it.Name)
 			it.Message = "Its write had started when the " + by + ": it may have been written; the next plan shows what is live"
@@ -44,6 +51,20 @@ func Abort(cfg *v1alpha1.VirtPlatformConfig, planHash, user string, now metav1.T
 	status.ClearWaiting(st, cfg.Generation)
 	status.SetPhase(st, v1alpha1.PhaseAborted, "AbortedByUser", AbortMessage(a, rec))
 	return rec, nil
+}
+
+// Held are the MachineConfigs and KubeletConfigs of items written or
+// being written, whose pools an abort holds paused: recorded with the
+// abort, the hold outlives the items (a spec change drafts others).
+func Held(items []v1alpha1.VirtPlatformConfigItem) []v1alpha1.HeldConfig {
+	var out []v1alpha1.HeldConfig
+	for i := range items {
+		it := &items[i]
+		if it.State == v1alpha1.ItemStateInProgress && it.Operation != v1alpha1.OperationNone && machineconfig.RollsPools(it.TargetRef) {
+			out = append(out, machineconfig.Held(machineconfig.ItemChange(it.TargetRef, it.DesiredState)))
+		}
+	}
+	return out
 }
 
 type itemFate int

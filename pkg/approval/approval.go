@@ -23,6 +23,7 @@ func Record(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1al
 		return err
 	}
 	record.ItemsHash = itemsHash
+	record.Sequence = nextSequence(st)
 	st.Approval = &record
 	// The new approval ends an abort's pause of the pools (the new plan
 	// starts from what is live).
@@ -36,6 +37,20 @@ func Record(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1al
 	status.ClearWaiting(st, record.Generation)
 	status.SetPhase(st, v1alpha1.PhaseInProgress, "Approved", status.ApplyingMessage(&record))
 	return nil
+}
+
+// nextSequence numbers an approval made now: one more than the approval
+// before it and than the one an abort still recorded aborted, so that an
+// approval in the abort's second still orders after it.
+func nextSequence(st *v1alpha1.VirtPlatformConfigStatus) int64 {
+	var n int64
+	if st.Approval != nil {
+		n = st.Approval.Sequence
+	}
+	if st.Abort != nil {
+		n = max(n, st.Abort.ApprovalSequence)
+	}
+	return n + 1
 }
 
 // Check says why the items of cfg may not be written, if they may

@@ -62,6 +62,9 @@ func TestAbortPausesTheRolloutUntilApprovedAgain(t *testing.T) {
 	if !slices.Equal(h.cluster.pauses, []bool{true}) {
 		t.Fatalf("pauses %v, want the pool paused before the abort is answered", h.cluster.pauses)
 	}
+	if it := findItem(h.get().Status.Items, psi); it.State != v1alpha1.ItemStateInProgress || !strings.Contains(it.Message, "Written; its rollout stops: the plan") {
+		t.Errorf("PSI item %s %q once aborted, want it to say its rollout stops, not that its pool is updating", it.State, it.Message)
+	}
 
 	// A reconcile from a cache that has not seen the abort yet (the
 	// approval it shows is older than the abort) does not end the hold.
@@ -182,5 +185,185 @@ func TestAbortRefused(t *testing.T) {
 				t.Errorf("a refused abort changed the config: phase %s, abort %+v", cfg.Status.Phase, cfg.Status.Abort)
 			}
 		})
+	}
+}
+
+// givenAbortedPaused: aborted mid-rollout, the worker pool paused before
+// the abort is answered and the controller has seen the abort.
+func givenAbortedPaused(h *harness) {
+	h.t.Helper()
+	givenAbortedMidRollout(h)
+	if err := h.c.PauseAborted(context.Background(), h.get()); err != nil {
+		h.t.Fatal(err)
+	}
+	h.mustReconcile(v1alpha1.PhaseAborted)
+	h.syncPools()
+	if !slices.Equal(h.cluster.pauses, []bool{true}) {
+		h.t.Fatalf("setting up: pauses %v, want the pool paused by the abort", h.cluster.pauses)
+	}
+}
+
+// An editor's spec change after an abort drafts a new plan, whose items
+// replace the aborted ones; the pools stay held (the hold is the abort's
+// record, not the items) until an approver approves a plan.
+func TestAbortHoldOutlivesASpecChange(t *testing.T) {
+	h := newHarness(t, "v1", false)
+	givenAbortedPaused(h)
+	h.edit(true, "eve", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.WaitTimeout = "1h" })
+	h.planner.result = planOf("snap-2", psiItem(v1alpha1.OperationNone), hcoPlanItem(v1alpha1.OperationCreate))
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	for range 3 {
+		h.clock.Step(time.Hour)
+		h.syncPools()
+		h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	}
+	if !slices.Equal(h.cluster.pauses, []bool{true}) {
+		t.Fatalf("pauses %v after an editor's spec change, want the pool still held by the abort", h.cluster.pauses)
+	}
+	if h.get().Status.Abort == nil {
+		t.Fatalf("the spec change dropped status.abort")
+	}
+	if msg := status.PhaseMessage(&h.get().Status); !strings.Contains(msg, "render MachineConfig "+psiMC+" stay paused") || !strings.Contains(msg, "review the plan and approve it") {
+		t.Errorf("phase message %q, want it to say the pools stay paused by the abort and how to release them", msg)
+	}
+	h.approve("admin")
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.syncPools()
+	if !slices.Equal(h.cluster.pauses, []bool{true, false}) {
+		t.Errorf("pauses %v, want the pause ended by the approval", h.cluster.pauses)
+	}
+}
+
+// A spec change after an abort whose plan has nothing left to write
+// (every item was written before the abort) still waits for an approval:
+// it is not a rollout waiting for pools the abort holds paused.
+func TestAbortSpecChangeWithNothingToWrite(t *testing.T) {
+	h := newHarness(t, "v1", false)
+	givenAbortedPaused(h)
+	h.edit(true, "eve", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.WaitTimeout = "1h" })
+	h.planner.result = planOf("snap-2", psiItem(v1alpha1.OperationNone), hcoPlanItem(v1alpha1.OperationNone))
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	h.clock.Step(time.Hour)
+	h.syncPools()
+	if !slices.Equal(h.cluster.pauses, []bool{true}) {
+		t.Fatalf("pauses %v, want the pool still held by the abort", h.cluster.pauses)
+	}
+	if msg := status.PhaseMessage(&h.get().Status); !strings.Contains(msg, "stay paused") {
+		t.Errorf("phase message %q, want it to say the pools stay paused until an approval", msg)
+	}
+	h.approve("admin")
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.syncPools()
+	if !slices.Equal(h.cluster.pauses, []bool{true, false}) {
+		t.Errorf("pauses %v, want the pause ended by the approval", h.cluster.pauses)
+	}
+}
+
+// A replica that takes over after the spec changed (the items are a new
+// draft) holds the pools from status.abort, and a reconcile from its
+// cache does not end the hold; an approval then does.
+func TestAbortHoldRebuiltAtTakeover(t *testing.T) {
+	h := newHarness(t, "v1", false)
+	givenAbortedPaused(h)
+	h.edit(true, "eve", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.WaitTimeout = "1h" })
+	h.planner.result = planOf("snap-2", psiItem(v1alpha1.OperationNone), hcoPlanItem(v1alpha1.OperationCreate))
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+
+	next := newHarness(t, "v1", false)
+	next.clock.SetTime(h.clock.Now().Add(3 * time.Hour))
+	next.cluster.objects = h.cluster.objects
+	next.planner.result = h.planner.result
+	if err := next.indexer.Add(h.get()); err != nil {
+		t.Fatal(err)
+	}
+	next.c.expectDueItems()
+	next.syncPools()
+	next.mustReconcile(v1alpha1.PhaseReviewRequired)
+	next.syncPools()
+	if len(next.cluster.pauses) != 0 {
+		t.Fatalf("pauses %v by the replica that took over, want the pool kept paused by the abort", next.cluster.pauses)
+	}
+	next.approve("admin")
+	next.mustReconcile(v1alpha1.PhaseInProgress)
+	next.syncPools()
+	if !slices.Equal(next.cluster.pauses, []bool{false}) {
+		t.Errorf("pauses %v, want the pause ended by the approval", next.cluster.pauses)
+	}
+}
+
+// The same plan approved again in the second of its abort ends the hold:
+// approvals are ordered by their sequence, not by their 1 s times; the
+// aborted approval, seen again from a stale cache, does not.
+func TestAbortReapprovedInTheSameSecond(t *testing.T) {
+	h := newHarness(t, "v1", false)
+	givenAbortedPaused(h)
+	aborted := h.get().Status.Abort
+	stale := h.get()
+	stale.Status.Abort, stale.Status.Phase = nil, v1alpha1.PhaseInProgress
+	h.c.keepPools(stale)
+	h.syncPools()
+	if !slices.Equal(h.cluster.pauses, []bool{true}) {
+		t.Fatalf("pauses %v after a stale reconcile, want the pool still paused", h.cluster.pauses)
+	}
+
+	h.approve("admin")
+	a := h.get().Status.Approval
+	if !a.ApprovedAt.Equal(&aborted.AbortedAt) || a.PlanHash != aborted.PlanHash || a.Sequence <= aborted.ApprovalSequence {
+		t.Fatalf("setting up: approval %+v, want the aborted plan approved again in the abort's second (%s), with a later sequence than %d",
+			a, aborted.AbortedAt, aborted.ApprovalSequence)
+	}
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	h.clock.Step(time.Hour) // past any coalescing pause of ours
+	h.syncPools()
+	if !slices.Equal(h.cluster.pauses, []bool{true, false}) {
+		t.Errorf("pauses %v, want the pause ended by the approval in the abort's second", h.cluster.pauses)
+	}
+}
+
+// Action Ignore on an aborted config keeps its pools held, and its
+// status says so and how to release them.
+func TestAbortHoldKeptUnderIgnore(t *testing.T) {
+	h := newHarness(t, "v1", false)
+	givenAbortedPaused(h)
+	h.edit(true, "eve", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.Action = v1alpha1.PlanActionIgnore })
+	for range 3 {
+		h.mustReconcile(v1alpha1.PhaseIgnored)
+		h.clock.Step(time.Hour)
+		h.syncPools()
+	}
+	if !slices.Equal(h.cluster.pauses, []bool{true}) {
+		t.Fatalf("pauses %v under action Ignore, want the pool still held by the abort", h.cluster.pauses)
+	}
+	msg := status.PhaseMessage(&h.get().Status)
+	for _, want := range []string{"stay paused", "aborted by bob", psiMC, "set spec.action to DryRun", "approve", "delete the config"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("phase message %q, want %q in it", msg, want)
+		}
+	}
+}
+
+// After an abort, an editor's spec change is not approved by a policy
+// that covers the new plan: only an approver ends the abort.
+func TestAbortNotEndedByAPolicy(t *testing.T) {
+	h := newHarness(t, "v1", false)
+	givenAbortedPaused(h)
+	h.c.PolicyLister = fakePolicies{quietTuning()}
+	h.edit(true, "eve", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.WaitTimeout = "1h" })
+	unchanged := psiItem(v1alpha1.OperationNone)
+	unchanged.ImpactSeverity = v1alpha1.ImpactNone
+	h.planner.result = planOf("snap-2", unchanged, deschedulerItem(v1alpha1.OperationCreate, "Automatic", 5))
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	h.clock.Step(time.Hour)
+	h.syncPools()
+	cfg := h.get()
+	if cfg.Status.Approval.ApprovedBy != "admin" || cfg.Status.Abort == nil || !slices.Equal(h.cluster.pauses, []bool{true}) {
+		t.Fatalf("approval by %s, abort %+v, pauses %v: want no policy approval, the abort kept and the pool held",
+			cfg.Status.Approval.ApprovedBy, cfg.Status.Abort, h.cluster.pauses)
+	}
+	msg := status.PhaseMessage(&cfg.Status)
+	for _, want := range []string{"approval policies approve no plan of this config until an approver approves one", "stay paused", "review the plan and approve it"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("phase message %q, want %q in it", msg, want)
+		}
 	}
 }

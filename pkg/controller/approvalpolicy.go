@@ -72,9 +72,15 @@ func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 	if lapse != "" {
 		reason, head = policies.LapsedReason, lapse+" "
 	}
+	if st.Abort != nil {
+		// An abort is ended by a person: no policy approves the plan
+		// after it, or an editor's spec change would end it.
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, withHoldNote(cfg, head+abortedNoPolicy(st.Abort)+status.MessageReview))
+		return 0, nil
+	}
 	approved, refused, recheck, err := c.askPolicies(ctx, cfg, res)
 	if err != nil {
-		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, head+status.MessageReview)
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, withHoldNote(cfg, head+status.MessageReview))
 		return 0, err
 	}
 	if approved != nil {
@@ -83,7 +89,7 @@ func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 		return 0, approval.Record(st, res, record)
 	}
 	if len(refused) == 0 {
-		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, head+status.MessageReview)
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, withHoldNote(cfg, head+status.MessageReview))
 		return 0, nil
 	}
 	var why []string
@@ -96,10 +102,16 @@ func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 			}
 		}
 	}
-	status.SetPhase(st, v1alpha1.PhaseReviewRequired, policies.RefusedReason, head+fmt.Sprintf(
+	status.SetPhase(st, v1alpha1.PhaseReviewRequired, policies.RefusedReason, withHoldNote(cfg, head+fmt.Sprintf(
 		"plan %s is beyond what the approval policies covering it approve: %s. %s",
-		v1alpha1.ShortHash(res.Status.PlanHash), strings.Join(why, "; "), status.MessageReview))
+		v1alpha1.ShortHash(res.Status.PlanHash), strings.Join(why, "; "), status.MessageReview)))
 	return requeue, nil
+}
+
+// abortedNoPolicy says why no approval policy was asked.
+func abortedNoPolicy(a *v1alpha1.AbortRecord) string {
+	return fmt.Sprintf("Plan %s was aborted by %s: approval policies approve no plan of this config until an approver approves one. ",
+		v1alpha1.ShortHash(a.PlanHash), a.AbortedBy)
 }
 
 // policyApproval is the policy that approved a plan, and the name it is recorded by.

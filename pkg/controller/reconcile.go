@@ -207,19 +207,30 @@ func (c *Controller) phaseEvent(cfg *v1alpha1.VirtPlatformConfig) {
 	c.Recorder.Event(cfg, eventType, string(cfg.Status.Phase), status.PhaseMessage(&cfg.Status))
 }
 
-// ignore: nothing is rolled back and the items are kept.
+// ignore: nothing is rolled back and the items are kept; the pools an
+// abort holds stay paused, and the message says how to release them.
 func ignore(cfg *v1alpha1.VirtPlatformConfig, level v1alpha1.Impact) {
 	st := &cfg.Status
 	st.ObservedGeneration = cfg.Generation
 	if st.ImpactSeverity == "" {
 		st.ImpactSeverity = level
 	}
-	status.SetPhase(st, v1alpha1.PhaseIgnored, "Ignored", status.MessageIgnored)
+	status.SetPhase(st, v1alpha1.PhaseIgnored, "Ignored", withHoldNote(cfg, status.MessageIgnored))
+}
+
+// withHoldNote adds to a phase message the pools an abort still holds.
+func withHoldNote(cfg *v1alpha1.VirtPlatformConfig, message string) string {
+	if note := status.AbortHoldNote(cfg); note != "" {
+		return message + " " + note
+	}
+	return message
 }
 
 // draft computes the live plan and decides what it needs: nothing
 // (Completed, or InProgress while a pool still rolls out), a review
-// (ReviewRequired), or, with action Apply, nothing but applying.
+// (ReviewRequired), or, with action Apply, nothing but applying. After an
+// abort even a plan with nothing to write needs an approval: only that
+// ends the abort's pause.
 func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile) (time.Duration, error) {
 	st := &cfg.Status
 	if handled, requeue, err := c.reviewInputDrift(ctx, cfg, profile); handled {
@@ -247,7 +258,7 @@ func (c *Controller) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	}
 	st.SourceSnapshotHash = res.SnapshotHash
 	switch {
-	case !res.HasChanges():
+	case !res.HasChanges() && st.Abort == nil:
 		c.nothingToApply(ctx, cfg, res, now)
 		return 0, nil
 	case cfg.Spec.Action == v1alpha1.PlanActionApply:
@@ -859,21 +870,27 @@ func holdAborted(p *pools.Controller, cfg *v1alpha1.VirtPlatformConfig) {
 	case st.Abort != nil:
 		p.HoldAborted(cfg.Name, abortHold(cfg))
 	case st.Approval != nil:
-		p.ReleaseAborted(cfg.Name, st.Approval.PlanHash, st.Approval.ApprovedAt.Time)
+		p.ReleaseAborted(cfg.Name, st.Approval.Sequence, st.Approval.PlanHash, st.Approval.ApprovedAt.Time)
 	}
 }
 
 // abortHold are the MachineConfig changes of cfg's aborted plan that were
-// written or being written: the pool controller holds the pools that
+// written or being written, as the abort recorded them (never the items,
+// which a spec change replaces): the pool controller holds the pools that
 // render them paused until a new approval (which clears status.abort) or
-// the config's deletion. Action Ignore does not end it.
+// the config's deletion. Neither a spec change nor action Ignore ends it.
 func abortHold(cfg *v1alpha1.VirtPlatformConfig) pools.AbortHold {
 	a := cfg.Status.Abort
-	hold := pools.AbortHold{PlanHash: a.PlanHash, At: a.AbortedAt.Time}
-	for i := range cfg.Status.Items {
-		if it := &cfg.Status.Items[i]; it.State == v1alpha1.ItemStateInProgress && rollsPools(it) && it.Operation != v1alpha1.OperationNone {
-			hold.Changes = append(hold.Changes, machineconfig.ItemChange(it.TargetRef, it.DesiredState))
-		}
+	hold := pools.AbortHold{PlanHash: a.PlanHash, At: a.AbortedAt.Time, ApprovalSequence: a.ApprovalSequence}
+	held := a.Held
+	if held == nil && len(a.Written)+len(a.InFlight) > 0 {
+		// Recorded by a server that kept no held configs: the items
+		// (a running replica keeps what it held before a new draft
+		// replaced them).
+		held = approval.Held(cfg.Status.Items)
+	}
+	for _, h := range held {
+		hold.Changes = append(hold.Changes, machineconfig.HeldChange(h))
 	}
 	return hold
 }

@@ -486,7 +486,8 @@ func TestReconcileEdges(t *testing.T) {
 					status.FailPrerequisites(&cfg.Status, "Missing required dependencies")
 				})
 			},
-			event: newPlan(deschedulerPlan), phase: v1alpha1.PhaseInProgress, reason: "Approved", events: []string{"Normal InProgress"}},
+			// A new standing approval (the next in sequence), announced.
+			event: newPlan(deschedulerPlan), phase: v1alpha1.PhaseInProgress, reason: "Approved", events: []string{"Normal Approved", "Normal InProgress"}},
 
 		// Transient failures are retried; permanent ones fail.
 		{name: "InProgress --write fails transiently (connection refused)--> InProgress, the item says it retries and why", spec: dryRun, given: givenApproved,

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/test/env/fakemco"
@@ -96,6 +97,43 @@ var _ = Describe("aborting an approved plan", startFirst, func() {
 		for _, it := range p.Status.Items {
 			Expect(it.Operation).To(Equal(v1alpha1.OperationNone), "%s was written before the abort", it.Name)
 		}
+		approvePlan("load-aware-rebalancing")
+		waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 90*time.Second)
+		Expect(getConfig("load-aware-rebalancing").Status.Abort).To(BeNil())
+		waitPoolSettled("00-worker", "99-worker-psi-karg")
+		n, nodes := rolloutsSince(before)
+		Expect(n).To(Equal(1), "one rollout, paused and resumed")
+		Expect(nodes).To(Equal([]int{1, 1, 1}), "each worker node updated exactly once")
+		expectUnpausedByUs()
+	})
+
+	It("keeps the pool paused through an editor's spec change (a new draft) until an approver approves: the editor's approval is refused", func() {
+		before := psiRollingOut("2s")
+		atAbort := nodesUpdated(before)
+		abortPlan("load-aware-rebalancing")
+		expectHeldPaused(before, atAbort)
+		aborted := getConfig("load-aware-rebalancing")
+
+		By("an editor changes the spec: a new plan is drafted, the pool stays paused")
+		editor, user, _ := userClient("virt-advisor-editor")
+		_, err := editor.AdvisorV1alpha1().VirtPlatformConfigs().Patch(suiteCtx, "load-aware-rebalancing", types.MergePatchType,
+			[]byte(`{"spec":{"failurePolicy":"Continue"}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred(), "%s may change the spec", user)
+		Eventually(func() int64 { return getConfig("load-aware-rebalancing").Status.ObservedGeneration }).WithTimeout(30*time.Second).
+			Should(Equal(aborted.Generation+1), "the new spec is planned")
+		expectHeldPaused(before, atAbort)
+		c := waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 30*time.Second)
+		Expect(c.Status.Abort).NotTo(BeNil(), "the spec change keeps the abort")
+		Expect(describeStatus(c)).To(SatisfyAll(ContainSubstring("99-worker-psi-karg stay paused"), ContainSubstring("approve")))
+
+		By("the editor may not approve; the pool stays paused")
+		_, err = editor.AdvisorV1alpha1().VirtPlatformConfigs().Approve(suiteCtx, "load-aware-rebalancing",
+			&v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: planHashOf("load-aware-rebalancing")}}, metav1.CreateOptions{})
+		Expect(statusCode(err)).To(Equal(int32(403)), "%v", err)
+		Expect(getConfig("load-aware-rebalancing").Status.Abort).NotTo(BeNil())
+		expectHeldPaused(before, atAbort)
+
+		By("an approver's approval ends the pause: each node updated once")
 		approvePlan("load-aware-rebalancing")
 		waitPhase("load-aware-rebalancing", v1alpha1.PhaseCompleted, 90*time.Second)
 		Expect(getConfig("load-aware-rebalancing").Status.Abort).To(BeNil())
@@ -213,9 +251,26 @@ var _ = Describe("kubectl advisor dashboard: the abort button of the rollout pag
 		Expect(textOf(tab, "#flash")).To(ContainSubstring("Plan " + hash[:12] + " aborted by " + approver))
 		waitFor(tab, `document.getElementById('phase').textContent.includes('Aborted')`, 30*time.Second)
 		Expect(eval[bool](tab, `document.getElementById('abort') === null`)).To(BeTrue(), "no abort button once aborted")
-		// The pool is held until a plan is approved again, not until the
-		// time its pause annotation says.
-		waitFor(tab, `document.body.textContent.includes('approved again or the config is deleted (its plan was aborted)')`, 30*time.Second)
+		// The pool is held until an approver approves a plan, not until
+		// the time its pause annotation says.
+		held := "until an approver approves a plan of this config or the config is deleted (plan " + hash[:12] + " was aborted by " + approver + ")"
+		waitFor(tab, `document.getElementById('pools').textContent.includes(`+jsString(held)+`)`, 30*time.Second)
+		Expect(textOf(tab, "#items")).NotTo(ContainSubstring("is updating"), "an aborted item does not read as updating")
+		Expect(textOf(tab, "#items")).To(ContainSubstring("enable-psi-metrics"))
 		screenshot(tab, "aborted")
+
+		By("an editor's spec change drafts a new plan: the page still says the pool is held by the abort, and how to release it")
+		editor, _, _ := userClient("virt-advisor-editor")
+		_, err := editor.AdvisorV1alpha1().VirtPlatformConfigs().Patch(suiteCtx, "load-aware-rebalancing", types.MergePatchType,
+			[]byte(`{"spec":{"failurePolicy":"Continue"}}`), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		waitPhase("load-aware-rebalancing", v1alpha1.PhaseReviewRequired, 30*time.Second)
+		expectHeldPaused(before, atAbort)
+		load(tab, chromedp.Navigate(d.base+rollout))
+		Expect(textOf(tab, "#pools")).To(SatisfyAll(ContainSubstring(held), Not(MatchRegexp(`until \d{4}-\d{2}-\d{2}T`))), "no pause end in the past")
+		Expect(textOf(tab, "#summary")).To(SatisfyAll(ContainSubstring("99-worker-psi-karg stay paused by virt-advisor"),
+			ContainSubstring("To release them, review the plan and approve it")))
+		Expect(textOf(tab, "#items")).NotTo(ContainSubstring("is updating"))
+		screenshot(tab, "aborted-then-edited")
 	})
 })

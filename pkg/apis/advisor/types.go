@@ -504,6 +504,9 @@ type ApprovalRecord struct {
 	// written, nothing is managed and the config is Ignored until its spec
 	// changes.
 	Revert bool
+	// sequence counts the approvals of this config: each is one more than
+	// the approval or abort before it.
+	Sequence int64
 }
 
 // AbortRecord is the abort of an approved plan.
@@ -514,6 +517,20 @@ type AbortRecord struct {
 	Written    []string
 	InFlight   []string
 	NotWritten []string
+	// approvalSequence is the sequence of the approval aborted.
+	ApprovalSequence int64
+	// held are the MachineConfigs and KubeletConfigs of the aborted plan
+	// that were written or being written.
+	Held []HeldConfig
+}
+
+// HeldConfig is a MachineConfig or KubeletConfig of an aborted plan, and
+// what the pools that render it are found by.
+type HeldConfig struct {
+	Kind                      string
+	Name                      string
+	Labels                    map[string]string
+	MachineConfigPoolSelector *metav1.LabelSelector
 }
 
 // ApprovalPolicyRef is an ApprovalPolicy as it was when it approved a plan.

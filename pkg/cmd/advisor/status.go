@@ -23,6 +23,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
 type statusOptions struct {
@@ -213,6 +214,7 @@ func poolProgress(ctx context.Context, c *clients, cfg *v1alpha1.VirtPlatformCon
 	if err != nil {
 		return progress{err: err.Error()}
 	}
+	mcs = pools.WithHeld(mcs, cfg.Status.Abort)
 	if len(mcs) == 0 {
 		return progress{}
 	}
@@ -281,6 +283,12 @@ func printStatus(w io.Writer, cfg *v1alpha1.VirtPlatformConfig, pr progress, col
 		fmt.Fprintf(w, "Approval:  plan %s by %s at %s (generation %d)\n", v1alpha1.ShortHash(a.PlanHash), a.ApprovedBy, a.ApprovedAt.UTC().Format(time.RFC3339), a.Generation)
 	} else {
 		fmt.Fprintln(w, "Approval:  none")
+	}
+	if a := s.Abort; a != nil {
+		fmt.Fprintf(w, "Abort:     plan %s by %s at %s\n", v1alpha1.ShortHash(a.PlanHash), a.AbortedBy, a.AbortedAt.UTC().Format(time.RFC3339))
+		if note := status.AbortHoldNote(cfg); note != "" && !strings.Contains(phase, note) {
+			fmt.Fprintln(w, "           "+note)
+		}
 	}
 
 	if len(s.Items) > 0 {

@@ -228,3 +228,26 @@ func TestStatusWatchErrors(t *testing.T) {
 		t.Errorf("stderr %q", h.err.String())
 	}
 }
+
+// An aborted config set to Ignore: its status names the abort, the pools
+// it holds paused (the items no longer name them) and how to release them.
+func TestStatusAbortHeldUnderIgnore(t *testing.T) {
+	h := newHarness(t, machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, 1, true), machineconfigtest.Pool("master", machineconfigtest.RoleSelector("master"), 3, 3, false))
+	c := rollingOut()
+	c.Spec.Action = v1alpha1.PlanActionIgnore
+	c.Status.Phase = v1alpha1.PhaseIgnored
+	c.Status.Items = c.Status.Items[1:]
+	c.Status.Abort = &v1alpha1.AbortRecord{PlanHash: c.Status.Approval.PlanHash, AbortedBy: "bob", AbortedAt: t0, ApprovalSequence: 1,
+		Held: []v1alpha1.HeldConfig{{Kind: "MachineConfig", Name: "99-worker-psi-karg", Labels: map[string]string{"machineconfiguration.openshift.io/role": "worker"}}}}
+	if _, err := h.advisor.AdvisorV1alpha1().VirtPlatformConfigs().Create(context.Background(), c, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code := h.run(t, "", "status", "load-aware-rebalancing"); code != 0 {
+		t.Fatalf("exit %d: %s", code, h.err.String())
+	}
+	mustContain(t, "status", h.out.String(),
+		"Abort:     plan cdcdcdcdcdcd by bob at 2026-11-23T10:00:00Z\n",
+		"           The MachineConfigPools that render MachineConfig 99-worker-psi-karg stay paused by virt-advisor: plan cdcdcdcdcdcd was aborted by bob at 2026-11-23T10:00:00Z. To release them, set spec.action to DryRun",
+		"or delete the config.\n",
+		"  worker   1         1       3          0          true\n")
+}

@@ -23,10 +23,31 @@ import (
 // AbortHold is the hold of an aborted plan on the pools that render its
 // written MachineConfig changes.
 type AbortHold struct {
-	// PlanHash and At name the abort (status.abort).
-	PlanHash string
-	At       time.Time
-	Changes  []machineconfig.Change
+	// PlanHash and At name the abort (status.abort), ApprovalSequence
+	// the approval it aborted.
+	PlanHash         string
+	At               time.Time
+	ApprovalSequence int64
+	Changes          []machineconfig.Change
+}
+
+// endedBy is true when the approval seen (its sequence, plan and time)
+// came after the abort. Sequences order approvals within a second; an
+// approval without one (written before approvals were numbered) is
+// ordered by its time, which has seconds only: one in the abort's second
+// counts when it approves another plan.
+func (h AbortHold) endedBy(sequence int64, planHash string, approvedAt time.Time) bool {
+	if sequence == 0 {
+		return approvedAt.After(h.At) || approvedAt.Equal(h.At) && planHash != h.PlanHash
+	}
+	// Not before the abort either: a sequence started again (an approval
+	// dropped when its policy lapsed) does not pass for a later one.
+	return sequence > h.ApprovalSequence && !approvedAt.Before(h.At)
+}
+
+// same is true when both holds are of one abort.
+func (h AbortHold) same(o AbortHold) bool {
+	return h.PlanHash == o.PlanHash && h.At.Equal(o.At) && h.ApprovalSequence == o.ApprovalSequence
 }
 
 // HoldAborted records that config's plan was aborted while these
@@ -41,31 +62,38 @@ func (c *Controller) HoldAborted(config string, hold AbortHold) {
 	}
 }
 
-// ReleaseAborted ends config's abort hold when the approval seen,
-// planHash approved at approvedAt, came after the abort.
-func (c *Controller) ReleaseAborted(config, planHash string, approvedAt time.Time) {
-	if c.index.releaseAborted(config, planHash, approvedAt) {
+// ReleaseAborted ends config's abort hold when the approval seen
+// (sequence, planHash approved at approvedAt) came after the abort.
+func (c *Controller) ReleaseAborted(config string, sequence int64, planHash string, approvedAt time.Time) {
+	if c.index.releaseAborted(config, sequence, planHash, approvedAt) {
 		c.Resync()
 	}
 }
 
-// setAborted records config's abort hold; false when unchanged.
+// setAborted records config's abort hold; false when unchanged. The
+// changes an abort holds only grow: what was held for it stays held.
 func (x *index) setAborted(config string, hold AbortHold) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	had, held := x.aborts[config]
+	if held && had.same(hold) {
+		for _, c := range had.Changes {
+			if !slices.ContainsFunc(hold.Changes, func(n machineconfig.Change) bool { return n.Name == c.Name && n.KubeletConfig == c.KubeletConfig }) {
+				hold.Changes = append(hold.Changes, c)
+			}
+		}
+	}
 	x.aborts[config] = hold
 	return !held || !reflect.DeepEqual(had, hold)
 }
 
 // releaseAborted drops config's abort hold when an approval made after
-// the abort is seen (times have seconds only: one in the abort's second
-// counts when it approves another plan); false when nothing changed.
-func (x *index) releaseAborted(config, planHash string, approvedAt time.Time) bool {
+// the abort is seen; false when nothing changed.
+func (x *index) releaseAborted(config string, sequence int64, planHash string, approvedAt time.Time) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	hold, held := x.aborts[config]
-	if !held || approvedAt.Before(hold.At) || approvedAt.Equal(hold.At) && planHash == hold.PlanHash {
+	if !held || !hold.endedBy(sequence, planHash, approvedAt) {
 		return false
 	}
 	delete(x.aborts, config)

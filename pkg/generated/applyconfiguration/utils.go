@@ -50,6 +50,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.DedicatedCPUsConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DisruptedVM"):
 		return &advisorv1alpha1.DisruptedVMApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("HeldConfig"):
+		return &advisorv1alpha1.HeldConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HugepagesConfig"):
 		return &advisorv1alpha1.HugepagesConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ItemRetry"):

@@ -49,6 +49,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ApprovalStatus{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref),
 		v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName():       schema_pkg_apis_advisor_v1alpha1_DedicatedCPUsConfig(ref),
 		v1alpha1.DisruptedVM{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_DisruptedVM(ref),
+		v1alpha1.HeldConfig{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_HeldConfig(ref),
 		v1alpha1.HugepagesConfig{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref),
 		v1alpha1.ItemRetry{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_ItemRetry(ref),
 		v1alpha1.KSMConfiguration{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_KSMConfiguration(ref),
@@ -284,12 +285,38 @@ func schema_pkg_apis_advisor_v1alpha1_AbortRecord(ref common.ReferenceCallback) 
 							},
 						},
 					},
+					"approvalSequence": {
+						SchemaProps: spec.SchemaProps{
+							Description: "approvalSequence is the sequence of the approval aborted: an approval of a higher one ends the abort.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"held": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "held are the MachineConfigs and KubeletConfigs of the aborted plan that were written or being written: the MachineConfigPools that render them stay paused until a plan is approved again or the config is deleted, whatever its spec and items become meanwhile.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.HeldConfig{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"planHash", "abortedBy", "abortedAt"},
 			},
 		},
 		Dependencies: []string{
-			v1.Time{}.OpenAPIModelName()},
+			v1alpha1.HeldConfig{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -887,6 +914,13 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref common.ReferenceCallbac
 							Format:      "",
 						},
 					},
+					"sequence": {
+						SchemaProps: spec.SchemaProps{
+							Description: "sequence counts the approvals of this config: each is one more than the approval or abort before it. An abort ends only with an approval of a higher sequence than the one it aborted, however close in time.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
 				},
 				Required: []string{"planHash", "approvedBy", "approvedAt", "generation"},
 			},
@@ -1053,6 +1087,60 @@ func schema_pkg_apis_advisor_v1alpha1_DisruptedVM(ref common.ReferenceCallback) 
 				Required: []string{"pool", "namespace", "name", "fate"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_HeldConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HeldConfig is a MachineConfig or KubeletConfig of an aborted plan, and what the pools that render it are found by.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is MachineConfig or KubeletConfig.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the MachineConfig or KubeletConfig.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"labels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "labels of a MachineConfig: the pools whose machineConfigSelector selects them render it.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"machineConfigPoolSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "machineConfigPoolSelector of a KubeletConfig: the pools it selects render it.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"kind", "name"},
+			},
+		},
+		Dependencies: []string{
+			v1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 

@@ -776,6 +776,11 @@ type ApprovalRecord struct {
 	// changes.
 	// +optional
 	Revert bool `json:"revert,omitempty"`
+	// sequence counts the approvals of this config: each is one more than
+	// the approval or abort before it. An abort ends only with an approval
+	// of a higher sequence than the one it aborted, however close in time.
+	// +optional
+	Sequence int64 `json:"sequence,omitempty"`
 }
 
 // AbortRecord is the abort of an approved plan.
@@ -799,6 +804,34 @@ type AbortRecord struct {
 	// +optional
 	// +listType=atomic
 	NotWritten []string `json:"notWritten,omitempty"`
+	// approvalSequence is the sequence of the approval aborted: an
+	// approval of a higher one ends the abort.
+	// +optional
+	ApprovalSequence int64 `json:"approvalSequence,omitempty"`
+	// held are the MachineConfigs and KubeletConfigs of the aborted plan
+	// that were written or being written: the MachineConfigPools that
+	// render them stay paused until a plan is approved again or the config
+	// is deleted, whatever its spec and items become meanwhile.
+	// +optional
+	// +listType=atomic
+	Held []HeldConfig `json:"held,omitempty"`
+}
+
+// HeldConfig is a MachineConfig or KubeletConfig of an aborted plan, and
+// what the pools that render it are found by.
+type HeldConfig struct {
+	// kind is MachineConfig or KubeletConfig.
+	Kind string `json:"kind"`
+	// name of the MachineConfig or KubeletConfig.
+	Name string `json:"name"`
+	// labels of a MachineConfig: the pools whose machineConfigSelector
+	// selects them render it.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// machineConfigPoolSelector of a KubeletConfig: the pools it selects
+	// render it.
+	// +optional
+	MachineConfigPoolSelector *metav1.LabelSelector `json:"machineConfigPoolSelector,omitempty"`
 }
 
 // ApprovalPolicyRef is an ApprovalPolicy as it was when it approved a plan.

@@ -102,6 +102,11 @@ func (in DisruptedVM) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in HeldConfig) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.HeldConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in HugepagesConfig) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.HugepagesConfig"
 }

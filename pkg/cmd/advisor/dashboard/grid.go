@@ -97,12 +97,14 @@ func newGridPool(pool *unstructured.Unstructured, configs []string, nodes []core
 	return g
 }
 
-// heldByAbort: the config's plan was aborted, and a pause of ours lasts
-// until a plan is approved again, whatever time the pause annotation
-// (which every pause of ours carries) says.
-func (g *gridPool) heldByAbort() {
+// heldByAbort: the config's plan was aborted (a, still recorded whatever
+// the phase, the spec or the action now), and a pause of ours lasts until
+// an approver approves a plan, whatever time the pause annotation (which
+// every pause of ours carries, long past by now) says.
+func (g *gridPool) heldByAbort(a *v1alpha1.AbortRecord) {
 	if g.Paused && g.PausedUntil != "" {
-		g.PausedUntil = "a plan is approved again or the config is deleted (its plan was aborted)"
+		g.PausedUntil = fmt.Sprintf("an approver approves a plan of this config or the config is deleted (plan %s was aborted by %s)",
+			v1alpha1.ShortHash(a.PlanHash), a.AbortedBy)
 	}
 }
 

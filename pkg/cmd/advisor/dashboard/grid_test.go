@@ -217,12 +217,12 @@ func TestHeldByAbort(t *testing.T) {
 		g         gridPool
 		wantUntil string
 	}{
-		{"our pause", gridPool{Paused: true, PausedUntil: "2026-01-01T00:00:30Z"}, "a plan is approved again or the config is deleted (its plan was aborted)"},
+		{"our pause", gridPool{Paused: true, PausedUntil: "2026-01-01T00:00:30Z"}, "an approver approves a plan of this config or the config is deleted (plan cdcdcdcdcdcd was aborted by bob)"},
 		{"an administrator's pause", gridPool{Paused: true, PausedBy: "admin"}, ""},
 		{"not paused", gridPool{}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.g.heldByAbort()
+			tc.g.heldByAbort(&v1alpha1.AbortRecord{PlanHash: strings.Repeat("cd", 32), AbortedBy: "bob"})
 			if tc.g.PausedUntil != tc.wantUntil {
 				t.Errorf("paused until %q, want %q", tc.g.PausedUntil, tc.wantUntil)
 			}

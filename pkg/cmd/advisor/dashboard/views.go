@@ -215,6 +215,9 @@ func newSummary(cfg *v1alpha1.VirtPlatformConfig, now time.Time) summaryView {
 	if v.Observed < v.Generation {
 		v.Notes = append(v.Notes, fmt.Sprintf("This status is of generation %d; the spec is at generation %d and is being planned.", v.Observed, v.Generation))
 	}
+	if note := status.AbortHoldNote(cfg); note != "" && !strings.Contains(v.Message, note) {
+		v.Notes = append(v.Notes, note)
+	}
 	return v
 }
 
@@ -537,6 +540,7 @@ func (s *Server) gridOf(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (
 	if err != nil {
 		return nil, err.Error()
 	}
+	changes = pools.WithHeld(changes, cfg.Status.Abort)
 	if len(changes) == 0 {
 		return nil, "This config has no MachineConfig items: nothing rolls out through a MachineConfigPool, no node reboots."
 	}
@@ -568,8 +572,8 @@ func (s *Server) gridOf(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (
 			}
 			g := newGridPool(&all[i], r.Configs, nodes, nodesErr)
 			g.followItems(itemsRolledBy(cfg.Status.Items, r.Configs))
-			if cfg.Status.Phase == v1alpha1.PhaseAborted {
-				g.heldByAbort()
+			if a := cfg.Status.Abort; a != nil {
+				g.heldByAbort(a)
 			}
 			out = append(out, g)
 		}

@@ -6,6 +6,7 @@ package pools
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,21 @@ func Changes(ctx context.Context, dyn dynamic.Interface, items []v1alpha1.PlanIt
 		out = append(out, change)
 	}
 	return out, nil
+}
+
+// WithHeld adds to changes those an abort holds its pools paused for
+// (status.abort.held), once each: a new draft may no longer have them.
+func WithHeld(changes []machineconfig.Change, abort *v1alpha1.AbortRecord) []machineconfig.Change {
+	if abort == nil {
+		return changes
+	}
+	for _, h := range abort.Held {
+		c := machineconfig.HeldChange(h)
+		if !slices.ContainsFunc(changes, func(o machineconfig.Change) bool { return o.Name == c.Name && o.KubeletConfig == c.KubeletConfig }) {
+			changes = append(changes, c)
+		}
+	}
+	return changes
 }
 
 // reboots is false for an item the server says reboots no node (a node

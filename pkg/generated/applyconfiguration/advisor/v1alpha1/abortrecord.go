@@ -40,6 +40,14 @@ type AbortRecordApplyConfiguration struct {
 	InFlight []string `json:"inFlight,omitempty"`
 	// notWritten are the items the abort kept from being written.
 	NotWritten []string `json:"notWritten,omitempty"`
+	// approvalSequence is the sequence of the approval aborted: an
+	// approval of a higher one ends the abort.
+	ApprovalSequence *int64 `json:"approvalSequence,omitempty"`
+	// held are the MachineConfigs and KubeletConfigs of the aborted plan
+	// that were written or being written: the MachineConfigPools that
+	// render them stay paused until a plan is approved again or the config
+	// is deleted, whatever its spec and items become meanwhile.
+	Held []HeldConfigApplyConfiguration `json:"held,omitempty"`
 }
 
 // AbortRecordApplyConfiguration constructs a declarative configuration of the AbortRecord type for use with
@@ -98,6 +106,27 @@ func (b *AbortRecordApplyConfiguration) WithInFlight(values ...string) *AbortRec
 func (b *AbortRecordApplyConfiguration) WithNotWritten(values ...string) *AbortRecordApplyConfiguration {
 	for i := range values {
 		b.NotWritten = append(b.NotWritten, values[i])
+	}
+	return b
+}
+
+// WithApprovalSequence sets the ApprovalSequence field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ApprovalSequence field is set to the value of the last call.
+func (b *AbortRecordApplyConfiguration) WithApprovalSequence(value int64) *AbortRecordApplyConfiguration {
+	b.ApprovalSequence = &value
+	return b
+}
+
+// WithHeld adds the given value to the Held field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Held field.
+func (b *AbortRecordApplyConfiguration) WithHeld(values ...*HeldConfigApplyConfiguration) *AbortRecordApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHeld")
+		}
+		b.Held = append(b.Held, *values[i])
 	}
 	return b
 }

@@ -50,6 +50,10 @@ type ApprovalRecordApplyConfiguration struct {
 	// written, nothing is managed and the config is Ignored until its spec
 	// changes.
 	Revert *bool `json:"revert,omitempty"`
+	// sequence counts the approvals of this config: each is one more than
+	// the approval or abort before it. An abort ends only with an approval
+	// of a higher sequence than the one it aborted, however close in time.
+	Sequence *int64 `json:"sequence,omitempty"`
 }
 
 // ApprovalRecordApplyConfiguration constructs a declarative configuration of the ApprovalRecord type for use with
@@ -119,5 +123,13 @@ func (b *ApprovalRecordApplyConfiguration) WithPolicy(value *ApprovalPolicyRefAp
 // If called multiple times, the Revert field is set to the value of the last call.
 func (b *ApprovalRecordApplyConfiguration) WithRevert(value bool) *ApprovalRecordApplyConfiguration {
 	b.Revert = &value
+	return b
+}
+
+// WithSequence sets the Sequence field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Sequence field is set to the value of the last call.
+func (b *ApprovalRecordApplyConfiguration) WithSequence(value int64) *ApprovalRecordApplyConfiguration {
+	b.Sequence = &value
 	return b
 }
