@@ -63,7 +63,6 @@ func newGuard(kube kubernetes.Interface, mapper meta.RESTMapper) (*guard, error)
 			return nil, err
 		}
 	}
-	g.report()
 	return g, nil
 }
 
@@ -100,8 +99,12 @@ func (g *guard) Check(*http.Request) error {
 	return nil
 }
 
-// report sets the metric of every shipped object and logs a change.
+// report sets the metric of every shipped object and logs a change, once
+// the informers have listed (before, everything would read as missing).
 func (g *guard) report() {
+	if !g.cluster.Synced() {
+		return
+	}
 	problems := g.shipped.Check(g.cluster, schema.GroupResource{})
 	wrong := map[confinement.Object]bool{}
 	for _, p := range problems {
