@@ -276,7 +276,15 @@ func (c CompletedConfig) New() (*Server, error) {
 	// it is done, /readyz says why.
 	startup := &startup{}
 	shared, leases := sharedStorageCheck(c.ExtraConfig, d.kube)
-	if err := s.GenericAPIServer.AddReadyzChecks(startup, shared); err != nil {
+	// Nothing the shipped admission policies confine is written until
+	// they are in force; /readyz/virt-advisor-admission-policies says
+	// which are not (the StatefulSet's probe leaves that check out: the
+	// API stays up to say on each config why it waits).
+	confined, err := newGuard(d.kube, d.cluster.Mapper)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.GenericAPIServer.AddReadyzChecks(startup, shared, confined); err != nil {
 		return nil, err
 	}
 	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-start", func(ctx genericapiserver.PostStartHookContext) error {
@@ -304,7 +312,9 @@ func (c CompletedConfig) New() (*Server, error) {
 			TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
 			ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),
 				PolicyAuthorizer: c.GenericConfig.Authorization.Authorizer},
+			Confinement: confined, AdmissionInformers: confined.informers,
 		})
+		confined.Start(ctx.Done())
 		storage.Abort.SetPauser(ctrl)
 		metrics.RegisterConfigs(configs.Advisor().V1alpha1().VirtPlatformConfigs().Lister(), ctrl.Leading)
 		if leases != nil {

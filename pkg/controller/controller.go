@@ -106,6 +106,23 @@ type Config struct {
 	TransientErrorDeadline time.Duration
 	// ApprovalPolicies approve plans within their bounds (approvalpolicy.go).
 	ApprovalPolicies
+	// Confinement says whether the admission policies that confine the
+	// server's writes of a kind are in force (pkg/confinement): no item
+	// of a kind they confine is written, and no pool unpaused, until they
+	// are. nil: not checked (tests of other things).
+	Confinement Confinement
+	// AdmissionInformers tell of changed admission policies and
+	// bindings: the configs waiting for them are looked at again.
+	AdmissionInformers []cache.SharedInformer
+}
+
+// Confinement is asked before every write to the main cluster
+// (*apiserver's guard over pkg/confinement).
+type Confinement interface {
+	// Writable is nil when the admission policies that confine writes of
+	// objects of gvk are in force; otherwise its error names those that
+	// are not and what to do.
+	Writable(gvk schema.GroupVersionKind) error
 }
 
 // StatusWriter writes the status of a config, failing with a conflict when
@@ -279,8 +296,12 @@ func New(cfg Config) *Controller {
 		objects: newObjectEvents(),
 		jitter:  rand.Float64,
 	}
+	var pauser pools.Pauser = cfg.Pools
+	if cfg.Confinement != nil {
+		pauser = confinedPauser{pauser: cfg.Pools, confinement: cfg.Confinement}
+	}
 	c.pools = pools.New(pools.Config{
-		Cluster: cfg.Cluster, Pauser: cfg.Pools, Drains: cfg.Planner, Windows: cfg.MaintenanceWindows, TrustedWindows: c.trustedWindows,
+		Cluster: cfg.Cluster, Pauser: pauser, Drains: cfg.Planner, Windows: cfg.MaintenanceWindows, TrustedWindows: c.trustedWindows,
 		CoalesceWindow: cfg.CoalesceWindow, Recorder: cfg.Recorder, Metrics: cfg.Metrics, Clock: clk,
 		Wake: c.wake,
 	})
@@ -439,6 +460,16 @@ func (c *Controller) addHandlers() (remove func(), err error) {
 	// A policy that changes may approve, or stop approving, any plan.
 	if c.PolicyInformer != nil {
 		if err := add(c.PolicyInformer, anyChange(c.enqueueAll), "ApprovalPolicies"); err != nil {
+			return remove, err
+		}
+	}
+	// An admission policy restored lets the writes waiting for it go on;
+	// the pools, whose unpause may wait for it too, are looked at again.
+	for _, informer := range c.AdmissionInformers {
+		if err := add(informer, anyChange(func() {
+			c.enqueueAll()
+			c.pools.Resync()
+		}), "admission policies"); err != nil {
 			return remove, err
 		}
 	}

@@ -378,24 +378,50 @@ type harness struct {
 	err      error
 	// poolQueue is the pool controller's queue.
 	poolQueue workqueue.TypedRateLimitingInterface[string]
+	// confinement says which kinds' admission policies are not in force.
+	confinement *fakeConfinement
+}
+
+// fakeConfinement refuses writes of the kinds it holds, with their error.
+type fakeConfinement struct {
+	mu      sync.Mutex
+	refused map[string]error // by kind
+}
+
+func (f *fakeConfinement) Writable(gvk schema.GroupVersionKind) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused[gvk.Kind]
+}
+
+// refuse makes writes of kind wait for its admission policy (nil: no longer).
+func (f *fakeConfinement) refuse(kind string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		delete(f.refused, kind)
+		return
+	}
+	f.refused[kind] = err
 }
 
 func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
 	informer := externalversions.NewSharedInformerFactory(fake.NewClientset(), 0).Advisor().V1alpha1().VirtPlatformConfigs().Informer()
 	h := &harness{
-		t:        t,
-		planner:  &fakePlanner{applyErr: map[string]error{}},
-		cluster:  &fakeCluster{objects: map[string]*unstructured.Unstructured{}},
-		watches:  &fakeWatches{keys: map[string][]cluster.ObjectKey{}},
-		status:   &fakeStatus{indexer: informer.GetIndexer()},
-		recorder: record.NewFakeRecorder(100),
-		clock:    clocktesting.NewFakeClock(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)),
-		indexer:  informer.GetIndexer(),
+		t:           t,
+		planner:     &fakePlanner{applyErr: map[string]error{}},
+		cluster:     &fakeCluster{objects: map[string]*unstructured.Unstructured{}},
+		watches:     &fakeWatches{keys: map[string][]cluster.ObjectKey{}},
+		status:      &fakeStatus{indexer: informer.GetIndexer()},
+		recorder:    record.NewFakeRecorder(100),
+		clock:       clocktesting.NewFakeClock(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)),
+		indexer:     informer.GetIndexer(),
+		confinement: &fakeConfinement{refused: map[string]error{}},
 	}
 	h.c = New(Config{
 		Informer: informer, Status: h.status, Planner: h.planner, Cluster: h.cluster, Pools: h.cluster, Watches: h.watches,
 		Profiles: catalog.Default(), Recorder: h.recorder, Clock: h.clock, Version: version,
-		RequireDistinctApprover: distinctApprover,
+		RequireDistinctApprover: distinctApprover, Confinement: h.confinement,
 	})
 	h.c.jitter = func() float64 { return 0.5 }
 	h.poolQueue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())

@@ -569,6 +569,11 @@ var errLookAgain = errors.New("look again")
 // it: the review, the pools' gate, then the write. planDue: the whole
 // plan is checked with this item (its first write).
 func (c *Controller) writeItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, timeout time.Duration, planDue bool) (itemGate, time.Duration, *status.Wait, error) {
+	// Nothing is read, paused or written for an item whose admission
+	// policies are not in force.
+	if err := c.confined(&cfg.Status.Items[i]); err != nil {
+		return c.waitConfined(&cfg.Status.Items[i], err)
+	}
 	due := preWrite{plan: planDue, stored: true, target: true}
 	if it := &cfg.Status.Items[i]; rollsPools(it) && it.Operation != v1alpha1.OperationNone {
 		// Before the pools' gate, which may pause them: a write too.
@@ -745,6 +750,11 @@ func (c *Controller) write(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	// or a lost answer); it is not made a second time.
 	written := target.written
 	if written == nil {
+		if err := c.confined(it); err != nil {
+			// The policies went away during the checks: the intent stays,
+			// and the next look waits for them.
+			return fmt.Errorf("%w: %v", errLookAgain, err)
+		}
 		failpoint.Hit("before-write")
 		var err error
 		if written, err = c.Planner.Apply(ctx, cfg, *it, target.read); apierrors.IsConflict(err) {

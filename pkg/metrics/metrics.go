@@ -67,6 +67,27 @@ var PoolWindowOpensIn = metrics.NewGaugeVec(&metrics.GaugeOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"pool"})
 
+// AdmissionPolicyInForceGauge is, per ValidatingAdmissionPolicy and
+// binding the server ships (artifacts/deploy/05-admission-policy.yaml),
+// 1 while the cluster holds it as shipped and 0 otherwise: the server
+// writes nothing it confines meanwhile (pkg/confinement). Every replica
+// reports it.
+var AdmissionPolicyInForceGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+	Namespace: namespace, Name: "admission_policy_in_force",
+	Help:           "1 while a ValidatingAdmissionPolicy or binding virt-advisor ships is in force as shipped (failurePolicy Fail, validationActions [Deny], the shipped spec), 0 when it is missing or differs: nothing it confines is written meanwhile.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"kind", "name"})
+
+// AdmissionPolicyInForce reports whether a shipped policy or binding is
+// in force.
+func AdmissionPolicyInForce(kind, name string, inForce bool) {
+	v := 0.0
+	if inForce {
+		v = 1
+	}
+	AdmissionPolicyInForceGauge.WithLabelValues(kind, name).Set(v)
+}
+
 var once sync.Once
 
 // Register registers the metrics once; counters of each profile start at
@@ -74,7 +95,7 @@ var once sync.Once
 // series of the configs are registered by RegisterConfigs.
 func Register(profiles ...string) {
 	once.Do(func() {
-		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency, PoolWindowOpensIn, PolicyApprovals)
+		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency, PoolWindowOpensIn, PolicyApprovals, AdmissionPolicyInForceGauge)
 		now := unixSeconds(time.Now())
 		for _, p := range profiles {
 			DriftDetections.WithLabelValues(p).Add(0)

@@ -29,6 +29,10 @@ const (
 	WaitingPoolBusy = "PoolBusy"
 	// WaitingClusterUpgrading: the cluster is being upgraded.
 	WaitingClusterUpgrading = "ClusterUpgrading"
+	// WaitingAdmissionPolicy: an admission policy that confines the
+	// server's writes of the item's kind is missing or not as shipped
+	// (pkg/confinement): nothing of that kind is written until it is.
+	WaitingAdmissionPolicy = "AdmissionPolicyNotInForce"
 )
 
 // Wait is what an approved plan waits for.
