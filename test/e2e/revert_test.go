@@ -329,3 +329,39 @@ var _ = Describe("revert: every shipped profile, with the shipped admission poli
 		})
 	}
 })
+
+// An object virt-advisor created, deleted by hand and created again by a
+// later approval is recorded under both UIDs; its revert has one item,
+// for the object there now, and is approved and written.
+var _ = Describe("revert: an object created again", func() {
+	BeforeEach(resetCluster)
+	AfterEach(resetCluster)
+
+	It("lists the ConfigMap example-profile created twice once, and deletes the one there now", func() {
+		const config = "example-profile"
+		configWith(config, `{"profile":"example-profile"}`)
+		waitPhase(config, v1alpha1.PhaseReviewRequired, 30*time.Second)
+		approvePlan(config)
+		waitPhase(config, v1alpha1.PhaseCompleted, 30*time.Second)
+		first := exampleConfigMap()
+		Expect(dyn().Resource(configMapGVR).Namespace(hcoNS).Delete(suiteCtx, "example-config", metav1.DeleteOptions{})).To(Succeed())
+		waitPhase(config, v1alpha1.PhaseDrifted, 30*time.Second)
+		approvePlan(config)
+		waitPhase(config, v1alpha1.PhaseCompleted, 30*time.Second)
+		second := exampleConfigMap()
+		Expect(second.GetUID()).NotTo(Equal(first.GetUID()))
+		Expect(getConfig(config).Status.Replaced).To(HaveLen(2), "recorded under both UIDs")
+
+		p, err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().GetRevertPlan(suiteCtx, config, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(p.Status.Items).To(HaveLen(1), "one item per target: %+v", p.Status.Items)
+		Expect(p.Status.Items[0].Name).To(Equal("revert-configmap-example-config"))
+		Expect(p.Status.Items[0].Operation).To(Equal(v1alpha1.OperationDelete))
+		_, err = advisor.AdvisorV1alpha1().VirtPlatformConfigs().Approve(suiteCtx, config,
+			&v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: p.Status.PlanHash}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		c := waitPhase(config, v1alpha1.PhaseIgnored, 30*time.Second)
+		Expect(c.Status.Replaced).To(BeEmpty())
+		Expect(exampleConfigMap()).To(BeNil(), "the one there now is deleted")
+	})
+})
