@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/failpoint"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/dedicatedcpus"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 	"github.com/kubevirt/virt-advisor/test/names"
@@ -363,5 +364,35 @@ var _ = Describe("revert: an object created again", func() {
 		c := waitPhase(config, v1alpha1.PhaseIgnored, 30*time.Second)
 		Expect(c.Status.Replaced).To(BeEmpty())
 		Expect(exampleConfigMap()).To(BeNil(), "the one there now is deleted")
+	})
+})
+
+// A crash right after the write over an administrator's HyperConverged,
+// before the status records it: what the write replaced was stored
+// before it, so the revert still restores the administrator's values.
+var _ = Describe("revert: after a crash between a write and its record", startFirst, func() {
+	BeforeEach(resetCluster)
+	AfterEach(resetCluster)
+
+	It("restores the administrator's migration limits the write replaced", func() {
+		const config = "live-migration-limits"
+		withWorkerNodes()
+		replaceSpec(hcoGVR, hcoNS, hcoName, map[string]interface{}{"liveMigrationConfig": map[string]interface{}{
+			"bandwidthPerMigration": "1Gi", "completionTimeoutPerGiB": int64(800), "parallelMigrationsPerCluster": int64(20),
+			"parallelOutboundMigrationsPerNode": int64(4), "progressTimeout": int64(150)}})
+		before := hcoSpec()
+		configWith(config, `{"profile":"live-migration-limits"}`)
+		waitPhase(config, v1alpha1.PhaseReviewRequired, 30*time.Second)
+		Expect(testEnv.RestartAdvisorWith(suiteCtx, []string{failpoint.EnvVar + "=after-write"}, nil)).To(Succeed())
+		DeferCleanup(func() { _ = testEnv.RestartAdvisorWith(suiteCtx, nil, nil) })
+		approvePlan(config)
+		Eventually(testEnv.Advisor().Exited).WithTimeout(30*time.Second).Should(BeTrue(), "killed by the failpoint after the write")
+		Expect(hcoSpec()).NotTo(Equal(before), "the write was made before the crash")
+
+		Expect(testEnv.RestartAdvisorWith(suiteCtx, nil, nil)).To(Succeed())
+		c := waitPhase(config, v1alpha1.PhaseCompleted, 60*time.Second)
+		Expect(c.Status.Replaced).To(HaveLen(1), "the record stored before the write, completed by the retry")
+		revertToEarlier(config)
+		Expect(hcoSpec()).To(Equal(before), "the administrator's values, as before the write")
 	})
 })
