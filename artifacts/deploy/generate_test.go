@@ -10,13 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/dedicatedcpus"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/hugepages"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/loadaware"
@@ -206,9 +204,10 @@ func celType(v interface{}) string {
 // catalogueStart begins the constants the value rules compare with.
 const catalogueStart = "  # GENERATED from the catalogue (pkg/apis/advisor/validation, pkg/profiles/*)"
 
-// catalogueBlock: the values the profiles of the catalogue write, as
-// they declare them (loadaware.Writes, higherdensity.Writes) and, for
-// example-profile, as it writes them.
+// catalogueBlock: the values the profiles of the catalogue write where
+// the policy confines values (MachineConfigs, the KubeletConfig), and the
+// keys of the maps they write into objects written over, as they declare
+// them (loadaware.Writes) and, for example-profile, as it writes them.
 func catalogueBlock(t *testing.T) string {
 	t.Helper()
 	strs := func(s []string) []interface{} {
@@ -218,53 +217,28 @@ func catalogueBlock(t *testing.T) string {
 		}
 		return out
 	}
-	bounds := func(r validation.Range) []interface{} { return []interface{}{int64(r.Min), int64(r.Max)} }
 	kd := loadaware.Writes()
-	custom := map[string]interface{}{}
-	for k, vs := range kd.Customizations {
-		custom[k] = vs
-	}
-	durations, fields := map[string]interface{}{}, map[string]interface{}{}
-	for k, r := range kd.DurationCustomizations {
-		durations[k] = []interface{}{r.Min.String(), r.Max.String()}
+	fields, limits := map[string]interface{}{}, map[string]interface{}{}
+	for k := range kd.DurationCustomizations {
 		fields[k] = true
 	}
-	for k := range custom {
+	for k := range kd.Customizations {
 		fields[k] = true
 	}
-	limits := map[string]interface{}{}
-	for k, r := range kd.EvictionLimits {
-		limits[k] = bounds(r)
+	for k := range kd.EvictionLimits {
+		limits[k] = true
 	}
 	if got, want := catalog.Default().Names(), []string{dedicatedcpus.Name, "example-profile", hugepages.Name, livemigration.Name, "load-aware-rebalancing", pcipassthrough.Name, "virt-higher-density"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("the catalogue has profiles %v; the policy's value rules know %v: extend them", got, want)
-	}
-	lmBounds := map[string]interface{}{
-		"parallelMigrationsPerCluster":      bounds(livemigration.PerCluster),
-		"parallelOutboundMigrationsPerNode": bounds(livemigration.OutboundPerNode),
-		"completionTimeoutPerGiB":           bounds(livemigration.CompletionTimeoutPerGiB),
-		"progressTimeout":                   bounds(livemigration.ProgressTimeout),
 	}
 	var exampleData map[string]interface{}
 	for _, it := range items(t, variant{name: "example-profile", profile: example.New()}, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
 		exampleData = it.Desired.Object["data"].(map[string]interface{})
 	}
 	return block(catalogueStart, []namedValue{
-		{"kdManagementStates", strs(kd.ManagementStates)},
-		{"kdModes", strs(kd.Modes)},
-		{"kdIntervalSeconds", bounds(kd.IntervalSeconds)},
-		{"kdSelectedProfiles", strs(kd.Selected)},
-		{"kdKeptProfiles", strs(kd.Kept)},
-		{"kdCustomizations", custom},
-		{"kdCustomDurations", durations},
 		{"kdCustomizationFields", strs(sortedKeys(fields))},
-		{"kdEvictionLimits", limits},
 		{"kdEvictionLimitFields", strs(sortedKeys(limits))},
-		{"hcoOvercommitPercentage", bounds(higherdensity.Writes())},
 		{"exampleData", exampleData},
-		{"lmBounds", lmBounds},
-		{"lmBoundFields", strs(sortedKeys(lmBounds))},
-		{"lmBandwidthMiB", bounds(livemigration.BandwidthMiB)},
 		// The kernel arguments of the MachineConfigs made for a pool the
 		// options name, by the suffix of their name (objectTemplates).
 		{"poolKernelArguments", map[string]interface{}{
@@ -293,11 +267,9 @@ func TestPolicyPinsWhatTheCatalogueWrites(t *testing.T) {
 	generated := catalogueBlock(t)
 	syncBlock(t, catalogueStart, generated)
 	policy, _ := readPolicy(t)
-	kd := loadaware.Writes()
 	for name, want := range map[string]interface{}{
-		"kdModes":                 []interface{}{"Automatic", "Predictive"},
-		"kdIntervalSeconds":       []interface{}{int64(kd.IntervalSeconds.Min), int64(kd.IntervalSeconds.Max)},
-		"hcoOvercommitPercentage": []interface{}{int64(higherdensity.Writes().Min), int64(higherdensity.Writes().Max)},
+		"kdEvictionLimitFields": []interface{}{"node", "total"},
+		"kcTopologyPolicies":    []interface{}{"single-numa-node", "restricted", "best-effort"},
 	} {
 		if got := literal(t, policy, name); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s evaluates to %#v, want %#v", name, got, want)

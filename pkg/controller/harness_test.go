@@ -145,6 +145,11 @@ type fakePlanner struct {
 	// cannot tell, a full plan is computed); computes counts Compute.
 	fromCaches map[string][]string
 	computes   int
+	// targets, by item name, are the live targets the checks read (none:
+	// the target does not exist); found, by item name, is our own earlier
+	// write the checks find there (a retry after a crash).
+	targets map[string]*unstructured.Unstructured
+	found   map[string]*unstructured.Unstructured
 }
 
 func (p *fakePlanner) DriftFromCaches(context.Context, *v1alpha1.VirtPlatformConfig, []v1alpha1.VirtPlatformConfigItem) (map[string][]string, bool, error) {
@@ -175,12 +180,19 @@ func (p *fakePlanner) CheckTarget(_ context.Context, cfg *v1alpha1.VirtPlatformC
 		return plan.Target{}, nil, err
 	}
 	ours, err := p.CheckReadTarget(cfg, it, nil, check)
-	return readAt(it.Name), ours, err
+	return p.readOf(it.Name), ours, err
 }
 
 // readAt is what the fake reads of an item's target: a resourceVersion
 // named after it, which the write must carry.
 func readAt(item string) plan.Target { return plan.Target{ReadAt: "rv-" + item, Read: true} }
+
+// readOf is readAt with the live target, if any.
+func (p *fakePlanner) readOf(item string) plan.Target {
+	t := readAt(item)
+	t.Object = p.targets[item]
+	return t
+}
 
 func (p *fakePlanner) CheckReadTarget(_ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _ *unstructured.Unstructured, _ plan.TargetCheck) (*unstructured.Unstructured, error) {
 	p.mu.Lock()
@@ -192,7 +204,7 @@ func (p *fakePlanner) CheckReadTarget(_ *v1alpha1.VirtPlatformConfig, it *v1alph
 	if what, ok := p.stale[it.Name]; ok {
 		return nil, &plan.StaleTargetError{Item: it.Name, Target: it.TargetRef.Kind + " '" + it.TargetRef.Name + "'", What: what}
 	}
-	return nil, nil
+	return p.found[it.Name], nil
 }
 
 func (p *fakePlanner) set(res *plan.Result) {
@@ -219,7 +231,7 @@ func (p *fakePlanner) ReadTargets(_ context.Context, items []v1alpha1.VirtPlatfo
 	}
 	targets := make([]plan.Target, len(items))
 	for i := range items {
-		targets[i] = readAt(items[i].Name)
+		targets[i] = p.readOf(items[i].Name)
 	}
 	if p.snapshot != "" {
 		return p.snapshot, targets, nil
@@ -234,7 +246,7 @@ func (p *fakePlanner) Apply(_ context.Context, _ *v1alpha1.VirtPlatformConfig, i
 		p.attempts = map[string]int{}
 	}
 	p.attempts[it.Name]++
-	if at != readAt(it.Name) {
+	if at != p.readOf(it.Name) {
 		return nil, fmt.Errorf("item %s written with precondition %+v, not the read its checks judged (%+v)", it.Name, at, readAt(it.Name))
 	}
 	if p.onApply != nil {

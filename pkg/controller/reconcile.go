@@ -727,7 +727,7 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 		c.nothingToWrite(it)
 		return true, nil
 	}
-	return true, c.write(ctx, cfg, it, target)
+	return true, c.write(ctx, cfg, i, target)
 }
 
 // nothingToWrite settles an item whose checks passed and that writes
@@ -743,12 +743,18 @@ func (c *Controller) nothingToWrite(it *v1alpha1.VirtPlatformConfigItem) {
 	}
 }
 
-// write writes an item whose checks passed, conditional on the read they
+// write writes item i, whose checks passed, conditional on the read they
 // judged, and records the write.
-func (c *Controller) write(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, target checkedTarget) error {
+func (c *Controller) write(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, target checkedTarget) error {
 	// written: a retry found our own earlier write (made before a crash
 	// or a lost answer); it is not made a second time.
 	written := target.written
+	if written == nil {
+		if err := c.recordReplacing(ctx, cfg, i, target.read); err != nil {
+			return err
+		}
+	}
+	it := &cfg.Status.Items[i]
 	if written == nil {
 		if err := c.confined(it); err != nil {
 			// The policies went away during the checks: the intent stays,
@@ -777,9 +783,9 @@ func (c *Controller) write(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	} else {
 		plan.RecordWrite(&cfg.Status, it, written, cfg.Name)
 	}
-	if target.written == nil {
-		noteReplaced(cfg, it, target.read, written)
-	}
+	// A retry that found its earlier write completes the record
+	// recordReplacing stored before that write.
+	noteReplaced(cfg, it, target.read, written)
 	if rollsPools(it) {
 		it.Message = "Applied; waiting for the MachineConfigPool rollout"
 		return nil
@@ -799,6 +805,27 @@ func noteReplaced(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformCon
 	case before.Read:
 		plan.RecordReplaced(&cfg.Status, it, before.Object, written)
 	}
+}
+
+// recordReplacing stores, before item i is written over before (or
+// creates its object), what the write replaces (plan.RecordReplacing):
+// the record a revert restores from outlives a crash right after the
+// write. A revert, a Delete and a write that replaces nothing new store
+// nothing here.
+func (c *Controller) recordReplacing(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, before plan.Target) error {
+	it := &cfg.Status.Items[i]
+	if reverting(cfg) || it.Operation == v1alpha1.OperationDelete || !before.Read {
+		return nil
+	}
+	if !plan.RecordReplacing(&cfg.Status, it, before.Object) {
+		return nil
+	}
+	if err := c.writeStatus(ctx, cfg, cfg.Status.DeepCopy()); err != nil {
+		return fmt.Errorf("%w: recording what item '%s' replaces before writing it: %v", errLookAgain, it.Name, err)
+	}
+	// As the intent's: this reconcile goes on to the write.
+	c.ownWrites.Store(cfg.Name, cfg.ResourceVersion)
+	return nil
 }
 
 // reverting is true while the approved plan is a revert.

@@ -268,7 +268,7 @@ var recordedPlan = []string{
 	`old Delete Low "" err=""`,
 	`kept None None "ConfigMap 'kept' was not created by virt-advisor: it is left in place (delete it yourself if it is no longer wanted)" err=""`,
 	`same None None "ConfigMap 'same' is already configured; nothing to change. coverage checked" err=""`,
-	`rejected  High "" err="server-side apply dry-run of ConfigMap ns/rejected was rejected: ConfigMap \"rejected\" is invalid"`,
+	`rejected Create High "" err="server-side apply dry-run of ConfigMap ns/rejected was rejected: ConfigMap \"rejected\" is invalid"`,
 	`failed  Medium "" err="no usable API"`,
 	"item 'psi': a warning",
 	"item 'same': check warning",

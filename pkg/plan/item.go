@@ -44,10 +44,16 @@ type plannedItem struct {
 	warnings []string
 }
 
-// hashed is the item as the plan hash binds it.
+// hashed is the item as the plan hash binds it. The operation of an item
+// that could not be planned is shown, not bound (it is never written):
+// plans hashed before it was shown keep their hash.
 func (p *plannedItem) hashed() map[string]interface{} {
+	op := p.item.Operation
+	if p.item.Error != "" {
+		op = ""
+	}
 	return map[string]interface{}{
-		"name": p.item.Name, "targetRef": p.item.TargetRef, "operation": p.item.Operation, "desiredState": p.desired, "error": p.item.Error,
+		"name": p.item.Name, "targetRef": p.item.TargetRef, "operation": op, "desiredState": p.desired, "error": p.item.Error,
 	}
 }
 
@@ -311,6 +317,9 @@ func planAbsent(p plannedItem, it profiles.Item, desired *unstructured.Unstructu
 func planWanted(p plannedItem, it profiles.Item, desired *unstructured.Unstructured, read targetRead, liveYAML string) plannedItem {
 	gvk, ns, name := desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName()
 	if read.dryErr != nil {
+		// What the refused write would have done is still shown: a
+		// reviewer reads "Update … refused", not an unknown operation.
+		p.item.Operation = decideWanted(read.live != nil, false)
 		return failed(p, it.Impact, fmt.Errorf("server-side apply dry-run of %s %s was rejected: %w", gvk.Kind, cluster.ObjectName(ns, name), dryRunCause(read.dryErr)))
 	}
 	dryYAML, err := toYAML(sanitize(read.dry))

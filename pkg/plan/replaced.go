@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 )
@@ -28,7 +29,13 @@ func RecordReplaced(st *v1alpha1.VirtPlatformConfigStatus, it *v1alpha1.VirtPlat
 	if written == nil || written.GetUID() == "" {
 		return
 	}
-	i := replacedIndex(st.Replaced, written)
+	i := replacedIndex(st.Replaced, written.GetUID())
+	if i < 0 {
+		// The create RecordReplacing noted before the write learns its UID.
+		if i = pendingCreate(st.Replaced, it.TargetRef); i >= 0 {
+			st.Replaced[i].UID = written.GetUID()
+		}
+	}
 	if i < 0 {
 		st.Replaced = append(st.Replaced, v1alpha1.ReplacedObject{TargetRef: it.TargetRef, UID: written.GetUID(), Created: before == nil})
 		i = len(st.Replaced) - 1
@@ -55,6 +62,66 @@ func RecordReplaced(st *v1alpha1.VirtPlatformConfigStatus, it *v1alpha1.VirtPlat
 	}
 }
 
+// RecordReplacing notes in st, before a write of item it, what the write
+// is about to replace, so that a crash between the write and the status
+// that records it loses nothing: for an object it creates (before is
+// nil), that it creates it (its UID is learnt after the write); for an
+// object written over, each managed field its desired state changes, with
+// its value before (or that it was absent), unless an earlier write
+// recorded it first. RecordReplaced completes the record after the write
+// (or after a retry that found the write made). It is true when the
+// record changed: it must be stored before the write.
+func RecordReplacing(st *v1alpha1.VirtPlatformConfigStatus, it *v1alpha1.VirtPlatformConfigItem, before *unstructured.Unstructured) bool {
+	if before == nil {
+		if pendingCreate(st.Replaced, it.TargetRef) >= 0 {
+			return false
+		}
+		st.Replaced = append(st.Replaced, v1alpha1.ReplacedObject{TargetRef: it.TargetRef, Created: true})
+		return true
+	}
+	changed := false
+	i := replacedIndex(st.Replaced, before.GetUID())
+	if i < 0 {
+		st.Replaced = append(st.Replaced, v1alpha1.ReplacedObject{TargetRef: it.TargetRef, UID: before.GetUID()})
+		i, changed = len(st.Replaced)-1, true
+	}
+	rec := &st.Replaced[i]
+	if rec.Created {
+		return changed // the revert deletes the whole object
+	}
+	desired := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	if it.DesiredState != nil {
+		_ = json.Unmarshal(it.DesiredState.Raw, &desired.Object)
+	}
+	for _, path := range it.ManagedFields {
+		if replacedFieldIndex(rec.Fields, path) >= 0 {
+			continue // the first previous value is kept
+		}
+		was, wasSet := fieldValue(before, path)
+		want, wantSet := fieldValue(desired, path)
+		if wasSet == wantSet && sameValue(was, want) {
+			continue // the write leaves it as it is
+		}
+		f := v1alpha1.ReplacedField{Path: path, Absent: !wasSet, Written: rawOf(want, wantSet)}
+		if wasSet {
+			f.Previous = rawOf(was, true)
+		}
+		rec.Fields, changed = append(rec.Fields, f), true
+	}
+	return changed
+}
+
+// pendingCreate is the index of the record of a create noted before its
+// write and not yet given its UID, -1 if none.
+func pendingCreate(recs []v1alpha1.ReplacedObject, ref v1alpha1.ObjectReference) int {
+	for i := range recs {
+		if recs[i].Created && recs[i].UID == "" && recs[i].TargetRef == ref {
+			return i
+		}
+	}
+	return -1
+}
+
 // ForgetReplaced drops the record of a target a revert item has
 // restored (or deleted): nothing of it is ours to restore any more.
 func ForgetReplaced(st *v1alpha1.VirtPlatformConfigStatus, ref v1alpha1.ObjectReference) {
@@ -70,10 +137,11 @@ func ForgetReplaced(st *v1alpha1.VirtPlatformConfigStatus, ref v1alpha1.ObjectRe
 	}
 }
 
-// replacedIndex is the index of the record of obj (by UID), -1 if none.
-func replacedIndex(recs []v1alpha1.ReplacedObject, obj *unstructured.Unstructured) int {
+// replacedIndex is the index of the record of an object by its UID, -1
+// if none.
+func replacedIndex(recs []v1alpha1.ReplacedObject, uid types.UID) int {
 	for i := range recs {
-		if recs[i].UID == obj.GetUID() {
+		if uid != "" && recs[i].UID == uid {
 			return i
 		}
 	}

@@ -108,3 +108,77 @@ func TestForgetReplaced(t *testing.T) {
 		t.Fatalf("after forgetting both: %+v, want nil", st.Replaced)
 	}
 }
+
+// TestRecordReplacing: before a write, its record holds what it will
+// replace; after it, RecordReplaced completes that record (a create's
+// UID, the values written) rather than adding another.
+func TestRecordReplacing(t *testing.T) {
+	hcoItem := &v1alpha1.VirtPlatformConfigItem{Name: "hco", TargetRef: hcoRef, ManagedFields: []string{"spec.overcommit", "spec.ksm", "spec.same"},
+		DesiredState: raw(`{"spec":{"overcommit":150,"ksm":{"on":true},"same":"x"}}`)}
+	mcItem := &v1alpha1.VirtPlatformConfigItem{Name: "swap", TargetRef: mcRef, ManagedFields: []string{"spec.config"}, DesiredState: raw(`{"spec":{"config":"x"}}`)}
+	mc := &unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{"config": "x"}}}
+	mc.SetUID("mc-1")
+	before := hco("u1", map[string]interface{}{"overcommit": int64(100), "same": "x"})
+	written := hco("u1", map[string]interface{}{"overcommit": int64(150), "ksm": map[string]interface{}{"on": true}, "same": "x"})
+	tests := []struct {
+		name    string
+		it      *v1alpha1.VirtPlatformConfigItem
+		given   []v1alpha1.ReplacedObject
+		before  *unstructured.Unstructured
+		changed bool
+		noted   []v1alpha1.ReplacedObject // before the write
+		written *unstructured.Unstructured
+		after   []v1alpha1.ReplacedObject // once the write is recorded
+	}{{
+		name: "written over: each field the desired state changes, with its value before; a field it leaves as is: none",
+		it:   hcoItem, before: before, changed: true,
+		noted: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
+			{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150")}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`)}}}},
+		written: written,
+		after: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
+			{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150")}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`)}}}},
+	}, {
+		name:   "written over again: the first previous value kept, nothing new to store",
+		it:     hcoItem,
+		given:  []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{{Path: "spec.overcommit", Previous: raw("90"), Written: raw("100")}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":false}`)}}}},
+		before: before, changed: false,
+		noted:   []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{{Path: "spec.overcommit", Previous: raw("90"), Written: raw("100")}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":false}`)}}}},
+		written: written,
+		after:   []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{{Path: "spec.overcommit", Previous: raw("90"), Written: raw("150")}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`)}}}},
+	}, {
+		name: "created: noted without a UID, which the write gives it",
+		it:   mcItem, changed: true,
+		noted:   []v1alpha1.ReplacedObject{{TargetRef: mcRef, Created: true}},
+		written: mc,
+		after:   []v1alpha1.ReplacedObject{{TargetRef: mcRef, UID: "mc-1", Created: true}},
+	}, {
+		name:  "created, noted already (a retry): nothing new to store",
+		it:    mcItem,
+		given: []v1alpha1.ReplacedObject{{TargetRef: mcRef, Created: true}}, changed: false,
+		noted:   []v1alpha1.ReplacedObject{{TargetRef: mcRef, Created: true}},
+		written: mc,
+		after:   []v1alpha1.ReplacedObject{{TargetRef: mcRef, UID: "mc-1", Created: true}},
+	}, {
+		name:  "created again after someone deleted the first: a record of its own",
+		it:    mcItem,
+		given: []v1alpha1.ReplacedObject{{TargetRef: mcRef, UID: "mc-0", Created: true}}, changed: true,
+		noted:   []v1alpha1.ReplacedObject{{TargetRef: mcRef, UID: "mc-0", Created: true}, {TargetRef: mcRef, Created: true}},
+		written: mc,
+		after:   []v1alpha1.ReplacedObject{{TargetRef: mcRef, UID: "mc-0", Created: true}, {TargetRef: mcRef, UID: "mc-1", Created: true}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &v1alpha1.VirtPlatformConfigStatus{Replaced: tt.given}
+			if changed := RecordReplacing(st, tt.it, tt.before); changed != tt.changed {
+				t.Errorf("changed %v, want %v", changed, tt.changed)
+			}
+			if got, want := toJSON(t, st.Replaced), toJSON(t, tt.noted); got != want {
+				t.Errorf("before the write:\n got %s\nwant %s", got, want)
+			}
+			RecordReplaced(st, tt.it, tt.before, tt.written)
+			if got, want := toJSON(t, st.Replaced), toJSON(t, tt.after); got != want {
+				t.Errorf("after the write:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}

@@ -56,14 +56,23 @@ func (p *revertProfile) DescribeInputChange(string, map[string]interface{}, map[
 
 // Items reads each recorded target and restores it (RevertItems).
 func (p *revertProfile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, error) {
+	records := map[v1alpha1.ObjectReference]int{}
+	for _, r := range p.replaced {
+		records[r.TargetRef]++
+	}
+	read := map[v1alpha1.ObjectReference]*unstructured.Unstructured{}
 	live := make([]*unstructured.Unstructured, len(p.replaced))
 	for i, r := range p.replaced {
-		if r.Created {
+		if r.Created && records[r.TargetRef] == 1 {
 			continue // planned as a Delete: the engine reads it
 		}
-		obj, err := in.Cluster.Get(ctx, TargetGVK(r.TargetRef), r.TargetRef.Namespace, r.TargetRef.Name)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s %s: %w", r.TargetRef.Kind, r.TargetRef.Name, err)
+		obj, ok := read[r.TargetRef]
+		if !ok {
+			var err error
+			if obj, err = in.Cluster.Get(ctx, TargetGVK(r.TargetRef), r.TargetRef.Namespace, r.TargetRef.Name); err != nil {
+				return nil, fmt.Errorf("reading %s %s: %w", r.TargetRef.Kind, r.TargetRef.Name, err)
+			}
+			read[r.TargetRef] = obj
 		}
 		live[i] = obj
 	}
@@ -71,18 +80,20 @@ func (p *revertProfile) Items(ctx context.Context, in profiles.Inputs) ([]profil
 }
 
 // RevertItems are the items that restore a record, given each recorded
-// target as it is now (live, by index; ignored for created objects):
-// first the objects written over, each field back to its previous value
-// (or removed, when it was absent) unless someone else changed it since
-// virt-advisor wrote it (a conflict: left alone, said in a warning), then
-// the objects virt-advisor created, deleted (the engine deletes only an
-// object whose UID the status records as ours). Restoring settings before
-// deleting objects undoes a profile in the reverse of its order: the
+// target as it is now (live, by index; ignored for an object created,
+// unless the target has several records): first the objects written
+// over, each field back to its previous value (or removed, when it was
+// absent) unless someone else changed it since virt-advisor wrote it (a
+// conflict: left alone, said in a warning), then the objects
+// virt-advisor created, deleted (the engine deletes only an object whose
+// UID the status records as ours). Restoring settings before deleting
+// objects undoes a profile in the reverse of its order: the
 // HyperConverged's overcommit is lowered before the swap that backs it
-// goes.
+// goes. Each target has one item at most (revertedRecords).
 func RevertItems(replaced []v1alpha1.ReplacedObject, live []*unstructured.Unstructured) []profiles.Item {
 	var restores, deletes []profiles.Item
-	for i, r := range replaced {
+	for _, i := range revertedRecords(replaced, live) {
+		r := replaced[i]
 		if r.Created {
 			deletes = append(deletes, deleteItem(r))
 			continue
@@ -92,6 +103,52 @@ func RevertItems(replaced []v1alpha1.ReplacedObject, live []*unstructured.Unstru
 		}
 	}
 	return append(restores, deletes...)
+}
+
+// revertedRecords are the indexes of the records the revert acts on, one
+// per target: a target recorded under several UIDs (deleted and created
+// again between two writes) is reverted from the record of the object
+// there now; the records of objects deleted since have nothing left to
+// restore. When the object there now is none of those recorded, the
+// last record stands for it: its fields are conflicts, or, created, the
+// engine leaves someone else's object in place.
+func revertedRecords(replaced []v1alpha1.ReplacedObject, live []*unstructured.Unstructured) []int {
+	var out []int
+	seen := map[v1alpha1.ObjectReference]bool{}
+	for i, r := range replaced {
+		if seen[r.TargetRef] {
+			continue
+		}
+		seen[r.TargetRef] = true
+		same := recordsOf(replaced, r.TargetRef)
+		if len(same) == 1 {
+			out = append(out, i)
+			continue
+		}
+		now := live[i]
+		if now == nil {
+			continue // gone: nothing to restore nor to delete
+		}
+		pick := same[len(same)-1]
+		for _, j := range same {
+			if replaced[j].UID == now.GetUID() {
+				pick = j
+			}
+		}
+		out = append(out, pick)
+	}
+	return out
+}
+
+// recordsOf are the indexes of the records of a target.
+func recordsOf(replaced []v1alpha1.ReplacedObject, ref v1alpha1.ObjectReference) []int {
+	var out []int
+	for i := range replaced {
+		if replaced[i].TargetRef == ref {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // revertItemName names the item that reverts a target.

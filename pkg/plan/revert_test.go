@@ -1,13 +1,18 @@
 package plan
 
 import (
+	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
 func toJSON(t *testing.T, v interface{}) string {
@@ -74,6 +79,32 @@ func TestRevertItems(t *testing.T) {
 			{name: "revert-hyperconverged-kubevirt-hyperconverged", spec: `{"overcommit":100}`, managed: []string{"spec.overcommit"}},
 			{name: "revert-machineconfig-90-worker-swap", spec: `null`, absent: true},
 		},
+	}, {
+		name:     "a MachineConfig we created, deleted and created again by us: one Delete, of the object there now",
+		replaced: []v1alpha1.ReplacedObject{created, {TargetRef: mcRef, UID: "mc-2", Created: true}},
+		live:     []*unstructured.Unstructured{mc("mc-2"), mc("mc-2")},
+		want:     []wantItem{{name: "revert-machineconfig-90-worker-swap", spec: `null`, absent: true}},
+	}, {
+		name:     "recorded under two UIDs, the object gone since: nothing to restore nor delete, no item",
+		replaced: []v1alpha1.ReplacedObject{created, {TargetRef: mcRef, UID: "mc-2", Created: true}},
+		live:     []*unstructured.Unstructured{nil, nil},
+		want:     nil,
+	}, {
+		name: "an object written over under two UIDs: restored from the record of the object there now only",
+		replaced: []v1alpha1.ReplacedObject{
+			{TargetRef: hcoRef, UID: "u2", Fields: []v1alpha1.ReplacedField{{Path: "spec.overcommit", Previous: raw("120"), Written: raw("150")}}},
+			{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{overcommit}},
+		},
+		live: []*unstructured.Unstructured{hco("u1", map[string]interface{}{"overcommit": int64(150)}), hco("u1", map[string]interface{}{"overcommit": int64(150)})},
+		want: []wantItem{{name: "revert-hyperconverged-kubevirt-hyperconverged", spec: `{"overcommit":100}`, managed: []string{"spec.overcommit"}}},
+	}, {
+		name: "recorded under two UIDs, the object there now is neither: one item, every field a conflict",
+		replaced: []v1alpha1.ReplacedObject{
+			{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{overcommit}},
+			{TargetRef: hcoRef, UID: "u2", Fields: []v1alpha1.ReplacedField{overcommit}},
+		},
+		live: []*unstructured.Unstructured{hco("u3", map[string]interface{}{"overcommit": int64(150)}), hco("u3", map[string]interface{}{"overcommit": int64(150)})},
+		want: []wantItem{{name: "revert-hyperconverged-kubevirt-hyperconverged", spec: `null`, managed: []string{"spec.overcommit"}, conflicts: []string{"spec.overcommit"}}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,6 +132,62 @@ func TestRevertItems(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mc is the MachineConfig of mcRef with a UID.
+func mc(uid string) *unstructured.Unstructured {
+	obj := identity(mcRef)
+	obj.SetUID(types.UID(uid))
+	return obj
+}
+
+// TestRevertReadsEachTargetOnce: the revert profile reads a target once,
+// and a created object only when it has several records (else the engine
+// reads it); its items name each target once.
+func TestRevertReadsEachTargetOnce(t *testing.T) {
+	replaced := []v1alpha1.ReplacedObject{
+		{TargetRef: mcRef, UID: "mc-1", Created: true},
+		{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150")}}},
+		{TargetRef: mcRef, UID: "mc-2", Created: true},
+		{TargetRef: swapRef, UID: "s-1", Created: true},
+	}
+	c := &countingCluster{objects: map[string]*unstructured.Unstructured{
+		mcRef.Name: mc("mc-2"), hcoRef.Name: hco("u1", map[string]interface{}{"overcommit": int64(150)}),
+	}}
+	items, err := (&revertProfile{replaced: replaced}).Items(context.Background(), profiles.Inputs{Cluster: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, it := range items {
+		names = append(names, it.Name)
+	}
+	if want := []string{"revert-hyperconverged-kubevirt-hyperconverged", "revert-machineconfig-90-worker-swap", "revert-machineconfig-99-swap"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("items %v, want %v", names, want)
+	}
+	if want := map[string]int{mcRef.Name: 1, hcoRef.Name: 1}; !reflect.DeepEqual(c.gets, want) {
+		t.Errorf("reads %v, want %v", c.gets, want)
+	}
+}
+
+var swapRef = v1alpha1.ObjectReference{APIVersion: mcRef.APIVersion, Kind: mcRef.Kind, Name: "99-swap"}
+
+// countingCluster serves objects by name and counts the reads.
+type countingCluster struct {
+	objects map[string]*unstructured.Unstructured
+	gets    map[string]int
+}
+
+func (c *countingCluster) Get(_ context.Context, _ schema.GroupVersionKind, _, name string) (*unstructured.Unstructured, error) {
+	if c.gets == nil {
+		c.gets = map[string]int{}
+	}
+	c.gets[name]++
+	return c.objects[name], nil
+}
+func (c *countingCluster) PreferredVersion(schema.GroupKind) (string, error) { return "", nil }
+func (c *countingCluster) List(context.Context, schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	return nil, nil
 }
 
 type wantItem struct {

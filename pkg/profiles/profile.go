@@ -74,7 +74,9 @@ type Write struct {
 	// cannot name those, the admission policy admits the names with any
 	// pool in its place and the pool as their role label.
 	// Create and Delete: the profile makes (and prunes) the whole object;
-	// otherwise it only patches fields of an object someone else made.
+	// otherwise it only patches fields of an object someone else made. An
+	// object a profile creates is also deleted by its revert: Create
+	// goes with Delete.
 	Create, Delete bool
 	// Fields are the keys of the object's spec (or data) the profile
 	// sets; on the HyperConverged, the keys of its virtualization settings

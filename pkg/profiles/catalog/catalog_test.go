@@ -219,3 +219,19 @@ func TestValidationOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestWhatAProfileCreatesItsRevertMayDelete: the revert of a profile
+// deletes the objects it created, so a write that creates declares the
+// delete too (the server's RBAC and admission policy are generated from
+// the declared writes).
+func TestWhatAProfileCreatesItsRevertMayDelete(t *testing.T) {
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		for _, w := range p.Metadata().Writes {
+			if w.Create && !w.Delete {
+				t.Errorf("%s creates %s %s but does not declare its delete: its revert could not delete it", name, w.Resource, w.Name)
+			}
+		}
+	}
+}

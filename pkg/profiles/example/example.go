@@ -26,7 +26,7 @@ func (profile) Metadata() profiles.Metadata {
 		ImpactSummary: "Low - writes the ConfigMap openshift-cnv/example-config",
 		Level:         v1alpha1.ImpactLow,
 		Writes: []profiles.Write{{Resource: schema.GroupResource{Resource: "configmaps"}, Namespace: kubevirt.HCONamespace, Name: "example-config",
-			Create: true, Fields: []string{"data"}, Why: "example-profile's data"}},
+			Create: true, Delete: true, Fields: []string{"data"}, Why: "example-profile's data; deleted by its revert"}},
 		Examples: []profiles.Example{{Name: "example-profile"}},
 	}
 }

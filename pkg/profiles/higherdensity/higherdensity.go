@@ -336,5 +336,6 @@ func (profile) DescribeInputChange(string, map[string]interface{}, map[string]in
 // Writes is the range of memoryOvercommitPercentage the profile writes on
 // the HyperConverged: that of options.virtHigherDensity.memoryToRequestRatio,
 // its defaults included (TestWritesHoldTheDefaults). The admission policy
-// of artifacts/deploy is generated from it.
+// of artifacts/deploy does not bound it: a revert writes back an
+// administrator's earlier value, whatever it was (docs/security.md).
 func Writes() validation.Range { return validation.MemoryToRequestRatio }

@@ -64,9 +64,11 @@ type DeschedulerValues struct {
 	EvictionLimits map[string]validation.Range
 }
 
-// Writes is what the profile can write to the KubeDescheduler. The
-// admission policy of artifacts/deploy is generated from it, and
-// TestItemsStayWithinWrites checks the items against it.
+// Writes is what the profile can write to the KubeDescheduler:
+// TestItemsStayWithinWrites checks the items against it, and the
+// admission policy of artifacts/deploy is generated from the keys of its
+// maps (not from its values: a revert writes back an administrator's
+// earlier ones, docs/security.md).
 func Writes() DeschedulerValues {
 	return DeschedulerValues{
 		ManagementStates: []string{managementState},

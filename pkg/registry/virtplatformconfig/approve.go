@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,19 +101,21 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 func (r *ApproveREST) livePlan(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, hash, user string) (revert bool, res *plan.Result, err error) {
 	// revertErr: the revert plan could not be computed. An approval of
 	// the profile's plan does not depend on it; one that matches neither
-	// plan is told why the revert could not be checked.
+	// plan is told why the revert could not be checked. reverts: the live
+	// revert plan, which a refusal names (the caller may review it).
+	var reverts *plan.Result
 	var revertErr error
 	if len(cfg.Status.Replaced) > 0 {
 		if mayReview, _ := allowed(ctx, r.authz, cfg.Name, readRevertPermission); mayReview {
-			res, revertErr = r.gate.boundedOf(ctx, r.planner.ComputeRevertLive, cfg)
-			if revertErr == nil && res.Status.PlanHash == hash {
-				return true, res, r.admission.revertable(cfg, user)
+			reverts, revertErr = r.gate.boundedOf(ctx, r.planner.ComputeRevertLive, cfg)
+			if revertErr == nil && reverts.Status.PlanHash == hash {
+				return true, reverts, r.admission.revertable(cfg, user)
 			}
 		}
 	}
 	// A config that cannot take an approval costs no plan computation.
 	if err := r.admission.config(cfg, user); err != nil {
-		return false, nil, err
+		return false, nil, notTheRevertEither(cfg.Name, hash, reverts, err)
 	}
 	if res, err = r.gate.boundedPlan(ctx, r.planner, cfg); err != nil {
 		return false, nil, planError(cfg.Name, err)
@@ -120,9 +123,24 @@ func (r *ApproveREST) livePlan(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	if err := admitPlan(cfg.Name, res, hash); err != nil && revertErr != nil {
 		return false, nil, planError(cfg.Name, revertErr)
 	} else if err != nil {
-		return false, nil, err
+		return false, nil, notTheRevertEither(cfg.Name, hash, reverts, err)
 	}
 	return false, res, nil
+}
+
+// notTheRevertEither is the 409 refusing hash as the profile's plan,
+// naming the live revert plan too when there is one (nil: none, or the
+// caller may not review it): a stale revert hash is told the live revert
+// hash and to review the revert again, not to approve the profile's plan.
+func notTheRevertEither(name, hash string, reverts *plan.Result, refusal error) error {
+	var st *apierrors.StatusError
+	if reverts == nil || !errors.As(refusal, &st) || !apierrors.IsConflict(refusal) {
+		return refusal
+	}
+	why := strings.TrimPrefix(st.ErrStatus.Message, fmt.Sprintf("Operation cannot be fulfilled on %s %q: ", configsResource.String(), name))
+	return apierrors.NewConflict(configsResource, name, fmt.Errorf(
+		"plan %s is not the live revert plan, which is now %s: to revert, GET the revert plan again (kubectl advisor revert %s), review it, and approve its planHash. As the profile's plan: %s",
+		hash, reverts.Status.PlanHash, name, why))
 }
 
 // approvalRequest checks the body of POST .../approve of config name.

@@ -3,6 +3,7 @@ package virtplatformconfig
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,6 +58,7 @@ func TestApproveRevert(t *testing.T) {
 		wantMsg     string
 		wantRevert  bool
 		wantReverts int
+		wantNot     string // a refusal does not say it
 	}{
 		{name: "the revert plan approved", stored: versioned(withPhase(v1alpha1.PhaseCompleted), withReplaced), hash: revertHash, mayReview: true,
 			wantRevert: true, wantReverts: 1},
@@ -74,6 +76,13 @@ func TestApproveRevert(t *testing.T) {
 			revertErr: fmt.Errorf("connection refused"), wantCode: 503, wantMsg: "connection refused", wantReverts: 1},
 		{name: "nothing recorded: no revert plan to approve", stored: versioned(withPhase(v1alpha1.PhaseCompleted)), hash: revertHash, mayReview: true,
 			wantCode: 409, wantMsg: "you approved plan " + revertHash},
+		{name: "a stale revert hash: the 409 names the live revert hash, and the profile's", stored: versioned(withPhase(v1alpha1.PhaseCompleted), withReplaced), hash: staleHash, mayReview: true,
+			wantCode: 409, wantMsg: "plan " + staleHash + " is not the live revert plan, which is now " + revertHash + ": to revert, GET the revert plan again (kubectl advisor revert " + cfgName + "), review it, and approve its planHash. As the profile's plan: you approved plan " + staleHash + " but the live plan is now " + liveHash, wantReverts: 1},
+		{name: "a stale revert hash on an ignored config: the live revert hash, and why the profile's plan cannot be approved", hash: staleHash, mayReview: true,
+			stored:   versioned(withPhase(v1alpha1.PhaseIgnored), withAction(v1alpha1.PlanActionIgnore), withReplaced),
+			wantCode: 409, wantMsg: "which is now " + revertHash + ": to revert, GET the revert plan again (kubectl advisor revert " + cfgName + "), review it, and approve its planHash. As the profile's plan: spec.action is Ignore", wantReverts: 1},
+		{name: "a stale hash from a caller who may not review the revert: the revert hash is not told", stored: versioned(withPhase(v1alpha1.PhaseCompleted), withReplaced), hash: staleHash,
+			wantCode: 409, wantMsg: "you approved plan " + staleHash + " but the live plan is now " + liveHash, wantNot: revertHash},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +95,9 @@ func TestApproveRevert(t *testing.T) {
 				authz: reviewers(tt.mayReview, "alice")}
 			_, err := r.Create(asUser("alice"), cfgName, approvalOf(tt.hash), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
 			checkRefusal(t, err, tt.wantCode, tt.wantMsg)
+			if err != nil && tt.wantNot != "" && strings.Contains(err.Error(), tt.wantNot) {
+				t.Errorf("message %q says %q", err.Error(), tt.wantNot)
+			}
 			if planner.reverts != tt.wantReverts {
 				t.Errorf("revert plans computed: %d, want %d", planner.reverts, tt.wantReverts)
 			}

@@ -1,0 +1,105 @@
+package controller
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+)
+
+// liveHCO is the HyperConverged as an administrator left it: two
+// parallel migrations per cluster.
+func liveHCO() *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "hco.kubevirt.io/v1", "kind": "HyperConverged",
+		"spec": map[string]interface{}{"liveMigrationConfig": map[string]interface{}{"parallelMigrationsPerCluster": int64(2)}},
+	}}
+	obj.SetName("kubevirt-hyperconverged")
+	obj.SetNamespace("openshift-cnv")
+	obj.SetUID("hco-uid")
+	return obj
+}
+
+// replacedJSON is the record as stored.
+func replacedJSON(t *testing.T, recs []v1alpha1.ReplacedObject) string {
+	t.Helper()
+	b, err := json.Marshal(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// What a write replaces is stored before the write: a crash right after
+// it (before the status that records the write) must not lose the value
+// a revert restores. The retry that finds the write made completes the
+// record with the value written, and writes nothing again.
+func TestWhatAWriteReplacesIsStoredBeforeTheWrite(t *testing.T) {
+	const (
+		beforeWrite = `[{"targetRef":{"apiVersion":"hco.kubevirt.io/v1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"openshift-cnv"},"uid":"hco-uid","fields":[{"path":"spec.liveMigrationConfig","previous":{"parallelMigrationsPerCluster":2},"written":{"parallelMigrationsPerCluster":5}}]}]`
+	)
+	h := newHarness(t, "v1", false)
+	h.planner.targets = map[string]*unstructured.Unstructured{hcoItem: liveHCO()}
+	h.planner.result = planOf("snap-1", hcoPlanItem(v1alpha1.OperationUpdate))
+	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	h.approve("bob")
+
+	// The write is made, and its answer lost: as a crash right after it,
+	// nothing after the write is stored.
+	var stored string
+	h.planner.onApply = func() { stored = replacedJSON(t, h.get().Status.Replaced) }
+	h.planner.applyErr[hcoItem] = apierrors.NewServiceUnavailable("the answer was lost")
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if stored != beforeWrite {
+		t.Fatalf("stored as the write started:\n got %s\nwant %s", stored, beforeWrite)
+	}
+
+	// The retry finds the write made (the target holds what we wrote).
+	written := liveHCO()
+	_ = unstructured.SetNestedField(written.Object, int64(5), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
+	h.planner.targets[hcoItem] = written
+	h.planner.found = map[string]*unstructured.Unstructured{hcoItem: written}
+	delete(h.planner.applyErr, hcoItem)
+	h.clock.Step(time.Second)
+	h.mustReconcile(v1alpha1.PhaseCompleted)
+	if n := h.planner.attempts[hcoItem]; n != 1 {
+		t.Errorf("%d writes, want 1: the retry found the write made", n)
+	}
+	if got := replacedJSON(t, h.get().Status.Replaced); got != beforeWrite {
+		t.Errorf("recorded after the retry:\n got %s\nwant %s (the value before, not the one the retry read)", got, beforeWrite)
+	}
+}
+
+// An object the write creates is recorded as created before the write,
+// and given its UID once the write (or a retry that finds it) made it.
+func TestACreateIsRecordedBeforeTheWrite(t *testing.T) {
+	h := newHarness(t, "v1", false)
+	h.planner.result = planOf("snap-1", hcoPlanItem(v1alpha1.OperationCreate))
+	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	h.approve("bob")
+	var stored []v1alpha1.ReplacedObject
+	h.planner.onApply = func() { stored = h.get().Status.Replaced }
+	h.planner.applyErr[hcoItem] = apierrors.NewServiceUnavailable("the answer was lost")
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if len(stored) != 1 || !stored[0].Created || stored[0].UID != "" || stored[0].TargetRef.Name != "kubevirt-hyperconverged" {
+		t.Fatalf("stored as the write started: %+v, want the create noted, its UID not known yet", stored)
+	}
+
+	made := liveHCO()
+	made.SetUID(types.UID("made-uid"))
+	h.planner.found = map[string]*unstructured.Unstructured{hcoItem: made}
+	delete(h.planner.applyErr, hcoItem)
+	h.clock.Step(time.Second)
+	h.mustReconcile(v1alpha1.PhaseCompleted)
+	got := h.get().Status.Replaced
+	if len(got) != 1 || !got[0].Created || got[0].UID != "made-uid" {
+		t.Errorf("recorded after the retry: %+v, want one record of the object created, with its UID", got)
+	}
+}
