@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -489,6 +490,68 @@ func TestPolicyApprovedWriteWaitsForATrustedWindow(t *testing.T) {
 			}
 			if it := psiItemOf(h); !strings.Contains(it.Message, tt.message) {
 				t.Errorf("item message %q, want …%q…", it.Message, tt.message)
+			}
+		})
+	}
+}
+
+// A plan a policy approved into the window it trusts rolls out only
+// while that window is open: when it closes mid-rollout the pool is
+// paused, though another Allow window, one the policy does not trust, is
+// open. A person's approval goes on in any open window.
+func TestPolicyApprovedRolloutPausesWhenItsTrustedWindowCloses(t *testing.T) {
+	anytime, err := maintenance.New("anytime", maintenance.Spec{PoolNames: []string{machineconfig.WorkerPool}, Schedule: "* * * * *", Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows := fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour), anytime}
+	trustsNight := quietTuning()
+	trustsNight.UID, trustsNight.Generation = "policy-uid", 1
+	trustsNight.Spec.Bounds.MaxImpact, trustsNight.Spec.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
+	trustsNight.Spec.TrustedWindows = &v1alpha1.PolicyWindows{Names: []string{"night"}}
+	tests := []struct {
+		name       string
+		human      bool
+		wantPauses []bool
+	}{
+		{name: "approved by a policy trusting 'night': paused at its close", wantPauses: []bool{true}},
+		{name: "approved by a person: goes on in 'anytime'", human: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := policiesHarness(t, false)
+			h.c.MaintenanceWindows = windows
+			h.setWindows(windows)
+			h.cluster.put(workerPool{}.obj())
+			h.c.PolicyLister = fakePolicies{trustsNight}
+			if tt.human {
+				h.c.PolicyLister = fakePolicies{}
+			}
+			h.create(dryRun, "alice")
+			h.planner.result = psiRebootPlan()
+			if tt.human {
+				h.mustReconcile(v1alpha1.PhaseReviewRequired)
+				h.approve("admin")
+			} else {
+				h.mustReconcile(v1alpha1.PhaseInProgress)
+			}
+			h.clock.SetTime(time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC))
+			h.mustReconcile(v1alpha1.PhaseInProgress)
+			if len(h.planner.applied) != 1 {
+				t.Fatalf("in 'night': applied %v, want the PSI item", h.planner.applied)
+			}
+			h.cluster.put(workerPool{updating: true, updated: 1}.obj())
+			h.mustReconcile(v1alpha1.PhaseInProgress)
+
+			h.clock.SetTime(time.Date(2026, 11, 20, 23, 0, 1, 0, time.UTC))
+			h.mustReconcile(v1alpha1.PhaseInProgress)
+			h.syncPools()
+			h.mustReconcile(v1alpha1.PhaseInProgress)
+			if !slices.Equal(h.cluster.pauses, tt.wantPauses) {
+				t.Fatalf("pauses %v, want %v", h.cluster.pauses, tt.wantPauses)
+			}
+			if it := psiItemOf(h); tt.wantPauses != nil && !strings.Contains(it.Message, "maintenance window closed") {
+				t.Errorf("item message %q, want the close of 'night'", it.Message)
 			}
 		})
 	}

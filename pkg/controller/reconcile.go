@@ -282,7 +282,7 @@ func (c *Controller) nothingToApply(ctx context.Context, cfg *v1alpha1.VirtPlatf
 		}
 		it.State, it.Message = v1alpha1.ItemStateCompleted, unchangedMessage
 		if rollsPools(it) {
-			if r := c.rollout(ctx, cfg.Name, it, false); !r.Done {
+			if r := c.rollout(ctx, cfg, it, false); !r.Done {
 				it.State, it.Message, rolling = v1alpha1.ItemStateInProgress, r.Message, true
 			}
 		}
@@ -459,7 +459,7 @@ func (c *Controller) writeDueItem(ctx context.Context, p *progression, i int) *p
 
 // followItem follows the rollout of a written MachineConfig item.
 func (c *Controller) followItem(ctx context.Context, p *progression, it *v1alpha1.VirtPlatformConfigItem) {
-	r := c.rollout(ctx, p.cfg.Name, it, true)
+	r := c.rollout(ctx, p.cfg, it, true)
 	waited := c.since(it.LastTransitionTime)
 	p.requeue = pools.Soonest(p.requeue, r.After)
 	if !r.Done {
@@ -872,8 +872,8 @@ func (c *Controller) setItem(it *v1alpha1.VirtPlatformConfigItem, state v1alpha1
 // item rolled it out (written: virt-advisor wrote it under an approval,
 // so a closing window pauses them), and records on the item the window
 // its rollout waits for and the pauses at a window's close.
-func (c *Controller) rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, written bool) pools.ItemRollout {
-	r := c.pools.Rollout(ctx, config, it, written)
+func (c *Controller) rollout(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, written bool) pools.ItemRollout {
+	r := c.pools.Rollout(ctx, cfg, it, written)
 	it.MaintenanceWindow = r.Window
 	it.WindowPauses = r.WindowPauses
 	return r
@@ -1002,7 +1002,7 @@ func (c *Controller) trackRollouts(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 		if it.State != v1alpha1.ItemStateInProgress || !rollsPools(it) || writePending(it) {
 			continue
 		}
-		if r := c.rollout(ctx, cfg.Name, it, true); r.Done {
+		if r := c.rollout(ctx, cfg, it, true); r.Done {
 			c.setItem(it, v1alpha1.ItemStateCompleted, r.Message)
 		} else {
 			it.Message = r.Message

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
 
 // itemKey names an item of a config.
@@ -36,6 +37,9 @@ type index struct {
 	// resumeHolds: by pool, why our pause of it outlasts its end
 	// (resume.go).
 	resumeHolds map[string]string
+	// trusts: by config whose plan an approval policy approved, the
+	// Allow windows its rollout may go on in (windows.go).
+	trusts map[string]func(*maintenance.Window) bool
 }
 
 func newIndex() *index {
@@ -44,6 +48,7 @@ func newIndex() *index {
 		expected: map[itemKey]machineconfig.Change{}, pauses: map[itemKey]*pauseCount{},
 		pools: map[string]sets.Set[string]{}, aborts: map[string]AbortHold{},
 		allowBlocking: map[string]bool{}, resumeHolds: map[string]string{},
+		trusts: map[string]func(*maintenance.Window) bool{},
 	}
 }
 
@@ -198,6 +203,7 @@ func (x *index) forget(config string) {
 	defer x.mu.Unlock()
 	delete(x.pools, config)
 	delete(x.aborts, config)
+	delete(x.trusts, config)
 	delete(x.allowBlocking, config)
 }
 

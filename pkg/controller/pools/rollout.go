@@ -57,8 +57,12 @@ func Soonest(ds ...time.Duration) time.Duration {
 // (written), a pool whose maintenance window closed while it still has
 // nodes to update is queued for its reconcile, which pauses it; a rollout
 // of a plan with nothing to write is not ours to pause.
-func (c *Controller) Rollout(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, written bool) ItemRollout {
+func (c *Controller) Rollout(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, written bool) ItemRollout {
+	config := cfg.Name
 	v := itemView{key: itemKey{config, it.Name}, it: it, written: written}
+	if written {
+		c.noteTrusts(cfg)
+	}
 	pools, err := c.itemPools(ctx, it)
 	if err == nil {
 		v.all, err = c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
@@ -132,7 +136,7 @@ func (c *Controller) poolRollout(ctx context.Context, v itemView, pool *unstruct
 	}
 	w := allowed
 	if v.written {
-		w = c.windowFor(ctx, pool)
+		w = c.trustedWindowFor(ctx, pool, c.index.trustsOf(v.key.config))
 		if c.index.setRolling(v.key, name) && w.Windowed {
 			c.enqueue(name, 0) // its reconcile sets the timer of the window's close
 		}

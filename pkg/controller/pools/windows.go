@@ -74,6 +74,49 @@ func (c *Controller) trustedWindowFor(ctx context.Context, pool *unstructured.Un
 	return check
 }
 
+// noteTrusts records which Allow windows the rollout of cfg's approved
+// plan may go on in: for a plan an approval policy approved, those the
+// policy trusts, as for its writes (Admit); for any other, every window.
+func (c *Controller) noteTrusts(cfg *v1alpha1.VirtPlatformConfig) {
+	var trusts func(*maintenance.Window) bool
+	if c.TrustedWindows != nil {
+		trusts = c.TrustedWindows(cfg)
+	}
+	c.index.setTrusts(cfg.Name, trusts)
+}
+
+func (x *index) setTrusts(config string, trusts func(*maintenance.Window) bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if trusts == nil {
+		delete(x.trusts, config)
+		return
+	}
+	x.trusts[config] = trusts
+}
+
+func (x *index) trustsOf(config string) func(*maintenance.Window) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.trusts[config]
+}
+
+// rollingWindow decides whether a pool may go on being disrupted for
+// every config rolling out on it: a plan an approval policy approved goes
+// on only while a window its policy trusts is open, so another Allow
+// window does not keep its drains going after the trusted one closed.
+func (c *Controller) rollingWindow(ctx context.Context, pool *unstructured.Unstructured, rolling []itemKey) windowCheck {
+	w := c.windowFor(ctx, pool)
+	for _, config := range configsOf(rolling, nil) {
+		if trusts := c.index.trustsOf(config); trusts != nil && w.Allowed {
+			if t := c.trustedWindowFor(ctx, pool, trusts); !t.Allowed {
+				w = t
+			}
+		}
+	}
+	return w
+}
+
 // trustedOnly keeps the Deny windows and the Allow windows trusts keeps;
 // governed: a kept Allow window selects the pool.
 func trustedOnly(windows []*maintenance.Window, trusts func(*maintenance.Window) bool, pool maintenance.Pool) (kept []*maintenance.Window, governed bool) {
