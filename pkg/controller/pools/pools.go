@@ -14,6 +14,7 @@ package pools
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -86,9 +87,11 @@ type Config struct {
 type Controller struct {
 	Config
 	// queue holds pool names, and allPools; it lives for one term of
-	// leadership (nil outside one: nothing is queued).
-	queue workqueue.TypedRateLimitingInterface[string]
-	index *index
+	// leadership (nil outside one: nothing is queued). Informers' handlers
+	// queue pools (Resync) while a term starts: queueMu guards it.
+	queueMu sync.Mutex
+	queue   workqueue.TypedRateLimitingInterface[string]
+	index   *index
 }
 
 // allPools is the queue key that looks at every pool: at the start of a
@@ -115,7 +118,18 @@ func New(cfg Config) *Controller {
 }
 
 // UseQueue sets the queue of a term of leadership (Start does it).
-func (c *Controller) UseQueue(q workqueue.TypedRateLimitingInterface[string]) { c.queue = q }
+func (c *Controller) UseQueue(q workqueue.TypedRateLimitingInterface[string]) {
+	c.queueMu.Lock()
+	defer c.queueMu.Unlock()
+	c.queue = q
+}
+
+// currentQueue is the queue of the current term (nil outside one).
+func (c *Controller) currentQueue() workqueue.TypedRateLimitingInterface[string] {
+	c.queueMu.Lock()
+	defer c.queueMu.Unlock()
+	return c.queue
+}
 
 // Start starts one term of leadership: a new queue, and one worker until
 // ctx ends. It looks at every pool first.
@@ -126,7 +140,7 @@ func (c *Controller) Start(ctx context.Context) {
 	c.UseQueue(q)
 	q.Add(allPools)
 	go func() {
-		for c.processNext(ctx) {
+		for c.processNext(ctx, q) {
 		}
 	}()
 	go func() {
@@ -139,22 +153,23 @@ func (c *Controller) Start(ctx context.Context) {
 func (c *Controller) Resync() { c.enqueue(allPools, 0) }
 
 func (c *Controller) enqueue(pool string, after time.Duration) {
-	if c.queue == nil {
+	q := c.currentQueue()
+	if q == nil {
 		return
 	}
 	if after > 0 {
-		c.queue.AddAfter(pool, after)
+		q.AddAfter(pool, after)
 		return
 	}
-	c.queue.Add(pool)
+	q.Add(pool)
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
+func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string]) bool {
+	key, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(key)
+	defer q.Done(key)
 	var after time.Duration
 	var err error
 	if key == allPools {
@@ -164,12 +179,12 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	if err != nil {
 		klog.ErrorS(err, "Reconciling a MachineConfigPool failed, will retry", "pool", key)
-		c.queue.AddRateLimited(key)
+		q.AddRateLimited(key)
 		return true
 	}
-	c.queue.Forget(key)
+	q.Forget(key)
 	if after > 0 {
-		c.queue.AddAfter(key, after)
+		q.AddAfter(key, after)
 	}
 	return true
 }
