@@ -107,16 +107,7 @@ func Parse(manifest []byte) (*Shipped, error) {
 
 // Objects are every shipped policy and binding, in the manifest's order
 // of policies, each policy before its bindings.
-func (s *Shipped) Objects() []Object {
-	var out []Object
-	for _, p := range s.policies {
-		out = append(out, Object{PolicyKind, p.policy.Name})
-		for _, b := range p.bindings {
-			out = append(out, Object{BindingKind, b.name})
-		}
-	}
-	return out
-}
+func (s *Shipped) Objects() []Object { return s.For(schema.GroupResource{}) }
 
 // For are the shipped policies (each with its bindings) that confine
 // writes of gr: those whose matchConstraints match it. An empty gr: every

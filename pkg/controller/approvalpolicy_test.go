@@ -440,10 +440,12 @@ func TestPolicyAuthorIsReviewedBeforeEachApproval(t *testing.T) {
 	}
 }
 
-// A plan a policy approved into the windows it trusts is written only in
-// one of them: an Allow window the policy does not trust, open now, does
-// not let the write in. A person's approval is gated by every window.
-func TestPolicyApprovedWriteWaitsForATrustedWindow(t *testing.T) {
+// givenPSIApprovedUnderNight approves a PSI plan that reboots pool
+// worker, at 10:00 UTC, under two Allow windows: 'night' (22:00 for an
+// hour) and 'anytime' (always open). A policy trusting only 'night'
+// approves it, or, when human, an admin (no policy covers it).
+func givenPSIApprovedUnderNight(t *testing.T, human bool) *harness {
+	t.Helper()
 	anytime, err := maintenance.New("anytime", maintenance.Spec{PoolNames: []string{machineconfig.WorkerPool}, Schedule: "* * * * *", Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -453,6 +455,29 @@ func TestPolicyApprovedWriteWaitsForATrustedWindow(t *testing.T) {
 	trustsNight.UID, trustsNight.Generation = "policy-uid", 1
 	trustsNight.Spec.Bounds.MaxImpact, trustsNight.Spec.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
 	trustsNight.Spec.TrustedWindows = &v1alpha1.PolicyWindows{Names: []string{"night"}}
+	h := policiesHarness(t, false)
+	h.c.MaintenanceWindows = windows
+	h.setWindows(windows)
+	h.cluster.put(workerPool{}.obj())
+	h.c.PolicyLister = fakePolicies{trustsNight}
+	if human {
+		h.c.PolicyLister = fakePolicies{}
+	}
+	h.create(dryRun, "alice")
+	h.planner.result = psiRebootPlan()
+	if human {
+		h.mustReconcile(v1alpha1.PhaseReviewRequired)
+		h.approve("admin")
+	} else {
+		h.mustReconcile(v1alpha1.PhaseInProgress)
+	}
+	return h
+}
+
+// A plan a policy approved into the windows it trusts is written only in
+// one of them: an Allow window the policy does not trust, open now, does
+// not let the write in. A person's approval is gated by every window.
+func TestPolicyApprovedWriteWaitsForATrustedWindow(t *testing.T) {
 	tests := []struct {
 		name    string
 		human   bool
@@ -465,21 +490,8 @@ func TestPolicyApprovedWriteWaitsForATrustedWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := policiesHarness(t, false)
-			h.c.MaintenanceWindows = windows
-			h.setWindows(windows)
-			h.cluster.put(workerPool{}.obj())
-			h.c.PolicyLister = fakePolicies{trustsNight}
-			if tt.human {
-				h.c.PolicyLister = fakePolicies{}
-			}
-			h.create(dryRun, "alice")
-			h.planner.result = psiRebootPlan()
-			if tt.human {
-				h.mustReconcile(v1alpha1.PhaseReviewRequired)
-				h.approve("admin")
-			} else {
-				h.mustReconcile(v1alpha1.PhaseInProgress)
+			h := givenPSIApprovedUnderNight(t, tt.human)
+			if !tt.human {
 				if by := h.get().Status.Approval.ApprovedBy; by != "policy/quiet-tuning (set by carol)" {
 					t.Fatalf("approved by %q", by)
 				}
@@ -500,15 +512,6 @@ func TestPolicyApprovedWriteWaitsForATrustedWindow(t *testing.T) {
 // paused, though another Allow window, one the policy does not trust, is
 // open. A person's approval goes on in any open window.
 func TestPolicyApprovedRolloutPausesWhenItsTrustedWindowCloses(t *testing.T) {
-	anytime, err := maintenance.New("anytime", maintenance.Spec{PoolNames: []string{machineconfig.WorkerPool}, Schedule: "* * * * *", Duration: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	windows := fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour), anytime}
-	trustsNight := quietTuning()
-	trustsNight.UID, trustsNight.Generation = "policy-uid", 1
-	trustsNight.Spec.Bounds.MaxImpact, trustsNight.Spec.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
-	trustsNight.Spec.TrustedWindows = &v1alpha1.PolicyWindows{Names: []string{"night"}}
 	tests := []struct {
 		name       string
 		human      bool
@@ -519,22 +522,7 @@ func TestPolicyApprovedRolloutPausesWhenItsTrustedWindowCloses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := policiesHarness(t, false)
-			h.c.MaintenanceWindows = windows
-			h.setWindows(windows)
-			h.cluster.put(workerPool{}.obj())
-			h.c.PolicyLister = fakePolicies{trustsNight}
-			if tt.human {
-				h.c.PolicyLister = fakePolicies{}
-			}
-			h.create(dryRun, "alice")
-			h.planner.result = psiRebootPlan()
-			if tt.human {
-				h.mustReconcile(v1alpha1.PhaseReviewRequired)
-				h.approve("admin")
-			} else {
-				h.mustReconcile(v1alpha1.PhaseInProgress)
-			}
+			h := givenPSIApprovedUnderNight(t, tt.human)
 			h.clock.SetTime(time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC))
 			h.mustReconcile(v1alpha1.PhaseInProgress)
 			if len(h.planner.applied) != 1 {

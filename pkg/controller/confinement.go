@@ -19,7 +19,7 @@ const confinementRetry = time.Minute
 // confined is nil when the admission policies that confine the write of
 // item it are in force, or when it writes nothing.
 func (c *Controller) confined(it *v1alpha1.VirtPlatformConfigItem) error {
-	if c.Confinement == nil || it.Operation == v1alpha1.OperationNone || plan.LeftInPlace(it) {
+	if c.Confinement == nil || it.Operation == v1alpha1.OperationNone {
 		return nil
 	}
 	return c.Confinement.Writable(plan.TargetGVK(it.TargetRef))

@@ -273,10 +273,11 @@ func TestWindowsThatCannotBeEvaluatedAllowNothing(t *testing.T) {
 	}
 }
 
-// A pause at a window's close is counted once in windowPauses, even when
-// the status write that would record it loses a conflict: the next
-// reconcile records it.
-func TestWindowPauseCountedDespiteAConflict(t *testing.T) {
+// givenPausedAtTheNightClose has the approved PSI item written when
+// 'night' opens (22:00 UTC), its pool rolling (1 of 3 nodes updated), and
+// the pool paused by the pool controller when 'night' closes.
+func givenPausedAtTheNightClose(t *testing.T) *harness {
+	t.Helper()
 	h := newHarness(t, "v1", true)
 	h.setWindows(fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)})
 	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
@@ -284,12 +285,19 @@ func TestWindowPauseCountedDespiteAConflict(t *testing.T) {
 	h.mustReconcile(v1alpha1.PhaseInProgress)
 	h.cluster.put(workerPool{updating: true, updated: 1}.obj())
 	h.mustReconcile(v1alpha1.PhaseInProgress)
-
 	h.clock.SetTime(time.Date(2026, 11, 20, 23, 0, 1, 0, time.UTC))
 	h.syncPools()
 	if len(h.cluster.pauses) != 1 || !h.cluster.pauses[0] {
 		t.Fatalf("pauses %v, want one pause at the close", h.cluster.pauses)
 	}
+	return h
+}
+
+// A pause at a window's close is counted once in windowPauses, even when
+// the status write that would record it loses a conflict: the next
+// reconcile records it.
+func TestWindowPauseCountedDespiteAConflict(t *testing.T) {
+	h := givenPausedAtTheNightClose(t)
 	h.status.conflict = true
 	h.reconcile()
 	if !apierrors.IsConflict(h.err) {
@@ -308,18 +316,7 @@ func TestWindowPauseCountedDespiteAConflict(t *testing.T) {
 // pool paused, the item and the config's Waiting condition say why, and
 // once it is gone the pause ends and the rollout resumes.
 func TestWindowOpeningLooksAtTheVMsBeforeResuming(t *testing.T) {
-	h := newHarness(t, "v1", true)
-	h.setWindows(fakeWindows{nightly(t, maintenance.Allow, "0 22 * * *", time.Hour)})
-	givenPSIApproved(h, v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun})
-	h.clock.SetTime(time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC))
-	h.mustReconcile(v1alpha1.PhaseInProgress)
-	h.cluster.put(workerPool{updating: true, updated: 1}.obj())
-	h.mustReconcile(v1alpha1.PhaseInProgress)
-	h.clock.SetTime(time.Date(2026, 11, 20, 23, 0, 1, 0, time.UTC))
-	h.syncPools()
-	if len(h.cluster.pauses) != 1 || !h.cluster.pauses[0] {
-		t.Fatalf("pauses %v, want one pause at the close", h.cluster.pauses)
-	}
+	h := givenPausedAtTheNightClose(t)
 	h.mustReconcile(v1alpha1.PhaseInProgress)
 
 	// Meanwhile a VM that cannot migrate started on a worker node.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
@@ -45,26 +44,7 @@ func ReadRolled(ctx context.Context, l Lister, poolName string, change machineco
 	if err != nil {
 		return Selected{}, err
 	}
-	out := Selected{Pool: Pool{Name: poolName}}
-	seen := map[string]bool{}
-	for i := range rolled {
-		p, err := ForPool(&rolled[i], pools, nodes, topo)
-		if err != nil {
-			return Selected{}, err
-		}
-		out.PoolOf = appendPool(out.PoolOf, p)
-		if p.Name != poolName {
-			out.Others = append(out.Others, p.Name)
-		}
-		for _, n := range p.Nodes {
-			if !seen[n.Name] {
-				seen[n.Name] = true
-				out.Pool.Nodes = append(out.Pool.Nodes, n)
-			}
-		}
-	}
-	sort.Slice(out.Pool.Nodes, func(i, j int) bool { return out.Pool.Nodes[i].Name < out.Pool.Nodes[j].Name })
-	return out, nil
+	return selectedOf(poolName, rolled, pools, nodes, topo)
 }
 
 func kindOf(c machineconfig.Change) string {

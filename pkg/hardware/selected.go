@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
@@ -18,7 +20,7 @@ type Selected struct {
 	Pool Pool
 	// Others are the selecting pools other than the one asked for.
 	Others []string
-	// PoolOf is the pool of each node (set by ReadRolled).
+	// PoolOf is the pool of each node.
 	PoolOf map[string]string
 }
 
@@ -52,17 +54,23 @@ func ReadSelected(ctx context.Context, l Lister, poolName string, mcLabels map[s
 	if err != nil {
 		return Selected{}, fmt.Errorf("listing Nodes: %w", err)
 	}
+	return selectedOf(poolName, selecting, pools, nodes, Topologies{NotServed: "NUMA zones not read"})
+}
+
+// selectedOf gathers the nodes of the pools that render a change meant
+// for the named pool, each once, sorted by name, recording each node's
+// pool.
+func selectedOf(poolName string, rendering, pools, nodes []unstructured.Unstructured, topo Topologies) (Selected, error) {
 	out := Selected{Pool: Pool{Name: poolName}}
 	seen := map[string]bool{}
-	topo := Topologies{NotServed: "NUMA zones not read"}
-	for i := range selecting {
-		p, err := ForPool(&selecting[i], pools, nodes, topo)
+	for i := range rendering {
+		p, err := ForPool(&rendering[i], pools, nodes, topo)
 		if err != nil {
 			return Selected{}, err
 		}
 		out.PoolOf = appendPool(out.PoolOf, p)
-		if selecting[i].GetName() != poolName {
-			out.Others = append(out.Others, selecting[i].GetName())
+		if p.Name != poolName {
+			out.Others = append(out.Others, p.Name)
 		}
 		for _, n := range p.Nodes {
 			if !seen[n.Name] {

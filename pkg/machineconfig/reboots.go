@@ -29,6 +29,12 @@ type Change struct {
 	Suffix string
 }
 
+// SameObject is true when o changes the same object as c: the same
+// MachineConfig, or the same KubeletConfig.
+func (c Change) SameObject(o Change) bool {
+	return c.Name == o.Name && c.KubeletConfig == o.KubeletConfig
+}
+
 // Reboot is what applying changes does to one MachineConfigPool: the
 // MachineConfig operator renders the changed MachineConfigs it selects
 // and reboots each of its nodes.

@@ -78,7 +78,7 @@ func (x *index) setAborted(config string, hold AbortHold) bool {
 	had, held := x.aborts[config]
 	if held && had.same(hold) {
 		for _, c := range had.Changes {
-			if !slices.ContainsFunc(hold.Changes, func(n machineconfig.Change) bool { return n.Name == c.Name && n.KubeletConfig == c.KubeletConfig }) {
+			if !slices.ContainsFunc(hold.Changes, c.SameObject) {
 				hold.Changes = append(hold.Changes, c)
 			}
 		}

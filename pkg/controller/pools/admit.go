@@ -26,7 +26,6 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
-	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
@@ -68,10 +67,7 @@ func (c *Controller) Admit(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	// No node is drained outside a maintenance window: first of all, the
 	// change waits until every pool it rolls may be disrupted.
 	now := c.Clock.Now()
-	var trusted func(*maintenance.Window) bool
-	if c.TrustedWindows != nil {
-		trusted = c.TrustedWindows(cfg)
-	}
+	trusted := c.trustsOf(cfg)
 	checks := make([]poolWindow, len(pools))
 	for i, pool := range pools {
 		checks[i] = poolWindow{pool.GetName(), c.trustedWindowFor(ctx, pool, trusted)}

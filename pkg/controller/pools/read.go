@@ -27,19 +27,18 @@ func (c *Controller) writePools(ctx context.Context, it *v1alpha1.VirtPlatformCo
 	return c.rolledPools(ctx, change)
 }
 
-// itemPools returns the pools an item rolls out on: the pools noted when
-// it was applied, else those rendering its change now.
-func (c *Controller) itemPools(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
+// itemPools returns, of all the pools, those an item rolls out on: the
+// pools noted when it was applied (one of them gone: an empty pool of
+// that name, which EvaluateRollout reports missing), else those rendering
+// its change now.
+func itemPools(it *v1alpha1.VirtPlatformConfigItem, all []unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	if len(it.PoolConfigsBefore) == 0 {
-		return c.rolledPools(ctx, machineconfig.ItemChange(it.TargetRef, it.DesiredState))
+		return rendering(all, machineconfig.ItemChange(it.TargetRef, it.DesiredState))
 	}
 	var out []*unstructured.Unstructured
 	for _, pc := range it.PoolConfigsBefore {
-		pool, err := c.Cluster.Get(ctx, machineconfig.MachineConfigPoolGVK, "", pc.Pool)
-		if err != nil {
-			return nil, err
-		}
-		if pool == nil { // EvaluateRollout reports it missing
+		pool := byName(all, pc.Pool)
+		if pool == nil {
 			pool = &unstructured.Unstructured{Object: map[string]interface{}{}}
 			pool.SetName(pc.Pool)
 		}
@@ -54,6 +53,11 @@ func (c *Controller) rolledPools(ctx context.Context, change machineconfig.Chang
 	if err != nil {
 		return nil, err
 	}
+	return rendering(all, change)
+}
+
+// rendering keeps, of all the pools, those rendering the change.
+func rendering(all []unstructured.Unstructured, change machineconfig.Change) ([]*unstructured.Unstructured, error) {
 	pools, err := machineconfig.RolledPools(all, change)
 	if err != nil {
 		return nil, err

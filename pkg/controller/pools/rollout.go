@@ -63,9 +63,11 @@ func (c *Controller) Rollout(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 	if written {
 		c.noteTrusts(cfg)
 	}
-	pools, err := c.itemPools(ctx, it)
+	var pools []*unstructured.Unstructured
+	var err error
+	v.all, err = c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
 	if err == nil {
-		v.all, err = c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+		pools, err = itemPools(it, v.all)
 	}
 	if err != nil {
 		return ItemRollout{Window: it.MaintenanceWindow, Rollout: machineconfig.Rollout{

@@ -78,11 +78,16 @@ func (c *Controller) trustedWindowFor(ctx context.Context, pool *unstructured.Un
 // plan may go on in: for a plan an approval policy approved, those the
 // policy trusts, as for its writes (Admit); for any other, every window.
 func (c *Controller) noteTrusts(cfg *v1alpha1.VirtPlatformConfig) {
-	var trusts func(*maintenance.Window) bool
-	if c.TrustedWindows != nil {
-		trusts = c.TrustedWindows(cfg)
+	c.index.setTrusts(cfg.Name, c.trustsOf(cfg))
+}
+
+// trustsOf says which Allow windows may let cfg's approved plan disrupt
+// its pools (nil: every window).
+func (c *Controller) trustsOf(cfg *v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool {
+	if c.TrustedWindows == nil {
+		return nil
 	}
-	c.index.setTrusts(cfg.Name, trusts)
+	return c.TrustedWindows(cfg)
 }
 
 func (x *index) setTrusts(config string, trusts func(*maintenance.Window) bool) {

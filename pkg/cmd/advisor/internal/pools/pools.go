@@ -57,7 +57,7 @@ func WithHeld(changes []machineconfig.Change, abort *v1alpha1.AbortRecord) []mac
 	}
 	for _, h := range abort.Held {
 		c := machineconfig.HeldChange(h)
-		if !slices.ContainsFunc(changes, func(o machineconfig.Change) bool { return o.Name == c.Name && o.KubeletConfig == c.KubeletConfig }) {
+		if !slices.ContainsFunc(changes, c.SameObject) {
 			changes = append(changes, c)
 		}
 	}
