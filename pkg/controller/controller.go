@@ -683,8 +683,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 }
 
 // expectDueItems tells the pool controller, as a term starts, of the
-// approved MachineConfig items not written yet: no pause of ours ends
-// under them before their config is reconciled.
+// approved items that roll pools: no pause of ours ends under those not
+// written yet before their config is reconciled, nor in a window the
+// rollout of those written does not trust.
 func (c *Controller) expectDueItems() {
 	configs, err := c.lister.List(everything)
 	if err != nil {
@@ -697,8 +698,9 @@ func (c *Controller) expectDueItems() {
 			continue
 		}
 		for i := range cfg.Status.Items {
-			if it := &cfg.Status.Items[i]; dueOnPools(it) {
-				c.pools.Expect(cfg.Name, it.Name, machineconfig.ItemChange(it.TargetRef, it.DesiredState))
+			it := &cfg.Status.Items[i]
+			if due := dueOnPools(it); due || itemRollingOut(it) {
+				c.pools.Expect(cfg, it.Name, machineconfig.ItemChange(it.TargetRef, it.DesiredState), !due)
 			}
 		}
 	}

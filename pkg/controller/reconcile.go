@@ -987,7 +987,7 @@ func rollsPools(it *v1alpha1.VirtPlatformConfigItem) bool {
 // rollout is not finished.
 func rollingOut(items []v1alpha1.VirtPlatformConfigItem) bool {
 	for i := range items {
-		if it := &items[i]; it.State == v1alpha1.ItemStateInProgress && rollsPools(it) && !writePending(it) {
+		if itemRollingOut(&items[i]) {
 			return true
 		}
 	}
@@ -1012,6 +1012,10 @@ func (c *Controller) trackRollouts(ctx context.Context, cfg *v1alpha1.VirtPlatfo
 
 // writePending is true for an item whose write has not been confirmed:
 // not started, or started before a crash.
+func itemRollingOut(it *v1alpha1.VirtPlatformConfigItem) bool {
+	return it.State == v1alpha1.ItemStateInProgress && rollsPools(it) && !writePending(it)
+}
+
 func writePending(it *v1alpha1.VirtPlatformConfigItem) bool {
 	return it.State == v1alpha1.ItemStatePending || (it.State == v1alpha1.ItemStateInProgress && (it.Message == applyingMessage || it.Retry != nil))
 }

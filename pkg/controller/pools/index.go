@@ -23,9 +23,10 @@ type index struct {
 	mu sync.Mutex
 	// waiting and rolling: pool -> items.
 	waiting, rolling map[string]sets.Set[itemKey]
-	// expected: items due at the start of a term, by what the pools that
-	// render them are found by, until they ask Admit.
-	expected map[itemKey]machineconfig.Change
+	// expected: approved items of the configs in progress at the start of
+	// a term, by what the pools that render them are found by: due ones
+	// until they ask Admit, written ones until they ask Rollout.
+	expected map[itemKey]expectedItem
 	// pauses: the window pauses of each written item's pools.
 	pauses map[itemKey]*pauseCount
 	// pools: every pool a config's items were evaluated on (watched).
@@ -45,7 +46,7 @@ type index struct {
 func newIndex() *index {
 	return &index{
 		waiting: map[string]sets.Set[itemKey]{}, rolling: map[string]sets.Set[itemKey]{},
-		expected: map[itemKey]machineconfig.Change{}, pauses: map[itemKey]*pauseCount{},
+		expected: map[itemKey]expectedItem{}, pauses: map[itemKey]*pauseCount{},
 		pools: map[string]sets.Set[string]{}, aborts: map[string]AbortHold{},
 		allowBlocking: map[string]bool{}, resumeHolds: map[string]string{},
 		trusts: map[string]func(*maintenance.Window) bool{},
@@ -75,6 +76,7 @@ func (x *index) setWaiting(k itemKey, pools []string) {
 func (x *index) setRolling(k itemKey, pool string) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	delete(x.expected, k)
 	if x.rolling[pool].Has(k) {
 		return false
 	}
@@ -102,10 +104,32 @@ func (x *index) seen(config string) []string {
 	return sets.List(x.pools[config])
 }
 
-func (x *index) expect(k itemKey, change machineconfig.Change) {
+// expectedItem is an item known at the start of a term: its change, and
+// whether it was written (it rolls out) or is due (it waits to write).
+type expectedItem struct {
+	change  machineconfig.Change
+	written bool
+}
+
+func (x *index) expect(k itemKey, e expectedItem) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.expected[k] = change
+	x.expected[k] = e
+}
+
+// expectedRollingOn lists the written items known at the start of the
+// term that roll out on pool and have not asked Rollout yet.
+func (x *index) expectedRollingOn(pool *unstructured.Unstructured, pools []unstructured.Unstructured) []itemKey {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []itemKey
+	for k, e := range x.expected {
+		if ok, err := e.change.RolledBy(pool, pools); e.written && err == nil && ok {
+			out = append(out, k)
+		}
+	}
+	sortKeys(out)
+	return out
 }
 
 // due lists the configs of the items waiting to write to pool (expected
@@ -118,8 +142,8 @@ func (x *index) due(pool *unstructured.Unstructured, pools []unstructured.Unstru
 	for k := range x.waiting[pool.GetName()] {
 		configs.Insert(k.config)
 	}
-	for k, change := range x.expected {
-		if ok, err := change.RolledBy(pool, pools); err == nil && ok {
+	for k, e := range x.expected {
+		if ok, err := e.change.RolledBy(pool, pools); !e.written && err == nil && ok {
 			configs.Insert(k.config)
 		}
 	}
@@ -184,8 +208,8 @@ func (x *index) keep(config string, waiting, rolling []string) {
 	}
 	drop(x.waiting, w)
 	drop(x.rolling, r)
-	for k := range x.expected {
-		if k.config == config && !w.Has(k.item) {
+	for k, e := range x.expected {
+		if k.config == config && (e.written && !r.Has(k.item) || !e.written && !w.Has(k.item)) {
 			delete(x.expected, k)
 		}
 	}

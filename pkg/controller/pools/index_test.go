@@ -37,12 +37,15 @@ func TestIndex(t *testing.T) {
 			x.keep("a", nil, []string{"psi"})
 		}, nil, nil, nil, 0},
 		{"expected at the start of a term, by its labels", func(x *index) {
-			x.expect(itemKey{"b", "swap"}, machineconfig.Change{Name: "90-worker-kubelet-swap", Labels: map[string]string{machineconfig.RoleLabel: "worker"}})
+			x.expect(itemKey{"b", "swap"}, expectedItem{change: machineconfig.Change{Name: "90-worker-kubelet-swap", Labels: map[string]string{machineconfig.RoleLabel: "worker"}}})
 		}, []string{"b"}, nil, nil, 0},
 		{"an expected item that asked Admit waits on the pools it read", func(x *index) {
-			x.expect(itemKey{"b", "swap"}, machineconfig.Change{Name: "90-worker-kubelet-swap", Labels: map[string]string{machineconfig.RoleLabel: "worker"}})
+			x.expect(itemKey{"b", "swap"}, expectedItem{change: machineconfig.Change{Name: "90-worker-kubelet-swap", Labels: map[string]string{machineconfig.RoleLabel: "worker"}}})
 			x.setWaiting(itemKey{"b", "swap"}, []string{"infra"})
 		}, nil, []string{"b"}, nil, 0},
+		{"expected written at the start of a term: not due, not rolling until it asks Rollout", func(x *index) {
+			x.expect(itemKey{"b", "swap"}, expectedItem{change: machineconfig.Change{Name: "90-worker-kubelet-swap", Labels: map[string]string{machineconfig.RoleLabel: "worker"}}, written: true})
+		}, nil, nil, nil, 0},
 		{"rolling, paused twice, its status said one before", func(x *index) {
 			x.follow(itemKey{"a", "psi"}, 1)
 			x.setRolling(itemKey{"a", "psi"}, "worker")
@@ -92,8 +95,8 @@ func TestDueKubeletConfigOnCustomPool(t *testing.T) {
 		"key": machineconfig.RoleLabel, "operator": "In", "values": []interface{}{"worker", "worker-cnv"}}}}, "spec", "machineConfigSelector")
 	all := []unstructured.Unstructured{*worker, *cnv, *infra}
 	x := newIndex()
-	x.expect(itemKey{"dc", "kubelet"}, machineconfig.Change{Name: "dedicated-cpus", KubeletConfig: true,
-		PoolSelector: map[string]interface{}{"matchLabels": map[string]interface{}{machineconfig.PoolLabelPrefix + "worker": ""}}})
+	x.expect(itemKey{"dc", "kubelet"}, expectedItem{change: machineconfig.Change{Name: "dedicated-cpus", KubeletConfig: true,
+		PoolSelector: map[string]interface{}{"matchLabels": map[string]interface{}{machineconfig.PoolLabelPrefix + "worker": ""}}}})
 	for _, tc := range []struct {
 		pool *unstructured.Unstructured
 		want []string

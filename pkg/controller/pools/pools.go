@@ -209,12 +209,15 @@ func (c *Controller) Keep(config string, waiting, rolling []string) {
 	c.index.keep(config, waiting, rolling)
 }
 
-// Expect records, at the start of a term, an approved item that rolls
-// pools, not written yet, by its change: until the config is reconciled
-// and the item asks Admit, it counts as due on every pool that renders
-// the change, so that no pause of ours ends under it.
-func (c *Controller) Expect(config, item string, change machineconfig.Change) {
-	c.index.expect(itemKey{config, item}, change)
+// Expect records, at the start of a term, an approved item of cfg that
+// rolls pools, by its change, and the windows cfg's rollout trusts. Not
+// written yet, until the config is reconciled and the item asks Admit, it
+// counts as due on every pool that renders the change, so that no pause
+// of ours ends under it; written, until it asks Rollout, a pause of ours
+// on those pools ends only in a window its rollout trusts.
+func (c *Controller) Expect(cfg *v1alpha1.VirtPlatformConfig, item string, change machineconfig.Change, written bool) {
+	c.noteTrusts(cfg)
+	c.index.expect(itemKey{cfg.Name, item}, expectedItem{change: change, written: written})
 }
 
 type noMetrics struct{}

@@ -109,7 +109,9 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 	rolling := c.index.rollingOn(name)
 	due := c.index.due(pool, pools)
 	aborted := c.index.abortedOn(pool, pools)
-	w := c.rollingWindow(ctx, pool, rolling)
+	// Items written before this term count for the window as soon as it
+	// starts, before their config asks Rollout.
+	w := c.rollingWindow(ctx, pool, append(rolling, c.index.expectedRollingOn(pool, pools)...))
 	d := decide(poolState{
 		pause: machineconfig.ReadPool(pool, cluster.FieldManager, "", ""), rolling: machineconfig.RollingOut(pool),
 		written: len(rolling) > 0, due: len(due) > 0, aborted: len(aborted) > 0, window: w, now: c.Clock.Now(), coalesce: c.CoalesceWindow,
