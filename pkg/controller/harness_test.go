@@ -260,7 +260,11 @@ func (p *fakePlanner) Apply(_ context.Context, _ *v1alpha1.VirtPlatformConfig, i
 	if it.DesiredState != nil {
 		_ = written.UnmarshalJSON(it.DesiredState.Raw)
 	}
+	// A write over an object keeps its UID; a create gives one.
 	written.SetUID(types.UID("uid-" + it.TargetRef.Name))
+	if at.Object != nil && at.Object.GetUID() != "" {
+		written.SetUID(at.Object.GetUID())
+	}
 	return written, nil
 }
 

@@ -41,7 +41,8 @@ func replacedJSON(t *testing.T, recs []v1alpha1.ReplacedObject) string {
 // record with the value written, and writes nothing again.
 func TestWhatAWriteReplacesIsStoredBeforeTheWrite(t *testing.T) {
 	const (
-		beforeWrite = `[{"targetRef":{"apiVersion":"hco.kubevirt.io/v1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"openshift-cnv"},"uid":"hco-uid","fields":[{"path":"spec.liveMigrationConfig","previous":{"parallelMigrationsPerCluster":2},"written":{"parallelMigrationsPerCluster":5}}]}]`
+		beforeWrite = `[{"targetRef":{"apiVersion":"hco.kubevirt.io/v1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"openshift-cnv"},"uid":"hco-uid","fields":[{"path":"spec.liveMigrationConfig","previous":{"parallelMigrationsPerCluster":2},"written":{"parallelMigrationsPerCluster":5},"pending":true}]}]`
+		confirmed   = `[{"targetRef":{"apiVersion":"hco.kubevirt.io/v1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"openshift-cnv"},"uid":"hco-uid","fields":[{"path":"spec.liveMigrationConfig","previous":{"parallelMigrationsPerCluster":2},"written":{"parallelMigrationsPerCluster":5}}]}]`
 	)
 	h := newHarness(t, "v1", false)
 	h.planner.targets = map[string]*unstructured.Unstructured{hcoItem: liveHCO()}
@@ -71,8 +72,41 @@ func TestWhatAWriteReplacesIsStoredBeforeTheWrite(t *testing.T) {
 	if n := h.planner.attempts[hcoItem]; n != 1 {
 		t.Errorf("%d writes, want 1: the retry found the write made", n)
 	}
-	if got := replacedJSON(t, h.get().Status.Replaced); got != beforeWrite {
-		t.Errorf("recorded after the retry:\n got %s\nwant %s (the value before, not the one the retry read)", got, beforeWrite)
+	if got := replacedJSON(t, h.get().Status.Replaced); got != confirmed {
+		t.Errorf("recorded after the retry:\n got %s\nwant %s (the value before, not the one the retry read; confirmed)", got, confirmed)
+	}
+}
+
+// A write refused (here: a conflict) leaves its record pending; when the
+// field changes before the next attempt, that attempt records the value
+// it replaces then, not the one the refused write would have: a revert
+// restores what was there before a write that was made.
+func TestARefusedWriteLeavesNoStaleRecord(t *testing.T) {
+	const (
+		refused = `[{"targetRef":{"apiVersion":"hco.kubevirt.io/v1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"openshift-cnv"},"uid":"hco-uid","fields":[{"path":"spec.liveMigrationConfig","previous":{"parallelMigrationsPerCluster":2},"written":{"parallelMigrationsPerCluster":5},"pending":true}]}]`
+		written = `[{"targetRef":{"apiVersion":"hco.kubevirt.io/v1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"openshift-cnv"},"uid":"hco-uid","fields":[{"path":"spec.liveMigrationConfig","previous":{"parallelMigrationsPerCluster":3},"written":{"parallelMigrationsPerCluster":5}}]}]`
+	)
+	h := newHarness(t, "v1", false)
+	h.planner.targets = map[string]*unstructured.Unstructured{hcoItem: liveHCO()}
+	h.planner.result = planOf("snap-1", hcoPlanItem(v1alpha1.OperationUpdate))
+	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	h.approve("bob")
+	h.planner.applyErr[hcoItem] = apierrors.NewServiceUnavailable("admission webhook unavailable")
+	h.mustReconcile(v1alpha1.PhaseInProgress)
+	if got := replacedJSON(t, h.get().Status.Replaced); got != refused {
+		t.Fatalf("after the refused write:\n got %s\nwant %s", got, refused)
+	}
+
+	// Someone sets 3 meanwhile; the next attempt writes over 3.
+	three := liveHCO()
+	_ = unstructured.SetNestedField(three.Object, int64(3), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
+	h.planner.targets[hcoItem] = three
+	delete(h.planner.applyErr, hcoItem)
+	h.clock.Step(time.Second)
+	h.mustReconcile(v1alpha1.PhaseCompleted)
+	if got := replacedJSON(t, h.get().Status.Replaced); got != written {
+		t.Errorf("after the write:\n got %s\nwant %s (the value the write replaced)", got, written)
 	}
 }
 

@@ -47,7 +47,8 @@ func RecordReplaced(st *v1alpha1.VirtPlatformConfigStatus, it *v1alpha1.VirtPlat
 	for _, path := range it.ManagedFields {
 		now, nowSet := fieldValue(written, path)
 		if j := replacedFieldIndex(rec.Fields, path); j >= 0 {
-			rec.Fields[j].Written = rawOf(now, nowSet)
+			// The write is made: a record noted before it is confirmed.
+			rec.Fields[j].Written, rec.Fields[j].Pending = rawOf(now, nowSet), false
 			continue
 		}
 		was, wasSet := fieldValue(before, path)
@@ -68,9 +69,11 @@ func RecordReplaced(st *v1alpha1.VirtPlatformConfigStatus, it *v1alpha1.VirtPlat
 // nil), that it creates it (its UID is learnt after the write); for an
 // object written over, each managed field its desired state changes, with
 // its value before (or that it was absent), unless an earlier write
-// recorded it first. RecordReplaced completes the record after the write
-// (or after a retry that found the write made). It is true when the
-// record changed: it must be stored before the write.
+// recorded it first. What it notes is pending until RecordReplaced
+// confirms it after the write (or after a retry that found the write
+// made): the write may be refused, conflict or fail, and the next attempt
+// notes again what it would replace then. It is true when the record
+// changed: it must be stored before the write.
 func RecordReplacing(st *v1alpha1.VirtPlatformConfigStatus, it *v1alpha1.VirtPlatformConfigItem, before *unstructured.Unstructured) bool {
 	if before == nil {
 		if pendingCreate(st.Replaced, it.TargetRef) >= 0 {
@@ -79,7 +82,7 @@ func RecordReplacing(st *v1alpha1.VirtPlatformConfigStatus, it *v1alpha1.VirtPla
 		st.Replaced = append(st.Replaced, v1alpha1.ReplacedObject{TargetRef: it.TargetRef, Created: true})
 		return true
 	}
-	changed := false
+	changed := settlePendingCreate(st, it.TargetRef, before)
 	i := replacedIndex(st.Replaced, before.GetUID())
 	if i < 0 {
 		st.Replaced = append(st.Replaced, v1alpha1.ReplacedObject{TargetRef: it.TargetRef, UID: before.GetUID()})
@@ -94,21 +97,64 @@ func RecordReplacing(st *v1alpha1.VirtPlatformConfigStatus, it *v1alpha1.VirtPla
 		_ = json.Unmarshal(it.DesiredState.Raw, &desired.Object)
 	}
 	for _, path := range it.ManagedFields {
-		if replacedFieldIndex(rec.Fields, path) >= 0 {
-			continue // the first previous value is kept
-		}
 		was, wasSet := fieldValue(before, path)
 		want, wantSet := fieldValue(desired, path)
-		if wasSet == wantSet && sameValue(was, want) {
-			continue // the write leaves it as it is
-		}
-		f := v1alpha1.ReplacedField{Path: path, Absent: !wasSet, Written: rawOf(want, wantSet)}
+		f := v1alpha1.ReplacedField{Path: path, Absent: !wasSet, Written: rawOf(want, wantSet), Pending: true}
 		if wasSet {
 			f.Previous = rawOf(was, true)
 		}
-		rec.Fields, changed = append(rec.Fields, f), true
+		j := replacedFieldIndex(rec.Fields, path)
+		switch {
+		case j >= 0 && (!rec.Fields[j].Pending || sameRaw(was, wasSet, rec.Fields[j].Written)):
+			// The first previous value is kept: confirmed, or the pending
+			// write was made (a crash before its confirmation).
+			continue
+		case j >= 0:
+			// The pending write was not made: what it would replace is
+			// read again.
+			if !equalField(rec.Fields[j], f) {
+				rec.Fields[j], changed = f, true
+			}
+		case wasSet == wantSet && sameValue(was, want):
+			continue // the write leaves it as it is
+		default:
+			rec.Fields, changed = append(rec.Fields, f), true
+		}
 	}
 	return changed
+}
+
+// settlePendingCreate settles, once the target exists (before), the
+// record of a create noted before a write that did not learn its UID:
+// our own create, made before a crash, learns its UID; an object someone
+// else created (our create was refused or never made) drops it. True when
+// the record changed.
+func settlePendingCreate(st *v1alpha1.VirtPlatformConfigStatus, ref v1alpha1.ObjectReference, before *unstructured.Unstructured) bool {
+	i := pendingCreate(st.Replaced, ref)
+	if i < 0 {
+		return false
+	}
+	if OwnershipOf(st).MadeByUs(before) {
+		st.Replaced[i].UID = before.GetUID()
+		return true
+	}
+	st.Replaced = append(st.Replaced[:i], st.Replaced[i+1:]...)
+	if len(st.Replaced) == 0 {
+		st.Replaced = nil
+	}
+	return true
+}
+
+// equalField compares two field records.
+func equalField(a, b v1alpha1.ReplacedField) bool {
+	return a.Path == b.Path && a.Absent == b.Absent && a.Pending == b.Pending && sameRawExt(a.Previous, b.Previous) && sameRawExt(a.Written, b.Written)
+}
+
+func sameRawExt(a, b *runtime.RawExtension) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return bytes.Equal(a.Raw, b.Raw)
 }
 
 // pendingCreate is the index of the record of a create noted before its

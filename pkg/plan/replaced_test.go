@@ -4,11 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 )
 
 var hcoRef = v1alpha1.ObjectReference{APIVersion: "hco.kubevirt.io/v1beta1", Kind: "HyperConverged", Name: "kubevirt-hyperconverged", Namespace: "openshift-cnv"}
@@ -133,7 +135,7 @@ func TestRecordReplacing(t *testing.T) {
 		name: "written over: each field the desired state changes, with its value before; a field it leaves as is: none",
 		it:   hcoItem, before: before, changed: true,
 		noted: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
-			{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150")}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`)}}}},
+			{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150"), Pending: true}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`), Pending: true}}}},
 		written: written,
 		after: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
 			{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150")}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`)}}}},
@@ -145,6 +147,42 @@ func TestRecordReplacing(t *testing.T) {
 		noted:   []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{{Path: "spec.overcommit", Previous: raw("90"), Written: raw("100")}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":false}`)}}}},
 		written: written,
 		after:   []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{{Path: "spec.overcommit", Previous: raw("90"), Written: raw("150")}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`)}}}},
+	}, {
+		name: "noted before a write that was refused, the field changed since: read again at the next attempt",
+		it:   hcoItem,
+		given: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
+			{Path: "spec.overcommit", Previous: raw("90"), Written: raw("150"), Pending: true}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`), Pending: true}}}},
+		before: before, changed: true,
+		noted: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
+			{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150"), Pending: true}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`), Pending: true}}}},
+		written: written,
+		after: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
+			{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150")}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`)}}}},
+	}, {
+		name: "noted before a write made just before a crash: the first previous value kept, confirmed after",
+		it:   hcoItem,
+		given: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
+			{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150"), Pending: true}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`), Pending: true}}}},
+		before: written, changed: false,
+		noted: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
+			{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150"), Pending: true}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`), Pending: true}}}},
+		written: written,
+		after: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
+			{Path: "spec.overcommit", Previous: raw("100"), Written: raw("150")}, {Path: "spec.ksm", Absent: true, Written: raw(`{"on":true}`)}}}},
+	}, {
+		name:  "a create that was never made, the object created by someone else since: its record dropped, the object written over",
+		it:    mcItem,
+		given: []v1alpha1.ReplacedObject{{TargetRef: mcRef, Created: true}}, before: managedBy(mc, "kubectl"), changed: true,
+		noted:   []v1alpha1.ReplacedObject{{TargetRef: mcRef, UID: "mc-1"}},
+		written: mc,
+		after:   []v1alpha1.ReplacedObject{{TargetRef: mcRef, UID: "mc-1"}},
+	}, {
+		name:  "our create made just before a crash: the record learns its UID",
+		it:    mcItem,
+		given: []v1alpha1.ReplacedObject{{TargetRef: mcRef, Created: true}}, before: managedBy(mc, cluster.FieldManager), changed: true,
+		noted:   []v1alpha1.ReplacedObject{{TargetRef: mcRef, UID: "mc-1", Created: true}},
+		written: mc,
+		after:   []v1alpha1.ReplacedObject{{TargetRef: mcRef, UID: "mc-1", Created: true}},
 	}, {
 		name: "created: noted without a UID, which the write gives it",
 		it:   mcItem, changed: true,
@@ -181,4 +219,11 @@ func TestRecordReplacing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// managedBy is obj with one managedFields entry, of manager.
+func managedBy(obj *unstructured.Unstructured, manager string) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	out.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationApply}})
+	return out
 }

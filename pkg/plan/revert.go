@@ -192,6 +192,9 @@ func restoreItem(r v1alpha1.ReplacedObject, live *unstructured.Unstructured) (pr
 	it := profiles.Item{Name: revertItemName(r.TargetRef), Desired: desired, ShowVersion: true}
 	var restored []string
 	for _, f := range r.Fields {
+		if f.Pending && !holdsWritten(live, f) {
+			continue // noted before a write that was not made: nothing of ours
+		}
 		// The snapshot binds every recorded field, conflicts too: one
 		// that changes after the review makes the approved plan stale.
 		it.ManagedFields = append(it.ManagedFields, f.Path)
@@ -207,6 +210,9 @@ func restoreItem(r v1alpha1.ReplacedObject, live *unstructured.Unstructured) (pr
 		_ = json.Unmarshal(f.Previous.Raw, &v) // recorded by RecordReplaced
 		_ = unstructured.SetNestedField(desired.Object, v, strings.Split(f.Path, ".")...)
 	}
+	if len(it.ManagedFields) == 0 {
+		return profiles.Item{}, false // only writes that were not made
+	}
 	if len(restored) == 0 {
 		// Planned all the same: the plan shows the conflicts, and the
 		// apply of nothing but the object's name writes nothing of theirs.
@@ -217,6 +223,13 @@ func restoreItem(r v1alpha1.ReplacedObject, live *unstructured.Unstructured) (pr
 	return it, true
 }
 
+// holdsWritten is true when live's field holds what the record says was
+// written there.
+func holdsWritten(live *unstructured.Unstructured, f v1alpha1.ReplacedField) bool {
+	now, set := fieldValue(live, f.Path)
+	return sameRaw(now, set, f.Written)
+}
+
 // conflict says why a recorded field cannot be restored: someone else
 // changed it since virt-advisor wrote it, or its previous value was too
 // large to record; "" when it can.
@@ -224,8 +237,8 @@ func conflict(f v1alpha1.ReplacedField, live *unstructured.Unstructured, uid typ
 	if live.GetUID() != uid {
 		return fmt.Sprintf("belongs to an object deleted and created again since virt-advisor wrote it (UID %s, now %s)", uid, live.GetUID())
 	}
-	now, set := fieldValue(live, f.Path)
-	if !sameRaw(now, set, f.Written) {
+	if !holdsWritten(live, f) {
+		now, set := fieldValue(live, f.Path)
 		return fmt.Sprintf("was changed by someone else since virt-advisor wrote it (virt-advisor wrote %s, it is now %s)", recordedShown(f.Written), shown(set, now))
 	}
 	if recordedTooLarge(f.Previous) {

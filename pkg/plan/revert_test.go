@@ -55,6 +55,18 @@ func TestRevertItems(t *testing.T) {
 		want: []wantItem{{name: "revert-hyperconverged-kubevirt-hyperconverged", spec: `null`,
 			managed: []string{"spec.old"}, conflicts: []string{"spec.old"}}},
 	}, {
+		name: "noted before a write that was not made (refused): nothing of ours, no item",
+		replaced: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
+			pending(overcommit), pending(ksmAdded)}}},
+		live: []*unstructured.Unstructured{hco("u1", map[string]interface{}{"overcommit": int64(100)})},
+		want: nil,
+	}, {
+		name: "noted before a write made just before a crash: restored as a confirmed one; a pending field not written: left out",
+		replaced: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{
+			pending(overcommit), pending(ksmAdded)}}},
+		live: []*unstructured.Unstructured{hco("u1", map[string]interface{}{"overcommit": int64(150)})},
+		want: []wantItem{{name: "revert-hyperconverged-kubevirt-hyperconverged", spec: `{"overcommit":100}`, managed: []string{"spec.overcommit"}}},
+	}, {
 		name:     "a previous value too large to record: left alone, said",
 		replaced: []v1alpha1.ReplacedObject{{TargetRef: hcoRef, UID: "u1", Fields: []v1alpha1.ReplacedField{{Path: "spec.overcommit", Previous: raw(tooLargeValue), Written: raw("150")}}}},
 		live:     []*unstructured.Unstructured{hco("u1", map[string]interface{}{"overcommit": int64(150)})},
@@ -212,4 +224,10 @@ func TestRevertIsTheRecordUndone(t *testing.T) {
 	if got := toJSON(t, spec); got != `{"overcommit":100}` {
 		t.Errorf("revert applies %s, want the previous overcommit only (ksm removed as only ours, keep never ours)", got)
 	}
+}
+
+// pending is f as noted before a write not known to be made.
+func pending(f v1alpha1.ReplacedField) v1alpha1.ReplacedField {
+	f.Pending = true
+	return f
 }

@@ -303,6 +303,9 @@ type ReplacedField struct {
 	// removed the field. A live value other than it was changed by
 	// someone else since: the revert leaves it alone.
 	Written *runtime.RawExtension
+	// pending is true from the record made before a write until that
+	// write is known to be made.
+	Pending bool
 }
 
 // WrittenObject is an object virt-advisor wrote.

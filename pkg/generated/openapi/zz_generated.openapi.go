@@ -2516,6 +2516,13 @@ func schema_pkg_apis_advisor_v1alpha1_ReplacedField(ref common.ReferenceCallback
 							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
 						},
 					},
+					"pending": {
+						SchemaProps: spec.SchemaProps{
+							Description: "pending is true from the record made before a write until that write is known to be made: it may have been refused, or have failed. The next attempt reads the field again; the revert restores it only if the field holds what the write would have set.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"path"},
 			},

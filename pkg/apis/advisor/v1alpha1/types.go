@@ -464,6 +464,12 @@ type ReplacedField struct {
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Written *runtime.RawExtension `json:"written,omitempty"`
+	// pending is true from the record made before a write until that
+	// write is known to be made: it may have been refused, or have
+	// failed. The next attempt reads the field again; the revert restores
+	// it only if the field holds what the write would have set.
+	// +optional
+	Pending bool `json:"pending,omitempty"`
 }
 
 // WrittenObject is an object virt-advisor wrote.

@@ -1772,6 +1772,7 @@ func autoConvert_v1alpha1_ReplacedField_To_advisor_ReplacedField(in *ReplacedFie
 	out.Absent = in.Absent
 	out.Previous = (*runtime.RawExtension)(unsafe.Pointer(in.Previous))
 	out.Written = (*runtime.RawExtension)(unsafe.Pointer(in.Written))
+	out.Pending = in.Pending
 	return nil
 }
 
@@ -1785,6 +1786,7 @@ func autoConvert_advisor_ReplacedField_To_v1alpha1_ReplacedField(in *advisor.Rep
 	out.Absent = in.Absent
 	out.Previous = (*runtime.RawExtension)(unsafe.Pointer(in.Previous))
 	out.Written = (*runtime.RawExtension)(unsafe.Pointer(in.Written))
+	out.Pending = in.Pending
 	return nil
 }
 

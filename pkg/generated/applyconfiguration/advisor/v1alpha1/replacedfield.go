@@ -37,6 +37,11 @@ type ReplacedFieldApplyConfiguration struct {
 	// removed the field. A live value other than it was changed by
 	// someone else since: the revert leaves it alone.
 	Written *runtime.RawExtension `json:"written,omitempty"`
+	// pending is true from the record made before a write until that
+	// write is known to be made: it may have been refused, or have
+	// failed. The next attempt reads the field again; the revert restores
+	// it only if the field holds what the write would have set.
+	Pending *bool `json:"pending,omitempty"`
 }
 
 // ReplacedFieldApplyConfiguration constructs a declarative configuration of the ReplacedField type for use with
@@ -74,5 +79,13 @@ func (b *ReplacedFieldApplyConfiguration) WithPrevious(value runtime.RawExtensio
 // If called multiple times, the Written field is set to the value of the last call.
 func (b *ReplacedFieldApplyConfiguration) WithWritten(value runtime.RawExtension) *ReplacedFieldApplyConfiguration {
 	b.Written = &value
+	return b
+}
+
+// WithPending sets the Pending field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Pending field is set to the value of the last call.
+func (b *ReplacedFieldApplyConfiguration) WithPending(value bool) *ReplacedFieldApplyConfiguration {
+	b.Pending = &value
 	return b
 }
