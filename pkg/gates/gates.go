@@ -8,6 +8,7 @@ package gates
 
 import (
 	"fmt"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"sort"
 	"strings"
 	"time"
@@ -40,7 +41,7 @@ type Settings struct {
 // AlertSettings say which firing alerts halt a rollout.
 type AlertSettings struct {
 	// Matchers: an alert halts only if it matches every one (none: all).
-	Matchers []Matcher
+	Matchers []advisor.Matcher
 	// Ignore: alert names that never halt (Watchdog, InfoInhibitor).
 	Ignore []string
 	// IgnoreErrors: when the alerts cannot be read, the gate passes with

@@ -120,7 +120,32 @@ type RolloutSpec struct {
 	// allowBlockingDrains writes an approved MachineConfig change even while a
 	// node it rolls out on runs a VM that would block the node's drain.
 	AllowBlockingDrains bool
+	// gates are checked between every two steps of a pool's rollout.
+	Gates *RolloutGates
 }
+
+// RolloutGates are the checks between two steps of a pool's rollout.
+type RolloutGates struct {
+	NodeReadyTimeout    string
+	MaxFailedMigrations *int32
+	Soak                string
+	Alerts              *AlertGate
+}
+
+// AlertGate says which alerts halt a rollout.
+type AlertGate struct {
+	Matchers []string
+	Ignore   []string
+	OnError  GateErrorPolicy
+}
+
+// GateErrorPolicy is what a gate that cannot be evaluated does.
+type GateErrorPolicy string
+
+const (
+	GateErrorHold   GateErrorPolicy = "Hold"
+	GateErrorIgnore GateErrorPolicy = "Ignore"
+)
 
 // ProfileOptions holds one options block per profile.
 type ProfileOptions struct {
@@ -606,6 +631,23 @@ type PlanSettings struct {
 	BypassOptimisticLock bool
 	WaitTimeout          string
 	AllowBlockingDrains  bool
+	Gates                *PlanGates
+}
+
+// PlanGates are the gates in force for a plan's rollouts.
+type PlanGates struct {
+	NodeReadyTimeout    string
+	MaxFailedMigrations int32
+	Soak                string
+	Alerts              *PlanAlertGate
+}
+
+// PlanAlertGate is the alert gate in force for a plan's rollouts.
+type PlanAlertGate struct {
+	Source   string
+	Matchers []string
+	Ignore   []string
+	OnError  GateErrorPolicy
 }
 
 // Prerequisite is an API a profile needs.
