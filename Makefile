@@ -161,7 +161,7 @@ bench: bench-windows bench-capacity tools build
 	go run ./test/cmd/bench $(BENCH_FLAGS)
 
 bench-windows:
-	go test -tags bench -count=1 -run '^TestEvaluationSpeedTarget$$' -v ./pkg/maintenance/
+	go test -tags bench -count=1 -run '^TestEvaluationSpeedTarget$$' -v ./pkg/apis/advisor/maintenanceschedule/
 
 # The capacity check of a pool of 500 nodes with 10 000 VMs within 20 % of
 # the plan time it is part of (pkg/plan/capacity_speed_test.go); a miss fails.

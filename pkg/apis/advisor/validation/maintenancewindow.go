@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
-	"github.com/kubevirt/virt-advisor/pkg/maintenance"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/maintenanceschedule"
 )
 
 var windowKinds = []string{string(advisor.MaintenanceWindowKindAllow), string(advisor.MaintenanceWindowKindDeny)}
@@ -52,10 +52,10 @@ func validateWindowSpec(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path
 	}
 
 	schedulePath := fldPath.Child("schedule")
-	var schedule *maintenance.Schedule
+	var schedule *maintenanceschedule.Schedule
 	if spec.Schedule == "" {
 		allErrs = append(allErrs, field.Required(schedulePath, `a 5-field cron expression (minute hour day-of-month month day-of-week), e.g. "0 22 * * 6" for Saturdays at 22:00`))
-	} else if s, err := maintenance.ParseSchedule(spec.Schedule); err != nil {
+	} else if s, err := maintenanceschedule.ParseSchedule(spec.Schedule); err != nil {
 		allErrs = append(allErrs, field.Invalid(schedulePath, spec.Schedule,
 			fmt.Sprintf(`not a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. "0 22 * * 6" for Saturdays at 22:00): %v`, err)))
 	} else {
@@ -67,19 +67,19 @@ func validateWindowSpec(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path
 	case d <= 0:
 		allErrs = append(allErrs, field.Invalid(durationPath, d.String(), "must be positive: how long each opening lasts, e.g. 8h or 90m"))
 	case schedule != nil:
-		if err := maintenance.CheckDuration(d, *schedule); err != nil {
+		if err := maintenanceschedule.CheckDuration(d, *schedule); err != nil {
 			allErrs = append(allErrs, field.Invalid(durationPath, d.String(), err.Error()))
 			schedule = nil
 		}
 	}
 
-	loc, err := maintenance.LoadLocation(spec.TimeZone)
+	loc, err := maintenanceschedule.LoadLocation(spec.TimeZone)
 	if err != nil {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("timeZone"), spec.TimeZone, err.Error()))
 	}
 	// Last, on a window the checks above accept: what evaluating it costs.
 	if schedule != nil && err == nil && spec.Duration.Duration > 0 {
-		if err := maintenance.CheckCost(*schedule, spec.Duration.Duration, loc); err != nil {
+		if err := maintenanceschedule.CheckCost(*schedule, spec.Duration.Duration, loc); err != nil {
 			allErrs = append(allErrs, field.Invalid(schedulePath, spec.Schedule, err.Error()))
 		}
 	}
