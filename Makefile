@@ -182,14 +182,15 @@ FUNCBOUNDS_PKGS := ./pkg/plan ./pkg/controller/...
 
 # Generated code up to date, gofmt, go vet, function length and
 # complexity, the controller's types and files within 20 methods and 600
-# lines (hack/funcbounds), and the documentation's links and the README's
-# length (docs/docs_test.go).
+# lines, no import out of pkg/apis from under it (hack/funcbounds), and
+# the documentation's links and the README's length (docs/docs_test.go).
 verify:
 	hack/verify-codegen.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go run ./hack/funcbounds $(FUNCBOUNDS_PKGS)
 	go run ./hack/funcbounds -check receivers -allowlist hack/funcbounds/receivers-allowlist.txt ./pkg/controller/...
+	go run ./hack/funcbounds -check imports ./pkg/apis/...
 	go test ./docs/...
 
 update-codegen:
