@@ -31,6 +31,18 @@ func ValidateMaintenanceWindowUpdate(w, old *advisor.MaintenanceWindow) field.Er
 }
 
 func validateWindowSpec(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := validateWindowPools(spec, fldPath)
+	allErrs = append(allErrs, validateWindowTimes(spec, fldPath)...)
+	allErrs = append(allErrs, validateEnum(fldPath.Child("kind"), string(spec.Kind), windowKinds)...)
+	if len(spec.Description) > MaxWindowDescriptionLength {
+		allErrs = append(allErrs, field.TooLong(fldPath.Child("description"), "", MaxWindowDescriptionLength))
+	}
+	return allErrs
+}
+
+// validateWindowPools checks which pools a window selects: by label,
+// by name, or both.
+func validateWindowPools(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if spec.Pools == nil && len(spec.PoolNames) == 0 {
 		allErrs = append(allErrs, field.Required(fldPath.Child("pools"),
@@ -50,17 +62,15 @@ func validateWindowSpec(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path
 		}
 		seen.Insert(name)
 	}
+	return allErrs
+}
 
+// validateWindowTimes checks when a window opens and for how long: its
+// schedule, duration and time zone, then, on a window they accept, what
+// evaluating it costs.
+func validateWindowTimes(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path) field.ErrorList {
 	schedulePath := fldPath.Child("schedule")
-	var schedule *maintenanceschedule.Schedule
-	if spec.Schedule == "" {
-		allErrs = append(allErrs, field.Required(schedulePath, `a 5-field cron expression (minute hour day-of-month month day-of-week), e.g. "0 22 * * 6" for Saturdays at 22:00`))
-	} else if s, err := maintenanceschedule.ParseSchedule(spec.Schedule); err != nil {
-		allErrs = append(allErrs, field.Invalid(schedulePath, spec.Schedule,
-			fmt.Sprintf(`not a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. "0 22 * * 6" for Saturdays at 22:00): %v`, err)))
-	} else {
-		schedule = &s
-	}
+	schedule, allErrs := validateSchedule(spec.Schedule, schedulePath)
 
 	durationPath := fldPath.Child("duration")
 	switch d := spec.Duration.Duration; {
@@ -83,9 +93,18 @@ func validateWindowSpec(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path
 			allErrs = append(allErrs, field.Invalid(schedulePath, spec.Schedule, err.Error()))
 		}
 	}
-	allErrs = append(allErrs, validateEnum(fldPath.Child("kind"), string(spec.Kind), windowKinds)...)
-	if len(spec.Description) > MaxWindowDescriptionLength {
-		allErrs = append(allErrs, field.TooLong(fldPath.Child("description"), "", MaxWindowDescriptionLength))
-	}
 	return allErrs
+}
+
+// validateSchedule parses a window's schedule; nil when it is not one.
+func validateSchedule(expr string, schedulePath *field.Path) (*maintenanceschedule.Schedule, field.ErrorList) {
+	if expr == "" {
+		return nil, field.ErrorList{field.Required(schedulePath, `a 5-field cron expression (minute hour day-of-month month day-of-week), e.g. "0 22 * * 6" for Saturdays at 22:00`)}
+	}
+	s, err := maintenanceschedule.ParseSchedule(expr)
+	if err != nil {
+		return nil, field.ErrorList{field.Invalid(schedulePath, expr,
+			fmt.Sprintf(`not a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. "0 22 * * 6" for Saturdays at 22:00): %v`, err))}
+	}
+	return &s, nil
 }
