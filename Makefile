@@ -177,8 +177,9 @@ bench-figures: tools build
 	$(BIN)/bench -figures-json _output/bench.json -readme test/cmd/bench/README.md
 
 # The packages whose functions stay within 60 lines and cyclomatic
-# complexity 15 (hack/funcbounds).
-FUNCBOUNDS_PKGS := ./pkg/plan ./pkg/controller/...
+# complexity 15 (hack/funcbounds), but for those of its allowlist, which
+# may only shrink.
+FUNCBOUNDS_PKGS := ./pkg/... ./cmd/...
 
 # Generated code up to date, gofmt, go vet, function length and
 # complexity, the controller's types and files within 20 methods and 600
@@ -188,7 +189,7 @@ verify:
 	hack/verify-codegen.sh
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
-	go run ./hack/funcbounds $(FUNCBOUNDS_PKGS)
+	go run ./hack/funcbounds -allowlist hack/funcbounds/allowlist.txt $(FUNCBOUNDS_PKGS)
 	go run ./hack/funcbounds -check receivers -allowlist hack/funcbounds/receivers-allowlist.txt ./pkg/controller/...
 	go run ./hack/funcbounds -check imports ./pkg/apis/...
 	go test ./docs/...
