@@ -381,7 +381,7 @@ func (st *starter) steps(client versioned.Interface, ctrl *controller.Controller
 			if err != nil {
 				return err
 			}
-			klog.InfoS("Storage identified", "etcdClusterID", id, "embedded", x.EmbeddedEtcd)
+			klog.FromContext(ctx).Info("Storage identified", "etcdClusterID", id, "embedded", x.EmbeddedEtcd)
 			st.shared.SetClusterID(id)
 			ctrl.LeaseLabels = map[string]string{sharedstorage.LeaseLabel: id}
 			return nil
