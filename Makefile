@@ -168,9 +168,10 @@ bench-windows:
 bench-capacity:
 	go test -tags bench -count=1 -run '^TestCapacitySpeedTarget$$' -v ./pkg/plan/
 
-# The figures table of test/cmd/bench/README.md, written from one run's
-# -json output (kept in _output/bench.json). A run that misses a target
-# (exit 1) is recorded too; one that cannot measure (exit 2) is not.
+# Records a run in test/cmd/bench/README.md, from its -json output (kept
+# in _output/bench.json), as the newest of the latest five runs it shows
+# (older ones stay in git). A run that misses a target (exit 1) is
+# recorded too; one that cannot measure (exit 2) is not.
 bench-figures: tools build
 	go build -ldflags "-X github.com/kubevirt/virt-advisor/pkg/version.Version=$(VERSION)" -o $(BIN)/bench ./test/cmd/bench
 	$(BIN)/bench -json $(BENCH_FLAGS) > _output/bench.json || [ $$? -eq 1 ]
