@@ -1,6 +1,6 @@
 //go:build bench
 
-package maintenance
+package maintenanceschedule
 
 import (
 	"context"
