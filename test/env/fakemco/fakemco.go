@@ -1032,13 +1032,35 @@ func advance(p poolView, w walk, now time.Time, step time.Duration) (walk, time.
 func computeStatus(p poolView, updated int64, now time.Time) map[string]any {
 	n := p.Machines
 	updated = min(max(updated, 0), n)
-	done := updated == n
-	target := "MachineConfig " + p.specName()
-
-	var unavailable, degraded int64
-	if !done && !p.Paused {
-		unavailable = 1 // the node in flight
+	c := machineCounts{Machines: n, Updated: updated, Ready: updated}
+	if updated < n && !p.Paused {
+		c.Unavailable = 1 // the node in flight
 	}
+	if p.Degraded {
+		node := 0 // the node in flight, or the first one
+		if updated < n {
+			node = int(updated)
+		}
+		c.Degraded = 1
+		c.DegradedMessage = fmt.Sprintf("Node %s-%d is reporting: %q", p.Name, node, DegradedMessage)
+	}
+	return statusOf(p, c, now)
+}
+
+// machineCounts are the counts of a pool's status, and what its degraded
+// nodes report.
+type machineCounts struct {
+	Machines, Updated, Ready, Unavailable, Degraded int64
+	DegradedMessage                                 string
+}
+
+// statusOf is the status the node controller reports for pool p with
+// counts c, as the MCO computes it: Updated only when every node is
+// updated, ready and available, and only then status.configuration =
+// spec.configuration.
+func statusOf(p poolView, c machineCounts, now time.Time) map[string]any {
+	done := c.Updated == c.Machines && c.Ready == c.Machines && c.Unavailable == 0
+	target := "MachineConfig " + p.specName()
 	cond := func(typ, status, reason, message string) any {
 		return condition(p.Conditions, typ, status, reason, message, now)
 	}
@@ -1056,23 +1078,17 @@ func computeStatus(p poolView, updated int64, now time.Time) map[string]any {
 	}
 	degradedC := cond("Degraded", "False", "", "")
 	nodeDegradedC := cond("NodeDegraded", "False", "", "")
-	if p.Degraded {
-		degraded = 1
-		node := 0 // the node in flight, or the first one
-		if !done {
-			node = int(updated)
-		}
-		msg := fmt.Sprintf("Node %s-%d is reporting: %q", p.Name, node, DegradedMessage)
-		degradedC = cond("Degraded", "True", "", msg)
-		nodeDegradedC = cond("NodeDegraded", "True", "1 nodes are reporting degraded status on sync", msg)
+	if c.Degraded > 0 {
+		degradedC = cond("Degraded", "True", "", c.DegradedMessage)
+		nodeDegradedC = cond("NodeDegraded", "True", fmt.Sprintf("%d nodes are reporting degraded status on sync", c.Degraded), c.DegradedMessage)
 	}
 	status := map[string]any{
 		"observedGeneration":      p.Generation,
-		"machineCount":            n,
-		"updatedMachineCount":     updated,
-		"readyMachineCount":       updated,
-		"unavailableMachineCount": unavailable,
-		"degradedMachineCount":    degraded,
+		"machineCount":            c.Machines,
+		"updatedMachineCount":     c.Updated,
+		"readyMachineCount":       c.Ready,
+		"unavailableMachineCount": c.Unavailable,
+		"degradedMachineCount":    c.Degraded,
 		"conditions": []any{
 			updatedC, updatingC, degradedC, nodeDegradedC,
 			cond("RenderDegraded", "False", "", ""),
