@@ -108,6 +108,9 @@ type Options struct {
 	// Log receives a line per render and per status step; nil discards
 	// them. The environment always writes Dir/logs/fake-mco.log as well.
 	Log io.Writer
+	// StepNodes rolls every pool out over its Nodes (nodes.go), as
+	// StepNodesAnnotation does for one pool.
+	StepNodes bool
 
 	counts *rolloutCounts
 }
@@ -358,6 +361,11 @@ type poolController struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 	pools cache.GenericLister
 	mcs   cache.GenericLister
+	nodes cache.GenericLister
+
+	// nodeRollouts: per pool stepping its nodes, the config whose rollout
+	// was last counted.
+	nodeRollouts map[string]string
 
 	// Touched by the worker only.
 	walks   map[string]walk      // rollout progress per pool
@@ -390,6 +398,8 @@ func newPoolController(m *fakeMCO) *poolController {
 		written: map[string]writtenSpec{},
 		applied: map[string]string{},
 		timers:  map[string]*time.Timer{},
+
+		nodeRollouts: map[string]string{},
 	}
 }
 
@@ -397,7 +407,8 @@ func (c *poolController) run(ctx context.Context, synced func()) {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(c.m.dyn, 0)
 	poolInf := factory.ForResource(poolGVR)
 	mcInf := factory.ForResource(mcGVR)
-	c.pools, c.mcs = poolInf.Lister(), mcInf.Lister()
+	nodeInf := factory.ForResource(nodeGVR)
+	c.pools, c.mcs, c.nodes = poolInf.Lister(), mcInf.Lister(), nodeInf.Lister()
 
 	poolKey := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -423,7 +434,8 @@ func (c *poolController) run(ctx context.Context, synced func()) {
 	_, err2 := mcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: allPools, UpdateFunc: func(_, n any) { allPools(n) }, DeleteFunc: allPools,
 	})
-	if err := errors.Join(err1, err2); err != nil {
+	err3 := c.watchNodes(nodeInf.Informer())
+	if err := errors.Join(err1, err2, err3); err != nil {
 		c.m.logf("event handlers: %v", err)
 		return
 	}
@@ -436,7 +448,7 @@ func (c *poolController) run(ctx context.Context, synced func()) {
 		c.stopTimers()
 		worker.Wait()
 	}()
-	hasSynced := []cache.InformerSynced{poolInf.Informer().HasSynced, mcInf.Informer().HasSynced}
+	hasSynced := []cache.InformerSynced{poolInf.Informer().HasSynced, mcInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
 	var kubelet *kubeletController
 	if c.kubelet {
 		kcInf := factory.ForResource(kcGVR)
@@ -563,7 +575,11 @@ func (c *poolController) reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	stepAt, err := c.syncNodes(ctx, pool, now)
+	syncNodes := c.syncNodes
+	if c.stepsNodes(pool) {
+		syncNodes = c.syncPoolNodes
+	}
+	stepAt, err := syncNodes(ctx, pool, now)
 	if err != nil {
 		return err
 	}
