@@ -113,7 +113,8 @@ $(BIN)/alertmanager: $(ALERTMANAGER_INPUTS)
 # exec: the recipe's process is local-up itself, which stops the control
 # plane on SIGINT or SIGTERM. make forwards SIGTERM to it; SIGINT, as a
 # terminal's Ctrl-C, must reach the process group (make forwards no SIGINT).
-run: tools build
+# It needs the control plane's tools only (it starts no Prometheus).
+run: $(TOOLS) build
 	@go build -o $(BIN)/local-up ./test/cmd/local-up
 	@exec $(BIN)/local-up --dir $(LOCAL_DIR) --bin-dir $(BIN) $(RUN_FLAGS)
 
