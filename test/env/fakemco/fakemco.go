@@ -14,7 +14,14 @@
 //  3. spec.paused stops the walk ("Pool is paused; will not update to …")
 //     after the node in flight, if any, is done,
 //     and the annotation DegradedAnnotation="true" reports a
-//     degraded node and stops it too.
+//     degraded node and stops it too;
+//  4. a pool annotated StepNodesAnnotation="true" (or every pool, with
+//     Options.StepNodes) is instead rolled out over the Nodes its
+//     nodeSelector selects, through the Machine Config daemon's node
+//     annotations, spec.maxUnavailable at a time, its status counted off
+//     the nodes (nodes.go); failures are injected per Node
+//     (NotReadyAfterRebootAnnotation, DegradeAfterRebootAnnotation), not
+//     with DegradedAnnotation.
 //
 // Everything is driven by informer events and per-pool timers (the next
 // render or node step); nothing polls the API.
@@ -560,6 +567,7 @@ func (c *poolController) reconcile(ctx context.Context, name string) error {
 		delete(c.walks, name)
 		delete(c.renders, name)
 		delete(c.written, name)
+		delete(c.nodeRollouts, name)
 		c.schedule(name, time.Time{})
 		return nil
 	}
