@@ -2,9 +2,12 @@ package fakemco
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // nodeCluster drives the node model with a clock: pass runs one pass of
@@ -268,5 +271,46 @@ func TestMaxUnavailable(t *testing.T) {
 		if got := maxUnavailable(tc.v, tc.nodes); got != tc.want {
 			t.Errorf("maxUnavailable(%v, %d) = %d, want %d", tc.v, tc.nodes, got, tc.want)
 		}
+	}
+}
+
+// What the model writes on a Node reads back the same.
+func TestNodeViewRoundTrip(t *testing.T) {
+	started := time.Date(2025, 1, 2, 3, 4, 5, 600, time.UTC)
+	for _, n := range []nodeView{
+		{Name: "a", Current: "r1", Desired: "r1", State: StateDone, Ready: true},
+		{Name: "b", Current: "r1", Desired: "r2", State: StateWorking, Unschedulable: true, Cordoned: true, Started: started},
+		{Name: "c", Current: "r2", Desired: "r2", State: StateDone, HeldNotReady: true, StayNotReady: true},
+		{Name: "d", Current: "r1", Desired: "r2", State: StateDegraded, Reason: "boom", Ready: true, Unschedulable: true, Cordoned: true,
+			Started: started, Degrade: true, DegradeReason: "boom"},
+	} {
+		annotations := map[string]any{}
+		for k, v := range nodeAnnotations(n) {
+			if v != nil {
+				annotations[k] = v
+			}
+		}
+		if n.StayNotReady {
+			annotations[NotReadyAfterRebootAnnotation] = "true"
+		}
+		if n.Degrade {
+			annotations[DegradeAfterRebootAnnotation] = n.DegradeReason
+		}
+		status := "True"
+		if !n.Ready {
+			status = "False"
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": n.Name, "annotations": annotations},
+			"spec":     map[string]any{"unschedulable": n.Unschedulable},
+			"status":   map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": status}}},
+		}}
+		if got := newNodeView(u); !reflect.DeepEqual(got, n) {
+			t.Errorf("read back\n got %+v\nwant %+v", got, n)
+		}
+	}
+	// A Node with no Ready condition (no kubelet here) is Ready.
+	if n := newNodeView(&unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "x"}}}); !n.Ready {
+		t.Error("a Node without conditions reads NotReady")
 	}
 }
