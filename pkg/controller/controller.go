@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
-	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -250,6 +249,9 @@ type Controller struct {
 	// pools is the pool controller: it answers whether an item may write
 	// to its pools now and how far it rolled out, and owns every pause.
 	pools *pools.Controller
+	// seen are, per config, the pools its items were evaluated on
+	// (watched).
+	seen *seenPools
 	// ownWrites is, per config, the resourceVersion of the controller's
 	// last status write that needs no further reconcile: its watch event
 	// is dropped instead of planning again for nothing, unless a
@@ -294,14 +296,23 @@ func New(cfg Config) *Controller {
 		clock:   clk,
 		events:  newEventTimes(),
 		objects: newObjectEvents(),
+		seen:    newSeenPools(),
 		jitter:  rand.Float64,
 	}
 	var pauser pools.Pauser = cfg.Pools
 	if cfg.Confinement != nil {
 		pauser = confinedPauser{pauser: cfg.Pools, confinement: cfg.Confinement}
 	}
+	// The pools are looked at again when the windows change, and when the
+	// admission policies an unpause may wait for do.
+	var resyncOn []cache.SharedInformer
+	if cfg.WindowInformer != nil {
+		resyncOn = append(resyncOn, cfg.WindowInformer)
+	}
+	resyncOn = append(resyncOn, cfg.AdmissionInformers...)
 	c.pools = pools.New(pools.Config{
 		Cluster: cfg.Cluster, Pauser: pauser, Drains: cfg.Planner, Windows: cfg.MaintenanceWindows, TrustedWindows: c.trustedWindows,
+		Configs: c.lister, ConfigInformer: cfg.Informer, ResyncOn: resyncOn,
 		CoalesceWindow: cfg.CoalesceWindow, Recorder: cfg.Recorder, Metrics: cfg.Metrics, Clock: clk,
 		Wake: c.wake,
 	})
@@ -403,8 +414,7 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	defer c.leading.Store(false)
 	klog.InfoS("Controller started")
 	// The pool controller: pool pauses a previous leader left behind are
-	// ended there, the items due on them first expected.
-	c.expectDueItems()
+	// ended there, from what the configs' status says.
 	c.pools.Start(ctx)
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
@@ -445,10 +455,7 @@ func (c *Controller) addHandlers() (remove func(), err error) {
 		return remove, err
 	}
 	if c.WindowInformer != nil {
-		if err := add(c.WindowInformer, anyChange(func() {
-			c.enqueueAll()
-			c.pools.Resync()
-		}), "MaintenanceWindows"); err != nil {
+		if err := add(c.WindowInformer, anyChange(c.enqueueAll), "MaintenanceWindows"); err != nil {
 			return remove, err
 		}
 	}
@@ -463,13 +470,9 @@ func (c *Controller) addHandlers() (remove func(), err error) {
 			return remove, err
 		}
 	}
-	// An admission policy restored lets the writes waiting for it go on;
-	// the pools, whose unpause may wait for it too, are looked at again.
+	// An admission policy restored lets the writes waiting for it go on.
 	for _, informer := range c.AdmissionInformers {
-		if err := add(informer, anyChange(func() {
-			c.enqueueAll()
-			c.pools.Resync()
-		}), "admission policies"); err != nil {
+		if err := add(informer, anyChange(c.enqueueAll), "admission policies"); err != nil {
 			return remove, err
 		}
 	}
@@ -682,35 +685,10 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// expectDueItems tells the pool controller, as a term starts, of the
-// approved items that roll pools: no pause of ours ends under those not
-// written yet before their config is reconciled, nor in a window the
-// rollout of those written does not trust.
-func (c *Controller) expectDueItems() {
-	configs, err := c.lister.List(everything)
-	if err != nil {
-		return
-	}
-	for _, cfg := range configs {
-		// An aborted plan's pools stay held from the start of the term.
-		holdAborted(c.pools, cfg)
-		if cfg.Status.Phase != v1alpha1.PhaseInProgress || cfg.Spec.Action == v1alpha1.PlanActionIgnore {
-			continue
-		}
-		for i := range cfg.Status.Items {
-			it := &cfg.Status.Items[i]
-			if due := dueOnPools(it); due || itemRollingOut(it) {
-				c.pools.Expect(cfg, it.Name, machineconfig.ItemChange(it.TargetRef, it.DesiredState), !due)
-			}
-		}
-	}
-}
-
-// PauseAborted pauses, before an abort is answered, the pools the aborted
-// plan of cfg was rolling out on, and holds them paused (pkg/controller/pools).
+// PauseAborted is the abort's (pkg/registry) way to the pool controller:
+// it pauses, before an abort is answered, the pools the aborted plan of
+// cfg (as stored) was rolling out on; the pool controller holds them
+// paused while cfg's status.abort says so.
 func (c *Controller) PauseAborted(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) error {
-	if cfg.Status.Abort == nil {
-		return nil
-	}
-	return c.pools.PauseAborted(ctx, cfg.Name, abortHold(cfg))
+	return c.pools.PauseAborted(ctx, cfg)
 }

@@ -33,6 +33,7 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		return gateOpen, 0, nil, nil
 	}
 	adm, err := c.pools.Admit(ctx, cfg, it)
+	c.seen.add(cfg.Name, adm.Pools)
 	c.noteWindow(it, adm)
 	switch {
 	case adm.Stale != nil:
@@ -62,7 +63,7 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 	it.Message = adm.Message
 	retry := adm.After
 	if timeout > 0 {
-		retry = pools.Soonest(retry, timeout-waited)
+		retry = soonest(retry, timeout-waited)
 	}
 	return gateWaiting, retry, adm.Wait, nil
 }

@@ -57,7 +57,7 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		c.Watches.Forget(name)
 		c.ownWrites.Delete(name)
 		c.forgetRetries(name)
-		c.pools.Forget(name)
+		c.seen.forget(name)
 		return 0, nil
 	}
 	if err != nil {
@@ -93,8 +93,6 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 		status.ClearWaiting(&cfg.Status, cfg.Generation)
 	}
 	c.watch(cfg, profile)
-	c.keepPools(cfg)
-	c.pools.AllowBlockingDrains(cfg.Name, cfg.Spec.AllowsBlockingDrains())
 	if apiequality.Semantic.DeepEqual(before, &cfg.Status) {
 		return requeue, err
 	}
@@ -381,7 +379,7 @@ type progression struct {
 // waitFor records a reason to look again, and the wait, if it is the
 // first.
 func (p *progression) waitFor(after time.Duration, wait *status.Wait) {
-	p.requeue = pools.Soonest(p.requeue, after)
+	p.requeue = soonest(p.requeue, after)
 	if p.wait == nil {
 		p.wait = wait
 	}
@@ -461,7 +459,7 @@ func (c *Controller) writeDueItem(ctx context.Context, p *progression, i int) *p
 func (c *Controller) followItem(ctx context.Context, p *progression, it *v1alpha1.VirtPlatformConfigItem) {
 	r := c.rollout(ctx, p.cfg, it, true)
 	waited := c.since(it.LastTransitionTime)
-	p.requeue = pools.Soonest(p.requeue, r.After)
+	p.requeue = soonest(p.requeue, r.After)
 	if !r.Done {
 		p.waitFor(0, r.Wait)
 	}
@@ -479,7 +477,7 @@ func (c *Controller) followItem(ctx context.Context, p *progression, it *v1alpha
 	default:
 		it.Message = r.Message
 		if p.timeout > 0 {
-			p.requeue = pools.Soonest(p.requeue, p.timeout-waited)
+			p.requeue = soonest(p.requeue, p.timeout-waited)
 		}
 	}
 }
@@ -711,11 +709,6 @@ func (c *Controller) applyItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	if intent || !writes {
 		due.stored = false
 	}
-	if intent && rollsPools(it) && len(it.PoolConfigsBefore) == 0 {
-		if err := c.pools.NotePoolConfigs(ctx, it); err != nil {
-			return true, err
-		}
-	}
 	// The checks right before the write (a write already started before a
 	// crash or failover may have been made: a retry finds it).
 	holds, target, err := c.checkBeforeWrite(ctx, cfg, i, due, intent)
@@ -874,68 +867,10 @@ func (c *Controller) setItem(it *v1alpha1.VirtPlatformConfigItem, state v1alpha1
 // its rollout waits for and the pauses at a window's close.
 func (c *Controller) rollout(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, written bool) pools.ItemRollout {
 	r := c.pools.Rollout(ctx, cfg, it, written)
+	c.seen.add(cfg.Name, r.Pools)
 	it.MaintenanceWindow = r.Window
 	it.WindowPauses = r.WindowPauses
 	return r
-}
-
-// keepPools tells the pool controller which of cfg's items still wait on
-// their pools or roll out on them.
-func (c *Controller) keepPools(cfg *v1alpha1.VirtPlatformConfig) {
-	holdAborted(c.pools, cfg)
-	var waiting, rolling []string
-	if cfg.Spec.Action == v1alpha1.PlanActionIgnore {
-		c.pools.Keep(cfg.Name, nil, nil)
-		return
-	}
-	for i := range cfg.Status.Items {
-		it := &cfg.Status.Items[i]
-		switch {
-		case cfg.Status.Phase == v1alpha1.PhaseInProgress && dueOnPools(it):
-			waiting = append(waiting, it.Name)
-		case it.State == v1alpha1.ItemStateInProgress && rollsPools(it):
-			rolling = append(rolling, it.Name)
-		}
-	}
-	c.pools.Keep(cfg.Name, waiting, rolling)
-}
-
-// holdAborted tells the pool controller of cfg's abort, or of the
-// approval that ended it.
-func holdAborted(p *pools.Controller, cfg *v1alpha1.VirtPlatformConfig) {
-	switch st := &cfg.Status; {
-	case st.Abort != nil:
-		p.HoldAborted(cfg.Name, abortHold(cfg))
-	case st.Approval != nil:
-		p.ReleaseAborted(cfg.Name, st.Approval.Sequence, st.Approval.PlanHash, st.Approval.ApprovedAt.Time)
-	}
-}
-
-// abortHold are the MachineConfig changes of cfg's aborted plan that were
-// written or being written, as the abort recorded them (never the items,
-// which a spec change replaces): the pool controller holds the pools that
-// render them paused until a new approval (which clears status.abort) or
-// the config's deletion. Neither a spec change nor action Ignore ends it.
-func abortHold(cfg *v1alpha1.VirtPlatformConfig) pools.AbortHold {
-	a := cfg.Status.Abort
-	hold := pools.AbortHold{PlanHash: a.PlanHash, At: a.AbortedAt.Time, ApprovalSequence: a.ApprovalSequence}
-	held := a.Held
-	if held == nil && len(a.Written)+len(a.InFlight) > 0 {
-		// Recorded by a server that kept no held configs: the items
-		// (a running replica keeps what it held before a new draft
-		// replaced them).
-		held = approval.Held(cfg.Status.Items)
-	}
-	for _, h := range held {
-		hold.Changes = append(hold.Changes, machineconfig.HeldChange(h))
-	}
-	return hold
-}
-
-// dueOnPools is true for an approved MachineConfig item whose write is
-// pending: it waits on the pools it rolls.
-func dueOnPools(it *v1alpha1.VirtPlatformConfigItem) bool {
-	return rollsPools(it) && writePending(it) && it.Operation != v1alpha1.OperationNone
 }
 
 // watch declares what the config depends on: its targets, the pools of
@@ -960,7 +895,7 @@ func (c *Controller) watch(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Pr
 			}
 		}
 	}
-	for _, pool := range c.pools.Seen(cfg.Name) {
+	for _, pool := range c.seen.pools(cfg.Name) {
 		keys = append(keys, cluster.ObjectKey{GVK: machineconfig.MachineConfigPoolGVK, Name: pool})
 	}
 	for _, in := range profile.InputObjects(c.Profiles.ResolveOptions(cfg.Spec)) {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -58,5 +59,22 @@ func TestStep(t *testing.T) {
 				t.Fatalf("step = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSoonest(t *testing.T) {
+	for _, tc := range []struct {
+		in   []time.Duration
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]time.Duration{0, 0}, 0},
+		{[]time.Duration{0, time.Minute}, time.Minute},
+		{[]time.Duration{time.Hour, 0, time.Minute}, time.Minute},
+		{[]time.Duration{-time.Second, time.Minute}, time.Minute},
+	} {
+		if got := soonest(tc.in...); got != tc.want {
+			t.Errorf("soonest(%v) = %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }

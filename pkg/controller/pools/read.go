@@ -10,21 +10,30 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 )
 
-// writePools are the pools that render an item's change (a MachineConfig
-// or KubeletConfig); a deleted one has no desired state: the live object
-// tells its pools.
+// writePools are the pools that render an item's change.
 func (c *Controller) writePools(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
+	change, err := writeChange(ctx, c.Cluster, it)
+	if err != nil {
+		return nil, err
+	}
+	return c.rolledPools(ctx, change)
+}
+
+// writeChange is what an item's write changes (a MachineConfig or
+// KubeletConfig); a deleted one has no desired state: the live object
+// tells it.
+func writeChange(ctx context.Context, cluster Reader, it *v1alpha1.VirtPlatformConfigItem) (machineconfig.Change, error) {
 	change := machineconfig.ItemChange(it.TargetRef, it.DesiredState)
 	if it.Operation == v1alpha1.OperationDelete {
-		live, err := c.Cluster.Get(ctx, plan.TargetGVK(it.TargetRef), "", it.TargetRef.Name)
+		live, err := cluster.Get(ctx, plan.TargetGVK(it.TargetRef), "", it.TargetRef.Name)
 		if err != nil {
-			return nil, err
+			return change, err
 		}
 		if live != nil && (machineconfig.IsKubeletConfig(it.TargetRef) || len(live.GetLabels()) > 0) {
 			change = machineconfig.ChangeOf(it.TargetRef, live.Object)
 		}
 	}
-	return c.rolledPools(ctx, change)
+	return change, nil
 }
 
 // itemPools returns, of all the pools, those an item rolls out on: the
@@ -67,20 +76,4 @@ func rendering(all []unstructured.Unstructured, change machineconfig.Change) ([]
 		out[i] = &pools[i]
 	}
 	return out, nil
-}
-
-// NotePoolConfigs records, before an item that rolls pools is written, the
-// rendered config every pool that renders it is on (how its rollout is
-// followed).
-func (c *Controller) NotePoolConfigs(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) error {
-	pools, err := c.writePools(ctx, it)
-	if err != nil {
-		return err
-	}
-	it.PoolConfigsBefore = nil
-	for _, pool := range pools {
-		name, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
-		it.PoolConfigsBefore = append(it.PoolConfigsBefore, v1alpha1.PoolConfiguration{Pool: pool.GetName(), Configuration: name})
-	}
-	return nil
 }

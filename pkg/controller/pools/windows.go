@@ -63,7 +63,7 @@ func (c *Controller) trustedWindowFor(ctx context.Context, pool *unstructured.Un
 	d, err := maintenance.Evaluate(ctx, c.Clock.Now(), maintenance.Pool{Name: pool.GetName(), Labels: pool.GetLabels()}, windows)
 	if err != nil {
 		// d does not allow; its Reason is err's message.
-		klog.ErrorS(err, "Maintenance windows cannot be evaluated: the pool is not disrupted", "pool", pool.GetName())
+		klog.FromContext(ctx).Error(err, "Maintenance windows cannot be evaluated: the pool is not disrupted", "pool", pool.GetName())
 	}
 	check := windowCheck{Decision: d, loc: time.UTC}
 	for _, w := range windows {
@@ -74,46 +74,14 @@ func (c *Controller) trustedWindowFor(ctx context.Context, pool *unstructured.Un
 	return check
 }
 
-// noteTrusts records which Allow windows the rollout of cfg's approved
-// plan may go on in: for a plan an approval policy approved, those the
-// policy trusts, as for its writes (Admit); for any other, every window.
-func (c *Controller) noteTrusts(cfg *v1alpha1.VirtPlatformConfig) {
-	c.index.setTrusts(cfg.Name, c.trustsOf(cfg))
-}
-
-// trustsOf says which Allow windows may let cfg's approved plan disrupt
-// its pools (nil: every window).
-func (c *Controller) trustsOf(cfg *v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool {
-	if c.TrustedWindows == nil {
-		return nil
-	}
-	return c.TrustedWindows(cfg)
-}
-
-func (x *index) setTrusts(config string, trusts func(*maintenance.Window) bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if trusts == nil {
-		delete(x.trusts, config)
-		return
-	}
-	x.trusts[config] = trusts
-}
-
-func (x *index) trustsOf(config string) func(*maintenance.Window) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.trusts[config]
-}
-
 // rollingWindow decides whether a pool may go on being disrupted for
 // every config rolling out on it: a plan an approval policy approved goes
 // on only while a window its policy trusts is open, so another Allow
 // window does not keep its drains going after the trusted one closed.
-func (c *Controller) rollingWindow(ctx context.Context, pool *unstructured.Unstructured, rolling []itemKey) windowCheck {
+func (c *Controller) rollingWindow(ctx context.Context, pool *unstructured.Unstructured, v configView, rolling []itemKey) windowCheck {
 	w := c.windowFor(ctx, pool)
 	for _, config := range configsOf(rolling, nil) {
-		if trusts := c.index.trustsOf(config); trusts != nil && w.Allowed {
+		if trusts := c.trustsOf(v.named(config)); trusts != nil && w.Allowed {
 			if t := c.trustedWindowFor(ctx, pool, trusts); !t.Allowed {
 				w = t
 			}
