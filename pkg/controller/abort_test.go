@@ -363,7 +363,7 @@ func TestAbortHoldKeptUnderIgnore(t *testing.T) {
 func TestAbortNotEndedByAPolicy(t *testing.T) {
 	h := newHarness(t, "v1", false)
 	givenAbortedPaused(h)
-	h.c.PolicyLister = fakePolicies{quietTuning()}
+	h.c.approvals.PolicyLister = fakePolicies{quietTuning()}
 	h.edit(true, "eve", func(cfg *v1alpha1.VirtPlatformConfig) { cfg.Spec.WaitTimeout = "1h" })
 	unchanged := psiItem(v1alpha1.OperationNone)
 	unchanged.ImpactSeverity = v1alpha1.ImpactNone

@@ -439,7 +439,7 @@ func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
 		Profiles: catalog.Default(), Recorder: h.recorder, Clock: h.clock, Version: version,
 		RequireDistinctApprover: distinctApprover, Confinement: h.confinement,
 	})
-	h.c.jitter = func() float64 { return 0.5 }
+	h.c.retries.jitter = func() float64 { return 0.5 }
 	h.poolQueue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	h.c.pools.UseQueue(h.poolQueue)
 	t.Cleanup(h.poolQueue.ShutDown)

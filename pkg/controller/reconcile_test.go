@@ -64,7 +64,7 @@ func givenReviewRequired(h *harness, spec v1alpha1.VirtPlatformConfigSpec) {
 // givenApproved: approved by admin after a review, or by alice's action
 // Apply; the controller has not written anything yet.
 func givenApproved(h *harness, spec v1alpha1.VirtPlatformConfigSpec) {
-	if spec.Action == v1alpha1.PlanActionApply && !h.c.RequireDistinctApprover {
+	if spec.Action == v1alpha1.PlanActionApply && !h.c.approvals.distinct {
 		h.create(spec, "alice")
 		h.planner.result = deschedulerPlan()
 		h.mustReconcile(v1alpha1.PhaseInProgress)

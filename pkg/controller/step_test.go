@@ -43,7 +43,6 @@ func TestStep(t *testing.T) {
 		{"a written revert, then a spec change: re-plans", v1alpha1.PhaseIgnored, v1alpha1.PlanActionDryRun, true, nil, workDraft, true},
 		{"a written revert, then action Ignore", v1alpha1.PhaseIgnored, v1alpha1.PlanActionIgnore, true, nil, workIgnore, true},
 	}
-	c := &Controller{}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
@@ -55,7 +54,7 @@ func TestStep(t *testing.T) {
 			if tc.specChanged {
 				cfg.Status.ObservedGeneration = 1
 			}
-			if got := c.step(cfg); got != tc.want {
+			if got := step(cfg); got != tc.want {
 				t.Fatalf("step = %v, want %v", got, tc.want)
 			}
 		})

@@ -50,14 +50,14 @@ func (e *objectEvents) take(config string) sets.Set[cluster.ObjectKey] {
 	return keys
 }
 
-// driftFromWatch decides the drift of an applied config from the watch
+// fromWatch decides the drift of an applied config from the watch
 // caches when the events since its last reconcile were all of targets of
 // applied items; decided is false when a full plan must (an event of an
 // input, none at all, a profile logic to compare, a drift that would be
 // corrected at once, or a comparison that cannot tell).
-func (c *Controller) driftFromWatch(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, events sets.Set[cluster.ObjectKey]) (changes, bool) {
+func (d *driftChecker) fromWatch(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, events sets.Set[cluster.ObjectKey]) (changes, bool) {
 	st := &cfg.Status
-	if events.Len() == 0 || st.OperatorVersion != c.Version ||
+	if events.Len() == 0 || st.OperatorVersion != d.version ||
 		(cfg.Spec.Action == v1alpha1.PlanActionApply && cfg.Spec.BypassOptimisticLock) {
 		return changes{}, false
 	}
@@ -71,7 +71,7 @@ func (c *Controller) driftFromWatch(ctx context.Context, cfg *v1alpha1.VirtPlatf
 			return changes{}, false
 		}
 	}
-	drifted, decided, err := c.Planner.DriftFromCaches(ctx, cfg, applied)
+	drifted, decided, err := d.planner.DriftFromCaches(ctx, cfg, applied)
 	if err != nil {
 		klog.V(2).InfoS("Drift not decided from the watch caches; computing the plan", "config", cfg.Name, "reason", err)
 		return changes{}, false

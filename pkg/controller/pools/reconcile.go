@@ -22,7 +22,7 @@ type poolState struct {
 	// under an approval rolls out on it; due: approved items wait to
 	// write to it.
 	rolling, written, due bool
-	// aborted: an aborted plan's change rolls on the pool (HoldAborted).
+	// aborted: an aborted plan's change rolls on the pool (its status.abort).
 	aborted  bool
 	window   windowCheck
 	now      time.Time
