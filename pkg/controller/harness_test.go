@@ -396,6 +396,8 @@ type harness struct {
 	poolQueue workqueue.TypedRateLimitingInterface[string]
 	// confinement says which kinds' admission policies are not in force.
 	confinement *fakeConfinement
+	// windows are the maintenance windows the pool controller reads.
+	windows *harnessWindows
 }
 
 // fakeConfinement refuses writes of the kinds it holds, with their error.
@@ -433,12 +435,16 @@ func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
 		clock:       clocktesting.NewFakeClock(time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)),
 		indexer:     informer.GetIndexer(),
 		confinement: &fakeConfinement{refused: map[string]error{}},
+		windows:     &harnessWindows{},
 	}
 	h.c = New(Config{
 		Informer: informer, Status: h.status, Planner: h.planner, Cluster: h.cluster, Pools: h.cluster, Watches: h.watches,
-		Profiles: catalog.Default(), Recorder: h.recorder, Clock: h.clock, Version: version,
+		Profiles: catalog.Default(), Recorder: h.recorder, Clock: h.clock, Version: version, MaintenanceWindows: h.windows,
 		RequireDistinctApprover: distinctApprover, Confinement: h.confinement,
 	})
+	// setWindows sets the pool controller's windows only: the approval
+	// policies' are set apart (h.c.approvals.windows).
+	h.c.approvals.windows = nil
 	h.c.retries.jitter = func() float64 { return 0.5 }
 	h.poolQueue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	h.c.pools.UseQueue(h.poolQueue)
@@ -447,7 +453,29 @@ func newHarness(t *testing.T, version string, distinctApprover bool) *harness {
 }
 
 // setWindows sets the maintenance windows the pool controller reads.
-func (h *harness) setWindows(w maintenance.Lister) { h.c.pools.Windows = w }
+func (h *harness) setWindows(w maintenance.Lister) { h.windows.set(w) }
+
+// harnessWindows are the maintenance windows a test sets (none until it
+// does).
+type harnessWindows struct {
+	mu     sync.Mutex
+	lister maintenance.Lister
+}
+
+func (w *harnessWindows) set(l maintenance.Lister) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lister = l
+}
+
+func (w *harnessWindows) Windows() ([]*maintenance.Window, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lister == nil {
+		return nil, nil
+	}
+	return w.lister.Windows()
+}
 
 // syncPools runs the pool controller's reconciles queued so far (the
 // pools it was asked to look at), as its worker would, and then those of

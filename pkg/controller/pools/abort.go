@@ -16,11 +16,23 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
+
+// pauses applies our pauses and unpauses of pools, and says on a pool
+// why it was paused.
+type pauses struct {
+	pauser   Pauser
+	recorder record.EventRecorder
+	clock    clock.Clock
+	counts   *pauseCounts
+	wake     func(config string)
+}
 
 // PauseAborted pauses at once, before an abort is answered, the pools that
 // render the changes cfg's aborted plan (cfg as stored, its status.abort
@@ -34,7 +46,7 @@ func (c *Controller) PauseAborted(ctx context.Context, cfg *v1alpha1.VirtPlatfor
 		return nil
 	}
 	c.aborting.put(cfg)
-	c.resync()
+	c.term.resync()
 	pools, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
 	if err != nil {
 		return err
@@ -51,20 +63,20 @@ func (c *Controller) PauseAborted(ctx context.Context, cfg *v1alpha1.VirtPlatfor
 	return errors.Join(errs...)
 }
 
-// pauseAborted pauses pool for the aborted plans of configs rolling out
+// forAbort pauses pool for the aborted plans of configs rolling out
 // on it. Marked as a pause of ours that ends at once: the hold, not the
 // time, keeps it; withdrawn, the pause ends as a coalescing one.
-func (c *Controller) pauseAborted(ctx context.Context, pool *unstructured.Unstructured, aborted []string) error {
+func (p *pauses) forAbort(ctx context.Context, pool *unstructured.Unstructured, aborted []string) error {
 	name := pool.GetName()
-	now := c.Clock.Now()
-	if err := c.applyPause(ctx, name, &now, ""); err != nil {
+	now := p.clock.Now()
+	if err := p.apply(ctx, name, &now, ""); err != nil {
 		return fmt.Errorf("pausing MachineConfigPool '%s' for the aborted plan of %v: %w", name, aborted, err)
 	}
 	klog.FromContext(ctx).Info("Paused MachineConfigPool: the plan rolling out on it was aborted", "pool", name, "configs", aborted)
-	c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
+	p.recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
 		"Paused by virt-advisor: the plan of VirtPlatformConfig %s rolling out on it was aborted; a node already updating finishes, no other starts until a plan is approved again or the config is deleted", strings.Join(aborted, ", "))
 	for _, config := range aborted {
-		c.Wake(config)
+		p.wake(config)
 	}
 	return nil
 }

@@ -65,17 +65,17 @@ func (a Admission) Open() bool { return a.Message == "" && a.Stale == nil }
 // nothing; while the item's write is pending (its config's status says
 // so), its pools count it as due.
 func (c *Controller) Admit(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem) (Admission, error) {
-	pools, err := c.writePools(ctx, it)
+	pools, err := writePools(ctx, c.Cluster, it)
 	if err != nil {
 		return Admission{}, fmt.Errorf("reading the MachineConfigPools of %s '%s': %w", it.TargetRef.Kind, it.TargetRef.Name, err)
 	}
 	// No node is drained outside a maintenance window: first of all, the
 	// change waits until every pool it rolls may be disrupted.
 	now := c.Clock.Now()
-	trusted := c.trustsOf(cfg)
+	trusted := c.windows.trustsOf(cfg)
 	checks := make([]poolWindow, len(pools))
 	for i, pool := range pools {
-		checks[i] = poolWindow{pool.GetName(), c.trustedWindowFor(ctx, pool, trusted)}
+		checks[i] = poolWindow{pool.GetName(), c.windows.trustedWindowFor(ctx, pool, trusted)}
 	}
 	adm := Admission{WindowsChecked: true, Pools: names(pools), pools: pools}
 	if g := decideWindows(it.Name, checks, now); g != nil {
@@ -132,7 +132,7 @@ func (c *Controller) Hold(ctx context.Context, config string, it *v1alpha1.VirtP
 	until := now.Add(c.CoalesceWindow).Truncate(time.Second).Add(time.Second)
 	for _, pool := range adm.pause {
 		name := pool.GetName()
-		if err := c.applyPause(ctx, name, &until, ""); err != nil {
+		if err := c.pauses.apply(ctx, name, &until, ""); err != nil {
 			return fmt.Errorf("pausing MachineConfigPool '%s' before writing %s '%s' (the server needs patch on machineconfigpools): %w", name, it.TargetRef.Kind, it.TargetRef.Name, err)
 		}
 		log.Info("Paused MachineConfigPool to roll out MachineConfig changes together", "pool", name, "until", until, "config", config, "item", it.Name)
@@ -140,16 +140,16 @@ func (c *Controller) Hold(ctx context.Context, config string, it *v1alpha1.VirtP
 		c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
 			"Paused until %s by virt-advisor (VirtPlatformConfig '%s', item '%s') so that the MachineConfig changes approved meanwhile roll out together, one reboot per node",
 			until.UTC().Format(time.RFC3339), config, it.Name)
-		c.enqueue(name, until.Sub(now))
+		c.term.enqueue(name, until.Sub(now))
 	}
 	return nil
 }
 
-// applyPause pauses a pool until the given time (for the maintenance
+// apply pauses a pool until the given time (for the maintenance
 // window named by forWindow, "" for coalescing), or, with nil, withdraws
 // our pause: an apply without spec.paused and the annotations drops our
 // ownership of them, so they go away unless someone else owns them.
-func (c *Controller) applyPause(ctx context.Context, pool string, until *time.Time, forWindow string) error {
+func (p *pauses) apply(ctx context.Context, pool string, until *time.Time, forWindow string) error {
 	metadata := map[string]interface{}{"name": pool}
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": metadata}}
 	obj.SetGroupVersionKind(machineconfig.MachineConfigPoolGVK)
@@ -163,7 +163,7 @@ func (c *Controller) applyPause(ctx context.Context, pool string, until *time.Ti
 	}
 	// Force: a paused: false of someone else is taken over (it is checked
 	// before that nobody else holds paused: true).
-	return c.Pauser.ApplyPool(ctx, obj)
+	return p.pauser.ApplyPool(ctx, obj)
 }
 
 func names(pools []*unstructured.Unstructured) []string {

@@ -23,7 +23,6 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/approval"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
-	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -191,21 +190,12 @@ func (v configView) allowsBlocking(configs []string) bool {
 	return len(configs) > 0
 }
 
-// trustsOf says which Allow windows the rollout of config's approved plan
-// may go on in (nil: every window).
-func (c *Controller) trustsOf(cfg *v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool {
-	if c.TrustedWindows == nil || cfg == nil {
-		return nil
-	}
-	return c.TrustedWindows(cfg)
-}
-
 // resyncIfHeld looks at every pool again when a config's change bears on
 // pools: its abort's hold, or which of its items wait on or roll out on
 // pools (the pool's reconcile sets the timer of its window's close).
-func (c *Controller) resyncIfHeld(oldObj, newObj interface{}) {
+func (t *term) resyncIfHeld(oldObj, newObj interface{}) {
 	if poolFacts(oldObj) != poolFacts(newObj) {
-		c.resync()
+		t.resync()
 	}
 }
 

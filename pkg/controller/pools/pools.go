@@ -98,20 +98,28 @@ type Config struct {
 	Wake func(config string)
 }
 
-// Controller reconciles MachineConfigPools.
+// Controller reconciles MachineConfigPools. It keeps the queue of a term,
+// reads and decides; the windows, the pauses and the look before an
+// unpause are types of their own.
 type Controller struct {
 	Config
-	// queue holds pool names, and allPools; it lives for one term of
-	// leadership (nil outside one: nothing is queued). Informers' handlers
-	// queue pools (resync) while a term starts: queueMu guards it.
-	queueMu sync.Mutex
-	queue   workqueue.TypedRateLimitingInterface[string]
+	term    *term
+	windows *windows
+	pauses  *pauses
+	resumer *resumer
 	// What the caches do not hold: the aborts stored but not cached yet,
-	// the window pauses made since a status said how many, and why a
-	// pause of ours outlasts its end (the last live look at the VMs).
+	// the window pauses made since a status said how many (pauses), and
+	// why a pause of ours outlasts its end (resumer).
 	aborting *aborting
 	counts   *pauseCounts
-	holds    *resumeHolds
+}
+
+// term is the queue of a term of leadership: pool names, and allPools
+// (nil outside a term: nothing is queued). Informers' handlers queue
+// pools (resync) while a term starts: mu guards it.
+type term struct {
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[string]
 }
 
 // allPools is the queue key that looks at every pool: at the start of a
@@ -134,21 +142,27 @@ func New(cfg Config) *Controller {
 	if cfg.Wake == nil {
 		cfg.Wake = func(string) {}
 	}
-	return &Controller{Config: cfg, aborting: newAborting(), counts: newPauseCounts(), holds: newResumeHolds()}
+	c := &Controller{Config: cfg, term: &term{}, aborting: newAborting(), counts: newPauseCounts()}
+	c.windows = &windows{lister: cfg.Windows, trusted: cfg.TrustedWindows, clock: cfg.Clock, metrics: cfg.Metrics}
+	c.pauses = &pauses{pauser: cfg.Pauser, recorder: cfg.Recorder, clock: cfg.Clock, counts: c.counts, wake: cfg.Wake}
+	c.resumer = &resumer{drains: cfg.Drains, pauses: c.pauses, recorder: cfg.Recorder, wake: cfg.Wake, reasons: map[string]string{}}
+	return c
 }
 
 // UseQueue sets the queue of a term of leadership (Start does it).
-func (c *Controller) UseQueue(q workqueue.TypedRateLimitingInterface[string]) {
-	c.queueMu.Lock()
-	defer c.queueMu.Unlock()
-	c.queue = q
+func (c *Controller) UseQueue(q workqueue.TypedRateLimitingInterface[string]) { c.term.use(q) }
+
+func (t *term) use(q workqueue.TypedRateLimitingInterface[string]) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.queue = q
 }
 
-// currentQueue is the queue of the current term (nil outside one).
-func (c *Controller) currentQueue() workqueue.TypedRateLimitingInterface[string] {
-	c.queueMu.Lock()
-	defer c.queueMu.Unlock()
-	return c.queue
+// current is the queue of the current term (nil outside one).
+func (t *term) current() workqueue.TypedRateLimitingInterface[string] {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.queue
 }
 
 // Start starts one term of leadership: a new queue, the handlers on the
@@ -186,16 +200,16 @@ func (c *Controller) addHandlers(ctx context.Context) (remove func()) {
 	}
 	if c.ConfigInformer != nil {
 		add(c.ConfigInformer, cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj interface{}) { c.resyncIfHeld(nil, obj) },
-			UpdateFunc: c.resyncIfHeld,
-			DeleteFunc: func(obj interface{}) { c.resyncIfHeld(obj, nil) },
+			AddFunc:    func(obj interface{}) { c.term.resyncIfHeld(nil, obj) },
+			UpdateFunc: c.term.resyncIfHeld,
+			DeleteFunc: func(obj interface{}) { c.term.resyncIfHeld(obj, nil) },
 		})
 	}
 	for _, informer := range c.ResyncOn {
 		add(informer, cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(interface{}) { c.resync() },
-			UpdateFunc: func(interface{}, interface{}) { c.resync() },
-			DeleteFunc: func(interface{}) { c.resync() },
+			AddFunc:    func(interface{}) { c.term.resync() },
+			UpdateFunc: func(interface{}, interface{}) { c.term.resync() },
+			DeleteFunc: func(interface{}) { c.term.resync() },
 		})
 	}
 	return func() {
@@ -206,10 +220,10 @@ func (c *Controller) addHandlers(ctx context.Context) (remove func()) {
 }
 
 // resync looks at every pool again.
-func (c *Controller) resync() { c.enqueue(allPools, 0) }
+func (t *term) resync() { t.enqueue(allPools, 0) }
 
-func (c *Controller) enqueue(pool string, after time.Duration) {
-	q := c.currentQueue()
+func (t *term) enqueue(pool string, after time.Duration) {
+	q := t.current()
 	if q == nil {
 		return
 	}

@@ -11,12 +11,16 @@ import (
 )
 
 // writePools are the pools that render an item's change.
-func (c *Controller) writePools(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
-	change, err := writeChange(ctx, c.Cluster, it)
+func writePools(ctx context.Context, cluster Reader, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
+	change, err := writeChange(ctx, cluster, it)
 	if err != nil {
 		return nil, err
 	}
-	return c.rolledPools(ctx, change)
+	all, err := cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return nil, err
+	}
+	return rendering(all, change)
 }
 
 // writeChange is what an item's write changes (a MachineConfig or
@@ -54,15 +58,6 @@ func itemPools(it *v1alpha1.VirtPlatformConfigItem, all []unstructured.Unstructu
 		out = append(out, pool)
 	}
 	return out, nil
-}
-
-// rolledPools lists the pools and keeps those rendering the change.
-func (c *Controller) rolledPools(ctx context.Context, change machineconfig.Change) ([]*unstructured.Unstructured, error) {
-	all, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
-	if err != nil {
-		return nil, err
-	}
-	return rendering(all, change)
 }
 
 // rendering keeps, of all the pools, those rendering the change.

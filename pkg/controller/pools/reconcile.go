@@ -115,7 +115,7 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 		return writeChange(ctx, c.Cluster, it)
 	})
 	aborted := v.abortedOn(pool, pools)
-	w := c.rollingWindow(ctx, pool, v, rolling)
+	w := c.windows.rollingWindow(ctx, pool, v, rolling)
 	d := decide(poolState{
 		pause: machineconfig.ReadPool(pool, cluster.FieldManager, "", ""), rolling: machineconfig.RollingOut(pool),
 		written: len(rolling) > 0, due: len(due) > 0, aborted: len(aborted) > 0, window: w, now: c.Clock.Now(), coalesce: c.CoalesceWindow,
@@ -136,7 +136,7 @@ func (c *Controller) apply(ctx context.Context, pool *unstructured.Unstructured,
 	configs := configsOf(rolling, due)
 	switch d.action {
 	case unpause:
-		held, err := c.resume(ctx, pool, configs, v.allowsBlocking(configs))
+		held, err := c.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs))
 		if err != nil {
 			return err
 		}
@@ -145,33 +145,33 @@ func (c *Controller) apply(ctx context.Context, pool *unstructured.Unstructured,
 		}
 		return nil
 	case abortPause:
-		if err := c.pauseAborted(ctx, pool, aborted); err != nil {
+		if err := c.pauses.forAbort(ctx, pool, aborted); err != nil {
 			return err
 		}
 	case windowPause:
-		if err := c.pauseAtWindowClose(ctx, pool, *d, w, rolling); err != nil {
+		if err := c.pauses.atWindowClose(ctx, pool, *d, w, rolling); err != nil {
 			return err
 		}
 	}
 	// A hold is the answer to the last look before an unpause only.
-	c.releaseResume(pool.GetName(), configs)
+	c.resumer.release(pool.GetName(), configs)
 	return nil
 }
 
-// pauseAtWindowClose pauses pool, whose maintenance window closed while
+// atWindowClose pauses pool, whose maintenance window closed while
 // the items rolling out on it were rolling, until d.until.
-func (c *Controller) pauseAtWindowClose(ctx context.Context, pool *unstructured.Unstructured, d poolDecision, w windowCheck, rolling []itemKey) error {
+func (p *pauses) atWindowClose(ctx context.Context, pool *unstructured.Unstructured, d poolDecision, w windowCheck, rolling []itemKey) error {
 	name := pool.GetName()
-	if err := c.applyPause(ctx, name, &d.until, d.forWindow); err != nil {
+	if err := p.apply(ctx, name, &d.until, d.forWindow); err != nil {
 		return fmt.Errorf("pausing MachineConfigPool '%s' at the close of its maintenance window: %w", name, err)
 	}
-	c.counts.paused(rolling)
+	p.counts.paused(rolling)
 	first := rolling[0]
 	klog.FromContext(ctx).Info("Paused MachineConfigPool: its maintenance window closed mid-rollout", "pool", name, "until", d.until, "config", first.config, "item", first.item)
-	c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
+	p.recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
 		"Paused by virt-advisor (VirtPlatformConfig '%s', item '%s'): %s; the rollout resumes when the pool may be disrupted again", first.config, first.item, w.Reason)
 	for _, k := range rolling {
-		c.Wake(k.config)
+		p.wake(k.config)
 	}
 	return nil
 }
@@ -204,13 +204,13 @@ func (c *Controller) ReconcileAll(ctx context.Context) (time.Duration, error) {
 	}
 	c.counts.keepConfigs(live)
 	var after time.Duration
-	if c.reportWindows(ctx, pools) {
+	if c.windows.report(ctx, pools) {
 		after = windowReport // keeps the next-opening gauges fresh
 	}
 	for i := range pools {
 		pool := &pools[i]
 		if machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Ours || len(v.rollingOn(pool, pools)) > 0 || len(v.abortedOn(pool, pools)) > 0 {
-			c.enqueue(pool.GetName(), 0)
+			c.term.enqueue(pool.GetName(), 0)
 		}
 	}
 	return after, nil

@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -25,52 +26,64 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
+// resumer makes the live look before our pause of a pool ends, and keeps,
+// by pool, why the pause outlasts its end: what the last look found (no
+// cache holds that).
+type resumer struct {
+	drains   Drains
+	pauses   *pauses
+	recorder record.EventRecorder
+	wake     func(config string)
+	mu       sync.Mutex
+	reasons  map[string]string
+}
+
 // resume ends our pause of a pool whose pause is over, unless the live
 // look at the drains it starts holds it (allowBlocking: every config of
 // configs allows blocking drains); held says so. configs are those whose
 // items roll out on, or wait for, the pool: they are woken when the
 // reason it is held changes.
-func (c *Controller) resume(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking bool) (bool, error) {
+func (r *resumer) resume(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking bool) (bool, error) {
 	name := pool.GetName()
 	log := klog.FromContext(ctx)
-	reason := c.resumeHold(ctx, pool, allowBlocking)
-	if c.holds.set(name, reason) {
+	reason := r.look(ctx, pool, allowBlocking)
+	if r.set(name, reason) {
 		if reason != "" {
 			log.Info("Kept MachineConfigPool paused past the end of our pause", "pool", name, "reason", reason)
-			c.Recorder.Event(pool, corev1.EventTypeWarning, "ResumeHeldByVirtAdvisor", "Kept paused by virt-advisor: "+reason)
+			r.recorder.Event(pool, corev1.EventTypeWarning, "ResumeHeldByVirtAdvisor", "Kept paused by virt-advisor: "+reason)
 		}
 		for _, config := range configs {
-			c.Wake(config)
+			r.wake(config)
 		}
 	}
 	if reason != "" {
 		return true, nil
 	}
 	p := machineconfig.ReadPool(pool, cluster.FieldManager, "", "")
-	if err := c.applyPause(ctx, name, nil, ""); err != nil {
+	if err := r.pauses.apply(ctx, name, nil, ""); err != nil {
 		return false, fmt.Errorf("unpausing MachineConfigPool '%s': %w", name, err)
 	}
 	log.Info("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", name, "othersHoldingPause", p.Others)
-	c.Recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", machineconfig.UnpauseMessage(p))
+	r.recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", machineconfig.UnpauseMessage(p))
 	return false, nil
 }
 
-// releaseResume drops the hold of a pool no unpause is decided for (its
+// release drops the hold of a pool no unpause is decided for (its
 // pause not over, a window closed again, the pool not ours any more).
-func (c *Controller) releaseResume(pool string, configs []string) {
-	if c.holds.set(pool, "") {
+func (r *resumer) release(pool string, configs []string) {
+	if r.set(pool, "") {
 		for _, config := range configs {
-			c.Wake(config)
+			r.wake(config)
 		}
 	}
 }
 
-// resumeHold reads, live, what resuming the pool's rollout does to the VMs
+// look reads, live, what resuming the pool's rollout does to the VMs
 // on its nodes (the plan engine's look before a write, on the change the
 // pool rolls out now) and says why the pool stays paused, "" when it may
 // resume. A look that fails holds it: nothing is drained on a guess.
-func (c *Controller) resumeHold(ctx context.Context, pool *unstructured.Unstructured, allowBlocking bool) string {
-	reboots, err := c.Drains.PendingDrainImpact(ctx, pool)
+func (r *resumer) look(ctx context.Context, pool *unstructured.Unstructured, allowBlocking bool) string {
+	reboots, err := r.drains.PendingDrainImpact(ctx, pool)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Cannot assess what resuming the rollout of a MachineConfigPool does to its VMs: it stays paused", "pool", pool.GetName())
 		return fmt.Sprintf("what resuming its rollout does to the VMs on its nodes cannot be read (%v); MachineConfigPool '%s' stays paused until it can", err, pool.GetName())
@@ -101,8 +114,8 @@ func blocked(reboots []v1alpha1.PoolReboot, allowBlocking bool) []v1alpha1.Disru
 // heldMessage says, for the items rolling out on a pool, that our pause
 // outlasts its end because resuming would start drains that block; ""
 // when it does not (or an abort holds the pool: that says more).
-func (c *Controller) heldMessage(pool *unstructured.Unstructured, aborted bool) string {
-	reason := c.holds.get(pool.GetName())
+func (r *resumer) heldMessage(pool *unstructured.Unstructured, aborted bool) string {
+	reason := r.get(pool.GetName())
 	if reason == "" || aborted {
 		return ""
 	}
@@ -117,33 +130,24 @@ func heldWait(item, message string) *status.Wait {
 	return &status.Wait{Reason: status.WaitingDrainBlocked, Message: fmt.Sprintf("Waiting to resume the rollout of item '%s': %s", item, message)}
 }
 
-// resumeHolds are, by pool, why our pause of it outlasts its end: what
-// the last live look at its drains found (no cache holds that).
-type resumeHolds struct {
-	mu      sync.Mutex
-	reasons map[string]string
-}
-
-func newResumeHolds() *resumeHolds { return &resumeHolds{reasons: map[string]string{}} }
-
 // set records why pool stays paused ("" for no reason any more); false
 // when unchanged.
-func (h *resumeHolds) set(pool, reason string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.reasons[pool] == reason {
+func (r *resumer) set(pool, reason string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reasons[pool] == reason {
 		return false
 	}
 	if reason == "" {
-		delete(h.reasons, pool)
+		delete(r.reasons, pool)
 	} else {
-		h.reasons[pool] = reason
+		r.reasons[pool] = reason
 	}
 	return true
 }
 
-func (h *resumeHolds) get(pool string) string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.reasons[pool]
+func (r *resumer) get(pool string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reasons[pool]
 }

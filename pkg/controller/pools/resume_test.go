@@ -205,7 +205,7 @@ func runResume(t *testing.T, tc resumeCase, now time.Time) {
 	}
 	events := strings.Join(drainEvents(recorder), "\n")
 	worker := reader.pools[machineconfig.WorkerPool]
-	held := c.heldMessage(worker, false)
+	held := c.resumer.heldMessage(worker, false)
 	if tc.wantHeld == "" {
 		if held != "" || strings.Contains(events, "ResumeHeld") {
 			t.Errorf("held %q, events %q; want no hold", held, events)

@@ -148,13 +148,13 @@ func (c *Controller) poolRollout(ctx context.Context, v itemView, pool *unstruct
 	if v.written {
 		// The pool's reconcile sets the timer of the window's close once
 		// the cache holds the item written (the configs' handler).
-		w = c.trustedWindowFor(ctx, pool, c.trustsOf(v.cfg))
+		w = c.windows.trustedWindowFor(ctx, pool, c.windows.trustsOf(v.cfg))
 	}
 	out.Windowed = out.Windowed || len(w.Windows) > 0
 	now := c.Clock.Now()
 	if !w.Allowed {
 		if machineconfig.DecideWindowPause(machineconfig.ReadPool(pool, cluster.FieldManager, "", ""), machineconfig.RollingOut(pool), false) {
-			c.enqueue(name, 0) // the pool's reconcile pauses it
+			c.term.enqueue(name, 0) // the pool's reconcile pauses it
 		}
 		r.Message = windowClosedMessage(name, pool, w, now)
 		out.Window = w.wait(true)
@@ -178,7 +178,7 @@ func (c *Controller) poolRollout(ctx context.Context, v itemView, pool *unstruct
 // else our pause and until when.
 func (c *Controller) notePause(pool *unstructured.Unstructured, v itemView, now time.Time, r *machineconfig.Rollout, out *ItemRollout) {
 	aborted := v.configs.abortedOn(pool, v.all)
-	if msg := c.heldMessage(pool, len(aborted) > 0); msg != "" {
+	if msg := c.resumer.heldMessage(pool, len(aborted) > 0); msg != "" {
 		r.Message = msg
 		if out.Wait == nil {
 			out.Wait = heldWait(v.it.Name, msg)
@@ -208,7 +208,7 @@ func (c *Controller) pauseMessage(pool *unstructured.Unstructured, aborted []str
 		// The pool's reconcile may have run while this replica could
 		// not see the pool (during an outage, or as it took over):
 		// nothing else would end the pause.
-		c.enqueue(name, machineconfig.HoldRetry)
+		c.term.enqueue(name, machineconfig.HoldRetry)
 	}
 	return pausedMessage(name, until, now)
 }

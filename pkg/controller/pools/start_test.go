@@ -18,7 +18,7 @@ func TestResyncWhileATermStarts(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for range 200 {
-			c.resync()
+			c.term.resync()
 		}
 	}()
 	c.Start(ctx)
