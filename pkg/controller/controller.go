@@ -153,13 +153,14 @@ func (c *Controller) wake(config string) {
 // so a replica that lost its Lease keeps serving the API and stands by.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
+	log := klog.FromContext(ctx)
 	le := c.LeaderElection
 	if !le.LeaderElect {
 		c.runLeader(ctx, workers)
 		return
 	}
 	if c.LeaseClient == nil {
-		klog.ErrorS(nil, "Leader election is enabled but there is no client for the Lease; the controller does not run")
+		log.Error(nil, "Leader election is enabled but there is no client for the Lease; the controller does not run")
 		return
 	}
 	host, _ := os.Hostname()
@@ -167,7 +168,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.ResourceNamespace, le.ResourceName,
 		c.LeaseClient.CoreV1(), c.LeaseClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: c.Recorder})
 	if err != nil {
-		klog.ErrorS(err, "Cannot create the leader election lock; the controller does not run")
+		log.Error(err, "Cannot create the leader election lock; the controller does not run")
 		return
 	}
 	if ll, ok := lock.(*resourcelock.LeaseLock); ok {
@@ -183,13 +184,13 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 			Name:            "virt-advisor-controller",
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(ctx context.Context) {
-					klog.InfoS("Became leader, starting the controller", "identity", identity)
+					log.Info("Became leader, starting the controller", "identity", identity)
 					c.runLeader(ctx, workers)
 				},
-				OnStoppedLeading: func() { klog.InfoS("Lost leadership, the controller stops", "identity", identity) },
+				OnStoppedLeading: func() { log.Info("Lost leadership, the controller stops", "identity", identity) },
 				OnNewLeader: func(current string) {
 					if current != identity {
-						klog.InfoS("Not the leader: standing by", "leader", current, "identity", identity)
+						log.Info("Not the leader: standing by", "leader", current, "identity", identity)
 					}
 				},
 			},
@@ -215,10 +216,11 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	if !cache.WaitForCacheSync(ctx.Done(), c.Informer.HasSynced) {
 		return
 	}
-	remove, err := c.addHandlers()
+	log := klog.FromContext(ctx)
+	remove, err := c.addHandlers(log)
 	defer remove()
 	if err != nil {
-		klog.ErrorS(err, "Cannot watch what the controller reconciles")
+		log.Error(err, "Cannot watch what the controller reconciles")
 		return
 	}
 	c.Watches.OnEvent(func(config string, key cluster.ObjectKey) {
@@ -234,7 +236,7 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	// /metrics reports the configs from this cache while we lead.
 	c.leading.Store(true)
 	defer c.leading.Store(false)
-	klog.InfoS("Controller started")
+	log.Info("Controller started")
 	// The pool controller: pool pauses a previous leader left behind are
 	// ended there, from what the configs' status says.
 	c.pools.Start(ctx)
@@ -242,14 +244,14 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}
 	<-ctx.Done()
-	klog.InfoS("Controller stopped")
+	log.Info("Controller stopped")
 }
 
 // addHandlers adds the controller's handlers to the shared informers: the
 // configs, and the maintenance windows, CRDs and approval policies, after
 // whose changes every config (and every pool, for the windows) is looked
 // at again. remove removes those added, also after an error.
-func (c *Controller) addHandlers() (remove func(), err error) {
+func (c *Controller) addHandlers(log klog.Logger) (remove func(), err error) {
 	var added []func()
 	remove = func() {
 		for _, r := range added {
@@ -261,7 +263,7 @@ func (c *Controller) addHandlers() (remove func(), err error) {
 		if err != nil {
 			return fmt.Errorf("watching %s: %w", what, err)
 		}
-		added = append(added, func() { removeHandler(informer, reg) })
+		added = append(added, func() { removeHandler(log, informer, reg) })
 		return nil
 	}
 	// A handler added to a synced informer is told of every config.
@@ -310,9 +312,9 @@ func anyChange(fn func()) cache.ResourceEventHandler {
 	}
 }
 
-func removeHandler(informer cache.SharedInformer, reg cache.ResourceEventHandlerRegistration) {
+func removeHandler(log klog.Logger, informer cache.SharedInformer, reg cache.ResourceEventHandlerRegistration) {
 	if err := informer.RemoveEventHandler(reg); err != nil {
-		klog.ErrorS(err, "Cannot remove an event handler")
+		log.Error(err, "Cannot remove an event handler")
 	}
 }
 
@@ -386,10 +388,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(name)
+	log := klog.FromContext(ctx)
 	start := c.clock.Now()
 	requeueAfter, err := c.reconcile(ctx, name)
 	if took := c.clock.Since(start); took > 200*time.Millisecond {
-		klog.InfoS("Slow reconcile", "config", name, "duration", took, "err", err)
+		log.Info("Slow reconcile", "config", name, "duration", took, "err", err)
 	}
 	switch {
 	case apierrors.IsNotFound(err):
@@ -398,9 +401,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		switch {
 		case errors.Is(err, errLookAgain):
 			// No failure: this replica looks again with newer news.
-			klog.V(2).InfoS("Looking again", "config", name, "reason", err)
+			log.V(2).Info("Looking again", "config", name, "reason", err)
 		case !apierrors.IsConflict(err):
-			klog.ErrorS(err, "Reconciling failed, will retry", "config", name)
+			log.Error(err, "Reconciling failed, will retry", "config", name)
 		}
 		c.queue.AddRateLimited(name)
 	default:

@@ -73,7 +73,7 @@ func (d *driftChecker) fromWatch(ctx context.Context, cfg *v1alpha1.VirtPlatform
 	}
 	drifted, decided, err := d.planner.DriftFromCaches(ctx, cfg, applied)
 	if err != nil {
-		klog.V(2).InfoS("Drift not decided from the watch caches; computing the plan", "config", cfg.Name, "reason", err)
+		klog.FromContext(ctx).V(2).Info("Drift not decided from the watch caches; computing the plan", "config", cfg.Name, "reason", err)
 		return changes{}, false
 	}
 	if !decided {
