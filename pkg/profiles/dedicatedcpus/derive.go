@@ -100,6 +100,14 @@ func derive(pool hardware.Pool, coresPerZone int) (reservation, error) {
 			r.numbering += "; multithreading assumed on, no node-feature-discovery label says otherwise"
 		}
 	}
+	r.cpusWhy = reservedCoresWhy(coresPerZone, threads)
+	r.memory = spreadMemory(n.Zones)
+	return r, nil
+}
+
+// reservedCoresWhy says which CPUs of each zone are reserved: "1 core per
+// NUMA zone with its SMT sibling".
+func reservedCoresWhy(coresPerZone, threads int) string {
 	unit := "core"
 	if coresPerZone > 1 {
 		unit = "cores"
@@ -111,9 +119,7 @@ func derive(pool hardware.Pool, coresPerZone int) (reservation, error) {
 			sibling = " with their SMT siblings"
 		}
 	}
-	r.cpusWhy = fmt.Sprintf("%d %s per NUMA zone%s", coresPerZone, unit, sibling)
-	r.memory = spreadMemory(n.Zones)
-	return r, nil
+	return fmt.Sprintf("%d %s per NUMA zone%s", coresPerZone, unit, sibling)
 }
 
 // cpuList is reservedSystemCPUs in the assumed numbering: the first
