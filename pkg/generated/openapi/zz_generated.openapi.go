@@ -29,6 +29,7 @@ import (
 	version "k8s.io/apimachinery/pkg/version"
 	common "k8s.io/kube-openapi/pkg/common"
 	spec "k8s.io/kube-openapi/pkg/validation/spec"
+	ptr "k8s.io/utils/ptr"
 )
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
@@ -1026,6 +1027,8 @@ func schema_pkg_apis_advisor_v1alpha1_DedicatedCPUsConfig(ref common.ReferenceCa
 						SchemaProps: spec.SchemaProps{
 							Description: "reservedCoresPerZone is how many physical cores (with their SMT siblings) of each NUMA zone are kept for the system and never pinned, 1..8 (default 1).",
 							Default:     1,
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](8),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1171,6 +1174,8 @@ func schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref common.ReferenceCallba
 						SchemaProps: spec.SchemaProps{
 							Description: "memoryPercent is the share of each node's memory (its allocatable memory plus the huge pages it already has) reserved as huge pages, 1..90 (default 50).",
 							Default:     50,
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](90),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1179,6 +1184,8 @@ func schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref common.ReferenceCallba
 						SchemaProps: spec.SchemaProps{
 							Description: "floorGiB is the memory, in GiB, that must stay for ordinary pods and VMs beyond the kubelet's reservations, 1..1024 (default 8): a count that would leave less is refused, naming the numbers.",
 							Default:     8,
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](1024),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1273,6 +1280,8 @@ func schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref common.Refer
 						SchemaProps: spec.SchemaProps{
 							Description: "migrationNetworkGbps is the speed of each node's migration network link, in Gbit/s, 1..800 (default 10).",
 							Default:     10,
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](800),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1281,6 +1290,8 @@ func schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref common.Refer
 						SchemaProps: spec.SchemaProps{
 							Description: "networkSharePercent is the share of that link live migrations may use, 10..100 (default 50); the rest stays with the VMs' own traffic.",
 							Default:     50,
+							Minimum:     ptr.To[float64](10),
+							Maximum:     ptr.To[float64](100),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1288,6 +1299,8 @@ func schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref common.Refer
 					"parallelOutboundMigrationsPerNode": {
 						SchemaProps: spec.SchemaProps{
 							Description: "parallelOutboundMigrationsPerNode is how many VMs a draining node sends at once, 1..10; each gets its share of the link as bandwidthPerMigration. Unset: the installed HyperConverged's default (2 in v1beta1, 1 in v1).",
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](10),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1295,6 +1308,8 @@ func schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref common.Refer
 					"completionTimeoutPerGiB": {
 						SchemaProps: spec.SchemaProps{
 							Description: "completionTimeoutPerGiB cancels a migration that has not completed in this many seconds per GiB of guest memory, 10..3600. Unset: the installed HyperConverged's default (150 in v1beta1, 20 in v1).",
+							Minimum:     ptr.To[float64](10),
+							Maximum:     ptr.To[float64](3600),
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},
@@ -1303,6 +1318,8 @@ func schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref common.Refer
 						SchemaProps: spec.SchemaProps{
 							Description: "progressTimeout cancels a migration whose memory copy made no progress for this many seconds, 30..3600 (default 150, the HyperConverged's).",
 							Default:     150,
+							Minimum:     ptr.To[float64](30),
+							Maximum:     ptr.To[float64](3600),
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},
@@ -1324,6 +1341,8 @@ func schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref common.ReferenceCallba
 						SchemaProps: spec.SchemaProps{
 							Description: "deschedulingIntervalSeconds is how often the descheduler runs, 60..86400 (default 60).",
 							Default:     60,
+							Minimum:     ptr.To[float64](60),
+							Maximum:     ptr.To[float64](86400),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1355,6 +1374,8 @@ func schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref common.ReferenceCallba
 					"evictionLimitTotal": {
 						SchemaProps: spec.SchemaProps{
 							Description: "evictionLimitTotal caps concurrent evictions in the cluster, 1..1000. Unset derives it from the HyperConverged parallelMigrationsPerCluster.",
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](1000),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1362,6 +1383,8 @@ func schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref common.ReferenceCallba
 					"evictionLimitNode": {
 						SchemaProps: spec.SchemaProps{
 							Description: "evictionLimitNode caps concurrent evictions per node, 1..100. Unset derives it from the HyperConverged parallelOutboundMigrationsPerNode.",
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](100),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2730,6 +2753,8 @@ func schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref common.Referen
 					"memoryToRequestRatio": {
 						SchemaProps: spec.SchemaProps{
 							Description: "memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300. Values above 120 require enableSwap=true. Default: 150 with swap, 100 without.",
+							Minimum:     ptr.To[float64](100),
+							Maximum:     ptr.To[float64](300),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

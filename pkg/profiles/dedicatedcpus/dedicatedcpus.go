@@ -51,10 +51,10 @@ const (
 
 // TopologyManagerPolicies are the topology manager policies a pinned VM
 // can live with: none would place its CPUs and memory on any zone.
-var TopologyManagerPolicies = []string{"single-numa-node", "restricted", "best-effort"}
+var TopologyManagerPolicies = validation.OptionValues("dedicatedCPUs.topologyManagerPolicy")
 
 // ReservedCoresPerZone bounds the option of that name.
-var ReservedCoresPerZone = validation.Range{Min: 1, Max: 8}
+var ReservedCoresPerZone = validation.OptionRange("dedicatedCPUs.reservedCoresPerZone")
 
 // What the KubeletConfig sets besides the derived values.
 const (
@@ -347,10 +347,6 @@ func validateOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.Er
 			errs = append(errs, field.Invalid(fldPath.Child("pool"), o.Pool, "not a MachineConfigPool name: "+msg))
 		}
 	}
-	if o.TopologyManagerPolicy != "" && !contains(TopologyManagerPolicies, o.TopologyManagerPolicy) {
-		errs = append(errs, field.NotSupported(fldPath.Child("topologyManagerPolicy"), o.TopologyManagerPolicy, TopologyManagerPolicies))
-	}
-	errs = append(errs, validation.ValidateRange(fldPath.Child("reservedCoresPerZone"), o.ReservedCoresPerZone, ReservedCoresPerZone)...)
 	return errs
 }
 

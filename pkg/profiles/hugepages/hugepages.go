@@ -55,10 +55,10 @@ func MachineConfigName(pool string) string { return NamePrefix + pool + NameSuff
 // the floor (default 8 GiB) at once for all but the largest nodes: refused
 // from the options alone.
 var (
-	MemoryPercent = validation.Range{Min: 1, Max: 90}
-	FloorGiB      = validation.Range{Min: 1, Max: 1024}
+	MemoryPercent = validation.OptionRange("hugepages.memoryPercent")
+	FloorGiB      = validation.OptionRange("hugepages.floorGiB")
 	// PageSizes are the sizes of options.hugepages.pageSize.
-	PageSizes = []string{"1G", "2M"}
+	PageSizes = validation.OptionValues("hugepages.pageSize")
 	// MaxCount bounds the count written (hugepages=): 1 PiB of 1G pages;
 	// the admission policy's pattern admits 1 to MaxCount exactly.
 	MaxCount = int64(1 << 20)
@@ -369,19 +369,8 @@ func (profile) DescribeInputChange(string, map[string]interface{}, map[string]in
 func validateOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList {
 	o := opts.Hugepages
 	var errs field.ErrorList
+	// Bounds and values are the markers' (validation's declared checks).
 	errs = append(errs, validation.ValidatePool(fldPath.Child("pool"), o.Pool, MachineConfigName)...)
-	if o.PageSize != "" {
-		if _, ok := pageBytes[o.PageSize]; !ok {
-			errs = append(errs, field.NotSupported(fldPath.Child("pageSize"), o.PageSize, PageSizes))
-		}
-	}
-	if o.MemoryPercent != nil && *o.MemoryPercent > MemoryPercent.Max {
-		errs = append(errs, field.Invalid(fldPath.Child("memoryPercent"), *o.MemoryPercent,
-			fmt.Sprintf("must be between %d and %d, inclusive: above %d%% a node keeps too little for the kubelet's floor, the operating system and ordinary pods", MemoryPercent.Min, MemoryPercent.Max, MemoryPercent.Max)))
-	} else {
-		errs = append(errs, validation.ValidateRange(fldPath.Child("memoryPercent"), o.MemoryPercent, MemoryPercent)...)
-	}
-	errs = append(errs, validation.ValidateRange(fldPath.Child("floorGiB"), o.FloorGiB, FloorGiB)...)
 	return errs
 }
 
