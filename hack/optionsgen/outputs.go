@@ -21,6 +21,12 @@ func validationCode(structs map[string]*optionStruct, order []string, blocks []b
 		fmt.Fprintf(&b, "\t%q: func(o *advisor.ProfileOptions, p *field.Path) field.ErrorList { return validate%s(o.%s, p) },\n", bl.jsonName, bl.structName, bl.goName)
 	}
 	b.WriteString("}\n\n")
+	b.WriteString("// blockNames are the JSON names of ProfileOptions' blocks, by their Go names.\n")
+	b.WriteString("var blockNames = map[string]string{\n")
+	for _, bl := range blocks {
+		fmt.Fprintf(&b, "\t%q: %q,\n", bl.goName, bl.jsonName)
+	}
+	b.WriteString("}\n\n")
 	ranges, enums := declaredValues(structs, blocks)
 	b.WriteString("// declaredRanges are the integer options' bounds, by their path under spec.options.\n")
 	b.WriteString("var declaredRanges = map[string]Range{\n" + ranges + "}\n\n")

@@ -5,7 +5,6 @@ package validation
 import (
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -254,15 +253,14 @@ func validateSpec(spec *advisor.VirtPlatformConfigSpec, served Profiles, fldPath
 
 // setBlocks are the JSON names of the blocks of spec.options a config
 // sets: every pointer field of ProfileOptions is one block, named as its
-// JSON field (the Go name with a lower-case first letter), so a new block
+// JSON field (blockNames, generated from the declaration), so a new block
 // needs no entry here.
 func setBlocks(o *advisor.ProfileOptions) []string {
 	var out []string
 	v := reflect.ValueOf(o).Elem()
 	for i := 0; i < v.NumField(); i++ {
 		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
-			name := v.Type().Field(i).Name
-			out = append(out, strings.ToLower(name[:1])+name[1:])
+			out = append(out, blockNames[v.Type().Field(i).Name])
 		}
 	}
 	return out

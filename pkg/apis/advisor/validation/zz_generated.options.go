@@ -30,6 +30,16 @@ var declaredChecks = map[string]func(*advisor.ProfileOptions, *field.Path) field
 	},
 }
 
+// blockNames are the JSON names of ProfileOptions' blocks, by their Go names.
+var blockNames = map[string]string{
+	"LoadAware":           "loadAware",
+	"VirtHigherDensity":   "virtHigherDensity",
+	"LiveMigrationLimits": "liveMigrationLimits",
+	"Hugepages":           "hugepages",
+	"PciPassthrough":      "pciPassthrough",
+	"DedicatedCPUs":       "dedicatedCPUs",
+}
+
 // declaredRanges are the integer options' bounds, by their path under spec.options.
 var declaredRanges = map[string]Range{
 	"loadAware.deschedulingIntervalSeconds":                 {Min: 60, Max: 86400},
