@@ -419,6 +419,22 @@ func writesBlock(t *testing.T) string {
 		}
 		return out
 	}
+	return block(writesStart, []namedValue{
+		{"operations", lists(w.operations)},
+		{"objects", lists(w.objects)},
+		{"objectTemplates", templates(w.templates)},
+		{"ownSpecByResource", lists(w.ownSpec)},
+		{"hcoFields", strs(w.hcoFields)},
+		{"hcoManaged", strs(hcoManaged(t))},
+		{"lmFields", strs(livemigration.Fields())},
+	})
+}
+
+// hcoManaged is the HyperConverged's fields the catalogue's items manage,
+// in v1beta1's paths without "spec.", sorted: what the policy's messages
+// name.
+func hcoManaged(t *testing.T) []string {
+	t.Helper()
 	var managed []string
 	for _, vr := range variants() {
 		for _, it := range items(t, vr, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
@@ -433,15 +449,7 @@ func writesBlock(t *testing.T) string {
 		}
 	}
 	sort.Strings(managed)
-	return block(writesStart, []namedValue{
-		{"operations", lists(w.operations)},
-		{"objects", lists(w.objects)},
-		{"objectTemplates", templates(w.templates)},
-		{"ownSpecByResource", lists(w.ownSpec)},
-		{"hcoFields", strs(w.hcoFields)},
-		{"hcoManaged", strs(managed)},
-		{"lmFields", strs(livemigration.Fields())},
-	})
+	return managed
 }
 
 // templates are the name templates as CEL values ({} when none).

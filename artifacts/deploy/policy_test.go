@@ -659,19 +659,7 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 			t.Errorf("ownSpecByResource[%s] = %v, the profiles manage %v", key, got, want)
 		}
 	}
-	// The HyperConverged rule is written for exactly these fields, in
-	// both versions; a profile managing another one needs it extended.
-	hcoFields := []string{"higherWorkloadDensity.memoryOvercommitPercentage", "ksmConfiguration",
-		"virtualization.higherWorkloadDensity.memoryOvercommitPercentage", "virtualization.ksmConfiguration"}
-	for _, f := range livemigration.Fields() {
-		hcoFields = append(hcoFields, "liveMigrationConfig."+f, "virtualization.liveMigrationConfig."+f)
-	}
-	if !sameSet(pt.fields[hco], hcoFields) {
-		t.Errorf("the profiles manage %v of the HyperConverged; the policy's HyperConverged rule handles %v: extend it", pt.fields[hco], hcoFields)
-	}
-	if got := stringList(t, ownSpec[hco]); !sameSet(got, []string{"ksmConfiguration", "higherWorkloadDensity", "liveMigrationConfig", "virtualization"}) {
-		t.Errorf("ownSpecByResource[%s] = %v", hco, got)
-	}
+	checkHCOFields(t, pt.fields[hco], stringList(t, ownSpec[hco]))
 	// The example ConfigMap's data is managed whole (the policy leaves
 	// the data of that one ConfigMap free).
 	if got := pt.fields["/configmaps"]; !sameSet(got, []string{"data"}) {
@@ -727,11 +715,57 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	}
 }
 
+// checkHCOFields: the policy leaves free the HyperConverged fields the
+// catalogue declares it writes (under spec, and spec.virtualization in
+// v1); the items manage those, the same in both versions, and inside
+// higherWorkloadDensity and liveMigrationConfig only the sub-fields the
+// policy's HyperConverged rule lets change (a profile managing another
+// one needs that rule extended).
+func checkHCOFields(t *testing.T, managed, ownSpec []string) {
+	t.Helper()
+	declared := catalogueWrites().hcoFields
+	if want := append(append([]string(nil), declared...), "virtualization"); !sameSet(ownSpec, want) {
+		t.Errorf("ownSpecByResource[%s] = %v, the profiles declare %v", hcoResource, ownSpec, want)
+	}
+	confined := map[string][]string{"higherWorkloadDensity": {"memoryOvercommitPercentage"}, "liveMigrationConfig": livemigration.Fields()}
+	v1beta1 := hcoManaged(t)
+	var both []string
+	for _, f := range v1beta1 {
+		both = append(both, f, "virtualization."+f)
+		top, sub, _ := strings.Cut(f, ".")
+		switch {
+		case !contains(declared, top):
+			t.Errorf("an item manages %s of the HyperConverged; no profile declares a write of %s", f, top)
+		case confined[top] != nil && !contains(confined[top], sub):
+			t.Errorf("an item manages %s of the HyperConverged; the policy's HyperConverged rule lets only %s.%v change: extend it", f, top, confined[top])
+		}
+	}
+	if !sameSet(managed, both) {
+		t.Errorf("the items manage %v of the HyperConverged in its two versions, want the same fields in both: %v", managed, both)
+	}
+	for _, d := range declared {
+		if !contains(v1beta1, d) && !hasPrefixIn(v1beta1, d+".") {
+			t.Errorf("the profiles declare a write of %s of the HyperConverged; no item manages it", d)
+		}
+	}
+}
+
+func hasPrefixIn(list []string, prefix string) bool {
+	for _, s := range list {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestDeniesEverythingElse: what a compromised server could do with its
 // RBAC, and the profiles never do, is denied with a message naming what
 // is allowed; other users are not concerned.
 func TestDeniesEverythingElse(t *testing.T) {
-	const hcoOnly = "changes only higherWorkloadDensity.memoryOvercommitPercentage, ksmConfiguration, liveMigrationConfig.bandwidthPerMigration, liveMigrationConfig.completionTimeoutPerGiB"
+	// What the policy says of the HyperConverged names the fields the
+	// items manage.
+	hcoOnly := "changes only " + strings.Join(hcoManaged(t), ", ") + " (under spec or spec.virtualization) of the HyperConverged"
 	v := compileDeployed(t)
 	desired := map[string]*unstructured.Unstructured{}
 	for _, vr := range variants() {
@@ -887,7 +921,7 @@ func TestDeniesEverythingElse(t *testing.T) {
 		{"deleting a pool", request{op: admission.Delete, gvr: machineConfigPools, old: pool}, "may not DELETE machineconfiguration.openshift.io/machineconfigpools (only UPDATE)"},
 		{"an HCO field no profile manages", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
 			set(o, true, "spec", "liveMigrationConfig", "allowPostCopy")
-		})}, hcoOnly + ", liveMigrationConfig.parallelMigrationsPerCluster, liveMigrationConfig.parallelOutboundMigrationsPerNode, liveMigrationConfig.progressTimeout (under spec or spec.virtualization) of the HyperConverged"},
+		})}, hcoOnly},
 		{"an HCO field beside memoryOvercommitPercentage", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
 			set(o, "x", "spec", "higherWorkloadDensity", "other")
 		})}, hcoOnly},
