@@ -20,6 +20,8 @@ type ProfileOptions struct {
 	PciPassthrough *PciPassthroughConfig
 	// dedicatedCPUs tunes the dedicated-cpus profile.
 	DedicatedCPUs *DedicatedCPUsConfig
+	// vmEvictionStrategy tunes the vm-eviction-strategy profile.
+	VMEvictionStrategy *VMEvictionStrategyConfig
 }
 
 // LoadAwareConfig tunes the load-aware-rebalancing profile.
@@ -163,4 +165,15 @@ type DedicatedCPUsConfig struct {
 	// siblings) of each NUMA zone are kept for the system and never pinned,
 	// 1..8 (default 1).
 	ReservedCoresPerZone *int32
+}
+
+// VMEvictionStrategyConfig tunes the vm-eviction-strategy profile: the
+// HyperConverged's evictionStrategy, what a node drain does to every VM
+// that sets none of its own. No reboot.
+type VMEvictionStrategyConfig struct {
+	// strategy is the cluster-wide default: LiveMigrate (the default;
+	// a VM that cannot migrate blocks the drain), LiveMigrateIfPossible
+	// (it is shut down instead), None (VMs are shut down) or External
+	// (an external controller handles the eviction).
+	Strategy string
 }

@@ -80,6 +80,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ReplacedObject{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ReplacedObject(ref),
 		v1alpha1.ReviewedTarget{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref),
 		v1alpha1.RolloutSpec{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref),
+		v1alpha1.VMEvictionStrategyConfig{}.OpenAPIModelName():  schema_pkg_apis_advisor_v1alpha1_VMEvictionStrategyConfig(ref),
 		v1alpha1.VMImpact{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_VMImpact(ref),
 		v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref),
 		v1alpha1.VirtPlatformConfig{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfig(ref),
@@ -2497,11 +2498,17 @@ func schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref common.ReferenceCallbac
 							Ref:         ref(v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName()),
 						},
 					},
+					"vmEvictionStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "vmEvictionStrategy tunes the vm-eviction-strategy profile.",
+							Ref:         ref(v1alpha1.VMEvictionStrategyConfig{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName(), v1alpha1.HugepagesConfig{}.OpenAPIModelName(), v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName(), v1alpha1.LoadAwareConfig{}.OpenAPIModelName(), v1alpha1.PciPassthroughConfig{}.OpenAPIModelName(), v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName()},
+			v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName(), v1alpha1.HugepagesConfig{}.OpenAPIModelName(), v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName(), v1alpha1.LoadAwareConfig{}.OpenAPIModelName(), v1alpha1.PciPassthroughConfig{}.OpenAPIModelName(), v1alpha1.VMEvictionStrategyConfig{}.OpenAPIModelName(), v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName()},
 	}
 }
 
@@ -2666,6 +2673,27 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref common.ReferenceCallback) 
 						SchemaProps: spec.SchemaProps{
 							Description: "allowBlockingDrains writes an approved MachineConfig change even while a node of a pool it rolls out on runs a VM that would block the node's drain (eviction strategy LiveMigrate on a VM that cannot migrate, or External): that node then stays cordoned, and the pool stuck, until someone stops, moves or changes the VM. By default such a change waits, naming the VMs, until none would block. Approving a plan approves this setting too (it is part of the plan hash).",
 							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_VMEvictionStrategyConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VMEvictionStrategyConfig tunes the vm-eviction-strategy profile: the HyperConverged's evictionStrategy, what a node drain does to every VM that sets none of its own. No reboot.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"strategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "strategy is the cluster-wide default: LiveMigrate (the default; a VM that cannot migrate blocks the drain), LiveMigrateIfPossible (it is shut down instead), None (VMs are shut down) or External (an external controller handles the eviction).",
+							Default:     "LiveMigrate",
+							Type:        []string{"string"},
 							Format:      "",
 						},
 					},

@@ -14,6 +14,7 @@ func fillDefaultedProfileOptions(o *advisor.ProfileOptions) {
 	fillDefaultedHugepagesConfig(o.Hugepages)
 	fillDefaultedPciPassthroughConfig(o.PciPassthrough)
 	fillDefaultedDedicatedCPUsConfig(o.DedicatedCPUs)
+	fillDefaultedVMEvictionStrategyConfig(o.VMEvictionStrategy)
 }
 
 func fillDefaultedLoadAwareConfig(o *advisor.LoadAwareConfig) {
@@ -131,5 +132,14 @@ func fillDefaultedDedicatedCPUsConfig(o *advisor.DedicatedCPUsConfig) {
 	}
 	if o.ReservedCoresPerZone == nil {
 		o.ReservedCoresPerZone = new(int32)
+	}
+}
+
+func fillDefaultedVMEvictionStrategyConfig(o *advisor.VMEvictionStrategyConfig) {
+	if o == nil {
+		return
+	}
+	if o.Strategy == "" {
+		o.Strategy = "LiveMigrate"
 	}
 }

@@ -174,6 +174,23 @@ type ProfileOptions struct {
 	// dedicatedCPUs tunes the dedicated-cpus profile.
 	// +optional
 	DedicatedCPUs *DedicatedCPUsConfig `json:"dedicatedCPUs,omitempty"`
+	// vmEvictionStrategy tunes the vm-eviction-strategy profile.
+	// +optional
+	VMEvictionStrategy *VMEvictionStrategyConfig `json:"vmEvictionStrategy,omitempty"`
+}
+
+// VMEvictionStrategyConfig tunes the vm-eviction-strategy profile: the
+// HyperConverged's evictionStrategy, what a node drain does to every VM
+// that sets none of its own. No reboot.
+type VMEvictionStrategyConfig struct {
+	// strategy is the cluster-wide default: LiveMigrate (the default;
+	// a VM that cannot migrate blocks the drain), LiveMigrateIfPossible
+	// (it is shut down instead), None (VMs are shut down) or External
+	// (an external controller handles the eviction).
+	// +optional
+	// +default="LiveMigrate"
+	// +k8s:validation:enum=["LiveMigrate","LiveMigrateIfPossible","None","External"]
+	Strategy string `json:"strategy,omitempty"`
 }
 
 // HugepagesConfig tunes the hugepages profile: kernel arguments that

@@ -28,6 +28,9 @@ var declaredChecks = map[string]func(*advisor.ProfileOptions, *field.Path) field
 	"dedicatedCPUs": func(o *advisor.ProfileOptions, p *field.Path) field.ErrorList {
 		return validateDedicatedCPUsConfig(o.DedicatedCPUs, p)
 	},
+	"vmEvictionStrategy": func(o *advisor.ProfileOptions, p *field.Path) field.ErrorList {
+		return validateVMEvictionStrategyConfig(o.VMEvictionStrategy, p)
+	},
 }
 
 // blockNames are the JSON names of ProfileOptions' blocks, by their Go names.
@@ -38,6 +41,7 @@ var blockNames = map[string]string{
 	"Hugepages":           "hugepages",
 	"PciPassthrough":      "pciPassthrough",
 	"DedicatedCPUs":       "dedicatedCPUs",
+	"VMEvictionStrategy":  "vmEvictionStrategy",
 }
 
 // declaredRanges are the integer options' bounds, by their path under spec.options.
@@ -62,6 +66,7 @@ var declaredEnums = map[string][]string{
 	"loadAware.devDeviationThresholds":    []string{"Low", "Medium", "High", "AsymmetricLow", "AsymmetricMedium", "AsymmetricHigh"},
 	"hugepages.pageSize":                  []string{"1G", "2M"},
 	"dedicatedCPUs.topologyManagerPolicy": []string{"single-numa-node", "restricted", "best-effort"},
+	"vmEvictionStrategy.strategy":         []string{"LiveMigrate", "LiveMigrateIfPossible", "None", "External"},
 }
 
 func validateLoadAwareConfig(o *advisor.LoadAwareConfig, fldPath *field.Path) field.ErrorList {
@@ -134,5 +139,14 @@ func validateDedicatedCPUsConfig(o *advisor.DedicatedCPUsConfig, fldPath *field.
 	var errs field.ErrorList
 	errs = append(errs, validateEnum(fldPath.Child("topologyManagerPolicy"), string(o.TopologyManagerPolicy), []string{"single-numa-node", "restricted", "best-effort"})...)
 	errs = append(errs, validateBounds(fldPath.Child("reservedCoresPerZone"), o.ReservedCoresPerZone, 1, 8)...)
+	return errs
+}
+
+func validateVMEvictionStrategyConfig(o *advisor.VMEvictionStrategyConfig, fldPath *field.Path) field.ErrorList {
+	if o == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	errs = append(errs, validateEnum(fldPath.Child("strategy"), string(o.Strategy), []string{"LiveMigrate", "LiveMigrateIfPossible", "None", "External"})...)
 	return errs
 }
