@@ -5,6 +5,7 @@ package profiles
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,6 +85,18 @@ type Write struct {
 	Fields []string
 	// Why says, for the RBAC comment and the docs, what the write is for.
 	Why string
+}
+
+// ManagedResources are the resources of the objects the profile may
+// change: those its Writes name, each once, in their order.
+func (m Metadata) ManagedResources() []schema.GroupResource {
+	var out []schema.GroupResource
+	for _, w := range m.Writes {
+		if !slices.Contains(out, w.Resource) {
+			out = append(out, w.Resource)
+		}
+	}
+	return out
 }
 
 // PoolPlaceholder stands for a MachineConfigPool's name in Write.Name.
@@ -187,8 +200,6 @@ type Profile interface {
 	Metadata() Metadata
 	// Prerequisites are the APIs needed with these (defaulted) options.
 	Prerequisites(opts v1alpha1.ProfileOptions) []Prerequisite
-	// ManagedKinds are the kinds of the objects the profile may change.
-	ManagedKinds() []schema.GroupVersionKind
 	// Items computes the desired objects, in the order they are applied.
 	Items(ctx context.Context, in Inputs) ([]Item, error)
 	// InputObjects are the objects whose content the desired states are

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -178,17 +180,14 @@ func TestEveryProfileIsWired(t *testing.T) {
 			if len(items) == 0 {
 				t.Fatal("no items")
 			}
-			managed := map[schema.GroupKind]bool{}
-			for _, gvk := range p.ManagedKinds() {
-				managed[gvk.GroupKind()] = true
-			}
+			managed := p.Metadata().ManagedResources()
 			for _, it := range items {
 				if it.Err != nil {
 					t.Errorf("item %s: %v", it.Name, it.Err)
 					continue
 				}
-				if it.Desired == nil || !managed[it.Desired.GroupVersionKind().GroupKind()] {
-					t.Errorf("item %s writes %v, not one of the kinds the profile manages (%v)", it.Name, it.Desired, p.ManagedKinds())
+				if it.Desired == nil || !slices.Contains(managed, resourceOf(it.Desired.GroupVersionKind())) {
+					t.Errorf("item %s writes %v, not one of the resources the profile's Writes name (%v)", it.Name, it.Desired, managed)
 				}
 			}
 		})
@@ -236,4 +235,10 @@ func TestWhatAProfileCreatesItsRevertMayDelete(t *testing.T) {
 			}
 		}
 	}
+}
+
+// resourceOf is the resource of a kind the profiles write (each one's
+// plural is its lower-case name and an s).
+func resourceOf(gvk schema.GroupVersionKind) schema.GroupResource {
+	return schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind) + "s"}
 }

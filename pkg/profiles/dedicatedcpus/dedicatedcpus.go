@@ -146,10 +146,6 @@ func (profile) Prerequisites(v1alpha1.ProfileOptions) []profiles.Prerequisite {
 	}
 }
 
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{machineconfig.KubeletConfigGVK}
-}
-
 // options are the options with every default resolved.
 type options struct {
 	enabled         bool

@@ -54,10 +54,6 @@ func (profile) Prerequisites(v1alpha1.ProfileOptions) []profiles.Prerequisite {
 	return []profiles.Prerequisite{{GVK: kubevirt.HyperConvergedGVK, Description: "Install OpenShift Virtualization via OLM"}}
 }
 
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{kubevirt.HyperConvergedGVK}
-}
-
 // Items writes the strategy through the HyperConverged version discovery
 // prefers, naming the running VMs that follow it.
 func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, error) {

@@ -120,10 +120,6 @@ func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisi
 	})
 }
 
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK, kubevirt.HyperConvergedGVK}
-}
-
 // Items reads which HyperConverged version is served and, with swap on,
 // how much swap the nodes of the pools it reaches report.
 func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, error) {

@@ -132,9 +132,9 @@ func TestMetadata(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Metadata() = %+v, want %+v", got, want)
 	}
-	wantKinds := []schema.GroupVersionKind{machineconfig.MachineConfigGVK, kubevirt.HyperConvergedGVK}
-	if got := New().ManagedKinds(); !reflect.DeepEqual(got, wantKinds) {
-		t.Errorf("ManagedKinds() = %v, want %v", got, wantKinds)
+	wantResources := []schema.GroupResource{machineconfig.MachineConfigs.GroupResource(), {Group: kubevirt.HyperConvergedGVK.Group, Resource: "hyperconvergeds"}}
+	if got := New().Metadata().ManagedResources(); !reflect.DeepEqual(got, wantResources) {
+		t.Errorf("ManagedResources() = %v, want %v", got, wantResources)
 	}
 }
 

@@ -102,10 +102,6 @@ func (profile) Prerequisites(v1alpha1.ProfileOptions) []profiles.Prerequisite {
 	return []profiles.Prerequisite{{GVK: kubevirt.HyperConvergedGVK, Description: "Install OpenShift Virtualization via OLM"}}
 }
 
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{kubevirt.HyperConvergedGVK}
-}
-
 // options are the options with every default resolved.
 type options struct {
 	gbps, sharePercent, perNode int32

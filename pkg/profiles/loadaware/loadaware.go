@@ -117,10 +117,6 @@ func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisi
 	return append(pre, profiles.Prerequisite{GVK: kubevirt.HyperConvergedGVK, Description: "Please install OpenShift Virtualization via OLM"})
 }
 
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK, profiles.KubeDeschedulerGVK}
-}
-
 func psiEnabled(opts v1alpha1.ProfileOptions) bool {
 	return opts.LoadAware == nil || opts.LoadAware.EnablePSIMetrics == nil || *opts.LoadAware.EnablePSIMetrics
 }

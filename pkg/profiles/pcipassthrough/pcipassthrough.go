@@ -114,10 +114,6 @@ func (profile) Prerequisites(v1alpha1.ProfileOptions) []profiles.Prerequisite {
 	return []profiles.Prerequisite{{GVK: machineconfig.MachineConfigGVK, Description: "MachineConfig CRD is required for kernel arguments (available on OpenShift)"}}
 }
 
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK}
-}
-
 // Items reads the vendor of the nodes the MachineConfig lands on.
 func (profile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, error) {
 	pool := machineconfig.WorkerPool
