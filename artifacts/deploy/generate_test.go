@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
@@ -551,6 +553,7 @@ func rbacBlocks() (clusterRules, roles string) {
 			fmt.Fprintf(&cb, "# create cannot be restricted by name: granted for the kind (the admission\n# policy refuses any other name and content).\n- apiGroups: [%q]\n  resources: [%q]\n  verbs: [\"create\"]\n", r.group, r.resource)
 		}
 	}
+	cb.WriteString(readRules())
 	var rb strings.Builder
 	rb.WriteString(rbacRoleStart + doNotEdit)
 	var namespaces []string
@@ -569,6 +572,49 @@ func rbacBlocks() (clusterRules, roles string) {
 		rb.WriteString("roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: virt-advisor-apiserver-writes\nsubjects:\n- kind: ServiceAccount\n  name: virt-advisor-apiserver\n  namespace: virt-advisor\n")
 	}
 	return cb.String(), rb.String()
+}
+
+// readRules grant get, list and watch of what the profiles write (to
+// plan, dry-run and follow drift; a namespace's Role grants what they
+// create there) and of what their items derive from (Metadata.Reads).
+func readRules() string {
+	var order []schema.GroupResource
+	writers, whys := map[schema.GroupResource][]string{}, map[schema.GroupResource][]string{}
+	add := func(m map[schema.GroupResource][]string, r schema.GroupResource, s string) {
+		if _, ok := writers[r]; !ok {
+			if _, ok := whys[r]; !ok {
+				order = append(order, r)
+			}
+		}
+		if !contains(m[r], s) {
+			m[r] = append(m[r], s)
+		}
+	}
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		for _, w := range p.Metadata().Writes {
+			if !w.Create || w.Namespace == "" {
+				add(writers, w.Resource, name)
+			}
+		}
+		for _, r := range p.Metadata().Reads {
+			add(whys, r.Resource, r.Why+" ("+name+")")
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i].String() < order[j].String() })
+	for _, r := range order {
+		if len(writers[r]) > 0 {
+			whys[r] = append([]string{"written by " + strings.Join(writers[r], ", ")}, whys[r]...)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("# What the profiles read, from their declarations (profiles.Metadata.Writes\n# and Reads): what they write, to plan, dry-run and follow drift, and\n# what their items derive from; read only.\n")
+	for _, r := range order {
+		fmt.Fprintf(&b, "# %s: %s\n", r.Resource, strings.Join(whys[r], "; "))
+		fmt.Fprintf(&b, "- apiGroups: [%q]\n  resources: [%q]\n  verbs: [\"get\", \"list\", \"watch\"]\n", r.Group, r.Resource)
+	}
+	return b.String()
 }
 
 // TestRBACIsWhatTheProfilesWrite: the server's rights to write are

@@ -52,6 +52,11 @@ type Metadata struct {
 	// them, and docs/api.md lists them (go test ./artifacts/deploy -update,
 	// go test ./docs -update).
 	Writes []Write
+	// Reads are the other resources its items derive from (Items reads
+	// them, InputObjects names them): with Writes, the server's read rights
+	// (get, list, watch) in 03-server-rbac.yaml are generated from them,
+	// and the catalogue's tests fail on a read of any other.
+	Reads []Read
 	// Examples are configurations of the profile, the first its sample
 	// (artifacts/samples/<name>.yaml, with SampleNote): the admission policy's
 	// tests admit every write each makes on the baseline cluster plus the
@@ -98,6 +103,20 @@ func (m Metadata) ManagedResources() []schema.GroupResource {
 	}
 	return out
 }
+
+// Read is a resource a profile reads beyond what it writes.
+type Read struct {
+	Resource schema.GroupResource
+	// Why says, for the RBAC comment, what the profile derives from it.
+	Why string
+}
+
+// Well-known resources the profiles read.
+var (
+	NodesResource = schema.GroupResource{Resource: "nodes"}
+	PoolsResource = schema.GroupResource{Group: "machineconfiguration.openshift.io", Resource: "machineconfigpools"}
+	VMIsResource  = schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachineinstances"}
+)
 
 // PoolPlaceholder stands for a MachineConfigPool's name in Write.Name.
 const PoolPlaceholder = "{pool}"

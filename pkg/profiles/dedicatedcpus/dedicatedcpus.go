@@ -130,6 +130,11 @@ func (profile) Metadata() profiles.Metadata {
 			Fields: Fields,
 			Why:    "the kubelet's CPU, topology and memory managers for the chosen pool",
 		}},
+		Reads: []profiles.Read{
+			{Resource: profiles.PoolsResource, Why: "the chosen pool"},
+			{Resource: profiles.NodesResource, Why: "its nodes, followed as they join or change"},
+			{Resource: schema.GroupResource{Group: hardware.NodeResourceTopologyGVK.Group, Resource: "noderesourcetopologies"}, Why: "the NUMA zones of its nodes (the topology exporter's NodeResourceTopology)"},
+		},
 		Examples: examples(),
 		SampleNote: "Dedicated CPUs for VMs with dedicatedCpuPlacement on one pool: a\n" +
 			"KubeletConfig with the static CPU manager, a topology manager policy and\n" +

@@ -43,6 +43,7 @@ func (profile) Metadata() profiles.Metadata {
 			Fields: []string{"evictionStrategy"},
 			Why:    "the cluster-wide default evictionStrategy of VMs",
 		}},
+		Reads:    []profiles.Read{{Resource: profiles.VMIsResource, Why: "the running VMs without an evictionStrategy of their own, named in the plan"}},
 		Examples: examples(),
 		SampleNote: "The cluster-wide default evictionStrategy of VMs, the HyperConverged's\n" +
 			"evictionStrategy: what a node drain does to every VM that sets none of\n" +

@@ -67,6 +67,10 @@ func (profile) Metadata() profiles.Metadata {
 				Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName, Fields: []string{"higherWorkloadDensity", "ksmConfiguration"},
 				Why: "memory overcommit and KSM"},
 		},
+		Reads: []profiles.Read{
+			{Resource: profiles.PoolsResource, Why: "the pools the swap MachineConfig reaches"},
+			{Resource: profiles.NodesResource, Why: "the memory and reported swap of their nodes, for the swap coverage check"},
+		},
 		Examples: examples(),
 		SampleNote: "Higher VM density: swap on the workers (MachineConfig), memory overcommit\n" +
 			"and KSM through the HyperConverged CR.\n" +

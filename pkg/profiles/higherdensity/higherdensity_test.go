@@ -128,7 +128,7 @@ func TestMetadata(t *testing.T) {
 	if got.ValidateOptions == nil || len(got.Writes) != 4 || len(got.Examples) == 0 {
 		t.Errorf("Metadata() has no validation, writes or examples: %+v", got)
 	}
-	got.ValidateOptions, got.Writes, got.Examples, got.SampleNote = nil, nil, nil, ""
+	got.ValidateOptions, got.Writes, got.Reads, got.Examples, got.SampleNote = nil, nil, nil, nil, ""
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Metadata() = %+v, want %+v", got, want)
 	}

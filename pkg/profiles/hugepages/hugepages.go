@@ -145,6 +145,10 @@ func (profile) Metadata() profiles.Metadata {
 			Fields: []string{"kernelArguments"},
 			Why:    "the huge page kernel arguments (default_hugepagesz, hugepagesz, hugepages) of the chosen pool",
 		}},
+		Reads: []profiles.Read{
+			{Resource: profiles.PoolsResource, Why: "the chosen pool"},
+			{Resource: profiles.NodesResource, Why: "the memory of its nodes"},
+		},
 		Examples: examples(),
 		SampleNote: "Huge pages reserved at boot on the nodes of one MachineConfigPool: a\n" +
 			"MachineConfig with the kernel arguments default_hugepagesz, hugepagesz and\n" +

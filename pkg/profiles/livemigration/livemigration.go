@@ -88,6 +88,11 @@ func (profile) Metadata() profiles.Metadata {
 			Fields: []string{"liveMigrationConfig"},
 			Why:    "live-migration limits (parallelMigrationsPerCluster, parallelOutboundMigrationsPerNode, bandwidthPerMigration, completionTimeoutPerGiB, progressTimeout)",
 		}},
+		Reads: []profiles.Read{
+			{Resource: profiles.NodesResource, Why: "the schedulable nodes and those of each pool"},
+			{Resource: profiles.PoolsResource, Why: "how many nodes each pool drains at once"},
+			{Resource: profiles.VMIsResource, Why: "the VMs' guest memory, for the drain estimate"},
+		},
 		Examples: examples(),
 		SampleNote: "Live-migration limits sized to the cluster: the HyperConverged\n" +
 			"liveMigrationConfig derived from the schedulable nodes, the pool that\n" +

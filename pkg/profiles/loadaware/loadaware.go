@@ -69,6 +69,12 @@ func (profile) Metadata() profiles.Metadata {
 				Fields: []string{"managementState", "deschedulingIntervalSeconds", "mode", "profiles", "profileCustomizations", "evictionLimits"},
 				Why:    "the descheduler's KubeVirt profile, interval, mode and eviction limits"},
 		},
+		Reads: []profiles.Read{
+			{Resource: schema.GroupResource{Group: profiles.SchedulerGVK.Group, Resource: "schedulers"}, Why: "whether control-plane nodes run VMs (mastersSchedulable): PSI on the master pool too"},
+			{Resource: profiles.PoolsResource, Why: "the master pool of a compact cluster"},
+			{Resource: schema.GroupResource{Group: profiles.CRDGVK.Group, Resource: "customresourcedefinitions"}, Why: "the KubeDescheduler's schema: the profiles and thresholds it offers"},
+			{Resource: schema.GroupResource{Group: kubevirt.HyperConvergedGVK.Group, Resource: "hyperconvergeds"}, Why: "the live-migration limits, for the descheduler's eviction limits"},
+		},
 		Examples: examples(),
 		SampleNote: "Load-aware VM rebalancing: configures the KubeDescheduler singleton (the\n" +
 			"best KubeVirt profile the installed descheduler offers, eviction limits\n" +

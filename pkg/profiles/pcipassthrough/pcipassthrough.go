@@ -101,6 +101,10 @@ func (profile) Metadata() profiles.Metadata {
 			Fields: []string{"kernelArguments"},
 			Why:    "the IOMMU kernel arguments (intel_iommu=on on Intel, iommu=pt) of the chosen pool",
 		}},
+		Reads: []profiles.Read{
+			{Resource: profiles.PoolsResource, Why: "the chosen pool"},
+			{Resource: profiles.NodesResource, Why: "the CPU vendor of its nodes"},
+		},
 		Examples: examples(),
 		SampleNote: "The IOMMU for PCI passthrough on the nodes of one MachineConfigPool: a\n" +
 			"MachineConfig with intel_iommu=on iommu=pt on Intel nodes, iommu=pt on AMD\n" +
