@@ -180,11 +180,13 @@ bench-figures: tools build
 # complexity 15 (hack/funcbounds).
 FUNCBOUNDS_PKGS := ./pkg/plan ./pkg/controller/...
 
-# Generated code up to date, gofmt, go vet, function length and
-# complexity, and the documentation's links and the README's length
-# (docs/docs_test.go).
+# Generated code up to date (and the deploy artifacts and samples
+# derived from the profiles' declarations: their tests without -update),
+# gofmt, go vet, function length and complexity, and the documentation's
+# links and the README's length (docs/docs_test.go).
 verify:
 	hack/verify-codegen.sh
+	go test ./artifacts/deploy ./artifacts/samples -run '^(TestRBACIsWhatTheProfilesWrite|TestPolicyIsWhatTheProfilesWrite|TestPolicyPinsWhatTheCatalogueWrites|TestPoliciesPerResourceAreDerived|TestSamplesAreGenerated)$$'
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go run ./hack/funcbounds $(FUNCBOUNDS_PKGS)
