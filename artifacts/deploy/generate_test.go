@@ -249,6 +249,7 @@ func catalogueBlock(t *testing.T) string {
 		{"kcFields", strs(append(sortedKeys(dedicatedcpus.Pinned()), dedicatedcpus.Derived...))},
 		{"kcTopologyPolicies", strs(dedicatedcpus.TopologyManagerPolicies)},
 		{"kcReservedMemoryMiB", int64(dedicatedcpus.ReservedMemoryMiB)},
+		{"kcNUMANodeMax", int64(dedicatedcpus.MaxNUMANode)},
 	})
 }
 

@@ -845,15 +845,10 @@ func TestDeniesEverythingElse(t *testing.T) {
 		{"another kernel argument in the huge pages MachineConfig", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
 			set(o, []interface{}{"hugepages=4", "init=/bin/sh"}, "spec", "kernelArguments")
 		})}, "adds no kernel argument to 50-worker-virt-advisor-hugepages but those matching ^default_hugepagesz=(1G|2M)$"},
-		{"a huge page count one above what the profile writes", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
-			set(o, []interface{}{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=1048577"}, "spec", "kernelArguments")
-		})}, "adds no kernel argument to 50-worker-virt-advisor-hugepages but those matching"},
+		// The count at each bound and one past it: TestDeniesPastEachBound.
 		{"a huge page count of seven digits", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
 			set(o, []interface{}{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=9999999"}, "spec", "kernelArguments")
 		})}, "adds no kernel argument to 50-worker-virt-advisor-hugepages but those matching"},
-		{"the largest huge page count the profile writes (the control)", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
-			set(o, []interface{}{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=1048576"}, "spec", "kernelArguments")
-		})}, ""},
 		{"the IOMMU turned off", request{op: admission.Update, gvr: machineConfigs, old: iommu, obj: edited(iommu, func(o map[string]interface{}) {
 			set(o, []interface{}{"intel_iommu=off"}, "spec", "kernelArguments")
 		})}, "adds no kernel argument to 50-worker-virt-advisor-pci-passthrough but those matching ^intel_iommu=on$, ^iommu=pt$"},

@@ -33,6 +33,10 @@ const totalReservedMiB = systemReservedMiB + kubeReservedMiB + evictionHardMiB
 // to: the admission policy admits no other sum.
 const ReservedMemoryMiB = totalReservedMiB
 
+// MaxNUMANode is the highest NUMA node reservedMemory may name: the
+// admission policy admits the nodes 0 to MaxNUMANode, each once.
+const MaxNUMANode = 63
+
 // reservation is what the profile derives from a pool's nodes.
 type reservation struct {
 	// cpus is reservedSystemCPUs; cpusWhy says how many cores of which
