@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,10 +16,8 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/dedicatedcpus"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/hugepages"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/loadaware"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/pcipassthrough"
 )
 
 // The generated parts of the policy: each from its start line to the next
@@ -239,12 +236,6 @@ func catalogueBlock(t *testing.T) string {
 		{"kdCustomizationFields", strs(sortedKeys(fields))},
 		{"kdEvictionLimitFields", strs(sortedKeys(limits))},
 		{"exampleData", exampleData},
-		// The kernel arguments of the MachineConfigs made for a pool the
-		// options name, by the suffix of their name (objectTemplates).
-		{"poolKernelArguments", map[string]interface{}{
-			hugepages.NameSuffix:      strs(hugepages.KernelArgumentPatterns()),
-			pcipassthrough.NameSuffix: strs(anchored(pcipassthrough.KernelArguments())),
-		}},
 		{"kcPinned", dedicatedcpus.Pinned()},
 		{"kcFields", strs(append(sortedKeys(dedicatedcpus.Pinned()), dedicatedcpus.Derived...))},
 		{"kcTopologyPolicies", strs(dedicatedcpus.TopologyManagerPolicies)},
@@ -279,11 +270,11 @@ func confinedValueWriters(t *testing.T) {
 	}
 }
 
-// anchored are regular expressions matching exactly these strings.
-func anchored(values []string) []string {
-	out := make([]string, len(values))
-	for i, v := range values {
-		out[i] = "^" + regexp.QuoteMeta(v) + "$"
+// stringsOf is a list of strings as a CEL literal's value.
+func stringsOf(s []string) []interface{} {
+	out := make([]interface{}, len(s))
+	for i, v := range s {
+		out[i] = v
 	}
 	return out
 }
@@ -333,6 +324,9 @@ type writes struct {
 	// with profiles.PoolPlaceholder), as their prefix and suffix.
 	templates map[string][]interface{}
 	hcoFields []string
+	// kernelArguments are the patterns of the kernel arguments each
+	// MachineConfig may add, by its declared name (Write.KernelArguments).
+	kernelArguments map[string]interface{}
 }
 
 func catalogueWrites() writes {
@@ -341,6 +335,8 @@ func catalogueWrites() writes {
 		objects:    map[string][]string{},
 		templates:  map[string][]interface{}{},
 		ownSpec:    map[string][]string{poolsResource: {"paused"}},
+
+		kernelArguments: map[string]interface{}{},
 	}
 	add := func(list []string, v ...string) []string {
 		for _, s := range v {
@@ -364,6 +360,9 @@ func catalogueWrites() writes {
 				ops = add(ops, "DELETE")
 			}
 			w.operations[res] = ops
+			if len(wr.KernelArguments) > 0 {
+				w.kernelArguments[wr.Name] = stringsOf(wr.KernelArguments)
+			}
 			key := wr.Name
 			if wr.Namespace != "" {
 				key = wr.Namespace + "/" + key
@@ -428,6 +427,7 @@ func writesBlock(t *testing.T) string {
 		{"objectTemplates", templates(w.templates)},
 		{"ownSpecByResource", lists(w.ownSpec)},
 		{"hcoFields", strs(w.hcoFields)},
+		{"kernelArgumentPatterns", w.kernelArguments},
 		{"hcoManaged", strs(hcoManaged(t))},
 		{"lmFields", strs(livemigration.Fields())},
 	})

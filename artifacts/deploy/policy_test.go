@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -37,6 +38,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
 )
 
@@ -480,20 +482,27 @@ func theirs(desired *unstructured.Unstructured) *unstructured.Unstructured {
 
 // profileTargets is what the profiles write, over every configuration.
 type profileTargets struct {
-	objects     map[string][]string // resource -> [namespace/]names
-	templates   map[string][]string // resource -> names with profiles.PoolPlaceholder
-	roles       map[string]string   // MachineConfig -> pool
-	fields      map[string][]string // resource or resource:name -> managed fields (without "spec.")
-	swapConfig  map[string]interface{}
-	ksmConfig   map[string]interface{} // the KSM zero-pages MachineConfig's spec.config
-	thpArgs     [][]interface{}
-	psiArgs     [][]interface{}
+	objects    map[string][]string // resource -> [namespace/]names
+	templates  map[string][]string // resource -> names with profiles.PoolPlaceholder
+	roles      map[string]string   // MachineConfig -> pool
+	fields     map[string][]string // resource or resource:name -> managed fields (without "spec.")
+	swapConfig map[string]interface{}
+	ksmConfig  map[string]interface{} // the KSM zero-pages MachineConfig's spec.config
+	// kernelArgs are the kernel arguments of each MachineConfig written,
+	// by its declared name (Write.Name, with profiles.PoolPlaceholder).
+	kernelArgs  map[string][][]interface{}
 	exampleData []string
 }
 
 func collectTargets(t *testing.T) profileTargets {
 	t.Helper()
-	pt := profileTargets{objects: map[string][]string{}, roles: map[string]string{}, fields: map[string][]string{}, templates: map[string][]string{}}
+	pt := profileTargets{objects: map[string][]string{}, roles: map[string]string{}, fields: map[string][]string{}, templates: map[string][]string{},
+		kernelArgs: map[string][][]interface{}{}}
+	kernelArgs := func(it profiles.Item, declared string) {
+		if args, ok, _ := unstructured.NestedSlice(it.Desired.Object, "spec", "kernelArguments"); ok && !it.Absent {
+			pt.kernelArgs[declared] = append(pt.kernelArgs[declared], args)
+		}
+	}
 	add := func(list []string, v ...string) []string {
 		for _, s := range v {
 			if !contains(list, s) {
@@ -521,6 +530,7 @@ func collectTargets(t *testing.T) profileTargets {
 							t.Errorf("%s: %s is for pool %s, its role label says %q", vr.name, key, pool, role)
 						}
 						pt.fields[fieldsKey+":"+template] = add(pt.fields[fieldsKey+":"+template], trimSpec(it.ManagedFields)...)
+						kernelArgs(it, template)
 						continue
 					}
 					pt.objects[resource] = add(pt.objects[resource], key)
@@ -540,12 +550,8 @@ func collectTargets(t *testing.T) profileTargets {
 						pt.swapConfig, _, _ = unstructured.NestedMap(d.Object, "spec", "config")
 					case d.GetName() == "90-worker-ksm-zero-pages":
 						pt.ksmConfig, _, _ = unstructured.NestedMap(d.Object, "spec", "config")
-					case d.GetName() == "90-worker-thp-madvise":
-						args, _, _ := unstructured.NestedSlice(d.Object, "spec", "kernelArguments")
-						pt.thpArgs = append(pt.thpArgs, args)
-					case strings.HasSuffix(d.GetName(), "-psi-karg"):
-						args, _, _ := unstructured.NestedSlice(d.Object, "spec", "kernelArguments")
-						pt.psiArgs = append(pt.psiArgs, args)
+					case d.GetKind() == "MachineConfig":
+						kernelArgs(it, d.GetName())
 					case d.GetKind() == "ConfigMap":
 						for k := range d.Object["data"].(map[string]interface{}) {
 							pt.exampleData = add(pt.exampleData, k)
@@ -683,18 +689,8 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	if got := stringList(t, labels["/configmaps"]); !sameSet(got, []string{profiles.ManagedByLabel}) || len(labels) != 3 {
 		t.Errorf("own labels %v", labels)
 	}
-	for _, args := range pt.psiArgs {
-		if !reflect.DeepEqual(args, []interface{}{"psi=1"}) {
-			t.Errorf("a PSI MachineConfig sets kernel arguments %v; the policy allows psi=1 only", args)
-		}
-	}
-
-	for _, args := range pt.thpArgs {
-		if !reflect.DeepEqual(args, []interface{}{"transparent_hugepage=madvise"}) {
-			t.Errorf("the THP MachineConfig sets kernel arguments %v; the policy allows transparent_hugepage=madvise only", args)
-		}
-	}
-	if pt.ksmConfig == nil || len(pt.thpArgs) == 0 {
+	checkKernelArguments(t, pt.kernelArgs)
+	if pt.ksmConfig == nil || len(pt.kernelArgs["90-worker-thp-madvise"]) == 0 {
 		t.Fatal("no example writes the KSM zero-pages and THP MachineConfigs: the policy's rules for them go untested")
 	}
 
@@ -711,6 +707,36 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	} {
 		if got := literal(t, policy, name); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s evaluates to\n%#v\nthe profile writes\n%#v", name, got, want)
+		}
+	}
+}
+
+// checkKernelArguments: a MachineConfig whose kernelArguments a profile
+// writes declares their patterns (Write.KernelArguments, the policy's
+// kernelArgumentPatterns), and every argument its examples write matches
+// one of them.
+func checkKernelArguments(t *testing.T, written map[string][][]interface{}) {
+	t.Helper()
+	declared := map[string][]string{}
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		for _, w := range p.Metadata().Writes {
+			if w.Resource.Resource == "machineconfigs" && contains(w.Fields, "kernelArguments") {
+				if len(w.KernelArguments) == 0 {
+					t.Errorf("%s writes the kernelArguments of %s and declares no KernelArguments: the policy would confine none", name, w.Name)
+				}
+				declared[w.Name] = w.KernelArguments
+			}
+		}
+	}
+	for key, lists := range written {
+		for _, args := range lists {
+			for _, a := range args {
+				if !slices.ContainsFunc(declared[key], func(p string) bool { return regexp.MustCompile(p).MatchString(a.(string)) }) {
+					t.Errorf("MachineConfig %s gets kernel argument %v; its Write declares %v", key, a, declared[key])
+				}
+			}
 		}
 	}
 }
@@ -870,7 +896,7 @@ func TestDeniesEverythingElse(t *testing.T) {
 		})}, "writes MachineConfig 90-worker-ksm-zero-pages only for pool worker"},
 		{"a kernel argument other than transparent_hugepage=madvise", request{op: admission.Create, gvr: machineConfigs, obj: changed(thpMC, func(o map[string]interface{}) {
 			set(o, []interface{}{"transparent_hugepage=madvise", "selinux=0"}, "spec", "kernelArguments")
-		})}, "adds no kernel argument to 90-worker-thp-madvise but transparent_hugepage=madvise"},
+		})}, "adds no kernel argument to 90-worker-thp-madvise but those matching ^transparent_hugepage=madvise$"},
 		{"a config in the THP MachineConfig", request{op: admission.Update, gvr: machineConfigs, old: thpMC, obj: edited(thpMC, func(o map[string]interface{}) {
 			set(o, map[string]interface{}{"ignition": map[string]interface{}{"version": "3.2.0"}}, "spec", "config")
 		})}, "changes only spec.kernelArguments of machineconfiguration.openshift.io/machineconfigs 90-worker-thp-madvise"},
@@ -880,7 +906,7 @@ func TestDeniesEverythingElse(t *testing.T) {
 		})}, "writes MachineConfig 99-worker-psi-karg only for pool worker"},
 		{"a kernel argument other than psi=1", request{op: admission.Create, gvr: machineConfigs, obj: changed(psi, func(o map[string]interface{}) {
 			set(o, []interface{}{"psi=1", "init=/bin/sh"}, "spec", "kernelArguments")
-		})}, "adds no kernel argument to 99-worker-psi-karg but psi=1"},
+		})}, "adds no kernel argument to 99-worker-psi-karg but those matching ^psi=1$"},
 		{"another field of a PSI MachineConfig", request{op: admission.Update, gvr: machineConfigs, old: psi, obj: edited(psi, func(o map[string]interface{}) {
 			set(o, []interface{}{"usbguard"}, "spec", "extensions")
 		})}, "changes only spec.kernelArguments of machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg"},

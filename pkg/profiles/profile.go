@@ -5,6 +5,7 @@ package profiles
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,6 +91,20 @@ type Write struct {
 	Fields []string
 	// Why says, for the RBAC comment and the docs, what the write is for.
 	Why string
+	// KernelArguments is the value rule of a MachineConfig's
+	// kernelArguments: the patterns (anchored regular expressions) of the
+	// arguments the profile adds. The admission policy admits no other
+	// (go test ./artifacts/deploy -update generates them into it).
+	KernelArguments []string
+}
+
+// Exactly are patterns that match these strings only.
+func Exactly(values ...string) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = "^" + regexp.QuoteMeta(v) + "$"
+	}
+	return out
 }
 
 // ManagedResources are the resources of the objects the profile may

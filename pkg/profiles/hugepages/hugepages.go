@@ -142,8 +142,9 @@ func (profile) Metadata() profiles.Metadata {
 		ValidateOptions: validateOptions,
 		Writes: []profiles.Write{{
 			Resource: machineConfigs, Name: MachineConfigName(profiles.PoolPlaceholder), Create: true, Delete: true,
-			Fields: []string{"kernelArguments"},
-			Why:    "the huge page kernel arguments (default_hugepagesz, hugepagesz, hugepages) of the chosen pool",
+			Fields:          []string{"kernelArguments"},
+			KernelArguments: KernelArgumentPatterns(),
+			Why:             "the huge page kernel arguments (default_hugepagesz, hugepagesz, hugepages) of the chosen pool",
 		}},
 		Reads: []profiles.Read{
 			{Resource: profiles.PoolsResource, Why: "the chosen pool"},

@@ -61,9 +61,9 @@ func (profile) Metadata() profiles.Metadata {
 		ValidateOptions: validation.LoadAwareOptions,
 		Writes: []profiles.Write{
 			{Resource: machineConfigs, Name: psiWorker.machineConfig, Create: true, Delete: true, Fields: []string{"kernelArguments"},
-				Why: "the PSI kernel argument, worker pool"},
+				KernelArguments: profiles.Exactly(psiKernelArg), Why: "the PSI kernel argument, worker pool"},
 			{Resource: machineConfigs, Name: psiMaster.machineConfig, Create: true, Delete: true, Fields: []string{"kernelArguments"},
-				Why: "the PSI kernel argument, master pool of a compact cluster"},
+				KernelArguments: profiles.Exactly(psiKernelArg), Why: "the PSI kernel argument, master pool of a compact cluster"},
 			{Resource: schema.GroupResource{Group: profiles.KubeDeschedulerGVK.Group, Resource: "kubedeschedulers"},
 				Namespace: profiles.DeschedulerNamespace, Name: profiles.DeschedulerName,
 				Fields: []string{"managementState", "deschedulingIntervalSeconds", "mode", "profiles", "profileCustomizations", "evictionLimits"},

@@ -98,8 +98,9 @@ func (profile) Metadata() profiles.Metadata {
 			Resource: schema.GroupResource{Group: machineconfig.MachineConfigGVK.Group, Resource: "machineconfigs"},
 			Name:     MachineConfigName(profiles.PoolPlaceholder),
 			Create:   true, Delete: true,
-			Fields: []string{"kernelArguments"},
-			Why:    "the IOMMU kernel arguments (intel_iommu=on on Intel, iommu=pt) of the chosen pool",
+			Fields:          []string{"kernelArguments"},
+			KernelArguments: profiles.Exactly(KernelArguments()...),
+			Why:             "the IOMMU kernel arguments (intel_iommu=on on Intel, iommu=pt) of the chosen pool",
 		}},
 		Reads: []profiles.Read{
 			{Resource: profiles.PoolsResource, Why: "the chosen pool"},
