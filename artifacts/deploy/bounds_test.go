@@ -82,3 +82,45 @@ func TestDeniesPastEachBound(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmitsOnlyTheDeclaredValues: of a KubeletConfig key whose writer
+// declares its values (Write.Values, OneOf), the policy admits each and
+// denies another.
+func TestAdmitsOnlyTheDeclaredValues(t *testing.T) {
+	v := compileDeployed(t)
+	var kc *unstructured.Unstructured
+	for _, vr := range variants() {
+		if vr.profile.Metadata().Name != dedicatedcpus.Name {
+			continue
+		}
+		for _, it := range items(t, vr, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
+			if it.Name == "configure-dedicated-cpus" {
+				kc = created(it.Desired, dedicatedcpus.Name)
+			}
+		}
+		break
+	}
+	oneOf := kubeletConfigValues().oneOf
+	if kc == nil || len(oneOf) == 0 {
+		t.Fatal("no example writes a KubeletConfig with declared values: the rule goes untested")
+	}
+	for key, values := range oneOf {
+		cases := map[string]bool{"not-one-of-them": true}
+		for _, val := range values.([]interface{}) {
+			cases[val.(string)] = false
+		}
+		for val, denied := range cases {
+			t.Run(key+"="+val, func(t *testing.T) {
+				got := review(t, v, request{op: admission.Update, gvr: machineconfig.KubeletConfigs, old: kc, obj: edited(kc, func(o map[string]interface{}) {
+					set(o, val, "spec", "kubeletConfig", key)
+				})})
+				switch {
+				case !denied && got != "":
+					t.Errorf("denied a declared value: %s", got)
+				case denied && !strings.Contains(got, "not "+key):
+					t.Errorf("denial %q, want one naming %s", got, key)
+				}
+			})
+		}
+	}
+}

@@ -228,6 +228,7 @@ func catalogueBlock(t *testing.T) string {
 		limits[k] = true
 	}
 	confinedValueWriters(t)
+	kc := kubeletConfigValues()
 	var exampleData map[string]interface{}
 	for _, it := range items(t, variant{name: "example-profile", profile: example.New()}, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
 		exampleData = it.Desired.Object["data"].(map[string]interface{})
@@ -236,12 +237,51 @@ func catalogueBlock(t *testing.T) string {
 		{"kdCustomizationFields", strs(sortedKeys(fields))},
 		{"kdEvictionLimitFields", strs(sortedKeys(limits))},
 		{"exampleData", exampleData},
-		{"kcPinned", dedicatedcpus.Pinned()},
-		{"kcFields", strs(append(sortedKeys(dedicatedcpus.Pinned()), dedicatedcpus.Derived...))},
-		{"kcTopologyPolicies", strs(dedicatedcpus.TopologyManagerPolicies)},
+		{"kcPinned", kc.pinned},
+		{"kcFields", strs(kc.fields)},
+		{"kcOneOf", kc.oneOf},
+		{"kcPatterns", kc.patterns},
 		{"kcReservedMemoryMiB", int64(dedicatedcpus.ReservedMemoryMiB)},
 		{"kcNUMANodeMax", int64(dedicatedcpus.MaxNUMANode)},
 	})
+}
+
+// valueRules are a resource's declared value rules (Write.Values), by
+// kind of rule, each a map from the key under the field to its rule: the
+// policy holds one template per kind.
+type valueRules struct {
+	fields                  []string
+	pinned, oneOf, patterns map[string]interface{}
+}
+
+// kubeletConfigValues are the rules of the keys of kubeletConfig the
+// profiles declare; reservedMemory's rule (a sum over NUMA nodes) is the
+// policy's own.
+func kubeletConfigValues() valueRules {
+	r := valueRules{pinned: map[string]interface{}{}, oneOf: map[string]interface{}{}, patterns: map[string]interface{}{}}
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		for _, w := range p.Metadata().Writes {
+			if w.Resource.Resource != "kubeletconfigs" {
+				continue
+			}
+			for _, v := range w.Values {
+				key, _ := strings.CutPrefix(v.Path, "kubeletConfig.")
+				r.fields = append(r.fields, key)
+				switch {
+				case v.OneOf != nil:
+					r.oneOf[key] = stringsOf(v.OneOf)
+				case v.Pattern != "":
+					r.patterns[key] = v.Pattern
+				default:
+					r.pinned[key] = v.Pinned
+				}
+			}
+		}
+	}
+	r.fields = append(r.fields, "reservedMemory")
+	return r
 }
 
 // valueConfined are the resources whose values (not only fields) the
@@ -287,7 +327,7 @@ func TestPolicyPinsWhatTheCatalogueWrites(t *testing.T) {
 	policy, _ := readPolicy(t)
 	for name, want := range map[string]interface{}{
 		"kdEvictionLimitFields": []interface{}{"node", "total"},
-		"kcTopologyPolicies":    []interface{}{"single-numa-node", "restricted", "best-effort"},
+		"kcOneOf":               map[string]interface{}{"topologyManagerPolicy": []interface{}{"single-numa-node", "restricted", "best-effort"}},
 	} {
 		if got := literal(t, policy, name); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s evaluates to %#v, want %#v", name, got, want)

@@ -96,6 +96,20 @@ type Write struct {
 	// arguments the profile adds. The admission policy admits no other
 	// (go test ./artifacts/deploy -update generates them into it).
 	KernelArguments []string
+	// Values are the value rules of keys under the fields it sets: the
+	// admission policy admits no other value there (generated into it by
+	// go test ./artifacts/deploy -update, one template per kind of rule).
+	Values []Value
+}
+
+// Value is the rule of what a profile writes at Path (a dot path under
+// the object's spec, e.g. kubeletConfig.topologyManagerPolicy): exactly
+// Pinned, one of OneOf, or a string matching Pattern.
+type Value struct {
+	Path    string
+	Pinned  interface{}
+	OneOf   []string
+	Pattern string
 }
 
 // Exactly are patterns that match these strings only.

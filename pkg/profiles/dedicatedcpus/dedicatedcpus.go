@@ -24,6 +24,7 @@ package dedicatedcpus
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -101,13 +102,31 @@ func Pinned() map[string]interface{} {
 	}
 }
 
-// Derived are the keys of kubeletConfig derived from the options and the
-// nodes: the topology manager policy (one of TopologyManagerPolicies),
-// the reserved CPUs (a cpuset list) and the reserved memory (per NUMA node).
-var Derived = []string{"topologyManagerPolicy", "reservedSystemCPUs", "reservedMemory"}
-
 // Fields are the keys of the KubeletConfig's spec the profile sets.
 var Fields = []string{"kubeletConfig", "machineConfigPoolSelector"}
+
+// CPUSetPattern is what reservedSystemCPUs may hold: a cpuset list.
+const CPUSetPattern = `^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$`
+
+// values are the value rules of what the profile writes into
+// kubeletConfig: its pinned values, the topology manager policies it
+// offers, a cpuset list of reserved CPUs (reservedMemory's rule, a sum
+// over NUMA nodes, is the admission policy's own).
+func values() []profiles.Value {
+	var out []profiles.Value
+	pinned := Pinned()
+	keys := make([]string, 0, len(pinned))
+	for k := range pinned {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, profiles.Value{Path: "kubeletConfig." + k, Pinned: pinned[k]})
+	}
+	return append(out,
+		profiles.Value{Path: "kubeletConfig.topologyManagerPolicy", OneOf: TopologyManagerPolicies},
+		profiles.Value{Path: "kubeletConfig.reservedSystemCPUs", Pattern: CPUSetPattern})
+}
 
 type profile struct{}
 
@@ -127,8 +146,8 @@ func (profile) Metadata() profiles.Metadata {
 		Writes: []profiles.Write{{
 			Resource: schema.GroupResource{Group: machineconfig.KubeletConfigGVK.Group, Resource: machineconfig.KubeletConfigs.Resource},
 			Name:     KubeletConfigName, Create: true, Delete: true,
-			Fields: Fields,
-			Why:    "the kubelet's CPU, topology and memory managers for the chosen pool",
+			Fields: Fields, Values: values(),
+			Why: "the kubelet's CPU, topology and memory managers for the chosen pool",
 		}},
 		Reads: []profiles.Read{
 			{Resource: profiles.PoolsResource, Why: "the chosen pool"},
