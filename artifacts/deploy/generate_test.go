@@ -16,7 +16,6 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/dedicatedcpus"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/loadaware"
 )
 
@@ -469,7 +468,7 @@ func writesBlock(t *testing.T) string {
 		{"hcoFields", strs(w.hcoFields)},
 		{"kernelArgumentPatterns", w.kernelArguments},
 		{"hcoManaged", strs(hcoManaged(t))},
-		{"lmFields", strs(livemigration.Fields())},
+		{"hcoConfined", hcoConfined(t)},
 	})
 }
 
@@ -493,6 +492,21 @@ func hcoManaged(t *testing.T) []string {
 	}
 	sort.Strings(managed)
 	return managed
+}
+
+// hcoConfined are the HyperConverged's settings of which the items manage
+// some keys only (hcoManaged's dotted fields): the policy lets only those
+// keys change; the other fields of hcoFields are managed whole.
+func hcoConfined(t *testing.T) map[string]interface{} {
+	t.Helper()
+	out := map[string]interface{}{}
+	for _, f := range hcoManaged(t) {
+		if top, sub, ok := strings.Cut(f, "."); ok {
+			l, _ := out[top].([]interface{})
+			out[top] = append(l, sub)
+		}
+	}
+	return out
 }
 
 // templates are the name templates as CEL values ({} when none).
