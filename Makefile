@@ -217,12 +217,15 @@ bench-figures: tools build
 # may only shrink.
 FUNCBOUNDS_PKGS := ./pkg/... ./cmd/...
 
-# Generated code up to date, gofmt, go vet, function length and
-# complexity, the controller's types and files within 20 methods and 600
-# lines, no import out of pkg/apis from under it (hack/funcbounds), and
-# the documentation's links and the README's length (docs/docs_test.go).
+# Generated code up to date (and the deploy artifacts and samples
+# derived from the profiles' declarations: their tests without -update),
+# gofmt, go vet, function length and complexity, the controller's types
+# and files within 20 methods and 600 lines, no import out of pkg/apis
+# from under it (hack/funcbounds), and the documentation's links and the
+# README's length (docs/docs_test.go).
 verify:
 	hack/verify-codegen.sh
+	go test ./artifacts/deploy ./artifacts/samples -run '^(TestRBACIsWhatTheProfilesWrite|TestPolicyIsWhatTheProfilesWrite|TestPolicyPinsWhatTheCatalogueWrites|TestPoliciesPerResourceAreDerived|TestSamplesAreGenerated)$$'
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go run ./hack/funcbounds -allowlist hack/funcbounds/allowlist.txt $(FUNCBOUNDS_PKGS)
