@@ -19,6 +19,11 @@ mkdir -p "${GOBIN}"
 
 source "${CODEGEN_PKG}/kube_codegen.sh"
 
+# The internal option types, their declared checks, the fuzzer's defaults
+# and the profiles' docs tables, from the option structs of v1alpha1 and
+# their markers: first, as the generators below read the internal types.
+go run ./hack/optionsgen
+
 kube::codegen::gen_helpers \
     --boilerplate "${BOILERPLATE}" \
     "${SCRIPT_ROOT}/pkg/apis"

@@ -14,7 +14,7 @@ git ls-files --cached --others --exclude-standard -z | xargs -0 cp --parents -t 
 (cd "${TMP}" && bash hack/update-codegen.sh >/dev/null)
 
 status=0
-for path in pkg/apis pkg/generated hack/api-rules-violations.list; do
+for path in pkg/apis pkg/generated hack/api-rules-violations.list docs/profiles; do
     if ! diff -Naupr "${SCRIPT_ROOT}/${path}" "${TMP}/${path}"; then
         status=1
     fi

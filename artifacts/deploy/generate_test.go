@@ -4,21 +4,19 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/dedicatedcpus"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/hugepages"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/loadaware"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/pcipassthrough"
 )
 
 // The generated parts of the policy: each from its start line to the next
@@ -228,9 +226,8 @@ func catalogueBlock(t *testing.T) string {
 	for k := range kd.EvictionLimits {
 		limits[k] = true
 	}
-	if got, want := catalog.Default().Names(), []string{dedicatedcpus.Name, "example-profile", hugepages.Name, livemigration.Name, "load-aware-rebalancing", pcipassthrough.Name, "virt-higher-density"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("the catalogue has profiles %v; the policy's value rules know %v: extend them", got, want)
-	}
+	confinedValueWriters(t)
+	kc := kubeletConfigValues()
 	var exampleData map[string]interface{}
 	for _, it := range items(t, variant{name: "example-profile", profile: example.New()}, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
 		exampleData = it.Desired.Object["data"].(map[string]interface{})
@@ -239,24 +236,84 @@ func catalogueBlock(t *testing.T) string {
 		{"kdCustomizationFields", strs(sortedKeys(fields))},
 		{"kdEvictionLimitFields", strs(sortedKeys(limits))},
 		{"exampleData", exampleData},
-		// The kernel arguments of the MachineConfigs made for a pool the
-		// options name, by the suffix of their name (objectTemplates).
-		{"poolKernelArguments", map[string]interface{}{
-			hugepages.NameSuffix:      strs(hugepages.KernelArgumentPatterns()),
-			pcipassthrough.NameSuffix: strs(anchored(pcipassthrough.KernelArguments())),
-		}},
-		{"kcPinned", dedicatedcpus.Pinned()},
-		{"kcFields", strs(append(sortedKeys(dedicatedcpus.Pinned()), dedicatedcpus.Derived...))},
-		{"kcTopologyPolicies", strs(dedicatedcpus.TopologyManagerPolicies)},
+		{"kcPinned", kc.pinned},
+		{"kcFields", strs(kc.fields)},
+		{"kcOneOf", kc.oneOf},
+		{"kcPatterns", kc.patterns},
 		{"kcReservedMemoryMiB", int64(dedicatedcpus.ReservedMemoryMiB)},
+		{"kcNUMANodeMax", int64(dedicatedcpus.MaxNUMANode)},
 	})
 }
 
-// anchored are regular expressions matching exactly these strings.
-func anchored(values []string) []string {
-	out := make([]string, len(values))
-	for i, v := range values {
-		out[i] = "^" + regexp.QuoteMeta(v) + "$"
+// valueRules are a resource's declared value rules (Write.Values), by
+// kind of rule, each a map from the key under the field to its rule: the
+// policy holds one template per kind.
+type valueRules struct {
+	fields                  []string
+	pinned, oneOf, patterns map[string]interface{}
+}
+
+// kubeletConfigValues are the rules of the keys of kubeletConfig the
+// profiles declare; reservedMemory's rule (a sum over NUMA nodes) is the
+// policy's own.
+func kubeletConfigValues() valueRules {
+	r := valueRules{pinned: map[string]interface{}{}, oneOf: map[string]interface{}{}, patterns: map[string]interface{}{}}
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		for _, w := range p.Metadata().Writes {
+			if w.Resource.Resource != "kubeletconfigs" {
+				continue
+			}
+			for _, v := range w.Values {
+				key, _ := strings.CutPrefix(v.Path, "kubeletConfig.")
+				r.fields = append(r.fields, key)
+				switch {
+				case v.OneOf != nil:
+					r.oneOf[key] = stringsOf(v.OneOf)
+				case v.Pattern != "":
+					r.patterns[key] = v.Pattern
+				default:
+					r.pinned[key] = v.Pinned
+				}
+			}
+		}
+	}
+	r.fields = append(r.fields, "reservedMemory")
+	return r
+}
+
+// valueConfined are the resources whose values (not only fields) the
+// policy confines, by the rules of each profile that writes them: a new
+// profile that writes one needs its rule; one that writes only fields of
+// objects written over (the HyperConverged) needs nothing here.
+var valueConfined = map[string][]string{
+	"machineconfiguration.openshift.io/machineconfigs": {"hugepages", "load-aware-rebalancing", "pci-passthrough", "virt-higher-density"},
+	"machineconfiguration.openshift.io/kubeletconfigs": {dedicatedcpus.Name},
+	configMapsRsrc: {"example-profile"},
+}
+
+// confinedValueWriters fails on a profile that writes a value-confined
+// resource without a value rule of the policy.
+func confinedValueWriters(t *testing.T) {
+	t.Helper()
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		for _, w := range p.Metadata().Writes {
+			res := w.Resource.Group + "/" + w.Resource.Resource
+			if known, confined := valueConfined[res]; confined && !contains(known, name) {
+				t.Fatalf("profile %s writes %s, whose values the policy confines by each profile's rules: add its rule", name, res)
+			}
+		}
+	}
+}
+
+// stringsOf is a list of strings as a CEL literal's value.
+func stringsOf(s []string) []interface{} {
+	out := make([]interface{}, len(s))
+	for i, v := range s {
+		out[i] = v
 	}
 	return out
 }
@@ -269,7 +326,7 @@ func TestPolicyPinsWhatTheCatalogueWrites(t *testing.T) {
 	policy, _ := readPolicy(t)
 	for name, want := range map[string]interface{}{
 		"kdEvictionLimitFields": []interface{}{"node", "total"},
-		"kcTopologyPolicies":    []interface{}{"single-numa-node", "restricted", "best-effort"},
+		"kcOneOf":               map[string]interface{}{"topologyManagerPolicy": []interface{}{"single-numa-node", "restricted", "best-effort"}},
 	} {
 		if got := literal(t, policy, name); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s evaluates to %#v, want %#v", name, got, want)
@@ -306,6 +363,9 @@ type writes struct {
 	// with profiles.PoolPlaceholder), as their prefix and suffix.
 	templates map[string][]interface{}
 	hcoFields []string
+	// kernelArguments are the patterns of the kernel arguments each
+	// MachineConfig may add, by its declared name (Write.KernelArguments).
+	kernelArguments map[string]interface{}
 }
 
 func catalogueWrites() writes {
@@ -314,6 +374,8 @@ func catalogueWrites() writes {
 		objects:    map[string][]string{},
 		templates:  map[string][]interface{}{},
 		ownSpec:    map[string][]string{poolsResource: {"paused"}},
+
+		kernelArguments: map[string]interface{}{},
 	}
 	add := func(list []string, v ...string) []string {
 		for _, s := range v {
@@ -337,6 +399,9 @@ func catalogueWrites() writes {
 				ops = add(ops, "DELETE")
 			}
 			w.operations[res] = ops
+			if len(wr.KernelArguments) > 0 {
+				w.kernelArguments[wr.Name] = stringsOf(wr.KernelArguments)
+			}
 			key := wr.Name
 			if wr.Namespace != "" {
 				key = wr.Namespace + "/" + key
@@ -395,6 +460,23 @@ func writesBlock(t *testing.T) string {
 		}
 		return out
 	}
+	return block(writesStart, []namedValue{
+		{"operations", lists(w.operations)},
+		{"objects", lists(w.objects)},
+		{"objectTemplates", templates(w.templates)},
+		{"ownSpecByResource", lists(w.ownSpec)},
+		{"hcoFields", strs(w.hcoFields)},
+		{"kernelArgumentPatterns", w.kernelArguments},
+		{"hcoManaged", strs(hcoManaged(t))},
+		{"hcoConfined", hcoConfined(t)},
+	})
+}
+
+// hcoManaged is the HyperConverged's fields the catalogue's items manage,
+// in v1beta1's paths without "spec.", sorted: what the policy's messages
+// name.
+func hcoManaged(t *testing.T) []string {
+	t.Helper()
 	var managed []string
 	for _, vr := range variants() {
 		for _, it := range items(t, vr, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
@@ -409,15 +491,22 @@ func writesBlock(t *testing.T) string {
 		}
 	}
 	sort.Strings(managed)
-	return block(writesStart, []namedValue{
-		{"operations", lists(w.operations)},
-		{"objects", lists(w.objects)},
-		{"objectTemplates", templates(w.templates)},
-		{"ownSpecByResource", lists(w.ownSpec)},
-		{"hcoFields", strs(w.hcoFields)},
-		{"hcoManaged", strs(managed)},
-		{"lmFields", strs(livemigration.Fields())},
-	})
+	return managed
+}
+
+// hcoConfined are the HyperConverged's settings of which the items manage
+// some keys only (hcoManaged's dotted fields): the policy lets only those
+// keys change; the other fields of hcoFields are managed whole.
+func hcoConfined(t *testing.T) map[string]interface{} {
+	t.Helper()
+	out := map[string]interface{}{}
+	for _, f := range hcoManaged(t) {
+		if top, sub, ok := strings.Cut(f, "."); ok {
+			l, _ := out[top].([]interface{})
+			out[top] = append(l, sub)
+		}
+	}
+	return out
 }
 
 // templates are the name templates as CEL values ({} when none).
@@ -519,6 +608,7 @@ func rbacBlocks() (clusterRules, roles string) {
 			fmt.Fprintf(&cb, "# create cannot be restricted by name: granted for the kind (the admission\n# policy refuses any other name and content).\n- apiGroups: [%q]\n  resources: [%q]\n  verbs: [\"create\"]\n", r.group, r.resource)
 		}
 	}
+	cb.WriteString(readRules())
 	var rb strings.Builder
 	rb.WriteString(rbacRoleStart + doNotEdit)
 	var namespaces []string
@@ -537,6 +627,49 @@ func rbacBlocks() (clusterRules, roles string) {
 		rb.WriteString("roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: virt-advisor-apiserver-writes\nsubjects:\n- kind: ServiceAccount\n  name: virt-advisor-apiserver\n  namespace: virt-advisor\n")
 	}
 	return cb.String(), rb.String()
+}
+
+// readRules grant get, list and watch of what the profiles write (to
+// plan, dry-run and follow drift; a namespace's Role grants what they
+// create there) and of what their items derive from (Metadata.Reads).
+func readRules() string {
+	var order []schema.GroupResource
+	writers, whys := map[schema.GroupResource][]string{}, map[schema.GroupResource][]string{}
+	add := func(m map[schema.GroupResource][]string, r schema.GroupResource, s string) {
+		if _, ok := writers[r]; !ok {
+			if _, ok := whys[r]; !ok {
+				order = append(order, r)
+			}
+		}
+		if !contains(m[r], s) {
+			m[r] = append(m[r], s)
+		}
+	}
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		for _, w := range p.Metadata().Writes {
+			if !w.Create || w.Namespace == "" {
+				add(writers, w.Resource, name)
+			}
+		}
+		for _, r := range p.Metadata().Reads {
+			add(whys, r.Resource, r.Why+" ("+name+")")
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i].String() < order[j].String() })
+	for _, r := range order {
+		if len(writers[r]) > 0 {
+			whys[r] = append([]string{"written by " + strings.Join(writers[r], ", ")}, whys[r]...)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("# What the profiles read, from their declarations (profiles.Metadata.Writes\n# and Reads): what they write, to plan, dry-run and follow drift, and\n# what their items derive from; read only.\n")
+	for _, r := range order {
+		fmt.Fprintf(&b, "# %s: %s\n", r.Resource, strings.Join(whys[r], "; "))
+		fmt.Fprintf(&b, "- apiGroups: [%q]\n  resources: [%q]\n  verbs: [\"get\", \"list\", \"watch\"]\n", r.Group, r.Resource)
+	}
+	return b.String()
 }
 
 // TestRBACIsWhatTheProfilesWrite: the server's rights to write are

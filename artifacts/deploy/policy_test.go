@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
-	"github.com/kubevirt/virt-advisor/pkg/profiles/livemigration"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
 
 var update = flag.Bool("update", false, "regenerate the swap configuration in "+policyFile+" from the profile")
@@ -480,20 +481,27 @@ func theirs(desired *unstructured.Unstructured) *unstructured.Unstructured {
 
 // profileTargets is what the profiles write, over every configuration.
 type profileTargets struct {
-	objects     map[string][]string // resource -> [namespace/]names
-	templates   map[string][]string // resource -> names with profiles.PoolPlaceholder
-	roles       map[string]string   // MachineConfig -> pool
-	fields      map[string][]string // resource or resource:name -> managed fields (without "spec.")
-	swapConfig  map[string]interface{}
-	ksmConfig   map[string]interface{} // the KSM zero-pages MachineConfig's spec.config
-	thpArgs     [][]interface{}
-	psiArgs     [][]interface{}
+	objects    map[string][]string // resource -> [namespace/]names
+	templates  map[string][]string // resource -> names with profiles.PoolPlaceholder
+	roles      map[string]string   // MachineConfig -> pool
+	fields     map[string][]string // resource or resource:name -> managed fields (without "spec.")
+	swapConfig map[string]interface{}
+	ksmConfig  map[string]interface{} // the KSM zero-pages MachineConfig's spec.config
+	// kernelArgs are the kernel arguments of each MachineConfig written,
+	// by its declared name (Write.Name, with profiles.PoolPlaceholder).
+	kernelArgs  map[string][][]interface{}
 	exampleData []string
 }
 
 func collectTargets(t *testing.T) profileTargets {
 	t.Helper()
-	pt := profileTargets{objects: map[string][]string{}, roles: map[string]string{}, fields: map[string][]string{}, templates: map[string][]string{}}
+	pt := profileTargets{objects: map[string][]string{}, roles: map[string]string{}, fields: map[string][]string{}, templates: map[string][]string{},
+		kernelArgs: map[string][][]interface{}{}}
+	kernelArgs := func(it profiles.Item, declared string) {
+		if args, ok, _ := unstructured.NestedSlice(it.Desired.Object, "spec", "kernelArguments"); ok && !it.Absent {
+			pt.kernelArgs[declared] = append(pt.kernelArgs[declared], args)
+		}
+	}
 	add := func(list []string, v ...string) []string {
 		for _, s := range v {
 			if !contains(list, s) {
@@ -521,6 +529,7 @@ func collectTargets(t *testing.T) profileTargets {
 							t.Errorf("%s: %s is for pool %s, its role label says %q", vr.name, key, pool, role)
 						}
 						pt.fields[fieldsKey+":"+template] = add(pt.fields[fieldsKey+":"+template], trimSpec(it.ManagedFields)...)
+						kernelArgs(it, template)
 						continue
 					}
 					pt.objects[resource] = add(pt.objects[resource], key)
@@ -540,12 +549,8 @@ func collectTargets(t *testing.T) profileTargets {
 						pt.swapConfig, _, _ = unstructured.NestedMap(d.Object, "spec", "config")
 					case d.GetName() == "90-worker-ksm-zero-pages":
 						pt.ksmConfig, _, _ = unstructured.NestedMap(d.Object, "spec", "config")
-					case d.GetName() == "90-worker-thp-madvise":
-						args, _, _ := unstructured.NestedSlice(d.Object, "spec", "kernelArguments")
-						pt.thpArgs = append(pt.thpArgs, args)
-					case strings.HasSuffix(d.GetName(), "-psi-karg"):
-						args, _, _ := unstructured.NestedSlice(d.Object, "spec", "kernelArguments")
-						pt.psiArgs = append(pt.psiArgs, args)
+					case d.GetKind() == "MachineConfig":
+						kernelArgs(it, d.GetName())
 					case d.GetKind() == "ConfigMap":
 						for k := range d.Object["data"].(map[string]interface{}) {
 							pt.exampleData = add(pt.exampleData, k)
@@ -659,19 +664,7 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 			t.Errorf("ownSpecByResource[%s] = %v, the profiles manage %v", key, got, want)
 		}
 	}
-	// The HyperConverged rule is written for exactly these fields, in
-	// both versions; a profile managing another one needs it extended.
-	hcoFields := []string{"higherWorkloadDensity.memoryOvercommitPercentage", "ksmConfiguration",
-		"virtualization.higherWorkloadDensity.memoryOvercommitPercentage", "virtualization.ksmConfiguration"}
-	for _, f := range livemigration.Fields() {
-		hcoFields = append(hcoFields, "liveMigrationConfig."+f, "virtualization.liveMigrationConfig."+f)
-	}
-	if !sameSet(pt.fields[hco], hcoFields) {
-		t.Errorf("the profiles manage %v of the HyperConverged; the policy's HyperConverged rule handles %v: extend it", pt.fields[hco], hcoFields)
-	}
-	if got := stringList(t, ownSpec[hco]); !sameSet(got, []string{"ksmConfiguration", "higherWorkloadDensity", "liveMigrationConfig", "virtualization"}) {
-		t.Errorf("ownSpecByResource[%s] = %v", hco, got)
-	}
+	checkHCOFields(t, pt.fields[hco], stringList(t, ownSpec[hco]))
 	// The example ConfigMap's data is managed whole (the policy leaves
 	// the data of that one ConfigMap free).
 	if got := pt.fields["/configmaps"]; !sameSet(got, []string{"data"}) {
@@ -695,18 +688,8 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	if got := stringList(t, labels["/configmaps"]); !sameSet(got, []string{profiles.ManagedByLabel}) || len(labels) != 3 {
 		t.Errorf("own labels %v", labels)
 	}
-	for _, args := range pt.psiArgs {
-		if !reflect.DeepEqual(args, []interface{}{"psi=1"}) {
-			t.Errorf("a PSI MachineConfig sets kernel arguments %v; the policy allows psi=1 only", args)
-		}
-	}
-
-	for _, args := range pt.thpArgs {
-		if !reflect.DeepEqual(args, []interface{}{"transparent_hugepage=madvise"}) {
-			t.Errorf("the THP MachineConfig sets kernel arguments %v; the policy allows transparent_hugepage=madvise only", args)
-		}
-	}
-	if pt.ksmConfig == nil || len(pt.thpArgs) == 0 {
+	checkKernelArguments(t, pt.kernelArgs)
+	if pt.ksmConfig == nil || len(pt.kernelArgs["90-worker-thp-madvise"]) == 0 {
 		t.Fatal("no example writes the KSM zero-pages and THP MachineConfigs: the policy's rules for them go untested")
 	}
 
@@ -727,11 +710,84 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	}
 }
 
+// checkKernelArguments: a MachineConfig whose kernelArguments a profile
+// writes declares their patterns (Write.KernelArguments, the policy's
+// kernelArgumentPatterns), and every argument its examples write matches
+// one of them.
+func checkKernelArguments(t *testing.T, written map[string][][]interface{}) {
+	t.Helper()
+	declared := map[string][]string{}
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		for _, w := range p.Metadata().Writes {
+			if w.Resource.Resource == "machineconfigs" && contains(w.Fields, "kernelArguments") {
+				if len(w.KernelArguments) == 0 {
+					t.Errorf("%s writes the kernelArguments of %s and declares no KernelArguments: the policy would confine none", name, w.Name)
+				}
+				declared[w.Name] = w.KernelArguments
+			}
+		}
+	}
+	for key, lists := range written {
+		for _, args := range lists {
+			for _, a := range args {
+				if !slices.ContainsFunc(declared[key], func(p string) bool { return regexp.MustCompile(p).MatchString(a.(string)) }) {
+					t.Errorf("MachineConfig %s gets kernel argument %v; its Write declares %v", key, a, declared[key])
+				}
+			}
+		}
+	}
+}
+
+// checkHCOFields: the policy leaves free the HyperConverged fields the
+// catalogue declares it writes (under spec, and spec.virtualization in
+// v1); the items manage those, the same in both versions, each whole or
+// some of its keys (hcoConfined), not both.
+func checkHCOFields(t *testing.T, managed, ownSpec []string) {
+	t.Helper()
+	declared := catalogueWrites().hcoFields
+	if want := append(append([]string(nil), declared...), "virtualization"); !sameSet(ownSpec, want) {
+		t.Errorf("ownSpecByResource[%s] = %v, the profiles declare %v", hcoResource, ownSpec, want)
+	}
+	v1beta1 := hcoManaged(t)
+	var both []string
+	for _, f := range v1beta1 {
+		both = append(both, f, "virtualization."+f)
+		top, sub, _ := strings.Cut(f, ".")
+		switch {
+		case !contains(declared, top):
+			t.Errorf("an item manages %s of the HyperConverged; no profile declares a write of %s", f, top)
+		case sub == "" && hasPrefixIn(v1beta1, top+"."):
+			t.Errorf("an item manages %s of the HyperConverged whole, another some of its keys: the policy lets only those change", top)
+		}
+	}
+	if !sameSet(managed, both) {
+		t.Errorf("the items manage %v of the HyperConverged in its two versions, want the same fields in both: %v", managed, both)
+	}
+	for _, d := range declared {
+		if !contains(v1beta1, d) && !hasPrefixIn(v1beta1, d+".") {
+			t.Errorf("the profiles declare a write of %s of the HyperConverged; no item manages it", d)
+		}
+	}
+}
+
+func hasPrefixIn(list []string, prefix string) bool {
+	for _, s := range list {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestDeniesEverythingElse: what a compromised server could do with its
 // RBAC, and the profiles never do, is denied with a message naming what
 // is allowed; other users are not concerned.
 func TestDeniesEverythingElse(t *testing.T) {
-	const hcoOnly = "changes only higherWorkloadDensity.memoryOvercommitPercentage, ksmConfiguration, liveMigrationConfig.bandwidthPerMigration, liveMigrationConfig.completionTimeoutPerGiB"
+	// What the policy says of the HyperConverged names the fields the
+	// items manage.
+	hcoOnly := "changes only " + strings.Join(hcoManaged(t), ", ") + " (under spec or spec.virtualization) of the HyperConverged"
 	v := compileDeployed(t)
 	desired := map[string]*unstructured.Unstructured{}
 	for _, vr := range variants() {
@@ -811,15 +867,10 @@ func TestDeniesEverythingElse(t *testing.T) {
 		{"another kernel argument in the huge pages MachineConfig", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
 			set(o, []interface{}{"hugepages=4", "init=/bin/sh"}, "spec", "kernelArguments")
 		})}, "adds no kernel argument to 50-worker-virt-advisor-hugepages but those matching ^default_hugepagesz=(1G|2M)$"},
-		{"a huge page count one above what the profile writes", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
-			set(o, []interface{}{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=1048577"}, "spec", "kernelArguments")
-		})}, "adds no kernel argument to 50-worker-virt-advisor-hugepages but those matching"},
+		// The count at each bound and one past it: TestDeniesPastEachBound.
 		{"a huge page count of seven digits", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
 			set(o, []interface{}{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=9999999"}, "spec", "kernelArguments")
 		})}, "adds no kernel argument to 50-worker-virt-advisor-hugepages but those matching"},
-		{"the largest huge page count the profile writes (the control)", request{op: admission.Create, gvr: machineConfigs, obj: changed(hp, func(o map[string]interface{}) {
-			set(o, []interface{}{"default_hugepagesz=1G", "hugepagesz=1G", "hugepages=1048576"}, "spec", "kernelArguments")
-		})}, ""},
 		{"the IOMMU turned off", request{op: admission.Update, gvr: machineConfigs, old: iommu, obj: edited(iommu, func(o map[string]interface{}) {
 			set(o, []interface{}{"intel_iommu=off"}, "spec", "kernelArguments")
 		})}, "adds no kernel argument to 50-worker-virt-advisor-pci-passthrough but those matching ^intel_iommu=on$, ^iommu=pt$"},
@@ -841,7 +892,7 @@ func TestDeniesEverythingElse(t *testing.T) {
 		})}, "writes MachineConfig 90-worker-ksm-zero-pages only for pool worker"},
 		{"a kernel argument other than transparent_hugepage=madvise", request{op: admission.Create, gvr: machineConfigs, obj: changed(thpMC, func(o map[string]interface{}) {
 			set(o, []interface{}{"transparent_hugepage=madvise", "selinux=0"}, "spec", "kernelArguments")
-		})}, "adds no kernel argument to 90-worker-thp-madvise but transparent_hugepage=madvise"},
+		})}, "adds no kernel argument to 90-worker-thp-madvise but those matching ^transparent_hugepage=madvise$"},
 		{"a config in the THP MachineConfig", request{op: admission.Update, gvr: machineConfigs, old: thpMC, obj: edited(thpMC, func(o map[string]interface{}) {
 			set(o, map[string]interface{}{"ignition": map[string]interface{}{"version": "3.2.0"}}, "spec", "config")
 		})}, "changes only spec.kernelArguments of machineconfiguration.openshift.io/machineconfigs 90-worker-thp-madvise"},
@@ -851,7 +902,7 @@ func TestDeniesEverythingElse(t *testing.T) {
 		})}, "writes MachineConfig 99-worker-psi-karg only for pool worker"},
 		{"a kernel argument other than psi=1", request{op: admission.Create, gvr: machineConfigs, obj: changed(psi, func(o map[string]interface{}) {
 			set(o, []interface{}{"psi=1", "init=/bin/sh"}, "spec", "kernelArguments")
-		})}, "adds no kernel argument to 99-worker-psi-karg but psi=1"},
+		})}, "adds no kernel argument to 99-worker-psi-karg but those matching ^psi=1$"},
 		{"another field of a PSI MachineConfig", request{op: admission.Update, gvr: machineConfigs, old: psi, obj: edited(psi, func(o map[string]interface{}) {
 			set(o, []interface{}{"usbguard"}, "spec", "extensions")
 		})}, "changes only spec.kernelArguments of machineconfiguration.openshift.io/machineconfigs 99-worker-psi-karg"},
@@ -887,7 +938,7 @@ func TestDeniesEverythingElse(t *testing.T) {
 		{"deleting a pool", request{op: admission.Delete, gvr: machineConfigPools, old: pool}, "may not DELETE machineconfiguration.openshift.io/machineconfigpools (only UPDATE)"},
 		{"an HCO field no profile manages", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
 			set(o, true, "spec", "liveMigrationConfig", "allowPostCopy")
-		})}, hcoOnly + ", liveMigrationConfig.parallelMigrationsPerCluster, liveMigrationConfig.parallelOutboundMigrationsPerNode, liveMigrationConfig.progressTimeout (under spec or spec.virtualization) of the HyperConverged"},
+		})}, hcoOnly},
 		{"an HCO field beside memoryOvercommitPercentage", request{op: admission.Update, gvr: hyperConvergeds("v1beta1"), old: hcoObj, obj: edited(hcoObj, func(o map[string]interface{}) {
 			set(o, "x", "spec", "higherWorkloadDensity", "other")
 		})}, hcoOnly},

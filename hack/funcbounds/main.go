@@ -1,49 +1,58 @@
-// Command funcbounds reports the functions of Go packages that are too
-// long or too complex to read in one go: more than -max-lines lines (from
-// func to its closing brace) or a cyclomatic complexity over
-// -max-complexity, counted like gocyclo: 1, plus one for each if, for,
-// range, case and select clause (not default) and each && and ||, function
-// literals counted in the function that holds them. Test files are left
-// out. It exits 1 when a function is over a bound, naming each with its
-// file:line and numbers.
+// Command funcbounds keeps the code readable in one go. It has three
+// checks, chosen with -check:
 //
-//	go run ./hack/funcbounds ./pkg/plan ./pkg/controller/...
+//   - funcs (the default): a function more than -max-lines lines long
+//     (from func to its closing brace) or with a cyclomatic complexity
+//     over -max-complexity, counted like gocyclo: 1, plus one for each if,
+//     for, range, case and select clause (not default) and each && and ||,
+//     function literals counted in the function that holds them;
+//   - receivers: a type with more than -max-methods methods, or a file of
+//     more than -max-file-lines lines;
+//   - imports: a package under pkg/apis that imports a package of the
+//     module outside pkg/apis (an upward import: the API types and their
+//     validation sit below everything that serves them).
+//
+// Test files and generated files are left out. Each finding is named with
+// its file:line and numbers. With -allowlist, findings the file names are
+// tolerated, but the list may only shrink: an entry that is no longer
+// over (or no longer exists) fails the check, as does a list longer than
+// -max-allowlist. The exit code is 1 on a failure, 2 when the packages
+// cannot be checked.
+//
+//	go run ./hack/funcbounds -allowlist hack/funcbounds/allowlist.txt ./pkg/... ./cmd/...
+//	go run ./hack/funcbounds -check receivers -allowlist hack/funcbounds/receivers-allowlist.txt ./pkg/controller/...
+//	go run ./hack/funcbounds -check imports ./pkg/apis/...
 package main
 
 import (
 	"flag"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 )
 
-// bounds are the most a function may have.
-type bounds struct{ lines, complexity int }
-
-// finding is a function over its bounds.
-type finding struct {
-	pos        token.Position
-	name       string
-	lines      int
-	complexity int
-}
-
-func (f finding) String(b bounds) string {
-	return fmt.Sprintf("%s:%d: %s: %d lines (max %d), complexity %d (max %d)",
-		f.pos.Filename, f.pos.Line, f.name, f.lines, b.lines, f.complexity, b.complexity)
+// options are what a run checks.
+type options struct {
+	check string // funcs, receivers or imports
+	// funcs
+	lines, complexity int
+	// receivers
+	methods, fileLines int
+	// allowlist is the file of tolerated findings ("" for none), at most
+	// maxAllowlist entries.
+	allowlist    string
+	maxAllowlist int
 }
 
 func main() {
-	var b bounds
-	flag.IntVar(&b.lines, "max-lines", 60, "the most lines a function may have")
-	flag.IntVar(&b.complexity, "max-complexity", 15, "the highest cyclomatic complexity a function may have")
+	var o options
+	flag.StringVar(&o.check, "check", "funcs", "what to check: funcs (length and complexity), receivers (methods per type, lines per file) or imports (pkg/apis imports only pkg/apis)")
+	flag.IntVar(&o.lines, "max-lines", 60, "funcs: the most lines a function may have")
+	flag.IntVar(&o.complexity, "max-complexity", 15, "funcs: the highest cyclomatic complexity a function may have")
+	flag.IntVar(&o.methods, "max-methods", 20, "receivers: the most methods a type may have")
+	flag.IntVar(&o.fileLines, "max-file-lines", 600, "receivers: the most lines a file may have")
+	flag.StringVar(&o.allowlist, "allowlist", "", "a file naming findings tolerated until they are fixed, one `path: name` a line")
+	flag.IntVar(&o.maxAllowlist, "max-allowlist", 5, "the most entries the allowlist may have")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: funcbounds [flags] dir|dir/... ...\n")
 		flag.PrintDefaults()
@@ -53,142 +62,43 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	os.Exit(run(os.Stdout, os.Stderr, b, flag.Args()))
+	os.Exit(run(os.Stdout, os.Stderr, o, flag.Args()))
 }
 
 // run checks the packages in dirs (dir/... for a tree) and returns the
 // exit code: 0 all within bounds, 1 some over, 2 cannot check.
-func run(stdout, stderr io.Writer, b bounds, dirs []string) int {
+func run(stdout, stderr io.Writer, o options, dirs []string) int {
 	files, err := goFiles(dirs)
 	if err != nil {
 		fmt.Fprintln(stderr, "funcbounds:", err)
 		return 2
 	}
-	var over []finding
-	checked := 0
-	for _, file := range files {
-		fs, err := check(file, b)
-		if err != nil {
-			fmt.Fprintln(stderr, "funcbounds:", err)
-			return 2
-		}
-		checked++
-		over = append(over, fs...)
-	}
-	for _, f := range over {
-		fmt.Fprintln(stdout, f.String(b))
-	}
-	if len(over) > 0 {
-		fmt.Fprintf(stdout, "funcbounds: %d functions over %d lines or complexity %d: split them\n", len(over), b.lines, b.complexity)
-		return 1
-	}
-	fmt.Fprintf(stdout, "funcbounds: every function of %d files within %d lines and complexity %d\n", checked, b.lines, b.complexity)
-	return 0
-}
-
-// goFiles are the non-test Go files of dirs, dir/... walking the tree.
-func goFiles(dirs []string) ([]string, error) {
-	var out []string
-	for _, dir := range dirs {
-		root, recursive := strings.CutSuffix(dir, "/...")
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			switch {
-			case err != nil:
-				return err
-			case d.IsDir() && path != root && !recursive:
-				return filepath.SkipDir
-			case !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go"):
-				out = append(out, path)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no Go files in %s", strings.Join(dirs, " "))
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// check returns the functions of a file over the bounds; generated files
-// have none.
-func check(path string, b bounds) ([]finding, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
+	allowed, err := readAllowlist(o.allowlist)
 	if err != nil {
-		return nil, err
+		fmt.Fprintln(stderr, "funcbounds:", err)
+		return 2
 	}
-	if ast.IsGenerated(f) {
-		return nil, nil
+	var found []finding
+	var summary, advice string
+	switch o.check {
+	case "funcs":
+		found, err = checkFuncs(files, o.lines, o.complexity)
+		summary = fmt.Sprintf("every function of %d files within %d lines and complexity %d", len(files), o.lines, o.complexity)
+		advice = "split each into functions that each do one step"
+	case "receivers":
+		found, err = checkReceivers(files, o.methods, o.fileLines)
+		summary = fmt.Sprintf("every type of %d files within %d methods, every file within %d lines", len(files), o.methods, o.fileLines)
+		advice = "split each by the jobs its parts do"
+	case "imports":
+		found, err = checkImports(files)
+		summary = fmt.Sprintf("%d files under pkg/apis import no package of the module outside pkg/apis", len(files))
+		advice = "move what the package needs under pkg/apis"
+	default:
+		err = fmt.Errorf("unknown -check %q: funcs, receivers or imports", o.check)
 	}
-	var over []finding
-	for _, decl := range f.Decls {
-		fn, ok := decl.(*ast.FuncDecl)
-		if !ok || fn.Body == nil {
-			continue
-		}
-		start := fset.Position(fn.Pos())
-		got := finding{
-			pos:        start,
-			name:       funcName(fn),
-			lines:      fset.Position(fn.End()).Line - start.Line + 1,
-			complexity: complexity(fn),
-		}
-		if got.lines > b.lines || got.complexity > b.complexity {
-			over = append(over, got)
-		}
+	if err != nil {
+		fmt.Fprintln(stderr, "funcbounds:", err)
+		return 2
 	}
-	return over, nil
-}
-
-// funcName is name, or (T).name and (*T).name for a method.
-func funcName(fn *ast.FuncDecl) string {
-	if fn.Recv == nil || len(fn.Recv.List) == 0 {
-		return fn.Name.Name
-	}
-	t := fn.Recv.List[0].Type
-	star := ""
-	if s, ok := t.(*ast.StarExpr); ok {
-		star, t = "*", s.X
-	}
-	switch x := t.(type) {
-	case *ast.IndexExpr: // a generic receiver T[A]
-		t = x.X
-	case *ast.IndexListExpr: // T[A, B]
-		t = x.X
-	}
-	name := "?"
-	if id, ok := t.(*ast.Ident); ok {
-		name = id.Name
-	}
-	return "(" + star + name + ")." + fn.Name.Name
-}
-
-// complexity is the cyclomatic complexity of a function, as gocyclo
-// counts it.
-func complexity(fn *ast.FuncDecl) int {
-	n := 1
-	ast.Inspect(fn, func(node ast.Node) bool {
-		switch x := node.(type) {
-		case *ast.IfStmt, *ast.ForStmt, *ast.RangeStmt:
-			n++
-		case *ast.CaseClause:
-			if x.List != nil {
-				n++
-			}
-		case *ast.CommClause:
-			if x.Comm != nil {
-				n++
-			}
-		case *ast.BinaryExpr:
-			if x.Op == token.LAND || x.Op == token.LOR {
-				n++
-			}
-		}
-		return true
-	})
-	return n
+	return judge(stdout, found, allowed, o.maxAllowlist, advice, summary)
 }

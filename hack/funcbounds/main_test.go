@@ -26,7 +26,7 @@ func TestRun(t *testing.T) {
 		name     string
 		files    map[string]string // path under the temp dir → source
 		dirs     []string
-		bounds   bounds
+		opts     options
 		exit     int
 		contains []string
 	}{
@@ -34,30 +34,30 @@ func TestRun(t *testing.T) {
 			name:     "too long",
 			files:    map[string]string{"p/long.go": long},
 			dirs:     []string{"p"},
-			bounds:   bounds{lines: 6, complexity: 15},
+			opts:     options{lines: 6, complexity: 15},
 			exit:     1,
-			contains: []string{"p/long.go:3: long: 7 lines (max 6), complexity 1 (max 15)\n", "1 functions over 6 lines or complexity 15"},
+			contains: []string{"p/long.go:3: long: 7 lines (max 6), complexity 1 (max 15)\n", "1 to fix (split each into functions that each do one step)"},
 		},
 		{
 			name:     "long enough",
 			files:    map[string]string{"p/long.go": long},
 			dirs:     []string{"p"},
-			bounds:   bounds{lines: 7, complexity: 15},
+			opts:     options{lines: 7, complexity: 15},
 			contains: []string{"every function of 1 files within 7 lines and complexity 15"},
 		},
 		{
 			name:     "too complex: if, for, range, case, comm clause, && and ||, literals counted",
 			files:    map[string]string{"p/complex.go": complex},
 			dirs:     []string{"p"},
-			bounds:   bounds{lines: 60, complexity: 9},
+			opts:     options{lines: 60, complexity: 9},
 			exit:     1,
 			contains: []string{"p/complex.go:5: (*T).complex: 22 lines (max 60), complexity 10 (max 9)\n"},
 		},
 		{
-			name:   "complex enough",
-			files:  map[string]string{"p/complex.go": complex},
-			dirs:   []string{"p"},
-			bounds: bounds{lines: 60, complexity: 10},
+			name:  "complex enough",
+			files: map[string]string{"p/complex.go": complex},
+			dirs:  []string{"p"},
+			opts:  options{lines: 60, complexity: 10},
 		},
 		{
 			name: "test files, generated files and other packages are not checked",
@@ -69,22 +69,22 @@ func TestRun(t *testing.T) {
 				"q/long.go":      long,
 			},
 			dirs:     []string{"p"},
-			bounds:   bounds{lines: 6, complexity: 2},
+			opts:     options{lines: 6, complexity: 2},
 			contains: []string{"every function of 2 files within 6 lines and complexity 2"},
 		},
 		{
 			name:     "dir/... checks the tree, every package named",
 			files:    map[string]string{"p/short.go": short, "p/sub/long.go": long, "q/long.go": long},
 			dirs:     []string{"p/...", "q"},
-			bounds:   bounds{lines: 6, complexity: 15},
+			opts:     options{lines: 6, complexity: 15},
 			exit:     1,
-			contains: []string{"p/sub/long.go:3: long: 7 lines", "q/long.go:3: long: 7 lines", "2 functions over"},
+			contains: []string{"p/sub/long.go:3: long: 7 lines", "q/long.go:3: long: 7 lines", "2 to fix"},
 		},
 		{
 			name:     "no Go files: cannot check",
 			files:    map[string]string{"p/README": "no code"},
 			dirs:     []string{"p"},
-			bounds:   bounds{lines: 60, complexity: 15},
+			opts:     options{lines: 60, complexity: 15},
 			exit:     2,
 			contains: []string{"no Go files in p"},
 		},
@@ -92,33 +92,41 @@ func TestRun(t *testing.T) {
 			name:     "a syntax error: cannot check",
 			files:    map[string]string{"p/bad.go": "package p\n\nfunc {\n"},
 			dirs:     []string{"p"},
-			bounds:   bounds{lines: 60, complexity: 15},
+			opts:     options{lines: 60, complexity: 15},
 			exit:     2,
 			contains: []string{"p/bad.go:3:"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			for path, src := range tc.files {
-				path = filepath.Join(root, path)
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			t.Chdir(root)
-			var stdout, stderr bytes.Buffer
-			if got := run(&stdout, &stderr, tc.bounds, tc.dirs); got != tc.exit {
-				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", got, tc.exit, &stdout, &stderr)
-			}
-			out := stdout.String() + stderr.String()
-			for _, want := range tc.contains {
-				if !strings.Contains(out, want) {
-					t.Errorf("output does not contain %q:\n%s", want, out)
-				}
-			}
+			tc.opts.check = "funcs"
+			runIn(t, tc.files, tc.opts, tc.dirs, tc.exit, tc.contains)
 		})
+	}
+}
+
+// runIn writes files (path under a temp dir → content) and runs the check
+// there, expecting exit and output containing contains.
+func runIn(t *testing.T, files map[string]string, o options, dirs []string, exit int, contains []string) {
+	t.Helper()
+	root := t.TempDir()
+	for path, src := range files {
+		path = filepath.Join(root, path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(root)
+	var stdout, stderr bytes.Buffer
+	if got := run(&stdout, &stderr, o, dirs); got != exit {
+		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", got, exit, &stdout, &stderr)
+	}
+	out := stdout.String() + stderr.String()
+	for _, want := range contains {
+		if !strings.Contains(out, want) {
+			t.Errorf("output does not contain %q:\n%s", want, out)
+		}
 	}
 }

@@ -2,7 +2,7 @@
 // Prometheus-compatible query API (Prometheus, OpenShift's
 // thanos-querier: ALERTS{alertstate="firing"}) or from Alertmanager's v2
 // API (active alerts, neither silenced nor inhibited), for the alert gate
-// between two steps of a rollout (pkg/gates).
+// between two steps of a rollout (pkg/gates). It reads; it decides nothing.
 package alertsource
 
 import (
@@ -17,8 +17,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/kubevirt/virt-advisor/pkg/gates"
 )
 
 // Kind is the API an endpoint serves.
@@ -71,15 +69,16 @@ func New(e Endpoint) (*Reader, error) {
 	return &Reader{endpoint: e, client: &http.Client{Transport: transport, Timeout: Timeout}}, nil
 }
 
-// Firing returns the alerts firing now.
-func (r *Reader) Firing(ctx context.Context) ([]gates.Alert, error) {
+// Firing returns the label sets of the alerts firing now, alertname
+// among them.
+func (r *Reader) Firing(ctx context.Context) ([]map[string]string, error) {
 	if r.endpoint.Kind == Alertmanager {
 		return r.alertmanager(ctx)
 	}
 	return r.prometheus(ctx)
 }
 
-func (r *Reader) prometheus(ctx context.Context) ([]gates.Alert, error) {
+func (r *Reader) prometheus(ctx context.Context) ([]map[string]string, error) {
 	var answer struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
@@ -95,14 +94,14 @@ func (r *Reader) prometheus(ctx context.Context) ([]gates.Alert, error) {
 	if answer.Status != "success" {
 		return nil, fmt.Errorf("%s: query failed: %s", r.endpoint.URL, answer.Error)
 	}
-	out := make([]gates.Alert, 0, len(answer.Data.Result))
+	out := make([]map[string]string, 0, len(answer.Data.Result))
 	for _, s := range answer.Data.Result {
-		out = append(out, gates.Alert{Labels: s.Metric})
+		out = append(out, s.Metric)
 	}
 	return out, nil
 }
 
-func (r *Reader) alertmanager(ctx context.Context) ([]gates.Alert, error) {
+func (r *Reader) alertmanager(ctx context.Context) ([]map[string]string, error) {
 	var answer []struct {
 		Labels map[string]string `json:"labels"`
 		Status struct {
@@ -113,10 +112,10 @@ func (r *Reader) alertmanager(ctx context.Context) ([]gates.Alert, error) {
 	if err := r.get(ctx, "/api/v2/alerts", q, &answer); err != nil {
 		return nil, err
 	}
-	out := make([]gates.Alert, 0, len(answer))
+	out := make([]map[string]string, 0, len(answer))
 	for _, a := range answer {
 		if a.Status.State == "active" {
-			out = append(out, gates.Alert{Labels: a.Labels})
+			out = append(out, a.Labels)
 		}
 	}
 	return out, nil

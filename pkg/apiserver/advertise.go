@@ -22,6 +22,7 @@ import (
 // every advertised profile that has none, so users discover them with
 // `kubectl get vpc`. Existing configs are never modified.
 func advertiseProfiles(ctx context.Context, client versioned.Interface, known *catalog.Catalog) error {
+	logger := klog.FromContext(ctx)
 	for _, p := range known.Advertised() {
 		md := p.Metadata()
 		cfg, err := advertisedConfig(md)
@@ -32,12 +33,12 @@ func advertiseProfiles(ctx context.Context, client versioned.Interface, known *c
 			_, err := client.AdvisorV1alpha1().VirtPlatformConfigs().Create(ctx, cfg, metav1.CreateOptions{FieldManager: "virt-advisor-apiserver"})
 			switch {
 			case err == nil:
-				klog.InfoS("Advertised profile", "profile", md.Name)
+				logger.Info("Advertised profile", "profile", md.Name)
 				return true, nil
 			case apierrors.IsAlreadyExists(err):
 				return true, nil
 			default:
-				klog.ErrorS(err, "Advertising profile, will retry", "profile", md.Name)
+				logger.Error(err, "Advertising profile, will retry", "profile", md.Name)
 				return false, nil
 			}
 		})

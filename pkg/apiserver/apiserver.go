@@ -157,8 +157,35 @@ func (x ExtraConfig) build() (*dependencies, error) {
 	if x.ClientConfig == nil {
 		return nil, fmt.Errorf("no client configuration for the main cluster")
 	}
-	clientConfig := restclient.CopyConfig(x.ClientConfig)
-	clientConfig.UserAgent = "virt-advisor-apiserver/" + version.Version
+	d, err := newClients(x.ClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	if d.leaderElectionKube, err = leaderElectionClient(x.ClientConfig, x.LeaderElection.RenewDeadline.Duration); err != nil {
+		return nil, err
+	}
+	d.broadcaster = record.NewBroadcaster()
+	d.recorder = d.broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "virt-advisor"})
+	d.profiles = catalog.Default()
+	d.metrics = &metrics.Recorder{}
+	d.engine = &plan.Engine{
+		Cluster:  d.cluster,
+		Profiles: d.profiles,
+		Metrics:  d.metrics,
+		NodeVMs:  d.cluster.NodeVMs,
+		Pods:     d.cluster.Pods,
+	}
+	return d, nil
+}
+
+// userAgent is the server's on the main cluster.
+func userAgent() string { return "virt-advisor-apiserver/" + version.Version }
+
+// newClients builds the clients of the main cluster that plans, the
+// controller and the checks use: the dependencies with them filled in.
+func newClients(config *restclient.Config) (*dependencies, error) {
+	clientConfig := restclient.CopyConfig(config)
+	clientConfig.UserAgent = userAgent()
 	// Plans are computed on user requests: a client-side token bucket
 	// (client-go's default is 5 requests/s) would queue every plan behind
 	// the others. The plan gate bounds them, and the main cluster's API
@@ -184,44 +211,24 @@ func (x ExtraConfig) build() (*dependencies, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The Lease is renewed on a client of its own, with its own rate limit
-	// and each request bounded by the renew deadline, so that plan requests
-	// can never hold a renewal back.
-	leaderElectionConfig := restclient.CopyConfig(x.ClientConfig)
-	leaderElectionConfig.UserAgent = clientConfig.UserAgent + "/leader-election"
-	leaderElectionConfig.QPS, leaderElectionConfig.Burst = 5, 10
-	leaderElectionConfig.Timeout = x.LeaderElection.RenewDeadline.Duration
-	leaderElectionKube, err := kubernetes.NewForConfig(leaderElectionConfig)
-	if err != nil {
-		return nil, err
-	}
 	mainCluster, err := cluster.NewCluster(dyn, mapper, meta)
 	if err != nil {
 		return nil, err
 	}
 	// The VMI list is read raw and decoded field by field (cluster.ListVMIs).
 	mainCluster.Raw = kube.Discovery().RESTClient()
-	broadcaster := record.NewBroadcaster()
-	profiles := catalog.Default()
-	recorder := &metrics.Recorder{}
-	return &dependencies{
-		profiles: profiles,
-		cluster:  mainCluster,
-		engine: &plan.Engine{
-			Cluster:  mainCluster,
-			Profiles: profiles,
-			Metrics:  recorder,
-			NodeVMs:  mainCluster.NodeVMs,
-			Pods:     mainCluster.Pods,
-		},
-		metrics:            recorder,
-		kube:               kube,
-		leaderElectionKube: leaderElectionKube,
-		dynamic:            dyn,
-		metadata:           meta,
-		broadcaster:        broadcaster,
-		recorder:           broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "virt-advisor"}),
-	}, nil
+	return &dependencies{cluster: mainCluster, kube: kube, dynamic: dyn, metadata: meta}, nil
+}
+
+// leaderElectionClient is the client the Lease is renewed on: its own,
+// with its own rate limit and each request bounded by the renew
+// deadline, so that plan requests can never hold a renewal back.
+func leaderElectionClient(config *restclient.Config, renewDeadline time.Duration) (kubernetes.Interface, error) {
+	leaderElectionConfig := restclient.CopyConfig(config)
+	leaderElectionConfig.UserAgent = userAgent() + "/leader-election"
+	leaderElectionConfig.QPS, leaderElectionConfig.Burst = 5, 10
+	leaderElectionConfig.Timeout = renewDeadline
+	return kubernetes.NewForConfig(leaderElectionConfig)
 }
 
 // New builds the server and installs the advisor.kubevirt.io group.
@@ -231,8 +238,35 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	s := &Server{GenericAPIServer: generic, deps: c.deps}
-	d := c.deps
+	storage, err := c.installAPIGroup(generic)
+	if err != nil {
+		return nil, err
+	}
 
+	// One post-start hook, in order: the storage's identity, the main
+	// cluster's watches (synced), the advertised profiles, then the
+	// controller. It returns at once and retries in the background; until
+	// it is done, /readyz says why.
+	st := &starter{c: c, storage: storage, startup: &startup{}}
+	st.shared, st.leases = sharedStorageCheck(c.ExtraConfig, c.deps.kube)
+	// Nothing the shipped admission policies confine is written until
+	// they are in force; /readyz/virt-advisor-admission-policies says
+	// which are not (the StatefulSet's probe leaves that check out: the
+	// API stays up to say on each config why it waits).
+	if st.confined, err = newGuard(c.deps.kube, c.deps.cluster.Mapper); err != nil {
+		return nil, err
+	}
+	if err := generic.AddReadyzChecks(st.startup, st.shared, st.confined); err != nil {
+		return nil, err
+	}
+	generic.AddPostStartHookOrDie("virt-advisor-start", st.start)
+	return s, nil
+}
+
+// installAPIGroup installs the storage of the advisor.kubevirt.io group's
+// resources; it returns the VirtPlatformConfigs'.
+func (c CompletedConfig) installAPIGroup(generic *genericapiserver.GenericAPIServer) (*virtplatformconfig.Storage, error) {
+	d := c.deps
 	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, virtplatformconfig.Options{
 		Planner:                 d.engine,
 		Gate:                    virtplatformconfig.NewGate(c.ExtraConfig.MaxConcurrentPlans, c.ExtraConfig.PlanWaitTimeout),
@@ -266,84 +300,95 @@ func (c CompletedConfig) New() (*Server, error) {
 		"maintenancewindows":          windows,
 		"approvalpolicies":            policies,
 	}
-	if err := s.GenericAPIServer.InstallAPIGroup(&apiGroupInfo); err != nil {
+	if err := generic.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, err
 	}
+	return storage, nil
+}
 
-	// One post-start hook, in order: the storage's identity, the main
-	// cluster's watches (synced), the advertised profiles, then the
-	// controller. It returns at once and retries in the background; until
-	// it is done, /readyz says why.
-	startup := &startup{}
-	shared, leases := sharedStorageCheck(c.ExtraConfig, d.kube)
-	// Nothing the shipped admission policies confine is written until
-	// they are in force; /readyz/virt-advisor-admission-policies says
-	// which are not (the StatefulSet's probe leaves that check out: the
-	// API stays up to say on each config why it waits).
-	confined, err := newGuard(d.kube, d.cluster.Mapper)
+// starter is the post-start hook: what it starts, and the readyz checks
+// that say how far it is.
+type starter struct {
+	c        CompletedConfig
+	storage  *virtplatformconfig.Storage
+	startup  *startup
+	shared   *sharedstorage.Check
+	leases   informers.SharedInformerFactory // nil: no leader election
+	confined *guard
+}
+
+// start builds the informers and the controller, then starts them in the
+// background once the startup steps are done.
+func (st *starter) start(ctx genericapiserver.PostStartHookContext) error {
+	d := st.c.deps
+	client, err := versioned.NewForConfig(ctx.LoopbackClientConfig)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := s.GenericAPIServer.AddReadyzChecks(startup, shared, confined); err != nil {
-		return nil, err
+	// The informers run on every replica, leader or not: a standby's
+	// cache is warm when it takes over.
+	configs := externalversions.NewSharedInformerFactory(client, 10*time.Minute)
+	crds := metadatainformer.NewSharedInformerFactory(d.metadata, 0)
+	ctrl := st.newController(configs, crds)
+	st.confined.Start(ctx.Done())
+	st.storage.Abort.SetPauser(ctrl)
+	metrics.RegisterConfigs(configs.Advisor().V1alpha1().VirtPlatformConfigs().Lister(), ctrl.Leading)
+	if st.leases != nil {
+		st.leases.Start(ctx.Done())
 	}
-	s.GenericAPIServer.AddPostStartHookOrDie("virt-advisor-start", func(ctx genericapiserver.PostStartHookContext) error {
-		client, err := versioned.NewForConfig(ctx.LoopbackClientConfig)
-		if err != nil {
-			return err
+	go st.startup.run(ctx, st.steps(client, ctrl), func(ctx context.Context) {
+		configs.Start(ctx.Done())
+		crds.Start(ctx.Done())
+		if !cache.WaitForCacheSync(ctx.Done(), ctrl.Informer.HasSynced, ctrl.WindowInformer.HasSynced, ctrl.PolicyInformer.HasSynced) {
+			return
 		}
-		// The informers run on every replica, leader or not: a standby's
-		// cache is warm when it takes over.
-		configs := externalversions.NewSharedInformerFactory(client, 10*time.Minute)
-		crds := metadatainformer.NewSharedInformerFactory(d.metadata, 0)
-		windows := configs.Advisor().V1alpha1().MaintenanceWindows()
-		windowLister := &maintenance.CacheLister{Lister: windows.Lister()}
-		d.engine.SetMaintenanceWindows(windowLister)
-		approvalPolicies := configs.Advisor().V1alpha1().ApprovalPolicies()
-		ctrl := controller.New(controller.Config{
-			Informer:           configs.Advisor().V1alpha1().VirtPlatformConfigs().Informer(),
-			MaintenanceWindows: windowLister, WindowInformer: windows.Informer(),
-			CRDs:   crds.ForResource(crdGVR).Informer(),
-			Status: storage.StatusWriter, Planner: d.engine, Cluster: d.cluster, Pools: d.cluster, Watches: d.cluster.Watches, Kinds: d.cluster.Kinds,
-			Profiles: d.profiles, Recorder: d.recorder, Metrics: d.metrics,
-			LeaderElection: c.ExtraConfig.LeaderElection, LeaseClient: d.leaderElectionKube, Version: version.Version,
-			RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
-			CoalesceWindow:          c.ExtraConfig.RolloutCoalesceWindow,
-			TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
-			ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),
-				PolicyAuthorizer: c.GenericConfig.Authorization.Authorizer},
-			Confinement: confined, AdmissionInformers: confined.informers,
-		})
-		confined.Start(ctx.Done())
-		storage.Abort.SetPauser(ctrl)
-		metrics.RegisterConfigs(configs.Advisor().V1alpha1().VirtPlatformConfigs().Lister(), ctrl.Leading)
-		if leases != nil {
-			leases.Start(ctx.Done())
-		}
-		go startup.run(ctx, []startStep{
-			{"identify the storage", func(ctx context.Context) error {
-				id, err := sharedstorage.ClusterID(ctx, c.ExtraConfig.Storage)
-				if err != nil {
-					return err
-				}
-				klog.InfoS("Storage identified", "etcdClusterID", id, "embedded", c.ExtraConfig.EmbeddedEtcd)
-				shared.SetClusterID(id)
-				ctrl.LeaseLabels = map[string]string{sharedstorage.LeaseLabel: id}
-				return nil
-			}},
-			{"watch the main cluster", d.cluster.Start},
-			{"advertise the profiles", func(ctx context.Context) error { return advertiseProfiles(ctx, client, d.profiles) }},
-		}, func(ctx context.Context) {
-			configs.Start(ctx.Done())
-			crds.Start(ctx.Done())
-			if !cache.WaitForCacheSync(ctx.Done(), ctrl.Informer.HasSynced, ctrl.WindowInformer.HasSynced, ctrl.PolicyInformer.HasSynced) {
-				return
-			}
-			ctrl.Run(ctx, controllerWorkers)
-		})
-		return nil
+		ctrl.Run(ctx, controllerWorkers)
 	})
-	return s, nil
+	return nil
+}
+
+// newController builds the controller on the informers of configs and
+// crds; the plan engine reads the maintenance windows from the same cache.
+func (st *starter) newController(configs externalversions.SharedInformerFactory, crds metadatainformer.SharedInformerFactory) *controller.Controller {
+	c, d := st.c, st.c.deps
+	windows := configs.Advisor().V1alpha1().MaintenanceWindows()
+	windowLister := &maintenance.CacheLister{Lister: windows.Lister()}
+	d.engine.SetMaintenanceWindows(windowLister)
+	approvalPolicies := configs.Advisor().V1alpha1().ApprovalPolicies()
+	return controller.New(controller.Config{
+		Informer:           configs.Advisor().V1alpha1().VirtPlatformConfigs().Informer(),
+		MaintenanceWindows: windowLister, WindowInformer: windows.Informer(),
+		CRDs:   crds.ForResource(crdGVR).Informer(),
+		Status: st.storage.StatusWriter, Planner: d.engine, Cluster: d.cluster, Pools: d.cluster, Watches: d.cluster.Watches, Kinds: d.cluster.Kinds,
+		Profiles: d.profiles, Recorder: d.recorder, Metrics: d.metrics,
+		LeaderElection: c.ExtraConfig.LeaderElection, LeaseClient: d.leaderElectionKube, Version: version.Version,
+		RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
+		CoalesceWindow:          c.ExtraConfig.RolloutCoalesceWindow,
+		TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
+		ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),
+			PolicyAuthorizer: c.GenericConfig.Authorization.Authorizer},
+		Confinement: st.confined, AdmissionInformers: st.confined.informers,
+	})
+}
+
+// steps are the startup's steps before the controller starts: identify
+// the storage, watch the main cluster, advertise the profiles.
+func (st *starter) steps(client versioned.Interface, ctrl *controller.Controller) []startStep {
+	x, d := st.c.ExtraConfig, st.c.deps
+	return []startStep{
+		{"identify the storage", func(ctx context.Context) error {
+			id, err := sharedstorage.ClusterID(ctx, x.Storage)
+			if err != nil {
+				return err
+			}
+			klog.FromContext(ctx).Info("Storage identified", "etcdClusterID", id, "embedded", x.EmbeddedEtcd)
+			st.shared.SetClusterID(id)
+			ctrl.LeaseLabels = map[string]string{sharedstorage.LeaseLabel: id}
+			return nil
+		}},
+		{"watch the main cluster", d.cluster.Start},
+		{"advertise the profiles", func(ctx context.Context) error { return advertiseProfiles(ctx, client, d.profiles) }},
+	}
 }
 
 // Run registers the metrics, starts recording events to the main cluster

@@ -51,11 +51,12 @@ func (s *startup) set(done bool, err error) {
 }
 
 func (s *startup) run(ctx context.Context, steps []startStep, then func(context.Context)) {
+	logger := klog.FromContext(ctx)
 	for _, step := range steps {
 		backoff := wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 1 << 30, Cap: 30 * time.Second}
 		err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 			if err := step.run(ctx); err != nil {
-				klog.ErrorS(err, "Starting virt-advisor, will retry", "step", step.name)
+				logger.Error(err, "Starting virt-advisor, will retry", "step", step.name)
 				s.set(false, fmt.Errorf("%s: %w", step.name, err))
 				return false, nil
 			}
@@ -66,6 +67,6 @@ func (s *startup) run(ctx context.Context, steps []startStep, then func(context.
 		}
 	}
 	s.set(true, nil)
-	klog.InfoS("virt-advisor started")
+	logger.Info("virt-advisor started")
 	then(ctx)
 }

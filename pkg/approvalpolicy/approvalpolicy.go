@@ -112,73 +112,103 @@ func Decide(policies []*v1alpha1.ApprovalPolicy, cfg *v1alpha1.VirtPlatformConfi
 
 // Evaluate decides whether policy p approves plan.
 func Evaluate(p *v1alpha1.ApprovalPolicy, plan *v1alpha1.PlanStatus, f Facts) Decision {
-	d := Decision{Policy: p.Name}
-	refuse := func(format string, args ...any) {
-		d.Exceeded = append(d.Exceeded, fmt.Sprintf(format, args...)+fmt.Sprintf("; policy '%s' %s", p.Name, allows(p, format)))
-	}
-	b := p.Spec.Bounds
+	e := &evaluation{p: p, f: f, d: Decision{Policy: p.Name}}
 	if f.RequireDistinctApprover && f.SpecChangedBy != "" && f.SpecChangedBy == p.Status.Author {
-		d.Exceeded = append(d.Exceeded, fmt.Sprintf(
+		e.d.Exceeded = append(e.d.Exceeded, fmt.Sprintf(
 			"user %q, who set policy '%s', made the last spec change, and this server requires a second person (--require-distinct-approver)", p.Status.Author, p.Name))
 	}
-	if maxImpact := orLow(b.MaxImpact); rank(plan.ImpactSeverity) > rank(maxImpact) {
-		refuse(impactBound, plan.ImpactSeverity)
+	if maxImpact := orLow(p.Spec.Bounds.MaxImpact); rank(plan.ImpactSeverity) > rank(maxImpact) {
+		e.refuse(impactBound, plan.ImpactSeverity)
 	}
 	for i := range plan.Items {
-		it := &plan.Items[i]
-		if it.Operation == v1alpha1.OperationNone || it.Operation == "" {
-			continue
-		}
-		if it.Error != "" {
-			d.Exceeded = append(d.Exceeded, fmt.Sprintf("item %s could not be planned; policy '%s' approves only whole plans", it.Name, p.Name))
-			continue
-		}
-		if len(b.Items) > 0 && !itemAllowed(b.Items, it) {
-			refuse(itemBound, it.Name, it.TargetRef.Kind, it.TargetRef.Name)
-		}
-		for _, r := range it.Reboots {
-			disrupts := r.Drains || r.Disruption == v1alpha1.NodeDisruptionReboot
-			if disrupts {
-				switch {
-				case orNone(b.Reboots) == v1alpha1.RebootBoundNone:
-					refuse(rebootBound, verb(r), r.Pool)
-				case !windowed(p, r.Pool, f):
-					refuse(windowBound, verb(r), r.Pool)
-				}
-			}
-			if r.VMImpactUnknown != "" && r.Drains {
-				refuse(unknownVMBound, r.Pool, r.VMImpactUnknown)
-			}
-			if r.LiveMigrations > 0 && !fateAllowed(b.VMFates, v1alpha1.VMFateLiveMigrate) {
-				refuse(migrationsBound, vms(r.LiveMigrations), r.Pool)
-			}
-			for _, vm := range r.VMImpacts {
-				if vm.Fate != v1alpha1.VMFateLiveMigrate && !fateAllowed(b.VMFates, vm.Fate) {
-					refuse(fateBound, vm.Namespace, vm.Name, r.Pool, fateWords(vm.Fate)+because(vm.Reason))
-				}
-			}
-		}
+		e.item(&plan.Items[i])
 	}
 	if len(p.Spec.Windows) > 0 {
-		open, next, missing := windowsOpen(p.Spec.Windows, f)
-		if !open {
-			when := "none of them is open"
-			if next != nil {
-				// The message is stored: the opening's time, not how far away it is.
-				d.OpensAt = next.NextOpening(f.Now)
-				when = "the next opens " + maintenance.FormatAt(d.OpensAt, next.Location, f.Now)
-			}
-			if len(missing) > 0 {
-				when += fmt.Sprintf(" (%s: no such MaintenanceWindow)", strings.Join(missing, ", "))
-			}
-			d.Exceeded = append(d.Exceeded, fmt.Sprintf("policy '%s' approves only while window %s is open; %s", p.Name, strings.Join(p.Spec.Windows, " or "), when))
-		}
+		e.windows()
 	}
+	d := e.d
 	d.Approved = len(d.Exceeded) == 0
 	if !d.Approved && len(d.Exceeded) > 1 {
 		d.OpensAt = time.Time{} // opening a window would not be enough
 	}
 	return d
+}
+
+// evaluation is an Evaluate under way: the bounds of p the plan exceeds
+// so far, in d.
+type evaluation struct {
+	p *v1alpha1.ApprovalPolicy
+	f Facts
+	d Decision
+}
+
+// refuse notes a bound exceeded, and what the policy allows instead.
+func (e *evaluation) refuse(format string, args ...any) {
+	e.d.Exceeded = append(e.d.Exceeded, fmt.Sprintf(format, args...)+fmt.Sprintf("; policy '%s' %s", e.p.Name, allows(e.p, format)))
+}
+
+// item checks what a plan's item changes and the reboots it makes
+// against the policy's bounds.
+func (e *evaluation) item(it *v1alpha1.PlanItem) {
+	b := e.p.Spec.Bounds
+	if it.Operation == v1alpha1.OperationNone || it.Operation == "" {
+		return
+	}
+	if it.Error != "" {
+		e.d.Exceeded = append(e.d.Exceeded, fmt.Sprintf("item %s could not be planned; policy '%s' approves only whole plans", it.Name, e.p.Name))
+		return
+	}
+	if len(b.Items) > 0 && !itemAllowed(b.Items, it) {
+		e.refuse(itemBound, it.Name, it.TargetRef.Kind, it.TargetRef.Name)
+	}
+	for _, r := range it.Reboots {
+		e.reboot(r)
+	}
+}
+
+// reboot checks a pool's reboot, and what it does to the pool's VMs,
+// against the policy's bounds.
+func (e *evaluation) reboot(r v1alpha1.PoolReboot) {
+	b := e.p.Spec.Bounds
+	disrupts := r.Drains || r.Disruption == v1alpha1.NodeDisruptionReboot
+	if disrupts {
+		switch {
+		case orNone(b.Reboots) == v1alpha1.RebootBoundNone:
+			e.refuse(rebootBound, verb(r), r.Pool)
+		case !windowed(e.p, r.Pool, e.f):
+			e.refuse(windowBound, verb(r), r.Pool)
+		}
+	}
+	if r.VMImpactUnknown != "" && r.Drains {
+		e.refuse(unknownVMBound, r.Pool, r.VMImpactUnknown)
+	}
+	if r.LiveMigrations > 0 && !fateAllowed(b.VMFates, v1alpha1.VMFateLiveMigrate) {
+		e.refuse(migrationsBound, vms(r.LiveMigrations), r.Pool)
+	}
+	for _, vm := range r.VMImpacts {
+		if vm.Fate != v1alpha1.VMFateLiveMigrate && !fateAllowed(b.VMFates, vm.Fate) {
+			e.refuse(fateBound, vm.Namespace, vm.Name, r.Pool, fateWords(vm.Fate)+because(vm.Reason))
+		}
+	}
+}
+
+// windows checks that one of the windows the policy approves in is open,
+// and notes when the next opens when none is.
+func (e *evaluation) windows() {
+	open, next, missing := windowsOpen(e.p.Spec.Windows, e.f)
+	if open {
+		return
+	}
+	when := "none of them is open"
+	if next != nil {
+		// The message is stored: the opening's time, not how far away it is.
+		e.d.OpensAt = next.NextOpening(e.f.Now)
+		when = "the next opens " + maintenance.FormatAt(e.d.OpensAt, next.Location, e.f.Now)
+	}
+	if len(missing) > 0 {
+		when += fmt.Sprintf(" (%s: no such MaintenanceWindow)", strings.Join(missing, ", "))
+	}
+	e.d.Exceeded = append(e.d.Exceeded, fmt.Sprintf("policy '%s' approves only while window %s is open; %s", e.p.Name, strings.Join(e.p.Spec.Windows, " or "), when))
 }
 
 // The formats of the bounds a plan exceeds; allows says what the policy allows instead.

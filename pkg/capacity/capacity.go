@@ -187,8 +187,35 @@ func (cv *Classified) Simulate(nodes []Node, rollout Rollout) Result {
 // go to (summed only for such a batch: every node for each of 500
 // batches costs more than placing the VMs).
 func (s *state) drain(batch []string, res *Result) {
-	var moving []*leaving
-	var moved int64
+	moving, moved := s.evict(batch)
+	res.movedAny = res.movedAny || moved > 0
+	if moved > res.Moved || res.Worst == nil {
+		var free int64
+		for _, n := range s.nodes {
+			if n.target() {
+				free += n.free[s.memory]
+			}
+		}
+		res.Worst, res.Moved, res.Free = batch, moved, free
+	}
+	// Largest memory first; the VMs of a class go together.
+	sort.SliceStable(moving, func(i, j int) bool { return moving[i].class.req[s.memory] > moving[j].class.req[s.memory] })
+	for _, l := range moving {
+		s.place(l)
+		s.keepUnfit(l, res)
+	}
+	for _, name := range batch {
+		if n := s.byName[name]; n != nil {
+			// Back after its reboot with the VMs that could not leave.
+			n.draining = false
+			n.free = n.base.minus(n.vms)
+		}
+	}
+}
+
+// evict marks the nodes of batch draining and takes their VMs off them:
+// the VMs leaving, by class, and the memory they move.
+func (s *state) evict(batch []string) (moving []*leaving, moved int64) {
 	for _, name := range batch {
 		n := s.byName[name]
 		if n == nil {
@@ -206,38 +233,22 @@ func (s *state) drain(batch []string, res *Result) {
 		}
 		n.vms = nil
 	}
-	res.movedAny = res.movedAny || moved > 0
-	if moved > res.Moved || res.Worst == nil {
-		var free int64
-		for _, n := range s.nodes {
-			if n.target() {
-				free += n.free[s.memory]
-			}
-		}
-		res.Worst, res.Moved, res.Free = batch, moved, free
+	return moving, moved
+}
+
+// keepUnfit puts the VMs of l that place found no room for back on their
+// nodes, and notes them in res with why.
+func (s *state) keepUnfit(l *leaving, res *Result) {
+	if len(l.from) == 0 {
+		return
 	}
-	// Largest memory first; the VMs of a class go together.
-	sort.SliceStable(moving, func(i, j int) bool { return moving[i].class.req[s.memory] > moving[j].class.req[s.memory] })
-	for _, l := range moving {
-		s.place(l)
-		if len(l.from) == 0 {
-			continue
+	why := s.whyNot(l.class)
+	for _, f := range l.from {
+		for _, v := range f.vms {
+			res.Unfit = append(res.Unfit, Unfit{VM: *v, Reason: why, on: f.node.Name})
 		}
-		why := s.whyNot(l.class)
-		for _, f := range l.from {
-			for _, v := range f.vms {
-				res.Unfit = append(res.Unfit, Unfit{VM: *v, Reason: why, on: f.node.Name})
-			}
-			// Its drain would wait for them: they stay.
-			f.node.add(l.class, f.vms...)
-		}
-	}
-	for _, name := range batch {
-		if n := s.byName[name]; n != nil {
-			// Back after its reboot with the VMs that could not leave.
-			n.draining = false
-			n.free = n.base.minus(n.vms)
-		}
+		// Its drain would wait for them: they stay.
+		f.node.add(l.class, f.vms...)
 	}
 }
 

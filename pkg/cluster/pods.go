@@ -388,6 +388,7 @@ func NewPodCache(dyn dynamic.Interface) *PodCache {
 
 // Start runs the informer until ctx ends.
 func (c *PodCache) Start(ctx context.Context) {
+	logger := klog.FromContext(ctx)
 	ri := c.dynamic.Resource(PodGVR)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -399,7 +400,7 @@ func (c *PodCache) Start(ctx context.Context) {
 	}
 	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c.dynamic), &unstructured.Unstructured{}, 0, cache.Indexers{})
 	if err := informer.SetTransform(slimPod); err != nil {
-		klog.ErrorS(err, "Cannot cut down the cached pods")
+		logger.Error(err, "Cannot cut down the cached pods")
 	}
 	asPod := func(o interface{}) *cachedPod {
 		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
@@ -420,7 +421,7 @@ func (c *PodCache) Start(ctx context.Context) {
 		},
 		DeleteFunc: func(o interface{}) { c.change(asPod(o), -1); c.changes.Add(1) },
 	}); err != nil {
-		klog.ErrorS(err, "Cannot follow the pod cache")
+		logger.Error(err, "Cannot follow the pod cache")
 	}
 	c.mu.Lock()
 	c.informer = informer

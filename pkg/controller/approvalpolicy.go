@@ -22,6 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -30,6 +31,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -51,6 +53,16 @@ type ApprovalPolicies struct {
 	PolicyAuthorizer authorizer.Authorizer
 }
 
+// approvals decides on approvals: a policy's (review), action Apply's
+// (standing), and before every write whether the approval still holds.
+type approvals struct {
+	ApprovalPolicies
+	windows  maintenance.Lister
+	cluster  profiles.Cluster
+	clock    clock.Clock
+	distinct bool // --require-distinct-approver
+}
+
 // authorRecheck is how soon a config whose policy's author could not be
 // reviewed is looked at again.
 const authorRecheck = 30 * time.Second
@@ -65,7 +77,7 @@ type policyMetrics interface {
 // standing approval of its own, needs: a policy's approval, or a person.
 // lapse, when not empty, says why a policy's approval of an earlier plan
 // of this spec lapsed (lapseNote); it heads the message of a review.
-func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time, lapse string) (time.Duration, error) {
+func (ap *approvals) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time, lapse string) (time.Duration, error) {
 	st := &cfg.Status
 	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
 	reason, head := "ReviewRequired", ""
@@ -78,7 +90,7 @@ func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, withHoldNote(cfg, head+abortedNoPolicy(st.Abort)+status.MessageReview))
 		return 0, nil
 	}
-	approved, refused, recheck, err := c.askPolicies(ctx, cfg, res)
+	approved, refused, recheck, err := ap.askPolicies(ctx, cfg, res)
 	if err != nil {
 		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, withHoldNote(cfg, head+status.MessageReview))
 		return 0, err
@@ -97,7 +109,7 @@ func (c *Controller) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 	for _, d := range refused {
 		why = append(why, d.Message())
 		if !d.OpensAt.IsZero() {
-			if in := d.OpensAt.Sub(c.clock.Now()); in > 0 && (requeue == 0 || in < requeue) {
+			if in := d.OpensAt.Sub(ap.clock.Now()); in > 0 && (requeue == 0 || in < requeue) {
 				requeue = in
 			}
 		}
@@ -124,11 +136,11 @@ type policyApproval struct {
 // askPolicies returns the policy that approves res, or the refusals of
 // those covering cfg; recheck, when not 0, is how soon to ask again
 // because an author could not be reviewed.
-func (c *Controller) askPolicies(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result) (*policyApproval, []policies.Decision, time.Duration, error) {
-	if c.PolicyLister == nil {
+func (ap *approvals) askPolicies(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result) (*policyApproval, []policies.Decision, time.Duration, error) {
+	if ap.PolicyLister == nil {
 		return nil, nil, 0, nil
 	}
-	all, err := c.PolicyLister.List(everything)
+	all, err := ap.PolicyLister.List(everything)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("listing approval policies: %w", err)
 	}
@@ -141,7 +153,7 @@ func (c *Controller) askPolicies(ctx context.Context, cfg *v1alpha1.VirtPlatform
 	if len(covering) == 0 {
 		return nil, nil, 0, nil
 	}
-	facts, err := c.policyFacts(ctx, cfg, res)
+	facts, err := ap.policyFacts(ctx, cfg, res)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -154,7 +166,7 @@ func (c *Controller) askPolicies(ctx context.Context, cfg *v1alpha1.VirtPlatform
 			return nil, refused, recheck, nil
 		}
 		p := policyNamed(covering, approved.Policy)
-		denied, retry := c.authorMayApprove(ctx, p, cfg.Name)
+		denied, retry := ap.authorMayApprove(ctx, p, cfg.Name)
 		if denied == "" {
 			return &policyApproval{Decision: *approved, by: policies.ApprovedBy(p), ref: policies.Ref(p)}, refused, 0, nil
 		}
@@ -197,12 +209,12 @@ func policiesAfter(ps []*v1alpha1.ApprovalPolicy, name string) []*v1alpha1.Appro
 // policy approves only what its author still may. It returns why not, ""
 // when they may; retry when the review itself failed, which holds the
 // approval as a denial does.
-func (c *Controller) authorMayApprove(ctx context.Context, p *v1alpha1.ApprovalPolicy, config string) (why string, retry bool) {
+func (ap *approvals) authorMayApprove(ctx context.Context, p *v1alpha1.ApprovalPolicy, config string) (why string, retry bool) {
 	st := p.Status
-	if c.PolicyAuthorizer == nil {
+	if ap.PolicyAuthorizer == nil {
 		return fmt.Sprintf("policy '%s' approves nothing: this server cannot review whether its author %q may still approve the config", p.Name, st.Author), false
 	}
-	decision, reason, err := c.PolicyAuthorizer.Authorize(ctx, authorizer.AttributesRecord{
+	decision, reason, err := ap.PolicyAuthorizer.Authorize(ctx, authorizer.AttributesRecord{
 		User:            &user.DefaultInfo{Name: st.Author, Groups: st.AuthorGroups, Extra: st.AuthorExtra},
 		Verb:            "create",
 		APIGroup:        advisor.GroupName,
@@ -233,15 +245,15 @@ func (c *Controller) authorMayApprove(ctx context.Context, p *v1alpha1.ApprovalP
 
 // policyFacts reads what the decision depends on: the maintenance windows
 // and the labels of the pools the plan drains.
-func (c *Controller) policyFacts(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result) (policies.Facts, error) {
+func (ap *approvals) policyFacts(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result) (policies.Facts, error) {
 	f := policies.Facts{
-		Now:                     c.clock.Now(),
+		Now:                     ap.clock.Now(),
 		SpecChangedBy:           cfg.Status.SpecChangedBy,
-		RequireDistinctApprover: c.RequireDistinctApprover,
+		RequireDistinctApprover: ap.distinct,
 		PoolLabels:              map[string]map[string]string{},
 	}
-	if c.MaintenanceWindows != nil {
-		windows, err := c.MaintenanceWindows.Windows()
+	if ap.windows != nil {
+		windows, err := ap.windows.Windows()
 		if err != nil {
 			return f, fmt.Errorf("reading maintenance windows: %w", err)
 		}
@@ -252,7 +264,7 @@ func (c *Controller) policyFacts(ctx context.Context, cfg *v1alpha1.VirtPlatform
 			if _, seen := f.PoolLabels[r.Pool]; seen {
 				continue
 			}
-			pool, err := c.Cluster.Get(ctx, machineconfig.MachineConfigPoolGVK, "", r.Pool)
+			pool, err := ap.cluster.Get(ctx, machineconfig.MachineConfigPoolGVK, "", r.Pool)
 			if err != nil {
 				return f, err
 			}
@@ -265,22 +277,6 @@ func (c *Controller) policyFacts(ctx context.Context, cfg *v1alpha1.VirtPlatform
 	return f, nil
 }
 
-// announceApproval tells of a standing approval the controller recorded
-// and stored, by a policy or by action Apply: the Approved event and the
-// metrics.
-func (c *Controller) announceApproval(cfg *v1alpha1.VirtPlatformConfig, a *v1alpha1.ApprovalRecord) {
-	c.Metrics.Approved()
-	name, byPolicy := policies.PolicyOf(a.ApprovedBy)
-	if !byPolicy {
-		c.Recorder.Eventf(cfg, "Normal", "Approved", "Plan %s approved by %s (action Apply)", a.PlanHash, a.ApprovedBy)
-		return
-	}
-	if m, ok := c.Metrics.(policyMetrics); ok {
-		m.PolicyApproved(name)
-	}
-	c.Recorder.Eventf(cfg, "Normal", "Approved", "Plan %s approved by %s", a.PlanHash, a.ApprovedBy)
-}
-
 // lapseEnd ends the sentence that says why a policy's approval lapsed.
 const lapseEnd = "nothing further was written."
 
@@ -289,14 +285,14 @@ const lapseEnd = "nothing further was written."
 // (same UID and generation) and still cover the config. Otherwise nothing
 // further is written, the approval lapses, and the config goes back to
 // review with what changed (the caller asks the policies again at once).
-func (c *Controller) policyLapsed(cfg *v1alpha1.VirtPlatformConfig) (bool, error) {
+func (ap *approvals) policyLapsed(cfg *v1alpha1.VirtPlatformConfig) (bool, error) {
 	a := cfg.Status.Approval
 	if _, byPolicy := policies.PolicyOf(a.ApprovedBy); !byPolicy {
 		return false, nil
 	}
 	var current *v1alpha1.ApprovalPolicy
-	if c.PolicyLister != nil {
-		all, err := c.PolicyLister.List(everything)
+	if ap.PolicyLister != nil {
+		all, err := ap.PolicyLister.List(everything)
 		if err != nil {
 			return false, fmt.Errorf("listing approval policies: %w", err)
 		}
@@ -327,15 +323,15 @@ func (c *Controller) policyLapsed(cfg *v1alpha1.VirtPlatformConfig) (bool, error
 // may let its writes in: those the policy trusts (as when it approved);
 // nil for any other approval. Another Allow window, open while the
 // trusted ones are closed, does not widen the policy's approval.
-func (c *Controller) trustedWindows(cfg *v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool {
+func (ap *approvals) trustedWindows(cfg *v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool {
 	a := cfg.Status.Approval
-	if a == nil || a.Policy == nil || c.PolicyLister == nil {
+	if a == nil || a.Policy == nil || ap.PolicyLister == nil {
 		return nil
 	}
 	if _, byPolicy := policies.PolicyOf(a.ApprovedBy); !byPolicy {
 		return nil
 	}
-	all, err := c.PolicyLister.List(everything)
+	all, err := ap.PolicyLister.List(everything)
 	p := policyNamed(all, a.Policy.Name)
 	if err != nil || p == nil {
 		// policyLapsed stops the write before the gate.
@@ -394,4 +390,58 @@ func lapseNote(cfg *v1alpha1.VirtPlatformConfig) string {
 		return ""
 	}
 	return note + lapseEnd
+}
+
+// standing approves res as action Apply does: by whoever last
+// changed the spec, who needed the approve permission to set Apply. With
+// four eyes required it approves nothing and returns false.
+func (ap *approvals) standing(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result) (bool, error) {
+	if ap.distinct {
+		return false, nil
+	}
+	st := &cfg.Status
+	record := v1alpha1.ApprovalRecord{PlanHash: res.Status.PlanHash, ApprovedBy: st.SpecChangedBy, ApprovedAt: metav1.NewTime(ap.clock.Now()), Generation: cfg.Generation, UID: cfg.UID}
+	return true, approval.Record(st, res, record)
+}
+
+// holds is asked before every write: the approval must still
+// cover exactly these items and this spec, whatever happened since
+// (restarts, failovers, a spec change, a status nobody approved).
+// Otherwise the config fails with what changed and nothing is written.
+// An approval by a policy also needs that policy as it approved
+// (policyLapsed), and lapses the same way when the spec changed after it
+// (specChangedLapse): the config goes back to review, not to Failed.
+func (ap *approvals) holds(cfg *v1alpha1.VirtPlatformConfig, item string) (bool, error) {
+	err := approval.Check(cfg)
+	if err == nil {
+		lapsed, err := ap.policyLapsed(cfg)
+		return !lapsed && err == nil, err
+	}
+	if policyApprovedEarlierSpec(cfg) {
+		// The plan of the new spec goes to the policies as any draft.
+		specChangedLapse(cfg)
+		return false, nil
+	}
+	what := "Nothing was written"
+	if item != "" {
+		what = fmt.Sprintf("Nothing was written for item '%s'", item)
+	}
+	// The items are dropped: nobody approved them, so they are neither
+	// written, nor watched, nor shown as the plan.
+	cfg.Status.Items = nil
+	cfg.Status.ObservedGeneration = cfg.Generation
+	status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "ApprovalMismatch", fmt.Sprintf("%s: %v. %s", what, err, ap.reapproveAdvice(cfg)))
+	return false, nil
+}
+
+// reapproveAdvice says how to get a plan applied after an approval
+// lapsed: the plan of the current spec is approved as any other (a Failed
+// config takes approvals); with action Apply, changing the spec again
+// approves it too, unless a distinct approver is required.
+func (ap *approvals) reapproveAdvice(cfg *v1alpha1.VirtPlatformConfig) string {
+	review := fmt.Sprintf("Review the plan of the current spec and approve it: GET .../virtplatformconfigs/%[1]s/plan, then POST its planHash to .../approve (kubectl advisor plan %[1]s, then kubectl advisor approve %[1]s)", cfg.Name)
+	if cfg.Spec.Action == v1alpha1.PlanActionApply && !ap.distinct {
+		return review + "; or change the spec again: with action Apply, a spec change approves the plan of the new spec."
+	}
+	return review + "."
 }

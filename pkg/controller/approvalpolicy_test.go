@@ -45,7 +45,7 @@ func (a *fakeAuthorizer) Authorize(_ context.Context, attrs authorizer.Attribute
 // policiesHarness is a harness whose policies' authors may approve.
 func policiesHarness(t *testing.T, distinctApprover bool) *harness {
 	h := newHarness(t, "v1", distinctApprover)
-	h.c.PolicyAuthorizer = &fakeAuthorizer{}
+	h.c.approvals.PolicyAuthorizer = &fakeAuthorizer{}
 	return h
 }
 
@@ -103,7 +103,7 @@ func TestApprovalPolicies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := policiesHarness(t, tt.distinctApprover)
-			h.c.PolicyLister = tt.policies
+			h.c.approvals.PolicyLister = tt.policies
 			h.cluster.put(workerPool{}.obj())
 			h.create(dryRun, tt.author)
 			h.planner.result = tt.plan()
@@ -173,14 +173,14 @@ func TestPolicyApprovalIsCheckedBeforeEveryWrite(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := policiesHarness(t, false)
-			h.c.PolicyLister = fakePolicies{quietTuning()}
+			h.c.approvals.PolicyLister = fakePolicies{quietTuning()}
 			h.create(dryRun, "alice")
 			h.planner.result = deschedulerPlan()
 			if tt.human {
-				h.c.PolicyLister = fakePolicies{}
+				h.c.approvals.PolicyLister = fakePolicies{}
 				h.mustReconcile(v1alpha1.PhaseReviewRequired)
 				h.approve("bob")
-				h.c.PolicyLister = fakePolicies{quietTuning()}
+				h.c.approvals.PolicyLister = fakePolicies{quietTuning()}
 			} else {
 				h.mustReconcile(v1alpha1.PhaseInProgress)
 			}
@@ -284,14 +284,14 @@ func TestPolicyApprovalLapses(t *testing.T) {
 			h := policiesHarness(t, false)
 			approving := quietTuning()
 			approving.UID, approving.Generation = "policy-uid", 1
-			h.c.PolicyLister = fakePolicies{approving}
+			h.c.approvals.PolicyLister = fakePolicies{approving}
 			h.create(dryRun, "alice")
 			h.planner.result = deschedulerPlan()
 			if tt.human {
-				h.c.PolicyLister = fakePolicies{}
+				h.c.approvals.PolicyLister = fakePolicies{}
 				h.mustReconcile(v1alpha1.PhaseReviewRequired)
 				h.approve("bob")
-				h.c.PolicyLister = fakePolicies{approving}
+				h.c.approvals.PolicyLister = fakePolicies{approving}
 			} else {
 				h.mustReconcile(v1alpha1.PhaseInProgress)
 				if p := h.get().Status.Approval.Policy; p == nil || *p != (v1alpha1.ApprovalPolicyRef{Name: "quiet-tuning", UID: "policy-uid", Generation: 1}) {
@@ -299,7 +299,7 @@ func TestPolicyApprovalLapses(t *testing.T) {
 				}
 			}
 			h.forget()
-			h.c.PolicyLister = tt.after
+			h.c.approvals.PolicyLister = tt.after
 			h.reconcile()
 			if h.err != nil {
 				t.Fatalf("reconcile: %v", h.err)
@@ -394,8 +394,8 @@ func TestPolicyAuthorIsReviewedBeforeEachApproval(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, "v1", false)
-			h.c.PolicyLister = tt.policies
-			h.c.PolicyAuthorizer = tt.authz
+			h.c.approvals.PolicyLister = tt.policies
+			h.c.approvals.PolicyAuthorizer = tt.authz
 			h.create(dryRun, "alice")
 			h.planner.result = deschedulerPlan()
 			h.reconcile()
@@ -456,12 +456,12 @@ func givenPSIApprovedUnderNight(t *testing.T, human bool) *harness {
 	trustsNight.Spec.Bounds.MaxImpact, trustsNight.Spec.Bounds.Reboots = v1alpha1.ImpactHigh, v1alpha1.RebootBoundInWindow
 	trustsNight.Spec.TrustedWindows = &v1alpha1.PolicyWindows{Names: []string{"night"}}
 	h := policiesHarness(t, false)
-	h.c.MaintenanceWindows = windows
+	h.c.approvals.windows = windows
 	h.setWindows(windows)
 	h.cluster.put(workerPool{}.obj())
-	h.c.PolicyLister = fakePolicies{trustsNight}
+	h.c.approvals.PolicyLister = fakePolicies{trustsNight}
 	if human {
-		h.c.PolicyLister = fakePolicies{}
+		h.c.approvals.PolicyLister = fakePolicies{}
 	}
 	h.create(dryRun, "alice")
 	h.planner.result = psiRebootPlan()

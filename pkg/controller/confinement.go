@@ -18,18 +18,18 @@ const confinementRetry = time.Minute
 
 // confined is nil when the admission policies that confine the write of
 // item it are in force, or when it writes nothing.
-func (c *Controller) confined(it *v1alpha1.VirtPlatformConfigItem) error {
-	if c.Confinement == nil || it.Operation == v1alpha1.OperationNone {
+func (g *gate) confined(it *v1alpha1.VirtPlatformConfigItem) error {
+	if g.confinement == nil || it.Operation == v1alpha1.OperationNone {
 		return nil
 	}
-	return c.Confinement.Writable(plan.TargetGVK(it.TargetRef))
+	return g.confinement.Writable(plan.TargetGVK(it.TargetRef))
 }
 
 // waitConfined keeps item it waiting, unwritten and its pools not paused,
 // until the admission policies are in force: the config's Waiting
 // condition (reason AdmissionPolicyNotInForce) names what is missing. An
 // item whose write was started keeps its message, which says so.
-func (c *Controller) waitConfined(it *v1alpha1.VirtPlatformConfigItem, err error) (itemGate, time.Duration, *status.Wait, error) {
+func (g *gate) waitConfined(it *v1alpha1.VirtPlatformConfigItem, err error) (itemGate, time.Duration, *status.Wait, error) {
 	msg := fmt.Sprintf("Item '%s' is not written: %v", it.Name, err)
 	if it.State == v1alpha1.ItemStatePending {
 		it.Message = "Not written: " + err.Error()

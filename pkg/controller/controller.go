@@ -7,234 +7,38 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
-	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/controller/pools"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/plan"
-	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
 
-// Config is what the controller needs. The caller builds and starts the
-// informers; the controller only adds its handlers while it leads.
-type Config struct {
-	// Informer is the shared informer of VirtPlatformConfigs, started by
-	// the caller on every replica: a standby keeps its cache warm, so a
-	// replica that becomes leader works at once.
-	Informer cache.SharedIndexInformer
-	// CRDs, if set, is a started informer on the metadata of
-	// CustomResourceDefinitions: a CRD that appears or goes away changes
-	// what can be planned and watched, so every config is looked at again.
-	CRDs cache.SharedInformer
-	// Status writes status; the server's status subresource refuses every
-	// request, so this is the storage's in-process writer.
-	Status StatusWriter
-	// Planner computes, snapshots and applies plans (the plan engine).
-	Planner Planner
-	// Cluster reads the main cluster: MachineConfigPools, MachineConfigs,
-	// the ClusterVersion.
-	Cluster profiles.Cluster
-	// Pools pauses and unpauses MachineConfigPools (one reboot per node).
-	Pools PoolPauser
-	// Watches tells the controller when an object a config depends on
-	// changes.
-	Watches Watcher
-	// Kinds tells the controller when any object of a kind a profile
-	// derives from changes (inputs with no name: the Nodes of a pool);
-	// nil: only named inputs are followed.
-	Kinds KindWatcher
-	// Profiles are the profiles this build knows (*catalog.Catalog).
-	Profiles Profiles
-	Recorder record.EventRecorder
-	// Metrics records what the controller measures; nil records nothing.
-	Metrics Metrics
-	// Clock is the real clock if nil.
-	Clock clock.Clock
-	// LeaderElection configures the Lease in the main cluster.
-	LeaderElection componentbaseconfig.LeaderElectionConfiguration
-	// LeaseClient renews the Lease; a client of its own, so that other
-	// traffic cannot delay a renewal past the deadline.
-	LeaseClient kubernetes.Interface
-	// LeaseLabels are set on the Lease in every write that takes or
-	// renews it (e.g. the leader's store, see package sharedstorage).
-	LeaseLabels map[string]string
-	// Version is reported in status.operatorVersion.
-	Version string
-	// RequireDistinctApprover keeps action Apply from approving by itself.
-	RequireDistinctApprover bool
-	// CoalesceWindow is how long pools stay paused after a MachineConfig
-	// write so that further approved changes roll out with it; 0 disables.
-	CoalesceWindow time.Duration
-	// MaintenanceWindows lists the maintenance windows; nil: none, pools
-	// roll out whenever an approved change is written.
-	MaintenanceWindows maintenance.Lister
-	// WindowInformer, when set, tells of changed maintenance windows: the
-	// configs and the pool pauses are looked at again.
-	WindowInformer cache.SharedInformer
-	// TransientErrorDeadline is how long a write failing transiently is
-	// retried when the config sets no waitTimeout; 0 means 10 minutes.
-	TransientErrorDeadline time.Duration
-	// ApprovalPolicies approve plans within their bounds (approvalpolicy.go).
-	ApprovalPolicies
-	// Confinement says whether the admission policies that confine the
-	// server's writes of a kind are in force (pkg/confinement): no item
-	// of a kind they confine is written, and no pool unpaused, until they
-	// are. nil: not checked (tests of other things).
-	Confinement Confinement
-	// AdmissionInformers tell of changed admission policies and
-	// bindings: the configs waiting for them are looked at again.
-	AdmissionInformers []cache.SharedInformer
-}
-
-// Confinement is asked before every write to the main cluster
-// (*apiserver's guard over pkg/confinement).
-type Confinement interface {
-	// Writable is nil when the admission policies that confine writes of
-	// objects of gvk are in force; otherwise its error names those that
-	// are not and what to do.
-	Writable(gvk schema.GroupVersionKind) error
-}
-
-// StatusWriter writes the status of a config, failing with a conflict when
-// cfg's resourceVersion is no longer the stored one.
-type StatusWriter interface {
-	UpdateStatus(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*v1alpha1.VirtPlatformConfig, error)
-	// GetStored reads a config from storage (a quorum read, not the
-	// informer's cache): what an approval is checked against before a write.
-	GetStored(ctx context.Context, name string) (*v1alpha1.VirtPlatformConfig, error)
-}
-
-// PoolPauser server-side applies our fields of a MachineConfigPool, with
-// our field manager: its pause and the pause's end, nothing else.
-type PoolPauser interface {
-	ApplyPool(ctx context.Context, pool *unstructured.Unstructured) error
-}
-
-// Planner is what the controller uses of the plan engine (*plan.Engine):
-// the plan it reviews is computed and applied by the same code.
-type Planner interface {
-	// Compute returns the live plan of a config.
-	Compute(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (*plan.Result, error)
-	// ReadTargets reads the live targets of the items, by item index, and
-	// hashes their managed fields as Compute does.
-	ReadTargets(ctx context.Context, items []v1alpha1.VirtPlatformConfigItem) (string, []plan.Target, error)
-	// CheckTarget reads an approved item's live target and checks it
-	// (CheckReadTarget); it returns the read, the write's precondition.
-	CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, check plan.TargetCheck) (plan.Target, *unstructured.Unstructured, error)
-	// CheckReadTarget returns a *plan.StaleTargetError when an approved
-	// item's live target, as read, is no longer the one its plan was
-	// computed against; on a check.Retry it returns the live target when
-	// our earlier write made it.
-	CheckReadTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, check plan.TargetCheck) (*unstructured.Unstructured, error)
-	// Apply writes one item to the main cluster, conditional on the read
-	// its checks judged (at), and returns what it wrote.
-	Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem, at plan.Target) (*unstructured.Unstructured, error)
-	// DrainImpact assesses an approved MachineConfig item from the live
-	// cluster: per pool it rolls out on, the disruption and what draining
-	// the nodes does to the VMs there now.
-	DrainImpact(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]v1alpha1.PoolReboot, error)
-	// PendingDrainImpact assesses from the live cluster what resuming the
-	// rollout of a paused MachineConfigPool does: the disruption of the
-	// rendered config it rolls out and what draining its nodes does to the
-	// VMs there now.
-	PendingDrainImpact(ctx context.Context, pool *unstructured.Unstructured) ([]v1alpha1.PoolReboot, error)
-	// DriftFromCaches compares applied items with their targets in the
-	// watch caches, without dry-runs (watchdrift.go); decided is false
-	// when only a full plan can tell.
-	DriftFromCaches(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, applied []v1alpha1.VirtPlatformConfigItem) (drifted map[string][]string, decided bool, err error)
-}
-
-// Profiles is what the controller uses of the catalogue of profiles
-// (*catalog.Catalog).
-type Profiles interface {
-	// Get returns the profile of that name.
-	Get(name string) (profiles.Profile, bool)
-	// ResolveOptions returns the options a config runs with, every
-	// default applied.
-	ResolveOptions(spec v1alpha1.VirtPlatformConfigSpec) v1alpha1.ProfileOptions
-}
-
-// Metrics is what the controller records (*metrics.Recorder).
-type Metrics interface {
-	// Approved counts an approval (action Apply).
-	Approved()
-	// PlanDuration records how long a plan computation of profile took.
-	PlanDuration(profile string, d time.Duration)
-	// ApplyDuration records the time from an approval to the last write
-	// of its items.
-	ApplyDuration(profile string, d time.Duration)
-	// DriftDetected counts a transition into Drifted.
-	DriftDetected(profile string)
-	// DriftLatency records the time from the watch event of a changed
-	// target to the Drifted status.
-	DriftLatency(d time.Duration)
-	// PoolWindows reports, per pool a maintenance window selects, the
-	// seconds until it may be disrupted again; pools left out lose theirs.
-	PoolWindows(opensIn map[string]float64)
-}
-
-// noMetrics records nothing.
-type noMetrics struct{}
-
-func (noMetrics) Approved()                           {}
-func (noMetrics) PlanDuration(string, time.Duration)  {}
-func (noMetrics) ApplyDuration(string, time.Duration) {}
-func (noMetrics) DriftDetected(string)                {}
-func (noMetrics) DriftLatency(time.Duration)          {}
-func (noMetrics) PoolWindows(map[string]float64)      {}
-
-// Watcher is what the controller uses of the watches on the main cluster
-// (*cluster.Watches).
-type Watcher interface {
-	// Set declares the objects a config depends on.
-	Set(config string, keys []cluster.ObjectKey)
-	// Forget drops every watch of a config.
-	Forget(config string)
-	// OnEvent calls fn with the config whose object changed; nil stops.
-	OnEvent(fn func(config string, key cluster.ObjectKey))
-}
-
-// KindWatcher is what the controller uses of the watches of whole kinds
-// (*cluster.KindChanges).
-type KindWatcher interface {
-	// Watch starts watching a kind (again at the next call while it is
-	// not served).
-	Watch(gk schema.GroupKind)
-	// OnChange calls fn with the kind of an object that changed; nil stops.
-	OnChange(fn func(gk schema.GroupKind))
-}
-
-// Controller reconciles VirtPlatformConfigs.
+// Controller reconciles VirtPlatformConfigs. It keeps the queue, the
+// lister and leader election, and dispatches each config to the step of
+// the phase table its phase asks for: draft, progress (write and follow),
+// check (drift), or the rollouts of a terminal phase (track). Each step
+// is a type of its own holding only what it uses.
 type Controller struct {
 	Config
 	// queue (configs) lives for one term of leadership.
@@ -250,22 +54,18 @@ type Controller struct {
 	// pools is the pool controller: it answers whether an item may write
 	// to its pools now and how far it rolled out, and owns every pause.
 	pools *pools.Controller
-	// ownWrites is, per config, the resourceVersion of the controller's
-	// last status write that needs no further reconcile: its watch event
-	// is dropped instead of planning again for nothing, unless a
-	// reconcile read the cache before it held the write (see cached).
-	ownWrites sync.Map
-	// writing is, per config, the status write in flight that will need
-	// no further reconcile (a pendingWrite): its watch event can come
-	// before the write's answer, and before ownWrites holds its
-	// resourceVersion.
-	writing sync.Map
-	// retryAt is when each item retrying a write may be tried again, so
-	// that no event (the status write that says it retries, a pool's)
-	// brings the attempt forward. Kept in memory: a new leader tries at once.
-	retryAt sync.Map // retryKey -> time.Time
-	// jitter spreads retries (a number in [0, 1)); tests fix it.
-	jitter func() float64
+	// seen are, per config, the pools its items were evaluated on
+	// (watched).
+	seen *seenPools
+	// writes writes status and knows which events are of our own writes.
+	writes *statusWrites
+	// The steps of the phase table.
+	drafter   *drafter
+	progress  *progresser
+	drift     *driftChecker
+	follow    *follower
+	approvals *approvals
+	retries   *retries
 	// leading is true while a term of leadership runs, its cache synced.
 	leading atomic.Bool
 }
@@ -276,7 +76,7 @@ func (c *Controller) Leading() bool {
 	return c.leading.Load()
 }
 
-// retryKey names an item of a config in retryAt.
+// retryKey names an item of a config in retries.
 type retryKey struct{ config, item string }
 
 // New returns a controller reading configs from cfg.Informer's cache.
@@ -294,18 +94,51 @@ func New(cfg Config) *Controller {
 		clock:   clk,
 		events:  newEventTimes(),
 		objects: newObjectEvents(),
-		jitter:  rand.Float64,
+		seen:    newSeenPools(),
 	}
+	c.writes = &statusWrites{status: cfg.Status, recorder: cfg.Recorder, metrics: cfg.Metrics, lister: c.lister}
+	c.approvals = &approvals{ApprovalPolicies: cfg.ApprovalPolicies, windows: cfg.MaintenanceWindows, cluster: cfg.Cluster,
+		clock: clk, distinct: cfg.RequireDistinctApprover}
+	c.pools = newPools(cfg, c.lister, clk, c.approvals.trustedWindows, c.wake)
+	c.newSteps(clk)
+	return c
+}
+
+// newSteps makes the steps of the phase table, each with what it uses.
+func (c *Controller) newSteps(clk clock.Clock) {
+	cfg := c.Config
+	out := outcomes{clock: clk, profiles: cfg.Profiles, version: cfg.Version}
+	c.retries = &retries{jitter: rand.Float64, deadline: cfg.TransientErrorDeadline, out: out}
+	c.follow = &follower{pools: c.pools, seen: c.seen, out: out}
+	c.drafter = &drafter{planner: cfg.Planner, metrics: cfg.Metrics, version: cfg.Version, approvals: c.approvals, follow: c.follow, out: out}
+	c.drift = &driftChecker{planner: cfg.Planner, recorder: cfg.Recorder, metrics: cfg.Metrics, version: cfg.Version, approvals: c.approvals, out: out}
+	w := &writer{planner: cfg.Planner, retries: c.retries, approvals: c.approvals, writes: c.writes, out: out,
+		checks: &preWriteChecks{planner: cfg.Planner, stored: cfg.Status, writes: c.writes, out: out},
+		gate:   &gate{pools: c.pools, seen: c.seen, confinement: cfg.Confinement, out: out}}
+	c.progress = &progresser{write: w, follow: c.follow, approvals: c.approvals, metrics: cfg.Metrics, profiles: cfg.Profiles, out: out}
+}
+
+// newPools makes the pool controller over the same readers, informers
+// and clock.
+func newPools(cfg Config, lister listers.VirtPlatformConfigLister, clk clock.Clock,
+	trusted func(*v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool, wake func(string)) *pools.Controller {
 	var pauser pools.Pauser = cfg.Pools
 	if cfg.Confinement != nil {
 		pauser = confinedPauser{pauser: cfg.Pools, confinement: cfg.Confinement}
 	}
-	c.pools = pools.New(pools.Config{
-		Cluster: cfg.Cluster, Pauser: pauser, Drains: cfg.Planner, Windows: cfg.MaintenanceWindows, TrustedWindows: c.trustedWindows,
+	// The pools are looked at again when the windows change, and when the
+	// admission policies an unpause may wait for do.
+	var resyncOn []cache.SharedInformer
+	if cfg.WindowInformer != nil {
+		resyncOn = append(resyncOn, cfg.WindowInformer)
+	}
+	resyncOn = append(resyncOn, cfg.AdmissionInformers...)
+	return pools.New(pools.Config{
+		Cluster: cfg.Cluster, Pauser: pauser, Drains: cfg.Planner, Windows: cfg.MaintenanceWindows, TrustedWindows: trusted,
+		Configs: lister, ConfigInformer: cfg.Informer, ResyncOn: resyncOn,
 		CoalesceWindow: cfg.CoalesceWindow, Recorder: cfg.Recorder, Metrics: cfg.Metrics, Clock: clk,
-		Wake: c.wake,
+		Wake: wake,
 	})
-	return c
 }
 
 // wake looks at a config again (while leading).
@@ -320,13 +153,14 @@ func (c *Controller) wake(config string) {
 // so a replica that lost its Lease keeps serving the API and stands by.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
+	log := klog.FromContext(ctx)
 	le := c.LeaderElection
 	if !le.LeaderElect {
 		c.runLeader(ctx, workers)
 		return
 	}
 	if c.LeaseClient == nil {
-		klog.ErrorS(nil, "Leader election is enabled but there is no client for the Lease; the controller does not run")
+		log.Error(nil, "Leader election is enabled but there is no client for the Lease; the controller does not run")
 		return
 	}
 	host, _ := os.Hostname()
@@ -334,7 +168,7 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.ResourceNamespace, le.ResourceName,
 		c.LeaseClient.CoreV1(), c.LeaseClient.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: c.Recorder})
 	if err != nil {
-		klog.ErrorS(err, "Cannot create the leader election lock; the controller does not run")
+		log.Error(err, "Cannot create the leader election lock; the controller does not run")
 		return
 	}
 	if ll, ok := lock.(*resourcelock.LeaseLock); ok {
@@ -350,13 +184,13 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 			Name:            "virt-advisor-controller",
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(ctx context.Context) {
-					klog.InfoS("Became leader, starting the controller", "identity", identity)
+					log.Info("Became leader, starting the controller", "identity", identity)
 					c.runLeader(ctx, workers)
 				},
-				OnStoppedLeading: func() { klog.InfoS("Lost leadership, the controller stops", "identity", identity) },
+				OnStoppedLeading: func() { log.Info("Lost leadership, the controller stops", "identity", identity) },
 				OnNewLeader: func(current string) {
 					if current != identity {
-						klog.InfoS("Not the leader: standing by", "leader", current, "identity", identity)
+						log.Info("Not the leader: standing by", "leader", current, "identity", identity)
 					}
 				},
 			},
@@ -382,10 +216,11 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	if !cache.WaitForCacheSync(ctx.Done(), c.Informer.HasSynced) {
 		return
 	}
-	remove, err := c.addHandlers()
+	log := klog.FromContext(ctx)
+	remove, err := c.addHandlers(log)
 	defer remove()
 	if err != nil {
-		klog.ErrorS(err, "Cannot watch what the controller reconciles")
+		log.Error(err, "Cannot watch what the controller reconciles")
 		return
 	}
 	c.Watches.OnEvent(func(config string, key cluster.ObjectKey) {
@@ -401,23 +236,22 @@ func (c *Controller) runLeader(ctx context.Context, workers int) {
 	// /metrics reports the configs from this cache while we lead.
 	c.leading.Store(true)
 	defer c.leading.Store(false)
-	klog.InfoS("Controller started")
+	log.Info("Controller started")
 	// The pool controller: pool pauses a previous leader left behind are
-	// ended there, the items due on them first expected.
-	c.expectDueItems()
+	// ended there, from what the configs' status says.
 	c.pools.Start(ctx)
 	for i := 0; i < workers; i++ {
 		go wait.UntilWithContext(ctx, c.worker, time.Second)
 	}
 	<-ctx.Done()
-	klog.InfoS("Controller stopped")
+	log.Info("Controller stopped")
 }
 
 // addHandlers adds the controller's handlers to the shared informers: the
 // configs, and the maintenance windows, CRDs and approval policies, after
 // whose changes every config (and every pool, for the windows) is looked
 // at again. remove removes those added, also after an error.
-func (c *Controller) addHandlers() (remove func(), err error) {
+func (c *Controller) addHandlers(log klog.Logger) (remove func(), err error) {
 	var added []func()
 	remove = func() {
 		for _, r := range added {
@@ -429,14 +263,14 @@ func (c *Controller) addHandlers() (remove func(), err error) {
 		if err != nil {
 			return fmt.Errorf("watching %s: %w", what, err)
 		}
-		added = append(added, func() { removeHandler(informer, reg) })
+		added = append(added, func() { removeHandler(log, informer, reg) })
 		return nil
 	}
 	// A handler added to a synced informer is told of every config.
 	if err := add(c.Informer, cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
 		UpdateFunc: func(_, obj interface{}) {
-			if !c.ownWrite(obj) {
+			if !c.writes.ownWrite(obj) {
 				c.enqueue(obj)
 			}
 		},
@@ -445,10 +279,7 @@ func (c *Controller) addHandlers() (remove func(), err error) {
 		return remove, err
 	}
 	if c.WindowInformer != nil {
-		if err := add(c.WindowInformer, anyChange(func() {
-			c.enqueueAll()
-			c.pools.Resync()
-		}), "MaintenanceWindows"); err != nil {
+		if err := add(c.WindowInformer, anyChange(c.enqueueAll), "MaintenanceWindows"); err != nil {
 			return remove, err
 		}
 	}
@@ -463,13 +294,9 @@ func (c *Controller) addHandlers() (remove func(), err error) {
 			return remove, err
 		}
 	}
-	// An admission policy restored lets the writes waiting for it go on;
-	// the pools, whose unpause may wait for it too, are looked at again.
+	// An admission policy restored lets the writes waiting for it go on.
 	for _, informer := range c.AdmissionInformers {
-		if err := add(informer, anyChange(func() {
-			c.enqueueAll()
-			c.pools.Resync()
-		}), "admission policies"); err != nil {
+		if err := add(informer, anyChange(c.enqueueAll), "admission policies"); err != nil {
 			return remove, err
 		}
 	}
@@ -485,9 +312,9 @@ func anyChange(fn func()) cache.ResourceEventHandler {
 	}
 }
 
-func removeHandler(informer cache.SharedInformer, reg cache.ResourceEventHandlerRegistration) {
+func removeHandler(log klog.Logger, informer cache.SharedInformer, reg cache.ResourceEventHandlerRegistration) {
 	if err := informer.RemoveEventHandler(reg); err != nil {
-		klog.ErrorS(err, "Cannot remove an event handler")
+		log.Error(err, "Cannot remove an event handler")
 	}
 }
 
@@ -503,101 +330,6 @@ func (c *Controller) stopWatching() {
 			c.Watches.Forget(cfg.Name)
 		}
 	}
-}
-
-// ownWrite is true for the event of a status write of ours after which
-// there was nothing left to do (see writeStatus).
-func (c *Controller) ownWrite(obj interface{}) bool {
-	cfg, ok := obj.(*v1alpha1.VirtPlatformConfig)
-	if !ok {
-		return false
-	}
-	if rv, ok := c.ownWrites.Load(cfg.Name); ok && rv == cfg.ResourceVersion {
-		return true
-	}
-	w, ok := c.writing.Load(cfg.Name)
-	return ok && w.(pendingWrite).is(cfg)
-}
-
-// pendingWrite is a status write in flight: the status written on the
-// config of that generation and resourceVersion.
-type pendingWrite struct {
-	generation      int64
-	resourceVersion string
-	// stored is the status as storage will hold it (times in seconds, as
-	// serialized); made only when an event comes during the write, which
-	// is rare, rather than before every write (nil: it cannot be).
-	stored func() *v1alpha1.VirtPlatformConfigStatus
-}
-
-// newPendingWrite is the write of cfg's status.
-func newPendingWrite(cfg *v1alpha1.VirtPlatformConfig) pendingWrite {
-	written := cfg.Status.DeepCopy()
-	return pendingWrite{generation: cfg.Generation, resourceVersion: cfg.ResourceVersion,
-		stored: sync.OnceValue(func() *v1alpha1.VirtPlatformConfigStatus {
-			raw, err := json.Marshal(written)
-			if err != nil {
-				return nil
-			}
-			st := &v1alpha1.VirtPlatformConfigStatus{}
-			if err := json.Unmarshal(raw, st); err != nil {
-				return nil
-			}
-			return st
-		})}
-}
-
-// is true for the config that write leads to: the next version of the
-// same spec with exactly that status.
-func (w pendingWrite) is(cfg *v1alpha1.VirtPlatformConfig) bool {
-	if cfg.Generation != w.generation || cfg.ResourceVersion == w.resourceVersion {
-		return false
-	}
-	st := w.stored()
-	return st != nil && apiequality.Semantic.DeepEqual(&cfg.Status, st)
-}
-
-// cached reads a config from the informer's cache for a reconcile. A
-// cache that does not hold the controller's last status write yet (its
-// event still on the way, behind a target's) is behind storage: the read
-// returns errCacheBehind, and that write's event, no longer dropped as our
-// own, brings the config back. (Deciding from the older object would
-// check and write on old news, be refused by storage and take the watch
-// events meant for the next reconcile.) The mark is dropped before the
-// read: an event the handler dropped before that was in the cache already
-// (an informer updates its cache before it tells its handlers), so the
-// read sees the write.
-func (c *Controller) cached(name string) (*v1alpha1.VirtPlatformConfig, error) {
-	own, marked := c.ownWrites.LoadAndDelete(name)
-	cfg, err := c.lister.Get(name)
-	if !marked || err != nil {
-		return cfg, err
-	}
-	switch {
-	case cfg.ResourceVersion == own:
-		// The cache holds the write: its event still needs no reconcile.
-		c.ownWrites.LoadOrStore(name, own)
-	case olderThan(cfg.ResourceVersion, own.(string)):
-		return nil, errCacheBehind
-	}
-	return cfg, nil
-}
-
-// errCacheBehind: the informer's cache does not hold the controller's last
-// status write of the config yet.
-var errCacheBehind = errors.New("the cache is behind the controller's last status write")
-
-// olderThan is true when resourceVersion rv comes before own. Both are
-// revisions of the server's own storage, which the server may compare
-// (clients may not: to them a resourceVersion is opaque).
-func olderThan(rv, own string) bool {
-	if rv == "" || own == "" {
-		return false // the versioner reads "" as 0
-	}
-	var versioner storage.APIObjectVersioner
-	a, errA := versioner.ParseResourceVersion(rv)
-	b, errB := versioner.ParseResourceVersion(own)
-	return errA == nil && errB == nil && a < b
 }
 
 func (c *Controller) enqueue(obj interface{}) {
@@ -656,10 +388,11 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(name)
+	log := klog.FromContext(ctx)
 	start := c.clock.Now()
 	requeueAfter, err := c.reconcile(ctx, name)
 	if took := c.clock.Since(start); took > 200*time.Millisecond {
-		klog.InfoS("Slow reconcile", "config", name, "duration", took, "err", err)
+		log.Info("Slow reconcile", "config", name, "duration", took, "err", err)
 	}
 	switch {
 	case apierrors.IsNotFound(err):
@@ -668,9 +401,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		switch {
 		case errors.Is(err, errLookAgain):
 			// No failure: this replica looks again with newer news.
-			klog.V(2).InfoS("Looking again", "config", name, "reason", err)
+			log.V(2).Info("Looking again", "config", name, "reason", err)
 		case !apierrors.IsConflict(err):
-			klog.ErrorS(err, "Reconciling failed, will retry", "config", name)
+			log.Error(err, "Reconciling failed, will retry", "config", name)
 		}
 		c.queue.AddRateLimited(name)
 	default:
@@ -682,35 +415,10 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// expectDueItems tells the pool controller, as a term starts, of the
-// approved items that roll pools: no pause of ours ends under those not
-// written yet before their config is reconciled, nor in a window the
-// rollout of those written does not trust.
-func (c *Controller) expectDueItems() {
-	configs, err := c.lister.List(everything)
-	if err != nil {
-		return
-	}
-	for _, cfg := range configs {
-		// An aborted plan's pools stay held from the start of the term.
-		holdAborted(c.pools, cfg)
-		if cfg.Status.Phase != v1alpha1.PhaseInProgress || cfg.Spec.Action == v1alpha1.PlanActionIgnore {
-			continue
-		}
-		for i := range cfg.Status.Items {
-			it := &cfg.Status.Items[i]
-			if due := dueOnPools(it); due || itemRollingOut(it) {
-				c.pools.Expect(cfg, it.Name, machineconfig.ItemChange(it.TargetRef, it.DesiredState), !due)
-			}
-		}
-	}
-}
-
-// PauseAborted pauses, before an abort is answered, the pools the aborted
-// plan of cfg was rolling out on, and holds them paused (pkg/controller/pools).
+// PauseAborted is the abort's (pkg/registry) way to the pool controller:
+// it pauses, before an abort is answered, the pools the aborted plan of
+// cfg (as stored) was rolling out on; the pool controller holds them
+// paused while cfg's status.abort says so.
 func (c *Controller) PauseAborted(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) error {
-	if cfg.Status.Abort == nil {
-		return nil
-	}
-	return c.pools.PauseAborted(ctx, cfg.Name, abortHold(cfg))
+	return c.pools.PauseAborted(ctx, cfg)
 }

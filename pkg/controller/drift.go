@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
@@ -20,6 +21,18 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
+
+// driftChecker is step check of the phase table: it looks at an applied
+// config again (managed-field drift, input dependency drift, newer
+// profile logic).
+type driftChecker struct {
+	planner   Planner
+	recorder  record.EventRecorder
+	metrics   Metrics
+	version   string
+	approvals *approvals
+	out       outcomes
+}
 
 // changes is how a fresh plan differs from what was applied.
 type changes struct {
@@ -75,7 +88,7 @@ func inSyncItems(res *plan.Result, now metav1.Time) []v1alpha1.VirtPlatformConfi
 }
 
 // compare sets a fresh plan against the applied items.
-func (c *Controller) compare(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, res *plan.Result) changes {
+func compare(cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, res *plan.Result, version string) changes {
 	applied := map[string]v1alpha1.VirtPlatformConfigItem{}
 	for _, it := range appliedItems(&cfg.Status) {
 		applied[it.Name] = it
@@ -98,7 +111,7 @@ func (c *Controller) compare(cfg *v1alpha1.VirtPlatformConfig, profile profiles.
 			if ok {
 				why = profile.DescribeInputChange(p.Name, rawMap(a.DesiredState), rawMap(p.DesiredState))
 			}
-			if cfg.Status.OperatorVersion != "" && cfg.Status.OperatorVersion != c.Version {
+			if cfg.Status.OperatorVersion != "" && cfg.Status.OperatorVersion != version {
 				ch.logic = append(ch.logic, p.Name)
 			} else if why != "" {
 				ch.inputs = append(ch.inputs, why)
@@ -118,13 +131,13 @@ func (c *Controller) compare(cfg *v1alpha1.VirtPlatformConfig, profile profiles.
 // dependency drift, newer profile logic, or nothing.
 // Only targets changed (events): their drift is decided from the watch
 // caches when it can be, without a plan (watchdrift.go).
-func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, eventAt time.Time, events sets.Set[cluster.ObjectKey]) (time.Duration, error) {
+func (d *driftChecker) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, eventAt time.Time, events sets.Set[cluster.ObjectKey]) (time.Duration, error) {
 	st := &cfg.Status
-	ch, fromWatch := c.driftFromWatch(ctx, cfg, events)
+	ch, fromWatch := d.fromWatch(ctx, cfg, events)
 	var res *plan.Result
 	if !fromWatch {
 		var err error
-		if res, err = c.Planner.Compute(ctx, cfg); err != nil {
+		if res, err = d.planner.Compute(ctx, cfg); err != nil {
 			return 0, err
 		}
 		if !res.Satisfied() {
@@ -132,7 +145,7 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 			status.FailPrerequisites(st, res.MissingMessage())
 			return prerequisiteRetry, nil
 		}
-		ch = c.compare(cfg, profile, res)
+		ch = compare(cfg, profile, res, d.version)
 	}
 
 	switch {
@@ -140,9 +153,9 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: status.ConditionUpgradeAvailable, Status: metav1.ConditionTrue,
 			Reason: "LogicChanged", ObservedGeneration: cfg.Generation,
 			Message: fmt.Sprintf("virt-advisor %s would configure %s differently than %s did; review the plan and approve it to upgrade",
-				c.Version, strings.Join(ch.logic, ", "), st.OperatorVersion)})
+				d.version, strings.Join(ch.logic, ", "), st.OperatorVersion)})
 		status.SetPhase(st, v1alpha1.PhaseCompletedWithUpgrade, "UpgradeAvailable",
-			fmt.Sprintf("Applied by %s; the profile logic of %s differs for: %s", st.OperatorVersion, c.Version, strings.Join(ch.logic, ", ")))
+			fmt.Sprintf("Applied by %s; the profile logic of %s differs for: %s", st.OperatorVersion, d.version, strings.Join(ch.logic, ", ")))
 		return 0, nil
 
 	case len(ch.inputs) > 0:
@@ -153,42 +166,42 @@ func (c *Controller) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		if st.AppliedItems == nil {
 			recordApplied(st)
 		}
-		st.Items = keepTransitionTimes(st.Items, res.StatusItems(metav1.NewTime(c.clock.Now())))
+		st.Items = keepTransitionTimes(st.Items, res.StatusItems(metav1.NewTime(d.out.clock.Now())))
 		return 0, nil
 
 	case len(ch.drifted) > 0:
-		return 0, c.drifted(cfg, res, ch.drifted, eventAt)
+		return 0, d.drifted(cfg, res, ch.drifted, eventAt)
 	}
 
 	// In sync: what was applied is what this build would apply.
-	status.ClearUpgrade(&cfg.Status, cfg.Generation, "NoLogicChange", "The applied configuration matches the profile logic of "+c.Version)
+	status.ClearUpgrade(&cfg.Status, cfg.Generation, "NoLogicChange", "The applied configuration matches the profile logic of "+d.version)
 	switch st.Phase {
 	case v1alpha1.PhaseDrifted:
 		for i := range st.Items {
 			st.Items[i].Message = appliedMessage
 		}
-		c.Recorder.Event(cfg, "Normal", "DriftResolved", "Configuration is back in sync with the desired state")
-		c.completed(cfg, status.MessageApplied)
+		d.recorder.Event(cfg, "Normal", "DriftResolved", "Configuration is back in sync with the desired state")
+		d.out.completed(cfg, status.MessageApplied)
 	case v1alpha1.PhaseCompletedWithUpgrade:
-		c.completed(cfg, status.MessageApplied)
+		d.out.completed(cfg, status.MessageApplied)
 	}
-	st.OperatorVersion = c.Version
+	st.OperatorVersion = d.version
 	return 0, nil
 }
 
 // drifted: targets no longer as applied. With action Apply and
 // bypassOptimisticLock they are put back at once; otherwise the config is
 // Drifted, each item saying which fields.
-func (c *Controller) drifted(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, drifted map[string][]string, eventAt time.Time) error {
+func (d *driftChecker) drifted(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, drifted map[string][]string, eventAt time.Time) error {
 	st := &cfg.Status
 	if cfg.Spec.Action == v1alpha1.PlanActionApply && cfg.Spec.BypassOptimisticLock {
-		approved, err := c.standingApproval(cfg, res)
+		approved, err := d.approvals.standing(cfg, res)
 		if err != nil {
 			return err
 		}
 		if approved {
-			c.recordDrift(cfg, eventAt)
-			c.Recorder.Eventf(cfg, "Normal", "DriftCorrection", "Correcting drift of %s (action Apply, bypassOptimisticLock)", driftSummary(drifted))
+			d.recordDrift(cfg, eventAt)
+			d.recorder.Eventf(cfg, "Normal", "DriftCorrection", "Correcting drift of %s (action Apply, bypassOptimisticLock)", driftSummary(drifted))
 			return nil
 		}
 	}
@@ -198,58 +211,19 @@ func (c *Controller) drifted(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result,
 		}
 	}
 	if st.Phase != v1alpha1.PhaseDrifted {
-		c.recordDrift(cfg, eventAt)
+		d.recordDrift(cfg, eventAt)
 	}
 	status.SetPhase(st, v1alpha1.PhaseDrifted, "DriftDetected",
 		fmt.Sprintf("%s: %s. Review the plan and approve it, or revert the change", status.MessageDrifted, driftSummary(drifted)))
 	return nil
 }
 
-// reviewInputDrift keeps a config with input dependency drift in review
-// until a spec change acknowledges it or the input is reverted.
-func (c *Controller) reviewInputDrift(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile) (handled bool, requeue time.Duration, err error) {
-	st := &cfg.Status
-	cond := meta.FindStatusCondition(st.Conditions, status.ConditionInputDependencyDrift)
-	if cond == nil || cond.Status != metav1.ConditionTrue {
-		return false, 0, nil
-	}
-	if cond.ObservedGeneration != cfg.Generation {
-		status.ClearInputDrift(&cfg.Status, cfg.Generation, "Acknowledged", "The spec changed after the input dependency changed: the new plan is used")
-		return false, 0, nil
-	}
-	res, err := c.Planner.Compute(ctx, cfg)
-	if err != nil {
-		return true, 0, err
-	}
-	if !res.Satisfied() {
-		return false, 0, nil
-	}
-	ch := c.compare(cfg, profile, res)
-	now := metav1.NewTime(c.clock.Now())
-	if len(ch.inputs) == 0 {
-		status.ClearInputDrift(&cfg.Status, cfg.Generation, "DriftResolved", "The input dependency is back to what was applied")
-		st.Items = keepTransitionTimes(st.Items, inSyncItems(res, now))
-		if len(ch.drifted) > 0 {
-			status.SetPhase(st, v1alpha1.PhaseDrifted, "DriftDetected", fmt.Sprintf("%s: %s", status.MessageDrifted, driftSummary(ch.drifted)))
-			return true, 0, nil
-		}
-		c.completed(cfg, status.MessageApplied)
-		return true, 0, nil
-	}
-	msg := "Input dependency changed: " + strings.Join(ch.inputs, "; ")
-	st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
-	if cond.Message != msg {
-		status.MarkInputDrift(&cfg.Status, cfg.Generation, msg)
-	}
-	return true, 0, nil
-}
-
 // recordDrift counts a detection and how long it took from the watch
 // event that led to it (zero: no watch event, e.g. a resync).
-func (c *Controller) recordDrift(cfg *v1alpha1.VirtPlatformConfig, eventAt time.Time) {
-	c.Metrics.DriftDetected(cfg.Spec.Profile)
+func (d *driftChecker) recordDrift(cfg *v1alpha1.VirtPlatformConfig, eventAt time.Time) {
+	d.metrics.DriftDetected(cfg.Spec.Profile)
 	if !eventAt.IsZero() {
-		c.Metrics.DriftLatency(c.clock.Since(eventAt))
+		d.metrics.DriftLatency(d.out.clock.Since(eventAt))
 	}
 }
 

@@ -13,6 +13,16 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
+// gate is asked before an approved item is written (step progress): the
+// admission policies that confine the write, then, for a MachineConfig
+// item, the pool controller (Admit, Hold).
+type gate struct {
+	pools       *pools.Controller
+	seen        *seenPools
+	confinement Confinement
+	out         outcomes
+}
+
 type itemGate int
 
 const (
@@ -22,24 +32,25 @@ const (
 	gateStopped                  // the review no longer holds: the config failed
 )
 
-// gateItem runs before an approved item is written: a MachineConfig item
+// item runs before an approved item is written: a MachineConfig item
 // asks the pool controller whether it may write to its pools now (their
 // maintenance windows, the preflight, their pauses) and, if so, has them
 // paused for the coalescing window. waitTimeout counts from when the item
 // became due, not while a window keeps it waiting. A wait is returned
 // with what it waits for (the config's Waiting condition).
-func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, timeout time.Duration) (itemGate, time.Duration, *status.Wait, error) {
+func (g *gate) item(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, timeout time.Duration) (itemGate, time.Duration, *status.Wait, error) {
 	if !rollsPools(it) || it.Operation == v1alpha1.OperationNone {
 		return gateOpen, 0, nil, nil
 	}
-	adm, err := c.pools.Admit(ctx, cfg, it)
-	c.noteWindow(it, adm)
+	adm, err := g.pools.Admit(ctx, cfg, it)
+	g.seen.add(cfg.Name, adm.Pools)
+	g.noteWindow(it, adm)
 	switch {
 	case adm.Stale != nil:
-		c.staleItem(cfg, itemIndex(cfg, it.Name, 0), adm.Stale)
+		g.out.staleItem(cfg, itemIndex(cfg, it.Name, 0), adm.Stale)
 		return gateStopped, 0, nil, nil
 	case err == nil && adm.Open():
-		err = c.pools.Hold(ctx, cfg.Name, it, adm)
+		err = g.pools.Hold(ctx, cfg.Name, it, adm)
 		if err == nil {
 			return gateOpen, 0, nil, nil
 		}
@@ -53,16 +64,16 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 		it.Message = "Not written yet: " + err.Error()
 		return gateWaiting, 0, nil, err
 	}
-	waited := c.since(status.ItemDue(&cfg.Status, it))
+	waited := g.out.since(status.ItemDue(&cfg.Status, it))
 	if timeout > 0 && waited >= timeout {
-		c.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s; nothing was written",
+		g.out.setItem(it, v1alpha1.ItemStateFailed, fmt.Sprintf("Timeout waiting for resource to become healthy (waited %v, timeout %v): %s; nothing was written",
 			waited.Round(time.Second), timeout, strings.TrimPrefix(adm.Message, "Waiting: ")))
 		return gateTimedOut, 0, nil, nil
 	}
 	it.Message = adm.Message
 	retry := adm.After
 	if timeout > 0 {
-		retry = pools.Soonest(retry, timeout-waited)
+		retry = soonest(retry, timeout-waited)
 	}
 	return gateWaiting, retry, adm.Wait, nil
 }
@@ -71,14 +82,14 @@ func (c *Controller) gateItem(ctx context.Context, cfg *v1alpha1.VirtPlatformCon
 // window it waits for, if any; the first pass after such a wait ended
 // makes the item due from then (waitTimeout and the stuck-write alert
 // count the waits after the opening only).
-func (c *Controller) noteWindow(it *v1alpha1.VirtPlatformConfigItem, adm pools.Admission) {
+func (g *gate) noteWindow(it *v1alpha1.VirtPlatformConfigItem, adm pools.Admission) {
 	if !adm.WindowsChecked {
 		return
 	}
 	waited := it.MaintenanceWindow != nil && !it.MaintenanceWindow.RolloutPaused
 	it.MaintenanceWindow = adm.Window
 	if waited && adm.Window == nil {
-		t := metav1.NewTime(c.clock.Now())
+		t := metav1.NewTime(g.out.clock.Now())
 		it.LastTransitionTime = &t
 	}
 }

@@ -17,13 +17,13 @@ func TestOwnStatusWritesNeedNoReconcile(t *testing.T) {
 	h.planner.result = deschedulerPlan()
 	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
 	h.mustReconcile(v1alpha1.PhaseReviewRequired)
-	if !h.c.ownWrite(h.get()) {
+	if !h.c.writes.ownWrite(h.get()) {
 		t.Fatal("the event of the ReviewRequired write would plan again")
 	}
 
 	// Someone else's change of the same object is reconciled.
 	h.approve("bob")
-	if h.c.ownWrite(h.get()) {
+	if h.c.writes.ownWrite(h.get()) {
 		t.Fatal("an approval stored by the API is taken for the controller's own write")
 	}
 
@@ -33,7 +33,7 @@ func TestOwnStatusWritesNeedNoReconcile(t *testing.T) {
 	h2.planner.result = deschedulerPlan()
 	h2.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionApply}, "alice")
 	h2.mustReconcile(v1alpha1.PhaseInProgress)
-	if h2.c.ownWrite(h2.get()) {
+	if h2.c.writes.ownWrite(h2.get()) {
 		t.Fatal("the InProgress write of a standing approval is dropped: nothing would apply it")
 	}
 
@@ -49,7 +49,7 @@ func TestOwnStatusWritesNeedNoReconcile(t *testing.T) {
 	h3.planner.onApply = func() {
 		cfg := h3.get()
 		intentStored = cfg.Status.Items[0].State == v1alpha1.ItemStateInProgress
-		intentOwn = h3.c.ownWrite(cfg)
+		intentOwn = h3.c.writes.ownWrite(cfg)
 	}
 	h3.mustReconcile(v1alpha1.PhaseCompleted)
 	if !intentStored {
@@ -131,7 +131,7 @@ func TestOwnWriteEventAfterAReconcileOnAStaleCache(t *testing.T) {
 			if err := h.indexer.Update(stored); err != nil {
 				t.Fatal(err)
 			}
-			reconciled := !h.c.ownWrite(stored)
+			reconciled := !h.c.writes.ownWrite(stored)
 			if reconciled {
 				h.reconcile()
 				if h.err != nil {
@@ -185,7 +185,7 @@ func TestReconcileBehindItsOwnWriteWaitsForIt(t *testing.T) {
 	if err := h.indexer.Update(written); err != nil {
 		t.Fatal(err)
 	}
-	if h.c.ownWrite(written) {
+	if h.c.writes.ownWrite(written) {
 		t.Fatal("the event of the write a reconcile waits for is dropped as our own: nothing would bring the config back")
 	}
 	h.mustReconcile(v1alpha1.PhaseReviewRequired)

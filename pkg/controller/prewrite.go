@@ -13,6 +13,15 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
+// preWriteChecks makes the checks right before a write of an approved
+// item, and records the intent to write it.
+type preWriteChecks struct {
+	planner Planner
+	stored  StatusWriter
+	writes  *statusWrites
+	out     outcomes
+}
+
 // preWrite says which reads must pass before a write of an approved item
 // (the write of its target, or the pause of its pools). Each reads
 // something else, so they are made at the same time, together with our
@@ -67,11 +76,11 @@ type preWriteReads struct {
 // When the write may not be made, nothing was written: an intent recorded
 // meanwhile is taken back, and a stale target or plan fails the config
 // with StalePlan naming what changed.
-func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, due preWrite, intent bool) (bool, checkedTarget, error) {
+func (p *preWriteChecks) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, due preWrite, intent bool) (bool, checkedTarget, error) {
 	// The reads work on a copy: the intent write replaces *cfg.
 	view := cfg.DeepCopy()
-	reads := c.readBeforeWrite(ctx, cfg, view, i, due, intent)
-	err := c.checked(view, due, &reads)
+	reads := p.readBeforeWrite(ctx, cfg, view, i, due, intent)
+	err := p.checked(view, due, &reads)
 	if err == nil {
 		return true, reads.target, nil
 	}
@@ -81,7 +90,7 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 		// check when it is tried again).
 		cfg.Status.Items[i] = view.Status.Items[i]
 		if reads.intentErr == nil {
-			if werr := c.writeStatus(ctx, cfg, cfg.Status.DeepCopy()); werr != nil {
+			if werr := p.writes.write(ctx, cfg, cfg.Status.DeepCopy()); werr != nil {
 				return false, checkedTarget{}, fmt.Errorf("%w: taking back the intent to write item '%s' (%v): %v", errLookAgain, view.Status.Items[i].Name, err, werr)
 			}
 		}
@@ -89,7 +98,7 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 	var stale *plan.StaleTargetError
 	switch {
 	case errors.As(err, &stale):
-		c.staleItem(cfg, itemIndex(cfg, stale.Item, i), stale)
+		p.out.staleItem(cfg, itemIndex(cfg, stale.Item, i), stale)
 		return false, checkedTarget{}, nil
 	case errors.Is(err, errStalePlan):
 		status.SetPhase(&cfg.Status, v1alpha1.PhaseFailed, "StalePlan", status.MessageStale)
@@ -100,7 +109,7 @@ func (c *Controller) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.VirtPla
 
 // readBeforeWrite makes the reads of the checks due on view, a copy of
 // cfg, at the same time, and the intent write of item i on cfg with them.
-func (c *Controller) readBeforeWrite(ctx context.Context, cfg, view *v1alpha1.VirtPlatformConfig, i int, due preWrite, intent bool) preWriteReads {
+func (p *preWriteChecks) readBeforeWrite(ctx context.Context, cfg, view *v1alpha1.VirtPlatformConfig, i int, due preWrite, intent bool) preWriteReads {
 	it := &view.Status.Items[i]
 	check := plan.CheckOf(view, it)
 	var r preWriteReads
@@ -110,36 +119,36 @@ func (c *Controller) readBeforeWrite(ctx context.Context, cfg, view *v1alpha1.Vi
 		// The whole plan's read includes the item's target: it is read
 		// once and checked twice.
 		wg.Go(func() {
-			if r.snap, r.targets, r.planErr = c.Planner.ReadTargets(ctx, view.Status.Items); r.planErr == nil && due.target {
+			if r.snap, r.targets, r.planErr = p.planner.ReadTargets(ctx, view.Status.Items); r.planErr == nil && due.target {
 				r.target.read = r.targets[i]
-				r.target.written, r.targetErr = c.Planner.CheckReadTarget(view, it, r.targets[i].Object, check)
+				r.target.written, r.targetErr = p.planner.CheckReadTarget(view, it, r.targets[i].Object, check)
 			}
 		})
 	case due.target:
 		wg.Go(func() {
-			r.target.read, r.target.written, r.targetErr = c.Planner.CheckTarget(ctx, view, it, check)
+			r.target.read, r.target.written, r.targetErr = p.planner.CheckTarget(ctx, view, it, check)
 		})
 	}
 	if due.stored {
-		wg.Go(func() { r.stored, r.storedErr = c.Status.GetStored(ctx, view.Name) })
+		wg.Go(func() { r.stored, r.storedErr = p.stored.GetStored(ctx, view.Name) })
 	}
 	if intent {
-		r.intentErr = c.recordIntent(ctx, cfg, i)
+		r.intentErr = p.recordIntent(ctx, cfg, i)
 	}
 	wg.Wait()
 	return r
 }
 
 // recordIntent stores item i InProgress before it is written.
-func (c *Controller) recordIntent(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int) error {
-	c.setItem(&cfg.Status.Items[i], v1alpha1.ItemStateInProgress, applyingMessage)
-	if err := c.writeStatus(ctx, cfg, cfg.Status.DeepCopy()); err != nil {
+func (p *preWriteChecks) recordIntent(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int) error {
+	p.out.setItem(&cfg.Status.Items[i], v1alpha1.ItemStateInProgress, applyingMessage)
+	if err := p.writes.write(ctx, cfg, cfg.Status.DeepCopy()); err != nil {
 		return fmt.Errorf("%w: recording the intent to write item '%s': %v", errLookAgain, cfg.Status.Items[i].Name, err)
 	}
 	// This reconcile goes on from its intent and ends with a write of its
 	// own: the intent's event needs no reconcile, which would only find
 	// its cache behind storage.
-	c.ownWrites.Store(cfg.Name, cfg.ResourceVersion)
+	p.writes.own(cfg)
 	return nil
 }
 
@@ -150,7 +159,7 @@ var errStalePlan = errors.New("stale plan")
 // checked judges what the checks of checkBeforeWrite read, most decisive
 // first: our own storage behind or ahead makes the config be looked at
 // again; then the plan, then the item's target. nil: the write may be made.
-func (c *Controller) checked(view *v1alpha1.VirtPlatformConfig, due preWrite, r *preWriteReads) error {
+func (p *preWriteChecks) checked(view *v1alpha1.VirtPlatformConfig, due preWrite, r *preWriteReads) error {
 	if r.intentErr != nil {
 		return r.intentErr
 	}
@@ -173,7 +182,7 @@ func (c *Controller) checked(view *v1alpha1.VirtPlatformConfig, due preWrite, r 
 			return fmt.Errorf("reading the targets of %s before its first write: %w", view.Name, r.planErr)
 		}
 		if r.snap != view.Status.SourceSnapshotHash && !view.Spec.BypassOptimisticLock {
-			return c.staleTarget(view, r.targets)
+			return p.staleTarget(view, r.targets)
 		}
 	}
 	if due.target && r.targetErr != nil {
@@ -185,14 +194,14 @@ func (c *Controller) checked(view *v1alpha1.VirtPlatformConfig, due preWrite, r 
 // staleTarget names the item whose target changed since the review, when
 // the whole plan's snapshot of targets says one did (plans record their
 // targets; older approvals do not: errStalePlan).
-func (c *Controller) staleTarget(view *v1alpha1.VirtPlatformConfig, targets []plan.Target) error {
+func (p *preWriteChecks) staleTarget(view *v1alpha1.VirtPlatformConfig, targets []plan.Target) error {
 	for i := range view.Status.Items {
 		if view.Status.Items[i].State == v1alpha1.ItemStateFailed {
 			continue // not read, not part of the snapshot
 		}
 		// Before the plan's first write: no item's write was started
 		// (no retry), and the snapshot is checked only without bypass.
-		_, err := c.Planner.CheckReadTarget(view, &view.Status.Items[i], targets[i].Object, plan.TargetCheck{})
+		_, err := p.planner.CheckReadTarget(view, &view.Status.Items[i], targets[i].Object, plan.TargetCheck{})
 		var stale *plan.StaleTargetError
 		if errors.As(err, &stale) {
 			return stale

@@ -49,7 +49,7 @@ func TestConfigCreatedAgainBeforeItsDeletionWasReconciled(t *testing.T) {
 			h.planner.result = deschedulerPlan()
 			h.mustReconcile(v1alpha1.PhaseInProgress)
 			// The event of that write (an approval to apply) is followed up.
-			if h.c.ownWrite(h.get()) {
+			if h.c.writes.ownWrite(h.get()) {
 				t.Fatal("the InProgress write of the new config's standing approval is dropped as already handled")
 			}
 			h.mustReconcile(v1alpha1.PhaseCompleted)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -42,7 +43,6 @@ func TestStep(t *testing.T) {
 		{"a written revert, then a spec change: re-plans", v1alpha1.PhaseIgnored, v1alpha1.PlanActionDryRun, true, nil, workDraft, true},
 		{"a written revert, then action Ignore", v1alpha1.PhaseIgnored, v1alpha1.PlanActionIgnore, true, nil, workIgnore, true},
 	}
-	c := &Controller{}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
@@ -54,9 +54,26 @@ func TestStep(t *testing.T) {
 			if tc.specChanged {
 				cfg.Status.ObservedGeneration = 1
 			}
-			if got := c.step(cfg); got != tc.want {
+			if got := step(cfg); got != tc.want {
 				t.Fatalf("step = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSoonest(t *testing.T) {
+	for _, tc := range []struct {
+		in   []time.Duration
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]time.Duration{0, 0}, 0},
+		{[]time.Duration{0, time.Minute}, time.Minute},
+		{[]time.Duration{time.Hour, 0, time.Minute}, time.Minute},
+		{[]time.Duration{-time.Second, time.Minute}, time.Minute},
+	} {
+		if got := soonest(tc.in...); got != tc.want {
+			t.Errorf("soonest(%v) = %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }

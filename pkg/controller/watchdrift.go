@@ -11,6 +11,7 @@ package controller
 import (
 	"context"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -49,14 +50,14 @@ func (e *objectEvents) take(config string) sets.Set[cluster.ObjectKey] {
 	return keys
 }
 
-// driftFromWatch decides the drift of an applied config from the watch
+// fromWatch decides the drift of an applied config from the watch
 // caches when the events since its last reconcile were all of targets of
 // applied items; decided is false when a full plan must (an event of an
 // input, none at all, a profile logic to compare, a drift that would be
 // corrected at once, or a comparison that cannot tell).
-func (c *Controller) driftFromWatch(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, events sets.Set[cluster.ObjectKey]) (changes, bool) {
+func (d *driftChecker) fromWatch(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, events sets.Set[cluster.ObjectKey]) (changes, bool) {
 	st := &cfg.Status
-	if events.Len() == 0 || st.OperatorVersion != c.Version ||
+	if events.Len() == 0 || st.OperatorVersion != d.version ||
 		(cfg.Spec.Action == v1alpha1.PlanActionApply && cfg.Spec.BypassOptimisticLock) {
 		return changes{}, false
 	}
@@ -70,9 +71,9 @@ func (c *Controller) driftFromWatch(ctx context.Context, cfg *v1alpha1.VirtPlatf
 			return changes{}, false
 		}
 	}
-	drifted, decided, err := c.Planner.DriftFromCaches(ctx, cfg, applied)
+	drifted, decided, err := d.planner.DriftFromCaches(ctx, cfg, applied)
 	if err != nil {
-		klog.V(2).InfoS("Drift not decided from the watch caches; computing the plan", "config", cfg.Name, "reason", err)
+		klog.FromContext(ctx).V(2).Info("Drift not decided from the watch caches; computing the plan", "config", cfg.Name, "reason", err)
 		return changes{}, false
 	}
 	if !decided {
@@ -85,4 +86,49 @@ func (c *Controller) driftFromWatch(ctx context.Context, cfg *v1alpha1.VirtPlatf
 func unversioned(apiVersion, kind, namespace, name string) cluster.ObjectKey {
 	gv, _ := schema.ParseGroupVersion(apiVersion)
 	return cluster.ObjectKey{GVK: schema.GroupVersionKind{Group: gv.Group, Kind: kind}, Namespace: namespace, Name: name}
+}
+
+// seenPools records, per config, the pools its items were evaluated on
+// (the pool controller's Admit and Rollout name them), so that the config
+// is looked at again when one of them changes: a pool busy, or paused by
+// someone else, holds a write with no timer of its own.
+type seenPools struct {
+	mu    sync.Mutex
+	names map[string]sets.Set[string]
+}
+
+func newSeenPools() *seenPools { return &seenPools{names: map[string]sets.Set[string]{}} }
+
+func (s *seenPools) add(config string, pools []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.names[config] == nil {
+		s.names[config] = sets.New[string]()
+	}
+	s.names[config].Insert(pools...)
+}
+
+func (s *seenPools) pools(config string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sets.List(s.names[config])
+}
+
+// forget drops a deleted config.
+func (s *seenPools) forget(config string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.names, config)
+}
+
+// soonest is the soonest of durations, 0 meaning none: when to look again
+// of several reasons to.
+func soonest(ds ...time.Duration) time.Duration {
+	var out time.Duration
+	for _, d := range ds {
+		if d > 0 && (out == 0 || d < out) {
+			out = d
+		}
+	}
+	return out
 }

@@ -205,48 +205,66 @@ func Decide(before, after map[string]interface{}, policies *Policies, why string
 		}
 		return Decision{Action: v1alpha1.NodeDisruptionReboot, Reason: "files or units change and " + why + ": a reboot"}
 	}
+	return decideByPolicies(files, units, ssh, policies)
+}
 
-	action := v1alpha1.NodeDisruptionNone
-	byAction := map[string][]string{}
-	note := func(what string, actions []PolicyAction) {
-		var names []string
-		for _, a := range actions {
-			action = Stronger(action, a.Type)
-			names = append(names, a.String())
-		}
-		if len(names) == 0 {
-			names = []string{string(v1alpha1.NodeDisruptionNone)}
-		}
-		key := strings.Join(names, ", ")
-		byAction[key] = append(byAction[key], what)
-	}
+// decideByPolicies is Decide for changed files, units and SSH keys under
+// node disruption policies: a file or unit no policy covers reboots,
+// otherwise the strongest of their actions.
+func decideByPolicies(files, units []string, ssh bool, policies *Policies) Decision {
+	d := policyDecision{action: v1alpha1.NodeDisruptionNone, byAction: map[string][]string{}}
 	for _, f := range files {
 		actions, found := policies.fileActions(f)
 		if !found {
 			return Decision{Action: v1alpha1.NodeDisruptionReboot, Reason: fmt.Sprintf("file %s changes and no node disruption policy covers it: a reboot", f)}
 		}
-		note(f, actions)
+		d.note(f, actions)
 	}
 	for _, u := range units {
 		actions, found := policies.Units[u]
 		if !found {
 			return Decision{Action: v1alpha1.NodeDisruptionReboot, Reason: fmt.Sprintf("unit %s changes and no node disruption policy covers it: a reboot", u)}
 		}
-		note(u, actions)
+		d.note(u, actions)
 	}
 	if ssh {
-		note("SSH keys", policies.SSHKey)
+		d.note("SSH keys", policies.SSHKey)
 	}
-	keys := make([]string, 0, len(byAction))
-	for k := range byAction {
+	return d.decision()
+}
+
+// policyDecision gathers the actions of the policies that cover the
+// changes: the strongest, and what changes each list of actions is for.
+type policyDecision struct {
+	action   v1alpha1.NodeDisruption
+	byAction map[string][]string
+}
+
+// note records that a change of what is covered by actions.
+func (d *policyDecision) note(what string, actions []PolicyAction) {
+	var names []string
+	for _, a := range actions {
+		d.action = Stronger(d.action, a.Type)
+		names = append(names, a.String())
+	}
+	if len(names) == 0 {
+		names = []string{string(v1alpha1.NodeDisruptionNone)}
+	}
+	key := strings.Join(names, ", ")
+	d.byAction[key] = append(d.byAction[key], what)
+}
+
+func (d *policyDecision) decision() Decision {
+	keys := make([]string, 0, len(d.byAction))
+	for k := range d.byAction {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s for %s", k, strings.Join(byAction[k], ", "))
+		parts[i] = fmt.Sprintf("%s for %s", k, strings.Join(d.byAction[k], ", "))
 	}
-	return Decision{Action: action, Reason: "node disruption policies: " + strings.Join(parts, "; ")}
+	return Decision{Action: d.action, Reason: "node disruption policies: " + strings.Join(parts, "; ")}
 }
 
 // configList is a list under spec.config (Ignition): storage.files,
@@ -323,28 +341,36 @@ func normal(v interface{}) interface{} {
 	case int:
 		return float64(x)
 	case []interface{}:
-		if len(x) == 0 {
-			return nil
-		}
-		out := make([]interface{}, len(x))
-		for i := range x {
-			out[i] = normal(x[i])
-		}
-		return out
+		return normalList(x)
 	case map[string]interface{}:
-		if len(x) == 0 {
-			return nil
-		}
-		out := make(map[string]interface{}, len(x))
-		for k, e := range x {
-			if n := normal(e); n != nil {
-				out[k] = n
-			}
-		}
-		if len(out) == 0 {
-			return nil
-		}
-		return out
+		return normalMap(x)
 	}
 	return v
+}
+
+// normalList is normal of a list: nil when empty, its elements normal.
+func normalList(x []interface{}) interface{} {
+	if len(x) == 0 {
+		return nil
+	}
+	out := make([]interface{}, len(x))
+	for i := range x {
+		out[i] = normal(x[i])
+	}
+	return out
+}
+
+// normalMap is normal of a map: its values normal, the nil ones left
+// out; nil when none is left.
+func normalMap(x map[string]interface{}) interface{} {
+	out := make(map[string]interface{}, len(x))
+	for k, e := range x {
+		if n := normal(e); n != nil {
+			out[k] = n
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

@@ -29,40 +29,63 @@ func EvaluateRollout(pool *unstructured.Unstructured, poolName, mcName string, o
 	if pool == nil {
 		return Rollout{Message: fmt.Sprintf("MachineConfigPool '%s' not found", poolName)}
 	}
-	num := func(f string) int64 { v, _, _ := unstructured.NestedInt64(pool.Object, "status", f); return v }
-	machines, updated, ready, degradedMachines := num("machineCount"), num("updatedMachineCount"), num("readyMachineCount"), num("degradedMachineCount")
-	counts := fmt.Sprintf("(Updated: %d/%d, Ready: %d/%d)", updated, machines, ready, machines)
-	if _, reported, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount"); reported && machines == 0 {
+	c := countMachines(pool)
+	if _, reported, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount"); reported && c.machines == 0 {
 		// No node to reboot: the pool has nothing to roll out.
 		return Rollout{Done: true, Message: fmt.Sprintf("MachineConfigPool '%s' has no machines", poolName)}
 	}
-
-	if degradedMachines > 0 || ConditionTrue(pool, "Degraded") || ConditionTrue(pool, "NodeDegraded") || ConditionTrue(pool, "RenderDegraded") {
-		return Rollout{Degraded: true, Message: fmt.Sprintf("MachineConfigPool '%s' is degraded (%d degraded machines)", poolName, degradedMachines)}
+	if c.degraded > 0 || ConditionTrue(pool, "Degraded") || ConditionTrue(pool, "NodeDegraded") || ConditionTrue(pool, "RenderDegraded") {
+		return Rollout{Degraded: true, Message: fmt.Sprintf("MachineConfigPool '%s' is degraded (%d degraded machines)", poolName, c.degraded)}
 	}
+	return rolloutProgress(pool, poolName, mcName, op, before, c)
+}
 
+// machineCounts are the machine counts of a pool's status.
+type machineCounts struct{ machines, updated, ready, degraded int64 }
+
+func countMachines(pool *unstructured.Unstructured) machineCounts {
+	num := func(f string) int64 { v, _, _ := unstructured.NestedInt64(pool.Object, "status", f); return v }
+	return machineCounts{num("machineCount"), num("updatedMachineCount"), num("readyMachineCount"), num("degradedMachineCount")}
+}
+
+func (c machineCounts) String() string {
+	return fmt.Sprintf("(Updated: %d/%d, Ready: %d/%d)", c.updated, c.machines, c.ready, c.machines)
+}
+
+// rolloutSteps reports whether the render controller picked the
+// MachineConfig up (the pool's spec has, or after a delete lacks, it; a
+// changed one in another rendered config than before), whether the node
+// controller rolled it out to every node, and whether the pool's status
+// is of its current generation.
+func rolloutSteps(pool *unstructured.Unstructured, mcName string, op v1alpha1.Operation, before string, c machineCounts) (picked, rolled, current bool) {
 	specName, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
 	statusName, _, _ := unstructured.NestedString(pool.Object, "status", "configuration", "name")
 	wantIn := op != v1alpha1.OperationDelete
-	picked := HasSource(pool, "spec", mcName) == wantIn && (op != v1alpha1.OperationUpdate || (specName != "" && specName != before))
+	picked = HasSource(pool, "spec", mcName) == wantIn && (op != v1alpha1.OperationUpdate || (specName != "" && specName != before))
 	observed, _, _ := unstructured.NestedInt64(pool.Object, "status", "observedGeneration")
-	current := observed == pool.GetGeneration()
-	rolled := current && statusName == specName && HasSource(pool, "status", mcName) == wantIn &&
+	current = observed == pool.GetGeneration()
+	rolled = current && statusName == specName && HasSource(pool, "status", mcName) == wantIn &&
 		ConditionTrue(pool, "Updated") && !ConditionTrue(pool, "Updating") &&
-		updated == machines && ready == machines
+		c.updated == c.machines && c.ready == c.machines
+	return picked, rolled, current
+}
 
+// rolloutProgress is EvaluateRollout for a pool with machines, none
+// degraded.
+func rolloutProgress(pool *unstructured.Unstructured, poolName, mcName string, op v1alpha1.Operation, before string, c machineCounts) Rollout {
+	picked, rolled, current := rolloutSteps(pool, mcName, op, before, c)
 	if paused, _, _ := unstructured.NestedBool(pool.Object, "spec", "paused"); paused && !(picked && rolled) {
-		return Rollout{Message: fmt.Sprintf("MachineConfigPool '%s' is paused: it will not roll out until it is unpaused %s", poolName, counts)}
+		return Rollout{Message: fmt.Sprintf("MachineConfigPool '%s' is paused: it will not roll out until it is unpaused %s", poolName, c)}
 	}
 	switch {
 	case picked && rolled:
-		return Rollout{Done: true, Message: fmt.Sprintf("MachineConfigPool '%s' is ready (all %d nodes updated)", poolName, machines)}
+		return Rollout{Done: true, Message: fmt.Sprintf("MachineConfigPool '%s' is ready (all %d nodes updated)", poolName, c.machines)}
 	case ConditionTrue(pool, "Updating"):
-		return Rollout{Message: fmt.Sprintf("MachineConfigPool '%s' is updating %s", poolName, counts)}
+		return Rollout{Message: fmt.Sprintf("MachineConfigPool '%s' is updating %s", poolName, c)}
 	case !picked || !current:
-		return Rollout{Message: fmt.Sprintf("MachineConfigPool '%s' is processing changes %s", poolName, counts)}
+		return Rollout{Message: fmt.Sprintf("MachineConfigPool '%s' is processing changes %s", poolName, c)}
 	default:
-		return Rollout{Message: fmt.Sprintf("Waiting for MachineConfigPool '%s' to stabilize %s", poolName, counts)}
+		return Rollout{Message: fmt.Sprintf("Waiting for MachineConfigPool '%s' to stabilize %s", poolName, c)}
 	}
 }
 

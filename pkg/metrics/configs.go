@@ -95,43 +95,58 @@ func (c *configCollector) CollectWithStability(ch chan<- metrics.Metric) {
 			continue // not reconciled yet
 		}
 		counts[profilePhase{profile, phase}]++
-		ch <- metrics.NewLazyConstMetric(configPhaseDesc, metrics.GaugeValue, 1, cfg.Name, profile, phase)
-		if cond := meta.FindStatusCondition(cfg.Status.Conditions, phase); cond != nil && cond.Status == metav1.ConditionTrue {
-			ch <- metrics.NewLazyConstMetric(configPhaseSinceDesc, metrics.GaugeValue, unixSeconds(cond.LastTransitionTime.Time), cfg.Name, profile, phase)
-		}
-		if meta.IsStatusConditionTrue(cfg.Status.Conditions, status.ConditionPartiallyApplied) {
-			ch <- metrics.NewLazyConstMetric(partiallyAppliedDesc, metrics.GaugeValue, 1, cfg.Name, profile)
-		}
-		if d, err := advisor.ParseWaitTimeout(cfg.Spec.WaitTimeout); err == nil && d > 0 {
-			ch <- metrics.NewLazyConstMetric(waitTimeoutDesc, metrics.GaugeValue, d.Seconds(), cfg.Name, profile)
-		}
+		collectConfig(ch, cfg)
 		if cfg.Status.Phase != v1alpha1.PhaseInProgress {
 			continue // items left InProgress by a failed apply are not rolling out
 		}
-		for _, it := range cfg.Status.Items {
-			if it.WindowPauses > 0 && it.State == v1alpha1.ItemStateInProgress {
-				ch <- metrics.NewLazyConstMetric(windowPausesDesc, metrics.GaugeValue, float64(it.WindowPauses), cfg.Name, profile, it.Name)
-			}
-			if w := it.MaintenanceWindow; w != nil && it.State != v1alpha1.ItemStateCompleted && it.State != v1alpha1.ItemStateFailed {
-				// Waiting for a window is expected, not a stuck write.
-				since := status.ItemDue(&cfg.Status, &it)
-				if since != nil && !since.IsZero() {
-					ch <- metrics.NewLazyConstMetric(windowWaitingDesc, metrics.GaugeValue, unixSeconds(since.Time), cfg.Name, profile, it.Name, w.Name)
-				}
-				continue
-			}
-			switch {
-			case it.State == v1alpha1.ItemStateInProgress && machineconfig.RollsPools(it.TargetRef) && it.LastTransitionTime != nil:
-				ch <- metrics.NewLazyConstMetric(rolloutStartedDesc, metrics.GaugeValue, unixSeconds(it.LastTransitionTime.Time), cfg.Name, profile, it.Name)
-			case it.State == v1alpha1.ItemStatePending:
-				if due := status.ItemDue(&cfg.Status, &it); due != nil && !due.IsZero() {
-					ch <- metrics.NewLazyConstMetric(writeWaitingDesc, metrics.GaugeValue, unixSeconds(due.Time), cfg.Name, profile, it.Name)
-				}
-			}
+		for i := range cfg.Status.Items {
+			collectItem(ch, cfg, &cfg.Status.Items[i])
 		}
 	}
 	for k, n := range counts {
 		ch <- metrics.NewLazyConstMetric(configsDesc, metrics.GaugeValue, float64(n), k.profile, k.phase)
+	}
+}
+
+// collectConfig sends the metrics of a reconciled config itself: its
+// phase and since when, whether it is partially applied, its wait timeout.
+func collectConfig(ch chan<- metrics.Metric, cfg *v1alpha1.VirtPlatformConfig) {
+	phase, profile := string(cfg.Status.Phase), cfg.Spec.Profile
+	ch <- metrics.NewLazyConstMetric(configPhaseDesc, metrics.GaugeValue, 1, cfg.Name, profile, phase)
+	if cond := meta.FindStatusCondition(cfg.Status.Conditions, phase); cond != nil && cond.Status == metav1.ConditionTrue {
+		ch <- metrics.NewLazyConstMetric(configPhaseSinceDesc, metrics.GaugeValue, unixSeconds(cond.LastTransitionTime.Time), cfg.Name, profile, phase)
+	}
+	if meta.IsStatusConditionTrue(cfg.Status.Conditions, status.ConditionPartiallyApplied) {
+		ch <- metrics.NewLazyConstMetric(partiallyAppliedDesc, metrics.GaugeValue, 1, cfg.Name, profile)
+	}
+	if d, err := advisor.ParseWaitTimeout(cfg.Spec.WaitTimeout); err == nil && d > 0 {
+		ch <- metrics.NewLazyConstMetric(waitTimeoutDesc, metrics.GaugeValue, d.Seconds(), cfg.Name, profile)
+	}
+}
+
+// collectItem sends the metrics of an item of a config in progress: its
+// window pauses, and since when it waits for a window, rolls out or waits
+// to be written.
+func collectItem(ch chan<- metrics.Metric, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem) {
+	profile := cfg.Spec.Profile
+	if it.WindowPauses > 0 && it.State == v1alpha1.ItemStateInProgress {
+		ch <- metrics.NewLazyConstMetric(windowPausesDesc, metrics.GaugeValue, float64(it.WindowPauses), cfg.Name, profile, it.Name)
+	}
+	if w := it.MaintenanceWindow; w != nil && it.State != v1alpha1.ItemStateCompleted && it.State != v1alpha1.ItemStateFailed {
+		// Waiting for a window is expected, not a stuck write.
+		since := status.ItemDue(&cfg.Status, it)
+		if since != nil && !since.IsZero() {
+			ch <- metrics.NewLazyConstMetric(windowWaitingDesc, metrics.GaugeValue, unixSeconds(since.Time), cfg.Name, profile, it.Name, w.Name)
+		}
+		return
+	}
+	switch {
+	case it.State == v1alpha1.ItemStateInProgress && machineconfig.RollsPools(it.TargetRef) && it.LastTransitionTime != nil:
+		ch <- metrics.NewLazyConstMetric(rolloutStartedDesc, metrics.GaugeValue, unixSeconds(it.LastTransitionTime.Time), cfg.Name, profile, it.Name)
+	case it.State == v1alpha1.ItemStatePending:
+		if due := status.ItemDue(&cfg.Status, it); due != nil && !due.IsZero() {
+			ch <- metrics.NewLazyConstMetric(writeWaitingDesc, metrics.GaugeValue, unixSeconds(due.Time), cfg.Name, profile, it.Name)
+		}
 	}
 }
 

@@ -152,12 +152,14 @@ type fakeProfile struct {
 	inputs []profiles.ObjectRef
 }
 
-func (p *fakeProfile) Metadata() profiles.Metadata { return profiles.Metadata{Name: "fake"} }
+func (p *fakeProfile) Metadata() profiles.Metadata {
+	return profiles.Metadata{Name: "fake", Writes: []profiles.Write{
+		{Resource: machineconfig.MachineConfigs.GroupResource()},
+		{Resource: schema.GroupResource{Group: configMapGVK.Group, Resource: "configmaps"}},
+	}}
+}
 func (p *fakeProfile) Prerequisites(v1alpha1.ProfileOptions) []profiles.Prerequisite {
 	return []profiles.Prerequisite{{GVK: schema.GroupVersionKind{Group: "operator.openshift.io", Kind: "KubeDescheduler"}, Description: "the descheduler"}}
-}
-func (p *fakeProfile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK, configMapGVK}
 }
 func (p *fakeProfile) Items(ctx context.Context, in profiles.Inputs) ([]profiles.Item, error) {
 	for _, ref := range p.inputs {

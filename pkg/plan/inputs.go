@@ -268,7 +268,7 @@ func (e *Engine) poolLister(ctx context.Context, profile profiles.Profile, input
 // writesMachineConfigs is true for a profile that manages MachineConfigs
 // or KubeletConfigs (rendered into MachineConfigs).
 func writesMachineConfigs(profile profiles.Profile) bool {
-	return slices.ContainsFunc(profile.ManagedKinds(), func(gvk schema.GroupVersionKind) bool {
-		return gvk.GroupKind() == machineconfig.MachineConfigGVK.GroupKind() || gvk.GroupKind() == machineconfig.KubeletConfigGVK.GroupKind()
+	return slices.ContainsFunc(profile.Metadata().ManagedResources(), func(gr schema.GroupResource) bool {
+		return gr == machineconfig.MachineConfigs.GroupResource() || gr == machineconfig.KubeletConfigs.GroupResource()
 	})
 }

@@ -5,6 +5,8 @@ package profiles
 import (
 	"context"
 	"encoding/json"
+	"regexp"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -51,6 +53,11 @@ type Metadata struct {
 	// them, and docs/api.md lists them (go test ./artifacts/deploy -update,
 	// go test ./docs -update).
 	Writes []Write
+	// Reads are the other resources its items derive from (Items reads
+	// them, InputObjects names them): with Writes, the server's read rights
+	// (get, list, watch) in 03-server-rbac.yaml are generated from them,
+	// and the catalogue's tests fail on a read of any other.
+	Reads []Read
 	// Examples are configurations of the profile, the first its sample
 	// (artifacts/samples/<name>.yaml, with SampleNote): the admission policy's
 	// tests admit every write each makes on the baseline cluster plus the
@@ -84,7 +91,61 @@ type Write struct {
 	Fields []string
 	// Why says, for the RBAC comment and the docs, what the write is for.
 	Why string
+	// KernelArguments is the value rule of a MachineConfig's
+	// kernelArguments: the patterns (anchored regular expressions) of the
+	// arguments the profile adds. The admission policy admits no other
+	// (go test ./artifacts/deploy -update generates them into it).
+	KernelArguments []string
+	// Values are the value rules of keys under the fields it sets: the
+	// admission policy admits no other value there (generated into it by
+	// go test ./artifacts/deploy -update, one template per kind of rule).
+	Values []Value
 }
+
+// Value is the rule of what a profile writes at Path (a dot path under
+// the object's spec, e.g. kubeletConfig.topologyManagerPolicy): exactly
+// Pinned, one of OneOf, or a string matching Pattern.
+type Value struct {
+	Path    string
+	Pinned  interface{}
+	OneOf   []string
+	Pattern string
+}
+
+// Exactly are patterns that match these strings only.
+func Exactly(values ...string) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = "^" + regexp.QuoteMeta(v) + "$"
+	}
+	return out
+}
+
+// ManagedResources are the resources of the objects the profile may
+// change: those its Writes name, each once, in their order.
+func (m Metadata) ManagedResources() []schema.GroupResource {
+	var out []schema.GroupResource
+	for _, w := range m.Writes {
+		if !slices.Contains(out, w.Resource) {
+			out = append(out, w.Resource)
+		}
+	}
+	return out
+}
+
+// Read is a resource a profile reads beyond what it writes.
+type Read struct {
+	Resource schema.GroupResource
+	// Why says, for the RBAC comment, what the profile derives from it.
+	Why string
+}
+
+// Well-known resources the profiles read.
+var (
+	NodesResource = schema.GroupResource{Resource: "nodes"}
+	PoolsResource = schema.GroupResource{Group: "machineconfiguration.openshift.io", Resource: "machineconfigpools"}
+	VMIsResource  = schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachineinstances"}
+)
 
 // PoolPlaceholder stands for a MachineConfigPool's name in Write.Name.
 const PoolPlaceholder = "{pool}"
@@ -187,8 +248,6 @@ type Profile interface {
 	Metadata() Metadata
 	// Prerequisites are the APIs needed with these (defaulted) options.
 	Prerequisites(opts v1alpha1.ProfileOptions) []Prerequisite
-	// ManagedKinds are the kinds of the objects the profile may change.
-	ManagedKinds() []schema.GroupVersionKind
 	// Items computes the desired objects, in the order they are applied.
 	Items(ctx context.Context, in Inputs) ([]Item, error)
 	// InputObjects are the objects whose content the desired states are

@@ -31,20 +31,31 @@ func Is(err error) bool {
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
-		code := status.Status().Code
-		switch {
-		case apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
-			apierrors.IsConflict(err), apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err),
-			apierrors.IsUnexpectedServerError(err):
-			return true
-		case code >= 500:
-			return true
-		}
-		return false
+		return isTransientStatus(err, status.Status().Code)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
+	return isConnectionLost(err)
+}
+
+// isTransientStatus reports whether an error the API server answered is
+// worth retrying: 429, a timeout, a 409 Conflict or a 5xx.
+func isTransientStatus(err error, code int32) bool {
+	switch {
+	case apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
+		apierrors.IsConflict(err), apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err),
+		apierrors.IsUnexpectedServerError(err):
+		return true
+	case code >= 500:
+		return true
+	}
+	return false
+}
+
+// isConnectionLost reports whether err is the connection to the API
+// server refused, reset, cut short or timed out.
+func isConnectionLost(err error) bool {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true // the connection was cut in the middle of an answer
 	}

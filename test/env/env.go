@@ -112,11 +112,12 @@ type Env struct {
 
 	deploy []*unstructured.Unstructured // artifacts/deploy, for register
 
-	mu         sync.Mutex
-	advisors   map[string]*Advisor // latest instance of each name
-	registered string              // name of the instance behind the APIService
-	stopped    bool                // Stop began: components stay down
-	stopOnce   sync.Once
+	mu          sync.Mutex
+	advisors    map[string]*Advisor // latest instance of each name
+	monitorings []*Monitoring       // started by StartMonitoring, stopped by Stop
+	registered  string              // name of the instance behind the APIService
+	stopped     bool                // Stop began: components stay down
+	stopOnce    sync.Once
 }
 
 // Start brings up the whole environment and returns once the APIService
@@ -395,7 +396,11 @@ func (e *Env) Stop() {
 			advisors = append(advisors, a)
 		}
 		apiserver, etcd := e.apiserver, e.etcd // after restarts: the current runs
+		monitorings := e.monitorings
 		e.mu.Unlock()
+		for _, m := range monitorings {
+			m.Stop()
+		}
 		var wg sync.WaitGroup
 		for _, a := range advisors {
 			wg.Go(func() {

@@ -61,7 +61,7 @@ func run(ctx context.Context, o *Options, startEtcd startEtcd) error {
 		}
 		// Closed after the server has drained its requests (Run returns).
 		defer etcd.Close()
-		klog.InfoS("Embedded etcd serving", "dir", o.EmbeddedEtcdDir, "url", etcd.ClientURL, "clusterID", etcd.ClusterID())
+		klog.FromContext(ctx).Info("Embedded etcd serving", "dir", o.EmbeddedEtcdDir, "url", etcd.ClientURL, "clusterID", etcd.ClusterID())
 	}
 	if err := o.ApplyStorage(config); err != nil {
 		return err

@@ -68,12 +68,9 @@ func (o *dashboardOptions) run(ctx context.Context) error {
 	if o.refresh < 500*time.Millisecond {
 		return fmt.Errorf("--refresh-interval=%s is too short: at least 500ms (every open page reads from the cluster that often)", o.refresh)
 	}
-	ip := net.ParseIP(o.address)
-	if o.address == "localhost" {
-		ip = net.IPv4(127, 0, 0, 1)
-	}
-	if ip == nil {
-		return fmt.Errorf("--address=%s is not an IP address: give one such as 127.0.0.1 (the default) or ::1", o.address)
+	ip, err := o.bindIP()
+	if err != nil {
+		return err
 	}
 	c, err := o.newClients()
 	if err != nil {
@@ -88,17 +85,41 @@ func (o *dashboardOptions) run(ctx context.Context) error {
 		return fmt.Errorf("cannot listen on %s port %d: %w", ip, o.port, err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
+	srv, err := o.newServer(c, ip, port, user)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	o.announce(ln.Addr(), ip, port, srv.LaunchPath(), user)
+	return o.serve(ctx, ln, srv)
+}
+
+// bindIP is the IP address --address names; localhost is 127.0.0.1.
+func (o *dashboardOptions) bindIP() (net.IP, error) {
+	ip := net.ParseIP(o.address)
+	if o.address == "localhost" {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	if ip == nil {
+		return nil, fmt.Errorf("--address=%s is not an IP address: give one such as 127.0.0.1 (the default) or ::1", o.address)
+	}
+	return ip, nil
+}
+
+// newServer makes the secrets of this run (the session, the CSRF token,
+// the launch code) and the dashboard that serves them.
+func (o *dashboardOptions) newServer(c *clients, ip net.IP, port int, user string) (*dashboard.Server, error) {
 	var session, csrf, code string
 	for _, secret := range []struct {
 		to  *string
 		new func() (string, error)
 	}{{&session, dashboard.NewSecret}, {&csrf, dashboard.NewSecret}, {&code, dashboard.NewLaunchCode}} {
+		var err error
 		if *secret.to, err = secret.new(); err != nil {
-			ln.Close()
-			return err
+			return nil, err
 		}
 	}
-	srv, err := dashboard.New(dashboard.Options{
+	return dashboard.New(dashboard.Options{
 		Clients: dashboard.Clients{Advisor: c.advisor, Kube: c.kube, Dynamic: c.dynamic},
 		Session: session, CSRF: csrf, LaunchCode: code, Bind: ip, Port: port,
 		User: user, Cluster: c.host, Refresh: o.refresh, Version: version.Version,
@@ -109,10 +130,11 @@ func (o *dashboardOptions) run(ctx context.Context) error {
 				time.Now().Format("15:04:05"), userAgent)
 		},
 	})
-	if err != nil {
-		ln.Close()
-		return err
-	}
+}
+
+// announce prints the address to open (with the launch path), warns
+// when it is not a loopback one, and opens a browser with --open.
+func (o *dashboardOptions) announce(addr net.Addr, ip net.IP, port int, launchPath, user string) {
 	if !ip.IsLoopback() {
 		fmt.Fprintf(o.streams.ErrOut, "Warning: listening on %s, not on loopback: whoever reaches this address and gets the session cookie acts on the cluster as you. "+
 			"Prefer the default (127.0.0.1) and an SSH tunnel.\n", ip)
@@ -121,13 +143,13 @@ func (o *dashboardOptions) run(ctx context.Context) error {
 	if ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	url := "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + srv.LaunchPath()
+	url := "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + launchPath
 	as := ""
 	if user != "" {
 		as = " as " + user
 	}
 	fmt.Fprintf(o.streams.Out, "Serving the virt-advisor dashboard%s on %s. Open this address in one browser within %.0f minutes (its code works once):\n\n    %s\n\nPress Ctrl-C to stop.\n",
-		as, ln.Addr(), dashboard.DefaultLaunchTTL.Minutes(), url)
+		as, addr, dashboard.DefaultLaunchTTL.Minutes(), url)
 	if o.open {
 		open := o.openBrowser
 		if open == nil {
@@ -137,7 +159,10 @@ func (o *dashboardOptions) run(ctx context.Context) error {
 			fmt.Fprintf(o.streams.ErrOut, "Warning: cannot open a browser (%v): open the address above yourself.\n", err)
 		}
 	}
+}
 
+// serve serves the dashboard on ln until ctx is done.
+func (o *dashboardOptions) serve(ctx context.Context, ln net.Listener, srv *dashboard.Server) error {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()

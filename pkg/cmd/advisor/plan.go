@@ -127,8 +127,31 @@ func printPlan(w io.Writer, p *v1alpha1.Plan, reboots string, color bool) {
 	fmt.Fprintln(w, c.bold(fmt.Sprintf("Plan %s for %s (generation %d), impact %s", v1alpha1.ShortHash(s.PlanHash), p.Name, s.Generation, orDash(string(s.ImpactSeverity)))))
 	fmt.Fprintln(w, "Approving it also approves "+s.Settings.Summary())
 
+	missing := printMissing(w, s.Prerequisites, c)
+	changed, failed := printItems(w, s.Items, c)
+
+	fmt.Fprintln(w)
+	for _, warning := range s.Warnings {
+		fmt.Fprintln(w, c.red("warning: "+warning))
+	}
+	fmt.Fprintln(w, "reboots: "+reboots)
+	switch {
+	case len(s.Items) == 0 && missing == 0:
+		fmt.Fprintln(w, "No items: nothing to change.")
+	case len(s.Items) > 0:
+		line := fmt.Sprintf("%d of %d items change something", changed, len(s.Items))
+		if failed > 0 {
+			line += fmt.Sprintf(", %d could not be planned", failed)
+		}
+		fmt.Fprintln(w, line+".")
+	}
+}
+
+// printMissing writes the prerequisites not satisfied, and returns how
+// many there are.
+func printMissing(w io.Writer, prerequisites []v1alpha1.Prerequisite, c painter) int {
 	var missing []v1alpha1.Prerequisite
-	for _, pr := range s.Prerequisites {
+	for _, pr := range prerequisites {
 		if !pr.Satisfied {
 			missing = append(missing, pr)
 		}
@@ -140,15 +163,19 @@ func printPlan(w io.Writer, p *v1alpha1.Plan, reboots string, color bool) {
 			fmt.Fprintf(w, "  %s %s: %s\n", pr.Kind, pr.APIVersion, pr.Description)
 		}
 	}
+	return len(missing)
+}
 
-	changed, failed := 0, 0
-	for i, it := range s.Items {
+// printItems writes what each item does and its diff, and returns how
+// many change something and how many could not be planned.
+func printItems(w io.Writer, items []v1alpha1.PlanItem, c painter) (changed, failed int) {
+	for i, it := range items {
 		op := string(it.Operation)
 		if op == "" {
 			op = "?"
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, c.bold(fmt.Sprintf("[%d/%d] %s: %s %s, impact %s", i+1, len(s.Items), it.Name, op, target(it.TargetRef), orDash(string(it.ImpactSeverity)))))
+		fmt.Fprintln(w, c.bold(fmt.Sprintf("[%d/%d] %s: %s %s, impact %s", i+1, len(items), it.Name, op, target(it.TargetRef), orDash(string(it.ImpactSeverity)))))
 		if it.Message != "" {
 			fmt.Fprintln(w, "      "+it.Message)
 		}
@@ -161,22 +188,7 @@ func printPlan(w io.Writer, p *v1alpha1.Plan, reboots string, color bool) {
 			printDiff(w, it.Diff, c)
 		}
 	}
-
-	fmt.Fprintln(w)
-	for _, warning := range s.Warnings {
-		fmt.Fprintln(w, c.red("warning: "+warning))
-	}
-	fmt.Fprintln(w, "reboots: "+reboots)
-	switch {
-	case len(s.Items) == 0 && len(missing) == 0:
-		fmt.Fprintln(w, "No items: nothing to change.")
-	case len(s.Items) > 0:
-		line := fmt.Sprintf("%d of %d items change something", changed, len(s.Items))
-		if failed > 0 {
-			line += fmt.Sprintf(", %d could not be planned", failed)
-		}
-		fmt.Fprintln(w, line+".")
-	}
+	return changed, failed
 }
 
 // printDiff colours a unified diff line by line.

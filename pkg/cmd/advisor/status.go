@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned/typed/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
@@ -119,17 +120,7 @@ func (o *statusOptions) follow(ctx context.Context, name string) error {
 	if _, err := configs.Get(ctx, name, metav1.GetOptions{}); err != nil {
 		return err
 	}
-	byName := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = byName
-			return configs.List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = byName
-			return configs.Watch(ctx, opts)
-		},
-	}
+	lw := oneConfig(configs, name)
 	exists := func(store cache.Store) (bool, error) {
 		if _, found, err := store.GetByKey(name); err != nil || !found {
 			return true, errors.Join(err, apierrors.NewNotFound(v1alpha1.Resource("virtplatformconfigs"), name))
@@ -157,6 +148,27 @@ func (o *statusOptions) follow(ctx context.Context, name string) error {
 		lastPhase = string(cfg.Status.Phase)
 		return settled(cfg), nil
 	})
+	return o.followEnded(ctx, err, name, lastPhase)
+}
+
+// oneConfig lists and watches the config name alone.
+func oneConfig(configs advisorv1alpha1.VirtPlatformConfigInterface, name string) *cache.ListWatch {
+	byName := fields.OneTermEqualSelector("metadata.name", name).String()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = byName
+			return configs.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = byName
+			return configs.Watch(ctx, opts)
+		},
+	}
+}
+
+// followEnded is what following a config that ended with err returns:
+// err, or, when --timeout or an interrupt ended it, the phase it was in.
+func (o *statusOptions) followEnded(ctx context.Context, err error, name, lastPhase string) error {
 	switch {
 	case err == nil || apierrors.IsNotFound(err):
 		return err
@@ -279,6 +291,13 @@ func printStatus(w io.Writer, cfg *v1alpha1.VirtPlatformConfig, pr progress, col
 			fmt.Fprintf(w, "           %s: %s\n", t, cond.Message)
 		}
 	}
+	printApproval(w, cfg, phase)
+	printItemsAndPools(w, s.Items, pr, c)
+}
+
+// printApproval writes the approval of a config and its abort, if any.
+func printApproval(w io.Writer, cfg *v1alpha1.VirtPlatformConfig, phase string) {
+	s := cfg.Status
 	if a := s.Approval; a != nil {
 		fmt.Fprintf(w, "Approval:  plan %s by %s at %s (generation %d)\n", v1alpha1.ShortHash(a.PlanHash), a.ApprovedBy, a.ApprovedAt.UTC().Format(time.RFC3339), a.Generation)
 	} else {
@@ -290,12 +309,16 @@ func printStatus(w io.Writer, cfg *v1alpha1.VirtPlatformConfig, pr progress, col
 			fmt.Fprintln(w, "           "+note)
 		}
 	}
+}
 
-	if len(s.Items) > 0 {
+// printItemsAndPools writes the table of a config's items and that of
+// its pools' progress.
+func printItemsAndPools(w io.Writer, items []v1alpha1.VirtPlatformConfigItem, pr progress, c painter) {
+	if len(items) > 0 {
 		fmt.Fprintln(w, c.bold("Items:"))
 		tw := printers.GetNewTabWriter(w)
 		fmt.Fprintln(tw, "  ITEM\tTARGET\tOPERATION\tSTATE\tMESSAGE")
-		for _, it := range s.Items {
+		for _, it := range items {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", it.Name, target(it.TargetRef), orDash(string(it.Operation)), orDash(string(it.State)), flatten(it.Message))
 		}
 		tw.Flush()

@@ -12,6 +12,8 @@ package pools
 // A pause is a write to the cluster: it is made only right before writing
 // an approved MachineConfig item (Hold, after the config controller
 // checked the approval), and the unpause only undoes a pause of ours.
+// Hold also notes on the item the rendered config each of its pools is
+// on before the write: how its rollout is followed.
 
 import (
 	"context"
@@ -45,8 +47,12 @@ type Admission struct {
 	// Stale: draining now would disrupt VMs the reviewed plan did not show
 	// with that fate; nothing may be written.
 	Stale *plan.StaleTargetError
-	// pause: the pools Hold pauses before the write.
-	pause []*unstructured.Unstructured
+	// Pools names the pools the item's change rolls (the config
+	// controller watches them).
+	Pools []string
+	// pools: those pools as read; pause: those Hold pauses before the
+	// write.
+	pools, pause []*unstructured.Unstructured
 }
 
 // Open is true when the item may be written (after Hold).
@@ -56,23 +62,22 @@ func (a Admission) Open() bool { return a.Message == "" && a.Stale == nil }
 // to its pools now: every pool's maintenance window allows it, preflight
 // finds nothing (a cluster upgrade, a VM that would block a drain), and
 // no pool is busy, degraded, held or paused by someone else. It writes
-// nothing; the item is recorded as waiting on its pools.
+// nothing; while the item's write is pending (its config's status says
+// so), its pools count it as due.
 func (c *Controller) Admit(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem) (Admission, error) {
-	pools, err := c.writePools(ctx, it)
+	pools, err := writePools(ctx, c.Cluster, it)
 	if err != nil {
 		return Admission{}, fmt.Errorf("reading the MachineConfigPools of %s '%s': %w", it.TargetRef.Kind, it.TargetRef.Name, err)
 	}
-	c.index.setWaiting(itemKey{cfg.Name, it.Name}, names(pools))
-	c.index.setAllowBlocking(cfg.Name, cfg.Spec.AllowsBlockingDrains())
 	// No node is drained outside a maintenance window: first of all, the
 	// change waits until every pool it rolls may be disrupted.
 	now := c.Clock.Now()
-	trusted := c.trustsOf(cfg)
+	trusted := c.windows.trustsOf(cfg)
 	checks := make([]poolWindow, len(pools))
 	for i, pool := range pools {
-		checks[i] = poolWindow{pool.GetName(), c.trustedWindowFor(ctx, pool, trusted)}
+		checks[i] = poolWindow{pool.GetName(), c.windows.trustedWindowFor(ctx, pool, trusted)}
 	}
-	adm := Admission{WindowsChecked: true}
+	adm := Admission{WindowsChecked: true, Pools: names(pools), pools: pools}
 	if g := decideWindows(it.Name, checks, now); g != nil {
 		adm.Window, adm.Message, adm.After, adm.Wait = g.window, g.message, g.after, g.wait
 		return adm, nil
@@ -116,30 +121,35 @@ func decideWrites(pools []*unstructured.Unstructured, it *v1alpha1.VirtPlatformC
 }
 
 // Hold pauses the pools an open admission names for the coalescing
-// window, right before the item is written.
+// window, right before the item is written, and notes on an item not
+// written yet the rendered config each pool that renders it is on.
 func (c *Controller) Hold(ctx context.Context, config string, it *v1alpha1.VirtPlatformConfigItem, adm Admission) error {
+	if it.State == v1alpha1.ItemStatePending && !plan.LeftInPlace(it) && len(it.PoolConfigsBefore) == 0 {
+		notePoolConfigs(it, adm.pools)
+	}
+	log := klog.FromContext(ctx)
 	now := c.Clock.Now()
 	until := now.Add(c.CoalesceWindow).Truncate(time.Second).Add(time.Second)
 	for _, pool := range adm.pause {
 		name := pool.GetName()
-		if err := c.applyPause(ctx, name, &until, ""); err != nil {
+		if err := c.pauses.apply(ctx, name, &until, ""); err != nil {
 			return fmt.Errorf("pausing MachineConfigPool '%s' before writing %s '%s' (the server needs patch on machineconfigpools): %w", name, it.TargetRef.Kind, it.TargetRef.Name, err)
 		}
-		klog.InfoS("Paused MachineConfigPool to roll out MachineConfig changes together", "pool", name, "until", until, "config", config, "item", it.Name)
+		log.Info("Paused MachineConfigPool to roll out MachineConfig changes together", "pool", name, "until", until, "config", config, "item", it.Name)
 		// The pool is the administrator's: say on it who paused it and why.
 		c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
 			"Paused until %s by virt-advisor (VirtPlatformConfig '%s', item '%s') so that the MachineConfig changes approved meanwhile roll out together, one reboot per node",
 			until.UTC().Format(time.RFC3339), config, it.Name)
-		c.enqueue(name, until.Sub(now))
+		c.term.enqueue(name, until.Sub(now))
 	}
 	return nil
 }
 
-// applyPause pauses a pool until the given time (for the maintenance
+// apply pauses a pool until the given time (for the maintenance
 // window named by forWindow, "" for coalescing), or, with nil, withdraws
 // our pause: an apply without spec.paused and the annotations drops our
 // ownership of them, so they go away unless someone else owns them.
-func (c *Controller) applyPause(ctx context.Context, pool string, until *time.Time, forWindow string) error {
+func (p *pauses) apply(ctx context.Context, pool string, until *time.Time, forWindow string) error {
 	metadata := map[string]interface{}{"name": pool}
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": metadata}}
 	obj.SetGroupVersionKind(machineconfig.MachineConfigPoolGVK)
@@ -153,7 +163,7 @@ func (c *Controller) applyPause(ctx context.Context, pool string, until *time.Ti
 	}
 	// Force: a paused: false of someone else is taken over (it is checked
 	// before that nobody else holds paused: true).
-	return c.Pauser.ApplyPool(ctx, obj)
+	return p.pauser.ApplyPool(ctx, obj)
 }
 
 func names(pools []*unstructured.Unstructured) []string {
@@ -162,4 +172,15 @@ func names(pools []*unstructured.Unstructured) []string {
 		out[i] = p.GetName()
 	}
 	return out
+}
+
+// notePoolConfigs records, before an item that rolls pools is written,
+// the rendered config every pool that renders it is on (how its rollout
+// is followed).
+func notePoolConfigs(it *v1alpha1.VirtPlatformConfigItem, pools []*unstructured.Unstructured) {
+	it.PoolConfigsBefore = nil
+	for _, pool := range pools {
+		name, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
+		it.PoolConfigsBefore = append(it.PoolConfigsBefore, v1alpha1.PoolConfiguration{Pool: pool.GetName(), Configuration: name})
+	}
 }

@@ -92,20 +92,3 @@ func TestDecideWindows(t *testing.T) {
 		})
 	}
 }
-
-func TestSoonest(t *testing.T) {
-	for _, tc := range []struct {
-		in   []time.Duration
-		want time.Duration
-	}{
-		{nil, 0},
-		{[]time.Duration{0, 0}, 0},
-		{[]time.Duration{0, time.Minute}, time.Minute},
-		{[]time.Duration{time.Hour, 0, time.Minute}, time.Minute},
-		{[]time.Duration{-time.Second, time.Minute}, time.Minute},
-	} {
-		if got := Soonest(tc.in...); got != tc.want {
-			t.Errorf("Soonest(%v) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-}

@@ -3,13 +3,16 @@
 // owns what virt-advisor does to pools — maintenance window gating, the
 // preflight before a drain (a cluster upgrade, VMs that would block it),
 // the coalescing pause before a MachineConfig write (one reboot per node),
-// the pause when a window closes mid-rollout and the unpause, after the
-// same look at the VMs as the preflight's (resume.go) — and the
-// index of which approved items wait on, or roll out on, which pool. The
-// config controller asks it two questions: may an item write to its pools
-// now (Admit, then Hold), and how far has it rolled out (Rollout). Its
-// decisions are pure (decide*, pkg/machineconfig, pkg/maintenance); its
-// reconcile reads the pool, decides and applies.
+// the pause when a window closes mid-rollout, the pause of an aborted
+// plan's pools, and the unpause, after the same look at the VMs as the
+// preflight's (resume.go). It reads, it is not told: which approved items
+// wait on, or roll out on, a pool, which windows their rollout trusts and
+// which aborts hold a pool come from the configs' status in the
+// informer's cache (configs.go), the pools from the cluster. The config
+// controller asks it three things: may an item write to its pools now
+// (Admit), pause them for its write (Hold), and how far has it rolled out
+// (Rollout). Its decisions are pure (decide*, pkg/machineconfig,
+// pkg/maintenance); its reconcile reads the pool, decides and applies.
 package pools
 
 import (
@@ -19,13 +22,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
-	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
 
@@ -59,12 +63,23 @@ type Metrics interface {
 	PoolWindows(opensIn map[string]float64)
 }
 
-// Config is what the pool controller needs; the caller shares its readers
-// and its clock with the config controller.
+// Config is what the pool controller needs; the caller shares its readers,
+// its informers and its clock with the config controller.
 type Config struct {
 	Cluster Reader
 	Pauser  Pauser
 	Drains  Drains
+	// Configs reads the VirtPlatformConfigs from the informer's cache:
+	// their status says which items wait on, or roll out on, which pool,
+	// and which aborts hold pools paused.
+	Configs listers.VirtPlatformConfigLister
+	// ConfigInformer, when set, tells of changed configs: a pool an abort
+	// holds, or held, is looked at again.
+	ConfigInformer cache.SharedInformer
+	// ResyncOn are informers after whose changes every pool is looked at
+	// again (the maintenance windows, the admission policies an unpause
+	// waits for).
+	ResyncOn []cache.SharedInformer
 	// Windows lists the maintenance windows; nil: none.
 	Windows maintenance.Lister
 	// TrustedWindows, when set, says which Allow windows may let an item
@@ -83,15 +98,28 @@ type Config struct {
 	Wake func(config string)
 }
 
-// Controller reconciles MachineConfigPools.
+// Controller reconciles MachineConfigPools. It keeps the queue of a term,
+// reads and decides; the windows, the pauses and the look before an
+// unpause are types of their own.
 type Controller struct {
 	Config
-	// queue holds pool names, and allPools; it lives for one term of
-	// leadership (nil outside one: nothing is queued). Informers' handlers
-	// queue pools (Resync) while a term starts: queueMu guards it.
-	queueMu sync.Mutex
-	queue   workqueue.TypedRateLimitingInterface[string]
-	index   *index
+	term    *term
+	windows *windows
+	pauses  *pauses
+	resumer *resumer
+	// What the caches do not hold: the aborts stored but not cached yet,
+	// the window pauses made since a status said how many (pauses), and
+	// why a pause of ours outlasts its end (resumer).
+	aborting *aborting
+	counts   *pauseCounts
+}
+
+// term is the queue of a term of leadership: pool names, and allPools
+// (nil outside a term: nothing is queued). Informers' handlers queue
+// pools (resync) while a term starts: mu guards it.
+type term struct {
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[string]
 }
 
 // allPools is the queue key that looks at every pool: at the start of a
@@ -114,46 +142,88 @@ func New(cfg Config) *Controller {
 	if cfg.Wake == nil {
 		cfg.Wake = func(string) {}
 	}
-	return &Controller{Config: cfg, index: newIndex()}
+	c := &Controller{Config: cfg, term: &term{}, aborting: newAborting(), counts: newPauseCounts()}
+	c.windows = &windows{lister: cfg.Windows, trusted: cfg.TrustedWindows, clock: cfg.Clock, metrics: cfg.Metrics}
+	c.pauses = &pauses{pauser: cfg.Pauser, recorder: cfg.Recorder, clock: cfg.Clock, counts: c.counts, wake: cfg.Wake}
+	c.resumer = &resumer{drains: cfg.Drains, pauses: c.pauses, recorder: cfg.Recorder, wake: cfg.Wake, reasons: map[string]string{}}
+	return c
 }
 
 // UseQueue sets the queue of a term of leadership (Start does it).
-func (c *Controller) UseQueue(q workqueue.TypedRateLimitingInterface[string]) {
-	c.queueMu.Lock()
-	defer c.queueMu.Unlock()
-	c.queue = q
+func (c *Controller) UseQueue(q workqueue.TypedRateLimitingInterface[string]) { c.term.use(q) }
+
+func (t *term) use(q workqueue.TypedRateLimitingInterface[string]) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.queue = q
 }
 
-// currentQueue is the queue of the current term (nil outside one).
-func (c *Controller) currentQueue() workqueue.TypedRateLimitingInterface[string] {
-	c.queueMu.Lock()
-	defer c.queueMu.Unlock()
-	return c.queue
+// current is the queue of the current term (nil outside one).
+func (t *term) current() workqueue.TypedRateLimitingInterface[string] {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.queue
 }
 
-// Start starts one term of leadership: a new queue, and one worker until
-// ctx ends. It looks at every pool first.
+// Start starts one term of leadership: a new queue, the handlers on the
+// informers, and one worker until ctx ends. It looks at every pool first.
 func (c *Controller) Start(ctx context.Context) {
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "machineconfigpools"})
 	c.UseQueue(q)
 	q.Add(allPools)
+	remove := c.addHandlers(ctx)
 	go func() {
 		for c.processNext(ctx, q) {
 		}
 	}()
 	go func() {
 		<-ctx.Done()
+		remove()
 		q.ShutDown()
 	}()
 }
 
-// Resync looks at every pool again (the maintenance windows changed).
-func (c *Controller) Resync() { c.enqueue(allPools, 0) }
+// addHandlers resyncs the pools after a change of the informers that
+// bear on them: an abort's hold that changed, the windows, the admission
+// policies. remove removes them.
+func (c *Controller) addHandlers(ctx context.Context) (remove func()) {
+	var added []func()
+	add := func(informer cache.SharedInformer, h cache.ResourceEventHandler) {
+		reg, err := informer.AddEventHandler(h)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot watch what the pool controller reads; the pools are looked at on their timers only")
+			return
+		}
+		added = append(added, func() { _ = informer.RemoveEventHandler(reg) })
+	}
+	if c.ConfigInformer != nil {
+		add(c.ConfigInformer, cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { c.term.resyncIfHeld(nil, obj) },
+			UpdateFunc: c.term.resyncIfHeld,
+			DeleteFunc: func(obj interface{}) { c.term.resyncIfHeld(obj, nil) },
+		})
+	}
+	for _, informer := range c.ResyncOn {
+		add(informer, cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(interface{}) { c.term.resync() },
+			UpdateFunc: func(interface{}, interface{}) { c.term.resync() },
+			DeleteFunc: func(interface{}) { c.term.resync() },
+		})
+	}
+	return func() {
+		for _, r := range added {
+			r()
+		}
+	}
+}
 
-func (c *Controller) enqueue(pool string, after time.Duration) {
-	q := c.currentQueue()
+// resync looks at every pool again.
+func (t *term) resync() { t.enqueue(allPools, 0) }
+
+func (t *term) enqueue(pool string, after time.Duration) {
+	q := t.current()
 	if q == nil {
 		return
 	}
@@ -178,7 +248,7 @@ func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimit
 		after, err = c.Reconcile(ctx, key)
 	}
 	if err != nil {
-		klog.ErrorS(err, "Reconciling a MachineConfigPool failed, will retry", "pool", key)
+		klog.FromContext(ctx).Error(err, "Reconciling a MachineConfigPool failed, will retry", "pool", key)
 		q.AddRateLimited(key)
 		return true
 	}
@@ -187,37 +257,6 @@ func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimit
 		q.AddAfter(key, after)
 	}
 	return true
-}
-
-// Seen are the pools a config's items were evaluated on, so that the
-// config controller watches them.
-func (c *Controller) Seen(config string) []string { return c.index.seen(config) }
-
-// Forget drops a deleted config from the index; the pools its abort held
-// paused are looked at again.
-func (c *Controller) Forget(config string) {
-	if c.index.dropAborted(config) {
-		c.Resync()
-	}
-	c.index.forget(config)
-}
-
-// Keep drops from the index the items of config other than these: waiting,
-// the approved MachineConfig items not written yet; rolling, those
-// written whose rollout is followed.
-func (c *Controller) Keep(config string, waiting, rolling []string) {
-	c.index.keep(config, waiting, rolling)
-}
-
-// Expect records, at the start of a term, an approved item of cfg that
-// rolls pools, by its change, and the windows cfg's rollout trusts. Not
-// written yet, until the config is reconciled and the item asks Admit, it
-// counts as due on every pool that renders the change, so that no pause
-// of ours ends under it; written, until it asks Rollout, a pause of ours
-// on those pools ends only in a window its rollout trusts.
-func (c *Controller) Expect(cfg *v1alpha1.VirtPlatformConfig, item string, change machineconfig.Change, written bool) {
-	c.noteTrusts(cfg)
-	c.index.expect(itemKey{cfg.Name, item}, expectedItem{change: change, written: written})
 }
 
 type noMetrics struct{}

@@ -10,21 +10,34 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 )
 
-// writePools are the pools that render an item's change (a MachineConfig
-// or KubeletConfig); a deleted one has no desired state: the live object
-// tells its pools.
-func (c *Controller) writePools(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
+// writePools are the pools that render an item's change.
+func writePools(ctx context.Context, cluster Reader, it *v1alpha1.VirtPlatformConfigItem) ([]*unstructured.Unstructured, error) {
+	change, err := writeChange(ctx, cluster, it)
+	if err != nil {
+		return nil, err
+	}
+	all, err := cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return nil, err
+	}
+	return rendering(all, change)
+}
+
+// writeChange is what an item's write changes (a MachineConfig or
+// KubeletConfig); a deleted one has no desired state: the live object
+// tells it.
+func writeChange(ctx context.Context, cluster Reader, it *v1alpha1.VirtPlatformConfigItem) (machineconfig.Change, error) {
 	change := machineconfig.ItemChange(it.TargetRef, it.DesiredState)
 	if it.Operation == v1alpha1.OperationDelete {
-		live, err := c.Cluster.Get(ctx, plan.TargetGVK(it.TargetRef), "", it.TargetRef.Name)
+		live, err := cluster.Get(ctx, plan.TargetGVK(it.TargetRef), "", it.TargetRef.Name)
 		if err != nil {
-			return nil, err
+			return change, err
 		}
 		if live != nil && (machineconfig.IsKubeletConfig(it.TargetRef) || len(live.GetLabels()) > 0) {
 			change = machineconfig.ChangeOf(it.TargetRef, live.Object)
 		}
 	}
-	return c.rolledPools(ctx, change)
+	return change, nil
 }
 
 // itemPools returns, of all the pools, those an item rolls out on: the
@@ -47,15 +60,6 @@ func itemPools(it *v1alpha1.VirtPlatformConfigItem, all []unstructured.Unstructu
 	return out, nil
 }
 
-// rolledPools lists the pools and keeps those rendering the change.
-func (c *Controller) rolledPools(ctx context.Context, change machineconfig.Change) ([]*unstructured.Unstructured, error) {
-	all, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
-	if err != nil {
-		return nil, err
-	}
-	return rendering(all, change)
-}
-
 // rendering keeps, of all the pools, those rendering the change.
 func rendering(all []unstructured.Unstructured, change machineconfig.Change) ([]*unstructured.Unstructured, error) {
 	pools, err := machineconfig.RolledPools(all, change)
@@ -67,20 +71,4 @@ func rendering(all []unstructured.Unstructured, change machineconfig.Change) ([]
 		out[i] = &pools[i]
 	}
 	return out, nil
-}
-
-// NotePoolConfigs records, before an item that rolls pools is written, the
-// rendered config every pool that renders it is on (how its rollout is
-// followed).
-func (c *Controller) NotePoolConfigs(ctx context.Context, it *v1alpha1.VirtPlatformConfigItem) error {
-	pools, err := c.writePools(ctx, it)
-	if err != nil {
-		return err
-	}
-	it.PoolConfigsBefore = nil
-	for _, pool := range pools {
-		name, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
-		it.PoolConfigsBefore = append(it.PoolConfigsBefore, v1alpha1.PoolConfiguration{Pool: pool.GetName(), Configuration: name})
-	}
-	return nil
 }

@@ -3,7 +3,6 @@ package pools
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
@@ -22,7 +22,7 @@ type poolState struct {
 	// under an approval rolls out on it; due: approved items wait to
 	// write to it.
 	rolling, written, due bool
-	// aborted: an aborted plan's change rolls on the pool (HoldAborted).
+	// aborted: an aborted plan's change rolls on the pool (its status.abort).
 	aborted  bool
 	window   windowCheck
 	now      time.Time
@@ -94,8 +94,8 @@ func closeTimer(s poolState) time.Duration {
 }
 
 // Reconcile reads one pool, decides and applies: the end of our pause, or
-// a pause at the close of its maintenance window. It returns when to look
-// again.
+// a pause at the close of its maintenance window, or for an abort. It
+// returns when to look again.
 func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration, error) {
 	// Every pool: which of them render a KubeletConfig depends on all.
 	pools, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
@@ -106,37 +106,22 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 	if pool == nil {
 		return 0, nil
 	}
-	rolling := c.index.rollingOn(name)
-	due := c.index.due(pool, pools)
-	aborted := c.index.abortedOn(pool, pools)
-	// Items written before this term count for the window as soon as it
-	// starts, before their config asks Rollout.
-	w := c.rollingWindow(ctx, pool, append(rolling, c.index.expectedRollingOn(pool, pools)...))
+	v, err := c.readConfigs()
+	if err != nil {
+		return 0, err
+	}
+	rolling := v.rollingOn(pool, pools)
+	due := v.dueOn(pool, pools, func(it *v1alpha1.VirtPlatformConfigItem) (machineconfig.Change, error) {
+		return writeChange(ctx, c.Cluster, it)
+	})
+	aborted := v.abortedOn(pool, pools)
+	w := c.windows.rollingWindow(ctx, pool, v, rolling)
 	d := decide(poolState{
 		pause: machineconfig.ReadPool(pool, cluster.FieldManager, "", ""), rolling: machineconfig.RollingOut(pool),
 		written: len(rolling) > 0, due: len(due) > 0, aborted: len(aborted) > 0, window: w, now: c.Clock.Now(), coalesce: c.CoalesceWindow,
 	})
-	switch d.action {
-	case unpause:
-		held, err := c.resume(ctx, pool, configsOf(rolling, due))
-		if err != nil {
-			return 0, err
-		}
-		if held {
-			d.after = soonest(d.after, PreflightRetry) // VMs are not watched
-		}
-	case abortPause:
-		if err := c.pauseAborted(ctx, pool, aborted); err != nil {
-			return 0, err
-		}
-	case windowPause:
-		if err := c.pauseAtWindowClose(ctx, pool, d, w, rolling); err != nil {
-			return 0, err
-		}
-	}
-	if d.action != unpause {
-		// A hold is the answer to the last look before an unpause only.
-		c.releaseResume(name, configsOf(rolling, due))
+	if err := c.apply(ctx, pool, &d, w, v, rolling, due, aborted); err != nil {
+		return 0, err
 	}
 	if d.wakeDue {
 		for _, config := range due {
@@ -146,38 +131,47 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 	return d.after, nil
 }
 
-// pauseAborted pauses pool for the aborted plans of configs rolling out
-// on it. Marked as a pause of ours that ends at once: the hold, not the
-// time, keeps it; withdrawn, the pause ends as a coalescing one.
-func (c *Controller) pauseAborted(ctx context.Context, pool *unstructured.Unstructured, aborted []string) error {
-	name := pool.GetName()
-	now := c.Clock.Now()
-	if err := c.applyPause(ctx, name, &now, ""); err != nil {
-		return fmt.Errorf("pausing MachineConfigPool '%s' for the aborted plan of %v: %w", name, aborted, err)
+// apply does what decide decided for pool.
+func (c *Controller) apply(ctx context.Context, pool *unstructured.Unstructured, d *poolDecision, w windowCheck, v configView, rolling []itemKey, due, aborted []string) error {
+	configs := configsOf(rolling, due)
+	switch d.action {
+	case unpause:
+		held, err := c.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs))
+		if err != nil {
+			return err
+		}
+		if held {
+			d.after = soonest(d.after, PreflightRetry) // VMs are not watched
+		}
+		return nil
+	case abortPause:
+		if err := c.pauses.forAbort(ctx, pool, aborted); err != nil {
+			return err
+		}
+	case windowPause:
+		if err := c.pauses.atWindowClose(ctx, pool, *d, w, rolling); err != nil {
+			return err
+		}
 	}
-	klog.InfoS("Paused MachineConfigPool: the plan rolling out on it was aborted", "pool", name, "configs", aborted)
-	c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
-		"Paused by virt-advisor: the plan of VirtPlatformConfig %s rolling out on it was aborted; a node already updating finishes, no other starts until a plan is approved again or the config is deleted", strings.Join(aborted, ", "))
-	for _, config := range aborted {
-		c.Wake(config)
-	}
+	// A hold is the answer to the last look before an unpause only.
+	c.resumer.release(pool.GetName(), configs)
 	return nil
 }
 
-// pauseAtWindowClose pauses pool, whose maintenance window closed while
+// atWindowClose pauses pool, whose maintenance window closed while
 // the items rolling out on it were rolling, until d.until.
-func (c *Controller) pauseAtWindowClose(ctx context.Context, pool *unstructured.Unstructured, d poolDecision, w windowCheck, rolling []itemKey) error {
+func (p *pauses) atWindowClose(ctx context.Context, pool *unstructured.Unstructured, d poolDecision, w windowCheck, rolling []itemKey) error {
 	name := pool.GetName()
-	if err := c.applyPause(ctx, name, &d.until, d.forWindow); err != nil {
+	if err := p.apply(ctx, name, &d.until, d.forWindow); err != nil {
 		return fmt.Errorf("pausing MachineConfigPool '%s' at the close of its maintenance window: %w", name, err)
 	}
-	c.index.paused(name)
+	p.counts.paused(rolling)
 	first := rolling[0]
-	klog.InfoS("Paused MachineConfigPool: its maintenance window closed mid-rollout", "pool", name, "until", d.until, "config", first.config, "item", first.item)
-	c.Recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
+	klog.FromContext(ctx).Info("Paused MachineConfigPool: its maintenance window closed mid-rollout", "pool", name, "until", d.until, "config", first.config, "item", first.item)
+	p.recorder.Eventf(pool, corev1.EventTypeNormal, "PausedByVirtAdvisor",
 		"Paused by virt-advisor (VirtPlatformConfig '%s', item '%s'): %s; the rollout resumes when the pool may be disrupted again", first.config, first.item, w.Reason)
 	for _, k := range rolling {
-		c.Wake(k.config)
+		p.wake(k.config)
 	}
 	return nil
 }
@@ -193,20 +187,30 @@ func configsOf(rolling []itemKey, due []string) []string {
 }
 
 // ReconcileAll looks at every pool: it reports when each may be disrupted
-// again, and queues the pools we hold paused or follow a rollout on.
+// again, and queues the pools we hold paused, follow a rollout on or an
+// abort holds. The window pauses counted for configs gone are dropped.
 func (c *Controller) ReconcileAll(ctx context.Context) (time.Duration, error) {
 	pools, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
 	if err != nil {
 		return 0, err
 	}
+	v, err := c.readConfigs()
+	if err != nil {
+		return 0, err
+	}
+	live := sets.New[itemKey]()
+	for _, cfg := range v.configs {
+		live.Insert(itemKey{config: cfg.Name, uid: cfg.UID})
+	}
+	c.counts.keepConfigs(live)
 	var after time.Duration
-	if c.reportWindows(ctx, pools) {
+	if c.windows.report(ctx, pools) {
 		after = windowReport // keeps the next-opening gauges fresh
 	}
 	for i := range pools {
-		name := pools[i].GetName()
-		if machineconfig.ReadPool(&pools[i], cluster.FieldManager, "", "").Ours || len(c.index.rollingOn(name)) > 0 || len(c.index.abortedOn(&pools[i], pools)) > 0 {
-			c.enqueue(name, 0)
+		pool := &pools[i]
+		if machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Ours || len(v.rollingOn(pool, pools)) > 0 || len(v.abortedOn(pool, pools)) > 0 {
+			c.term.enqueue(pool.GetName(), 0)
 		}
 	}
 	return after, nil

@@ -12,9 +12,11 @@ package pools
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -24,59 +26,66 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
-// AllowBlockingDrains records config's spec.rollout.allowBlockingDrains:
-// whether a pool its items roll out on resumes although a VM would block
-// a drain.
-func (c *Controller) AllowBlockingDrains(config string, allow bool) {
-	c.index.setAllowBlocking(config, allow)
+// resumer makes the live look before our pause of a pool ends, and keeps,
+// by pool, why the pause outlasts its end: what the last look found (no
+// cache holds that).
+type resumer struct {
+	drains   Drains
+	pauses   *pauses
+	recorder record.EventRecorder
+	wake     func(config string)
+	mu       sync.Mutex
+	reasons  map[string]string
 }
 
 // resume ends our pause of a pool whose pause is over, unless the live
-// look at the drains it starts holds it; held says so. configs are those
-// whose items roll out on, or wait for, the pool: they are woken when the
+// look at the drains it starts holds it (allowBlocking: every config of
+// configs allows blocking drains); held says so. configs are those whose
+// items roll out on, or wait for, the pool: they are woken when the
 // reason it is held changes.
-func (c *Controller) resume(ctx context.Context, pool *unstructured.Unstructured, configs []string) (bool, error) {
+func (r *resumer) resume(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking bool) (bool, error) {
 	name := pool.GetName()
-	reason := c.resumeHold(ctx, pool, c.index.allowsBlocking(configs))
-	if c.index.setResumeHold(name, reason) {
+	log := klog.FromContext(ctx)
+	reason := r.look(ctx, pool, allowBlocking)
+	if r.set(name, reason) {
 		if reason != "" {
-			klog.InfoS("Kept MachineConfigPool paused past the end of our pause", "pool", name, "reason", reason)
-			c.Recorder.Event(pool, corev1.EventTypeWarning, "ResumeHeldByVirtAdvisor", "Kept paused by virt-advisor: "+reason)
+			log.Info("Kept MachineConfigPool paused past the end of our pause", "pool", name, "reason", reason)
+			r.recorder.Event(pool, corev1.EventTypeWarning, "ResumeHeldByVirtAdvisor", "Kept paused by virt-advisor: "+reason)
 		}
 		for _, config := range configs {
-			c.Wake(config)
+			r.wake(config)
 		}
 	}
 	if reason != "" {
 		return true, nil
 	}
 	p := machineconfig.ReadPool(pool, cluster.FieldManager, "", "")
-	if err := c.applyPause(ctx, name, nil, ""); err != nil {
+	if err := r.pauses.apply(ctx, name, nil, ""); err != nil {
 		return false, fmt.Errorf("unpausing MachineConfigPool '%s': %w", name, err)
 	}
-	klog.InfoS("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", name, "othersHoldingPause", p.Others)
-	c.Recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", machineconfig.UnpauseMessage(p))
+	log.Info("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", name, "othersHoldingPause", p.Others)
+	r.recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", machineconfig.UnpauseMessage(p))
 	return false, nil
 }
 
-// releaseResume drops the hold of a pool no unpause is decided for (its
+// release drops the hold of a pool no unpause is decided for (its
 // pause not over, a window closed again, the pool not ours any more).
-func (c *Controller) releaseResume(pool string, configs []string) {
-	if c.index.setResumeHold(pool, "") {
+func (r *resumer) release(pool string, configs []string) {
+	if r.set(pool, "") {
 		for _, config := range configs {
-			c.Wake(config)
+			r.wake(config)
 		}
 	}
 }
 
-// resumeHold reads, live, what resuming the pool's rollout does to the VMs
+// look reads, live, what resuming the pool's rollout does to the VMs
 // on its nodes (the plan engine's look before a write, on the change the
 // pool rolls out now) and says why the pool stays paused, "" when it may
 // resume. A look that fails holds it: nothing is drained on a guess.
-func (c *Controller) resumeHold(ctx context.Context, pool *unstructured.Unstructured, allowBlocking bool) string {
-	reboots, err := c.Drains.PendingDrainImpact(ctx, pool)
+func (r *resumer) look(ctx context.Context, pool *unstructured.Unstructured, allowBlocking bool) string {
+	reboots, err := r.drains.PendingDrainImpact(ctx, pool)
 	if err != nil {
-		klog.ErrorS(err, "Cannot assess what resuming the rollout of a MachineConfigPool does to its VMs: it stays paused", "pool", pool.GetName())
+		klog.FromContext(ctx).Error(err, "Cannot assess what resuming the rollout of a MachineConfigPool does to its VMs: it stays paused", "pool", pool.GetName())
 		return fmt.Sprintf("what resuming its rollout does to the VMs on its nodes cannot be read (%v); MachineConfigPool '%s' stays paused until it can", err, pool.GetName())
 	}
 	return decideResume(pool.GetName(), reboots, allowBlocking)
@@ -105,9 +114,9 @@ func blocked(reboots []v1alpha1.PoolReboot, allowBlocking bool) []v1alpha1.Disru
 // heldMessage says, for the items rolling out on a pool, that our pause
 // outlasts its end because resuming would start drains that block; ""
 // when it does not (or an abort holds the pool: that says more).
-func (c *Controller) heldMessage(pool *unstructured.Unstructured, pools []unstructured.Unstructured) string {
-	reason := c.index.resumeHold(pool.GetName())
-	if reason == "" || len(c.index.abortedOn(pool, pools)) > 0 {
+func (r *resumer) heldMessage(pool *unstructured.Unstructured, aborted bool) string {
+	reason := r.get(pool.GetName())
+	if reason == "" || aborted {
 		return ""
 	}
 	if _, ours := machineconfig.PausedBy(pool, cluster.FieldManager); !ours {
@@ -121,44 +130,24 @@ func heldWait(item, message string) *status.Wait {
 	return &status.Wait{Reason: status.WaitingDrainBlocked, Message: fmt.Sprintf("Waiting to resume the rollout of item '%s': %s", item, message)}
 }
 
-func (x *index) setAllowBlocking(config string, allow bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.allowBlocking[config] = allow
-}
-
-// allowsBlocking is true when every one of configs, at least one, allows
-// blocking drains; a config not heard of yet (at the start of a term)
-// does not.
-func (x *index) allowsBlocking(configs []string) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	for _, config := range configs {
-		if !x.allowBlocking[config] {
-			return false
-		}
-	}
-	return len(configs) > 0
-}
-
-// setResumeHold records why pool stays paused ("" for no reason any
-// more); false when unchanged.
-func (x *index) setResumeHold(pool, reason string) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.resumeHolds[pool] == reason {
+// set records why pool stays paused ("" for no reason any more); false
+// when unchanged.
+func (r *resumer) set(pool, reason string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reasons[pool] == reason {
 		return false
 	}
 	if reason == "" {
-		delete(x.resumeHolds, pool)
+		delete(r.reasons, pool)
 	} else {
-		x.resumeHolds[pool] = reason
+		r.reasons[pool] = reason
 	}
 	return true
 }
 
-func (x *index) resumeHold(pool string) string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.resumeHolds[pool]
+func (r *resumer) get(pool string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reasons[pool]
 }

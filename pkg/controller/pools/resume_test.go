@@ -187,11 +187,12 @@ func runResume(t *testing.T, tc resumeCase, now time.Time) {
 	if tc.window != nil {
 		cfg.Windows = fakeLister{tc.window}
 	}
-	c := New(cfg)
+	var configs []*v1alpha1.VirtPlatformConfig
 	for config, allow := range tc.rolling {
-		c.index.setRolling(itemKey{config, "enable-psi-metrics"}, machineconfig.WorkerPool)
-		c.AllowBlockingDrains(config, allow)
+		configs = append(configs, rollingConfig(t, config, allow))
 	}
+	cfg.Configs = listerOf(t, configs...)
+	c := New(cfg)
 	after, err := c.Reconcile(context.Background(), machineconfig.WorkerPool)
 	if err != nil {
 		t.Fatalf("reconcile: %v", err)
@@ -204,7 +205,7 @@ func runResume(t *testing.T, tc resumeCase, now time.Time) {
 	}
 	events := strings.Join(drainEvents(recorder), "\n")
 	worker := reader.pools[machineconfig.WorkerPool]
-	held := c.heldMessage(worker, []unstructured.Unstructured{*worker})
+	held := c.resumer.heldMessage(worker, false)
 	if tc.wantHeld == "" {
 		if held != "" || strings.Contains(events, "ResumeHeld") {
 			t.Errorf("held %q, events %q; want no hold", held, events)

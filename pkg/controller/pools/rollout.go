@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
@@ -32,6 +33,9 @@ type ItemRollout struct {
 	// WindowPauses counts the pauses of the item's pools at the close of
 	// a window (the item's windowPauses).
 	WindowPauses int32
+	// Pools names the pools the item rolls out on (the config controller
+	// watches them).
+	Pools []string
 }
 
 // soonest keeps the sooner of two durations, 0 meaning none.
@@ -42,32 +46,21 @@ func soonest(a, b time.Duration) time.Duration {
 	return a
 }
 
-// Soonest is the soonest of durations, 0 meaning none: when to look again
-// of several reasons to.
-func Soonest(ds ...time.Duration) time.Duration {
-	var out time.Duration
-	for _, d := range ds {
-		out = soonest(out, d)
-	}
-	return out
-}
-
 // Rollout evaluates every pool that renders a MachineConfig item. It
 // writes nothing: for an item virt-advisor wrote under an approval
 // (written), a pool whose maintenance window closed while it still has
 // nodes to update is queued for its reconcile, which pauses it; a rollout
 // of a plan with nothing to write is not ours to pause.
 func (c *Controller) Rollout(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, written bool) ItemRollout {
-	config := cfg.Name
-	v := itemView{key: itemKey{config, it.Name}, it: it, written: written}
-	if written {
-		c.noteTrusts(cfg)
-	}
+	v := itemView{key: itemKey{cfg.Name, it.Name, cfg.UID}, cfg: cfg, it: it, written: written}
 	var pools []*unstructured.Unstructured
 	var err error
 	v.all, err = c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
 	if err == nil {
 		pools, err = itemPools(it, v.all)
+	}
+	if err == nil {
+		v.configs, err = c.readConfigs()
 	}
 	if err != nil {
 		return ItemRollout{Window: it.MaintenanceWindow, Rollout: machineconfig.Rollout{
@@ -81,21 +74,34 @@ func (c *Controller) Rollout(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 				Message: fmt.Sprintf("Cannot read KubeletConfig '%s': %v", it.TargetRef.Name, err)}}
 		}
 	}
-	out := ItemRollout{WindowPauses: it.WindowPauses}
+	out := ItemRollout{WindowPauses: it.WindowPauses, Pools: names(pools)}
 	if written {
-		c.index.follow(v.key, it.WindowPauses)
+		c.followPauses(cfg, v.key, it.WindowPauses)
 	}
 	results := make([]machineconfig.Rollout, len(pools))
 	for i, pool := range pools {
 		results[i] = c.poolRollout(ctx, v, pool, &out)
 	}
-	c.index.seeLocked(config, names(pools))
 	if written {
 		// After the pools: a pause their reconcile made meanwhile counts.
-		out.WindowPauses = c.index.follow(v.key, it.WindowPauses)
+		out.WindowPauses = c.counts.follow(v.key, it.WindowPauses)
 	}
 	out.Rollout = machineconfig.CombineRollouts(it.TargetRef.Name, results)
 	return out
+}
+
+// followPauses begins to count the window pauses of item k of cfg, whose
+// status says stored, and drops the counts of cfg's items that no longer
+// roll out.
+func (c *Controller) followPauses(cfg *v1alpha1.VirtPlatformConfig, k itemKey, stored int32) {
+	rolling := sets.New(k.item)
+	for i := range cfg.Status.Items {
+		if it := &cfg.Status.Items[i]; rollingOut(cfg, it) {
+			rolling.Insert(it.Name)
+		}
+	}
+	c.counts.keepItems(cfg.Name, cfg.UID, rolling)
+	c.counts.follow(k, stored)
 }
 
 // itemView is what the rollout of an item on each of its pools is
@@ -103,6 +109,8 @@ func (c *Controller) Rollout(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 // MachineConfig or after a Delete), all every pool.
 type itemView struct {
 	key     itemKey
+	cfg     *v1alpha1.VirtPlatformConfig
+	configs configView
 	it      *v1alpha1.VirtPlatformConfigItem
 	live    *unstructured.Unstructured
 	all     []unstructured.Unstructured
@@ -138,16 +146,15 @@ func (c *Controller) poolRollout(ctx context.Context, v itemView, pool *unstruct
 	}
 	w := allowed
 	if v.written {
-		w = c.trustedWindowFor(ctx, pool, c.index.trustsOf(v.key.config))
-		if c.index.setRolling(v.key, name) && w.Windowed {
-			c.enqueue(name, 0) // its reconcile sets the timer of the window's close
-		}
+		// The pool's reconcile sets the timer of the window's close once
+		// the cache holds the item written (the configs' handler).
+		w = c.windows.trustedWindowFor(ctx, pool, c.windows.trustsOf(v.cfg))
 	}
 	out.Windowed = out.Windowed || len(w.Windows) > 0
 	now := c.Clock.Now()
 	if !w.Allowed {
 		if machineconfig.DecideWindowPause(machineconfig.ReadPool(pool, cluster.FieldManager, "", ""), machineconfig.RollingOut(pool), false) {
-			c.enqueue(name, 0) // the pool's reconcile pauses it
+			c.term.enqueue(name, 0) // the pool's reconcile pauses it
 		}
 		r.Message = windowClosedMessage(name, pool, w, now)
 		out.Window = w.wait(true)
@@ -170,7 +177,8 @@ func (c *Controller) poolRollout(ctx context.Context, v itemView, pool *unstruct
 // its unpause would start block (a wait, looked at again as the pool is),
 // else our pause and until when.
 func (c *Controller) notePause(pool *unstructured.Unstructured, v itemView, now time.Time, r *machineconfig.Rollout, out *ItemRollout) {
-	if msg := c.heldMessage(pool, v.all); msg != "" {
+	aborted := v.configs.abortedOn(pool, v.all)
+	if msg := c.resumer.heldMessage(pool, len(aborted) > 0); msg != "" {
 		r.Message = msg
 		if out.Wait == nil {
 			out.Wait = heldWait(v.it.Name, msg)
@@ -178,16 +186,16 @@ func (c *Controller) notePause(pool *unstructured.Unstructured, v itemView, now 
 		out.After = soonest(out.After, PreflightRetry)
 		return
 	}
-	if msg := c.pauseMessage(pool, v.all, now); msg != "" {
+	if msg := c.pauseMessage(pool, aborted, now); msg != "" {
 		r.Message = msg
 	}
 }
 
 // pauseMessage says why we hold a pool paused, "" when we do not: an
 // abort, or a coalescing or window pause and until when.
-func (c *Controller) pauseMessage(pool *unstructured.Unstructured, pools []unstructured.Unstructured, now time.Time) string {
+func (c *Controller) pauseMessage(pool *unstructured.Unstructured, aborted []string, now time.Time) string {
 	name := pool.GetName()
-	if aborted := c.index.abortedOn(pool, pools); len(aborted) > 0 && machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Paused {
+	if len(aborted) > 0 && machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Paused {
 		// Held by an abort: its recorded end means nothing.
 		return fmt.Sprintf("MachineConfigPool '%s' is paused: the plan rolling out on it was aborted (%d of %d nodes updated); it resumes when a plan of %s is approved again or the config is deleted",
 			name, machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"), strings.Join(aborted, ", "))
@@ -200,7 +208,7 @@ func (c *Controller) pauseMessage(pool *unstructured.Unstructured, pools []unstr
 		// The pool's reconcile may have run while this replica could
 		// not see the pool (during an outage, or as it took over):
 		// nothing else would end the pause.
-		c.enqueue(name, machineconfig.HoldRetry)
+		c.term.enqueue(name, machineconfig.HoldRetry)
 	}
 	return pausedMessage(name, until, now)
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Informers' handlers ask the pools to be looked at again (Resync) from
+// Informers' handlers ask the pools to be looked at again (resync) from
 // their own goroutines, also while a term of leadership starts and sets
 // its queue: under -race, neither may race with the other.
 func TestResyncWhileATermStarts(t *testing.T) {
@@ -18,7 +18,7 @@ func TestResyncWhileATermStarts(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for range 200 {
-			c.Resync()
+			c.term.resync()
 		}
 	}()
 	c.Start(ctx)

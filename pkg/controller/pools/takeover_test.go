@@ -10,10 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
@@ -22,12 +25,12 @@ import (
 // coalescing pause of a pool its written item rolls out on ends only in a
 // window its rollout trusts: a plan an approval policy approved does not
 // resume in another Allow window because this replica has not looked at
-// the config yet.
+// the config yet. The pool controller reads it all from the config's
+// status in the cache: nothing is told to it, nothing rebuilt.
 func TestTakeoverWeighsOnlyTrustedWindows(t *testing.T) {
 	now := time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC) // Friday
 	night := mustWindow(t, "night", "0 22 * * *")         // open now
 	weekend := mustWindow(t, "weekend", "0 1 * * 6")      // opens Saturday 01:00
-	cfg := &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: "load-aware-rebalancing"}}
 	onlyWeekend := func(*v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool {
 		return func(w *maintenance.Window) bool { return w.Name == "weekend" }
 	}
@@ -44,11 +47,13 @@ func TestTakeoverWeighsOnlyTrustedWindows(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			reader := &fakeReader{pools: map[string]*unstructured.Unstructured{machineconfig.WorkerPool: pausedWorker(now.Add(-30*time.Second), "")}}
 			pauser := &fakePauser{reader: reader}
+			cfg := rollingConfig(t, "load-aware-rebalancing", false)
+			if !tc.written {
+				cfg.Status.Items[0].State, cfg.Status.Items[0].Message, cfg.Status.Items[0].PoolConfigsBefore = v1alpha1.ItemStatePending, "", nil
+			}
 			c := New(Config{Cluster: reader, Pauser: pauser, Drains: &fakeDrains{}, Recorder: record.NewFakeRecorder(10),
 				Clock: clocktesting.NewFakeClock(now), CoalesceWindow: time.Minute, Windows: fakeLister{night, weekend},
-				TrustedWindows: tc.trusted, Wake: func(string) {}})
-			it := psiItem(t)
-			c.Expect(cfg, it.Name, machineconfig.ItemChange(it.TargetRef, it.DesiredState), tc.written)
+				TrustedWindows: tc.trusted, Wake: func(string) {}, Configs: listerOf(t, cfg)})
 			if _, err := c.Reconcile(context.Background(), machineconfig.WorkerPool); err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
@@ -66,6 +71,30 @@ func mustWindow(t *testing.T, name, schedule string) *maintenance.Window {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// rollingConfig is an InProgress config whose approved MachineConfig item
+// for the worker role was written and rolls out on the worker pool.
+func rollingConfig(t *testing.T, name string, allowBlocking bool) *v1alpha1.VirtPlatformConfig {
+	t.Helper()
+	it := psiItem(t)
+	it.Message = "Applied; waiting for the MachineConfigPool rollout"
+	it.PoolConfigsBefore = []v1alpha1.PoolConfiguration{{Pool: machineconfig.WorkerPool, Configuration: "rendered-a"}}
+	return &v1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), ResourceVersion: "10"},
+		Spec:   v1alpha1.VirtPlatformConfigSpec{Rollout: &v1alpha1.RolloutSpec{AllowBlockingDrains: allowBlocking}},
+		Status: v1alpha1.VirtPlatformConfigStatus{Phase: v1alpha1.PhaseInProgress, Items: []v1alpha1.VirtPlatformConfigItem{*it}}}
+}
+
+// listerOf is the informer's cache holding these configs.
+func listerOf(t *testing.T, configs ...*v1alpha1.VirtPlatformConfig) listers.VirtPlatformConfigLister {
+	t.Helper()
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, cfg := range configs {
+		if err := indexer.Add(cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return listers.NewVirtPlatformConfigLister(indexer)
 }
 
 // psiItem is an approved MachineConfig item for the worker role.

@@ -16,12 +16,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
+
+// windows are the maintenance windows as the pool controller weighs
+// them: all of them, or, for a plan an approval policy approved, the
+// Allow windows the policy trusts.
+type windows struct {
+	lister  maintenance.Lister
+	trusted func(cfg *v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool
+	clock   clock.Clock
+	metrics Metrics
+}
+
+// trustsOf says which Allow windows the rollout of cfg's approved plan
+// may go on in (nil: every window).
+func (w *windows) trustsOf(cfg *v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool {
+	if w.trusted == nil || cfg == nil {
+		return nil
+	}
+	return w.trusted(cfg)
+}
 
 // windowCheck is a pool's maintenance window decision at one instant.
 type windowCheck struct {
@@ -38,8 +58,8 @@ var allowed = windowCheck{Decision: maintenance.Decision{Allowed: true}, loc: ti
 // window list that cannot be read allows nothing: a freeze must never be
 // missed because of a read error, nor because of windows that cannot be
 // evaluated within the bound (maintenance.MaxSteps) or before ctx ends.
-func (c *Controller) windowFor(ctx context.Context, pool *unstructured.Unstructured) windowCheck {
-	return c.trustedWindowFor(ctx, pool, nil)
+func (w *windows) windowFor(ctx context.Context, pool *unstructured.Unstructured) windowCheck {
+	return w.trustedWindowFor(ctx, pool, nil)
 }
 
 // trustedWindowFor is windowFor counting, for a pool a trusted Allow
@@ -47,11 +67,11 @@ func (c *Controller) windowFor(ctx context.Context, pool *unstructured.Unstructu
 // Allow window, open while they are closed, does not let the write in. A
 // pool no trusted window governs (a change that reboots nothing, which a
 // policy approves without a window) is gated by every window, as any write.
-func (c *Controller) trustedWindowFor(ctx context.Context, pool *unstructured.Unstructured, trusts func(*maintenance.Window) bool) windowCheck {
-	if c.Windows == nil {
+func (w *windows) trustedWindowFor(ctx context.Context, pool *unstructured.Unstructured, trusts func(*maintenance.Window) bool) windowCheck {
+	if w.lister == nil {
 		return allowed
 	}
-	windows, err := c.Windows.Windows()
+	windows, err := w.lister.Windows()
 	if err != nil {
 		return windowCheck{Decision: maintenance.Decision{Reason: "maintenance windows cannot be read: " + err.Error()}, loc: time.UTC}
 	}
@@ -60,66 +80,34 @@ func (c *Controller) trustedWindowFor(ctx context.Context, pool *unstructured.Un
 			windows = kept
 		}
 	}
-	d, err := maintenance.Evaluate(ctx, c.Clock.Now(), maintenance.Pool{Name: pool.GetName(), Labels: pool.GetLabels()}, windows)
+	d, err := maintenance.Evaluate(ctx, w.clock.Now(), maintenance.Pool{Name: pool.GetName(), Labels: pool.GetLabels()}, windows)
 	if err != nil {
 		// d does not allow; its Reason is err's message.
-		klog.ErrorS(err, "Maintenance windows cannot be evaluated: the pool is not disrupted", "pool", pool.GetName())
+		klog.FromContext(ctx).Error(err, "Maintenance windows cannot be evaluated: the pool is not disrupted", "pool", pool.GetName())
 	}
 	check := windowCheck{Decision: d, loc: time.UTC}
-	for _, w := range windows {
-		if w.Name == d.Window {
-			check.loc = w.Location
+	for _, win := range windows {
+		if win.Name == d.Window {
+			check.loc = win.Location
 		}
 	}
 	return check
-}
-
-// noteTrusts records which Allow windows the rollout of cfg's approved
-// plan may go on in: for a plan an approval policy approved, those the
-// policy trusts, as for its writes (Admit); for any other, every window.
-func (c *Controller) noteTrusts(cfg *v1alpha1.VirtPlatformConfig) {
-	c.index.setTrusts(cfg.Name, c.trustsOf(cfg))
-}
-
-// trustsOf says which Allow windows may let cfg's approved plan disrupt
-// its pools (nil: every window).
-func (c *Controller) trustsOf(cfg *v1alpha1.VirtPlatformConfig) func(*maintenance.Window) bool {
-	if c.TrustedWindows == nil {
-		return nil
-	}
-	return c.TrustedWindows(cfg)
-}
-
-func (x *index) setTrusts(config string, trusts func(*maintenance.Window) bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if trusts == nil {
-		delete(x.trusts, config)
-		return
-	}
-	x.trusts[config] = trusts
-}
-
-func (x *index) trustsOf(config string) func(*maintenance.Window) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.trusts[config]
 }
 
 // rollingWindow decides whether a pool may go on being disrupted for
 // every config rolling out on it: a plan an approval policy approved goes
 // on only while a window its policy trusts is open, so another Allow
 // window does not keep its drains going after the trusted one closed.
-func (c *Controller) rollingWindow(ctx context.Context, pool *unstructured.Unstructured, rolling []itemKey) windowCheck {
-	w := c.windowFor(ctx, pool)
+func (w *windows) rollingWindow(ctx context.Context, pool *unstructured.Unstructured, v configView, rolling []itemKey) windowCheck {
+	check := w.windowFor(ctx, pool)
 	for _, config := range configsOf(rolling, nil) {
-		if trusts := c.index.trustsOf(config); trusts != nil && w.Allowed {
-			if t := c.trustedWindowFor(ctx, pool, trusts); !t.Allowed {
-				w = t
+		if trusts := w.trustsOf(v.named(config)); trusts != nil && check.Allowed {
+			if t := w.trustedWindowFor(ctx, pool, trusts); !t.Allowed {
+				check = t
 			}
 		}
 	}
-	return w
+	return check
 }
 
 // trustedOnly keeps the Deny windows and the Allow windows trusts keeps;
@@ -209,21 +197,21 @@ func windowClosedMessage(name string, pool *unstructured.Unstructured, w windowC
 		name, machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"), resumes)
 }
 
-// reportWindows sets, per pool a window selects, the seconds until it may
+// report sets, per pool a window selects, the seconds until it may
 // be disrupted again (0 while it may); false when no window selects any.
-func (c *Controller) reportWindows(ctx context.Context, pools []unstructured.Unstructured) bool {
-	now := c.Clock.Now()
+func (w *windows) report(ctx context.Context, pools []unstructured.Unstructured) bool {
+	now := w.clock.Now()
 	opensIn := map[string]float64{}
 	for i := range pools {
-		w := c.windowFor(ctx, &pools[i])
-		if len(w.Windows) == 0 {
+		check := w.windowFor(ctx, &pools[i])
+		if len(check.Windows) == 0 {
 			continue
 		}
 		opensIn[pools[i].GetName()] = 0
-		if !w.Allowed {
-			opensIn[pools[i].GetName()] = w.after(now).Seconds()
+		if !check.Allowed {
+			opensIn[pools[i].GetName()] = check.after(now).Seconds()
 		}
 	}
-	c.Metrics.PoolWindows(opensIn)
+	w.metrics.PoolWindows(opensIn)
 	return len(opensIn) > 0
 }

@@ -108,6 +108,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.VirtPlatformConfigSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VirtPlatformConfigStatus"):
 		return &advisorv1alpha1.VirtPlatformConfigStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("VMEvictionStrategyConfig"):
+		return &advisorv1alpha1.VMEvictionStrategyConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("WindowWait"):
 		return &advisorv1alpha1.WindowWaitApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("WrittenObject"):

@@ -29,6 +29,7 @@ import (
 	version "k8s.io/apimachinery/pkg/version"
 	common "k8s.io/kube-openapi/pkg/common"
 	spec "k8s.io/kube-openapi/pkg/validation/spec"
+	ptr "k8s.io/utils/ptr"
 )
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
@@ -83,6 +84,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ReviewedTarget{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref),
 		v1alpha1.RolloutGates{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_RolloutGates(ref),
 		v1alpha1.RolloutSpec{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref),
+		v1alpha1.VMEvictionStrategyConfig{}.OpenAPIModelName():  schema_pkg_apis_advisor_v1alpha1_VMEvictionStrategyConfig(ref),
 		v1alpha1.VMImpact{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_VMImpact(ref),
 		v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref),
 		v1alpha1.VirtPlatformConfig{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfig(ref),
@@ -1091,6 +1093,8 @@ func schema_pkg_apis_advisor_v1alpha1_DedicatedCPUsConfig(ref common.ReferenceCa
 						SchemaProps: spec.SchemaProps{
 							Description: "reservedCoresPerZone is how many physical cores (with their SMT siblings) of each NUMA zone are kept for the system and never pinned, 1..8 (default 1).",
 							Default:     1,
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](8),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1236,6 +1240,8 @@ func schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref common.ReferenceCallba
 						SchemaProps: spec.SchemaProps{
 							Description: "memoryPercent is the share of each node's memory (its allocatable memory plus the huge pages it already has) reserved as huge pages, 1..90 (default 50).",
 							Default:     50,
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](90),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1244,6 +1250,8 @@ func schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref common.ReferenceCallba
 						SchemaProps: spec.SchemaProps{
 							Description: "floorGiB is the memory, in GiB, that must stay for ordinary pods and VMs beyond the kubelet's reservations, 1..1024 (default 8): a count that would leave less is refused, naming the numbers.",
 							Default:     8,
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](1024),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1338,6 +1346,8 @@ func schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref common.Refer
 						SchemaProps: spec.SchemaProps{
 							Description: "migrationNetworkGbps is the speed of each node's migration network link, in Gbit/s, 1..800 (default 10).",
 							Default:     10,
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](800),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1346,6 +1356,8 @@ func schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref common.Refer
 						SchemaProps: spec.SchemaProps{
 							Description: "networkSharePercent is the share of that link live migrations may use, 10..100 (default 50); the rest stays with the VMs' own traffic.",
 							Default:     50,
+							Minimum:     ptr.To[float64](10),
+							Maximum:     ptr.To[float64](100),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1353,6 +1365,8 @@ func schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref common.Refer
 					"parallelOutboundMigrationsPerNode": {
 						SchemaProps: spec.SchemaProps{
 							Description: "parallelOutboundMigrationsPerNode is how many VMs a draining node sends at once, 1..10; each gets its share of the link as bandwidthPerMigration. Unset: the installed HyperConverged's default (2 in v1beta1, 1 in v1).",
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](10),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1360,6 +1374,8 @@ func schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref common.Refer
 					"completionTimeoutPerGiB": {
 						SchemaProps: spec.SchemaProps{
 							Description: "completionTimeoutPerGiB cancels a migration that has not completed in this many seconds per GiB of guest memory, 10..3600. Unset: the installed HyperConverged's default (150 in v1beta1, 20 in v1).",
+							Minimum:     ptr.To[float64](10),
+							Maximum:     ptr.To[float64](3600),
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},
@@ -1368,6 +1384,8 @@ func schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref common.Refer
 						SchemaProps: spec.SchemaProps{
 							Description: "progressTimeout cancels a migration whose memory copy made no progress for this many seconds, 30..3600 (default 150, the HyperConverged's).",
 							Default:     150,
+							Minimum:     ptr.To[float64](30),
+							Maximum:     ptr.To[float64](3600),
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},
@@ -1389,6 +1407,8 @@ func schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref common.ReferenceCallba
 						SchemaProps: spec.SchemaProps{
 							Description: "deschedulingIntervalSeconds is how often the descheduler runs, 60..86400 (default 60).",
 							Default:     60,
+							Minimum:     ptr.To[float64](60),
+							Maximum:     ptr.To[float64](86400),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1420,6 +1440,8 @@ func schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref common.ReferenceCallba
 					"evictionLimitTotal": {
 						SchemaProps: spec.SchemaProps{
 							Description: "evictionLimitTotal caps concurrent evictions in the cluster, 1..1000. Unset derives it from the HyperConverged parallelMigrationsPerCluster.",
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](1000),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -1427,6 +1449,8 @@ func schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref common.ReferenceCallba
 					"evictionLimitNode": {
 						SchemaProps: spec.SchemaProps{
 							Description: "evictionLimitNode caps concurrent evictions per node, 1..100. Unset derives it from the HyperConverged parallelOutboundMigrationsPerNode.",
+							Minimum:     ptr.To[float64](1),
+							Maximum:     ptr.To[float64](100),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -2659,11 +2683,17 @@ func schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref common.ReferenceCallbac
 							Ref:         ref(v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName()),
 						},
 					},
+					"vmEvictionStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "vmEvictionStrategy tunes the vm-eviction-strategy profile.",
+							Ref:         ref(v1alpha1.VMEvictionStrategyConfig{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName(), v1alpha1.HugepagesConfig{}.OpenAPIModelName(), v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName(), v1alpha1.LoadAwareConfig{}.OpenAPIModelName(), v1alpha1.PciPassthroughConfig{}.OpenAPIModelName(), v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName()},
+			v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName(), v1alpha1.HugepagesConfig{}.OpenAPIModelName(), v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName(), v1alpha1.LoadAwareConfig{}.OpenAPIModelName(), v1alpha1.PciPassthroughConfig{}.OpenAPIModelName(), v1alpha1.VMEvictionStrategyConfig{}.OpenAPIModelName(), v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName()},
 	}
 }
 
@@ -2887,6 +2917,27 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref common.ReferenceCallback) 
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_VMEvictionStrategyConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "VMEvictionStrategyConfig tunes the vm-eviction-strategy profile: the HyperConverged's evictionStrategy, what a node drain does to every VM that sets none of its own. No reboot.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"strategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "strategy is the cluster-wide default: LiveMigrate (the default; a VM that cannot migrate blocks the drain), LiveMigrateIfPossible (it is shut down instead), None (VMs are shut down) or External (an external controller handles the eviction).",
+							Default:     "LiveMigrate",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_VMImpact(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2965,6 +3016,8 @@ func schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref common.Referen
 					"memoryToRequestRatio": {
 						SchemaProps: spec.SchemaProps{
 							Description: "memoryToRequestRatio is the HyperConverged memoryOvercommitPercentage, 100..300. Values above 120 require enableSwap=true. Default: 150 with swap, 100 without.",
+							Minimum:     ptr.To[float64](100),
+							Maximum:     ptr.To[float64](300),
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

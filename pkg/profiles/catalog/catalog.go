@@ -12,6 +12,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/dedicatedcpus"
+	"github.com/kubevirt/virt-advisor/pkg/profiles/evictionstrategy"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/example"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/higherdensity"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/hugepages"
@@ -42,7 +43,7 @@ func New(ps ...profiles.Profile) *Catalog {
 
 // Default returns the catalogue of every profile of this build.
 func Default() *Catalog {
-	return New(loadaware.New(), higherdensity.New(), example.New(), livemigration.New(), hugepages.New(), pcipassthrough.New(), dedicatedcpus.New())
+	return New(loadaware.New(), higherdensity.New(), example.New(), livemigration.New(), hugepages.New(), pcipassthrough.New(), dedicatedcpus.New(), evictionstrategy.New())
 }
 
 // Get returns a profile by name.

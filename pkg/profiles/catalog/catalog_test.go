@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,11 +36,21 @@ type baseline struct {
 	objects []*unstructured.Unstructured
 	// versions are the served versions of each kind, by group and kind.
 	versions map[schema.GroupKind]string
+	// read are the kinds Get and List were asked for (profiles list in
+	// parallel).
+	mu   sync.Mutex
+	read map[schema.GroupKind]bool
+}
+
+func (b *baseline) reading(gk schema.GroupKind) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.read[gk] = true
 }
 
 func loadBaseline(t *testing.T) *baseline {
 	t.Helper()
-	b := &baseline{versions: map[schema.GroupKind]string{}}
+	b := &baseline{versions: map[schema.GroupKind]string{}, read: map[schema.GroupKind]bool{}}
 	files, err := filepath.Glob(filepath.Join("..", "..", "..", "artifacts", "crds", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("the test CRDs in artifacts/crds are required: %v", err)
@@ -76,6 +89,7 @@ func loadBaseline(t *testing.T) *baseline {
 }
 
 func (b *baseline) Get(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	b.reading(gvk.GroupKind())
 	for _, o := range b.objects {
 		if o.GroupVersionKind().GroupKind() == gvk.GroupKind() && o.GetNamespace() == namespace && o.GetName() == name {
 			return o.DeepCopy(), nil
@@ -92,6 +106,7 @@ func (b *baseline) PreferredVersion(gk schema.GroupKind) (string, error) {
 }
 
 func (b *baseline) List(_ context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+	b.reading(gvk.GroupKind())
 	var out []unstructured.Unstructured
 	for _, o := range b.objects {
 		if o.GroupVersionKind().GroupKind() == gvk.GroupKind() {
@@ -178,20 +193,62 @@ func TestEveryProfileIsWired(t *testing.T) {
 			if len(items) == 0 {
 				t.Fatal("no items")
 			}
-			managed := map[schema.GroupKind]bool{}
-			for _, gvk := range p.ManagedKinds() {
-				managed[gvk.GroupKind()] = true
-			}
+			managed := p.Metadata().ManagedResources()
 			for _, it := range items {
 				if it.Err != nil {
 					t.Errorf("item %s: %v", it.Name, it.Err)
 					continue
 				}
-				if it.Desired == nil || !managed[it.Desired.GroupVersionKind().GroupKind()] {
-					t.Errorf("item %s writes %v, not one of the kinds the profile manages (%v)", it.Name, it.Desired, p.ManagedKinds())
+				if it.Desired == nil || !slices.Contains(managed, resourceOf(it.Desired.GroupVersionKind())) {
+					t.Errorf("item %s writes %v, not one of the resources the profile's Writes name (%v)", it.Name, it.Desired, managed)
 				}
 			}
 		})
+	}
+}
+
+// TestProfilesReadWhatTheyDeclare: what a profile's items and their
+// checks read and its InputObjects name, in every example, is a resource its Writes or Reads
+// declare: the server's read rights are generated from those.
+func TestProfilesReadWhatTheyDeclare(t *testing.T) {
+	c := catalog.Default()
+	for _, name := range c.Names() {
+		p, _ := c.Get(name)
+		md := p.Metadata()
+		declared := md.ManagedResources()
+		for _, r := range md.Reads {
+			declared = append(declared, r.Resource)
+		}
+		used := map[schema.GroupResource]bool{}
+		for _, ex := range md.Examples {
+			cluster := loadBaseline(t)
+			cluster.objects = append(cluster.objects, ex.Objects...)
+			opts := profiles.ResolveOptions(md.Options, v1alpha1.VirtPlatformConfigSpec{Profile: name, Options: &ex.Options})
+			items, err := p.Items(context.Background(), profiles.Inputs{ConfigName: name, Options: opts, Cluster: cluster})
+			if err != nil {
+				t.Fatalf("%s: Items: %v", ex.Name, err)
+			}
+			for _, it := range items {
+				if it.Check != nil {
+					it.Check(context.Background())
+				}
+			}
+			for _, ref := range p.InputObjects(opts) {
+				cluster.read[ref.GVK.GroupKind()] = true
+			}
+			for gk := range cluster.read {
+				r := resourceOf(gk.WithVersion(""))
+				used[r] = true
+				if !slices.Contains(declared, r) {
+					t.Errorf("%s reads %s; its Metadata declares %v: add it to Reads", ex.Name, r, declared)
+				}
+			}
+		}
+		for _, r := range md.Reads {
+			if !used[r.Resource] {
+				t.Errorf("%s declares it reads %s; none of its examples does", name, r.Resource)
+			}
+		}
 	}
 }
 
@@ -214,8 +271,10 @@ func TestValidationOrder(t *testing.T) {
 		}
 	}
 	for _, p := range got {
-		if (p.Validate != nil) != (p.Options != "") {
-			t.Errorf("profile %s: options block %q, validator set: %v; a profile with options checks them", p.Name, p.Options, p.Validate != nil)
+		// Bounds and values are checked as the options declare them; a
+		// profile's own checks (across fields) are of its block only.
+		if p.Validate != nil && p.Options == "" {
+			t.Errorf("profile %s checks options but reads no block", p.Name)
 		}
 	}
 }
@@ -234,4 +293,14 @@ func TestWhatAProfileCreatesItsRevertMayDelete(t *testing.T) {
 			}
 		}
 	}
+}
+
+// resourceOf is the resource of a kind the profiles write or read (each
+// one's plural is its lower-case name and an s, or -ies for a -y).
+func resourceOf(gvk schema.GroupVersionKind) schema.GroupResource {
+	kind := strings.ToLower(gvk.Kind)
+	if k, ok := strings.CutSuffix(kind, "y"); ok {
+		return schema.GroupResource{Group: gvk.Group, Resource: k + "ies"}
+	}
+	return schema.GroupResource{Group: gvk.Group, Resource: kind + "s"}
 }

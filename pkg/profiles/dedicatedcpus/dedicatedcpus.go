@@ -24,6 +24,7 @@ package dedicatedcpus
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,10 +52,10 @@ const (
 
 // TopologyManagerPolicies are the topology manager policies a pinned VM
 // can live with: none would place its CPUs and memory on any zone.
-var TopologyManagerPolicies = []string{"single-numa-node", "restricted", "best-effort"}
+var TopologyManagerPolicies = validation.OptionValues("dedicatedCPUs.topologyManagerPolicy")
 
 // ReservedCoresPerZone bounds the option of that name.
-var ReservedCoresPerZone = validation.Range{Min: 1, Max: 8}
+var ReservedCoresPerZone = validation.OptionRange("dedicatedCPUs.reservedCoresPerZone")
 
 // What the KubeletConfig sets besides the derived values.
 const (
@@ -101,13 +102,31 @@ func Pinned() map[string]interface{} {
 	}
 }
 
-// Derived are the keys of kubeletConfig derived from the options and the
-// nodes: the topology manager policy (one of TopologyManagerPolicies),
-// the reserved CPUs (a cpuset list) and the reserved memory (per NUMA node).
-var Derived = []string{"topologyManagerPolicy", "reservedSystemCPUs", "reservedMemory"}
-
 // Fields are the keys of the KubeletConfig's spec the profile sets.
 var Fields = []string{"kubeletConfig", "machineConfigPoolSelector"}
+
+// CPUSetPattern is what reservedSystemCPUs may hold: a cpuset list.
+const CPUSetPattern = `^[0-9]{1,4}(-[0-9]{1,4})?(,[0-9]{1,4}(-[0-9]{1,4})?)*$`
+
+// values are the value rules of what the profile writes into
+// kubeletConfig: its pinned values, the topology manager policies it
+// offers, a cpuset list of reserved CPUs (reservedMemory's rule, a sum
+// over NUMA nodes, is the admission policy's own).
+func values() []profiles.Value {
+	var out []profiles.Value
+	pinned := Pinned()
+	keys := make([]string, 0, len(pinned))
+	for k := range pinned {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, profiles.Value{Path: "kubeletConfig." + k, Pinned: pinned[k]})
+	}
+	return append(out,
+		profiles.Value{Path: "kubeletConfig.topologyManagerPolicy", OneOf: TopologyManagerPolicies},
+		profiles.Value{Path: "kubeletConfig.reservedSystemCPUs", Pattern: CPUSetPattern})
+}
 
 type profile struct{}
 
@@ -127,9 +146,14 @@ func (profile) Metadata() profiles.Metadata {
 		Writes: []profiles.Write{{
 			Resource: schema.GroupResource{Group: machineconfig.KubeletConfigGVK.Group, Resource: machineconfig.KubeletConfigs.Resource},
 			Name:     KubeletConfigName, Create: true, Delete: true,
-			Fields: Fields,
-			Why:    "the kubelet's CPU, topology and memory managers for the chosen pool",
+			Fields: Fields, Values: values(),
+			Why: "the kubelet's CPU, topology and memory managers for the chosen pool",
 		}},
+		Reads: []profiles.Read{
+			{Resource: profiles.PoolsResource, Why: "the chosen pool"},
+			{Resource: profiles.NodesResource, Why: "its nodes, followed as they join or change"},
+			{Resource: schema.GroupResource{Group: hardware.NodeResourceTopologyGVK.Group, Resource: "noderesourcetopologies"}, Why: "the NUMA zones of its nodes (the topology exporter's NodeResourceTopology)"},
+		},
 		Examples: examples(),
 		SampleNote: "Dedicated CPUs for VMs with dedicatedCpuPlacement on one pool: a\n" +
 			"KubeletConfig with the static CPU manager, a topology manager policy and\n" +
@@ -144,10 +168,6 @@ func (profile) Prerequisites(v1alpha1.ProfileOptions) []profiles.Prerequisite {
 		{GVK: machineconfig.KubeletConfigGVK, Description: "KubeletConfig CRD is required (available on OpenShift)"},
 		{GVK: machineconfig.MachineConfigPoolGVK, Description: "MachineConfigPool CRD is required (available on OpenShift)"},
 	}
-}
-
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{machineconfig.KubeletConfigGVK}
 }
 
 // options are the options with every default resolved.
@@ -347,10 +367,6 @@ func validateOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.Er
 			errs = append(errs, field.Invalid(fldPath.Child("pool"), o.Pool, "not a MachineConfigPool name: "+msg))
 		}
 	}
-	if o.TopologyManagerPolicy != "" && !contains(TopologyManagerPolicies, o.TopologyManagerPolicy) {
-		errs = append(errs, field.NotSupported(fldPath.Child("topologyManagerPolicy"), o.TopologyManagerPolicy, TopologyManagerPolicies))
-	}
-	errs = append(errs, validation.ValidateRange(fldPath.Child("reservedCoresPerZone"), o.ReservedCoresPerZone, ReservedCoresPerZone)...)
 	return errs
 }
 

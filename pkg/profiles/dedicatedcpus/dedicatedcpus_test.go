@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/hardware"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 )
@@ -254,7 +255,7 @@ func TestValidateOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := tt.o
-			errs := validateOptions(&advisor.ProfileOptions{DedicatedCPUs: &o}, p)
+			errs := append(validation.DeclaredChecks("dedicatedCPUs", &advisor.ProfileOptions{DedicatedCPUs: &o}, p), validateOptions(&advisor.ProfileOptions{DedicatedCPUs: &o}, p)...)
 			var got []string
 			for _, e := range errs {
 				got = append(got, e.Field)

@@ -33,6 +33,10 @@ const totalReservedMiB = systemReservedMiB + kubeReservedMiB + evictionHardMiB
 // to: the admission policy admits no other sum.
 const ReservedMemoryMiB = totalReservedMiB
 
+// MaxNUMANode is the highest NUMA node reservedMemory may name: the
+// admission policy admits the nodes 0 to MaxNUMANode, each once.
+const MaxNUMANode = 63
+
 // reservation is what the profile derives from a pool's nodes.
 type reservation struct {
 	// cpus is reservedSystemCPUs; cpusWhy says how many cores of which
@@ -100,6 +104,14 @@ func derive(pool hardware.Pool, coresPerZone int) (reservation, error) {
 			r.numbering += "; multithreading assumed on, no node-feature-discovery label says otherwise"
 		}
 	}
+	r.cpusWhy = reservedCoresWhy(coresPerZone, threads)
+	r.memory = spreadMemory(n.Zones)
+	return r, nil
+}
+
+// reservedCoresWhy says which CPUs of each zone are reserved: "1 core per
+// NUMA zone with its SMT sibling".
+func reservedCoresWhy(coresPerZone, threads int) string {
 	unit := "core"
 	if coresPerZone > 1 {
 		unit = "cores"
@@ -111,9 +123,7 @@ func derive(pool hardware.Pool, coresPerZone int) (reservation, error) {
 			sibling = " with their SMT siblings"
 		}
 	}
-	r.cpusWhy = fmt.Sprintf("%d %s per NUMA zone%s", coresPerZone, unit, sibling)
-	r.memory = spreadMemory(n.Zones)
-	return r, nil
+	return fmt.Sprintf("%d %s per NUMA zone%s", coresPerZone, unit, sibling)
 }
 
 // cpuList is reservedSystemCPUs in the assumed numbering: the first

@@ -33,10 +33,6 @@ func (profile) Metadata() profiles.Metadata {
 
 func (profile) Prerequisites(v1alpha1.ProfileOptions) []profiles.Prerequisite { return nil }
 
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{profiles.ConfigMapGVK}
-}
-
 func (profile) Items(context.Context, profiles.Inputs) ([]profiles.Item, error) {
 	cm := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "v1",

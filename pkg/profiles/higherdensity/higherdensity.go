@@ -62,10 +62,15 @@ func (profile) Metadata() profiles.Metadata {
 			{Resource: schema.GroupResource{Group: machineconfig.MachineConfigGVK.Group, Resource: "machineconfigs"}, Name: ksmZeroPagesMachineConfigName,
 				Create: true, Delete: true, Fields: []string{"config"}, Why: "KSM zero pages, worker pool"},
 			{Resource: schema.GroupResource{Group: machineconfig.MachineConfigGVK.Group, Resource: "machineconfigs"}, Name: thpMadviseMachineConfigName,
-				Create: true, Delete: true, Fields: []string{"kernelArguments"}, Why: "THP madvise kernel argument, worker pool"},
+				Create: true, Delete: true, Fields: []string{"kernelArguments"}, KernelArguments: profiles.Exactly(thpMadviseKernelArg),
+				Why: "THP madvise kernel argument, worker pool"},
 			{Resource: schema.GroupResource{Group: kubevirt.HyperConvergedGVK.Group, Resource: "hyperconvergeds"},
 				Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName, Fields: []string{"higherWorkloadDensity", "ksmConfiguration"},
 				Why: "memory overcommit and KSM"},
+		},
+		Reads: []profiles.Read{
+			{Resource: profiles.PoolsResource, Why: "the pools the swap MachineConfig reaches"},
+			{Resource: profiles.NodesResource, Why: "the memory and reported swap of their nodes, for the swap coverage check"},
 		},
 		Examples: examples(),
 		SampleNote: "Higher VM density: swap on the workers (MachineConfig), memory overcommit\n" +
@@ -118,10 +123,6 @@ func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisi
 		GVK:         kubevirt.HyperConvergedGVK,
 		Description: "Install OpenShift Virtualization via OLM",
 	})
-}
-
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK, kubevirt.HyperConvergedGVK}
 }
 
 // Items reads which HyperConverged version is served and, with swap on,

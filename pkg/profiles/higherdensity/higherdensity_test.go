@@ -128,13 +128,13 @@ func TestMetadata(t *testing.T) {
 	if got.ValidateOptions == nil || len(got.Writes) != 4 || len(got.Examples) == 0 {
 		t.Errorf("Metadata() has no validation, writes or examples: %+v", got)
 	}
-	got.ValidateOptions, got.Writes, got.Examples, got.SampleNote = nil, nil, nil, ""
+	got.ValidateOptions, got.Writes, got.Reads, got.Examples, got.SampleNote = nil, nil, nil, nil, ""
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Metadata() = %+v, want %+v", got, want)
 	}
-	wantKinds := []schema.GroupVersionKind{machineconfig.MachineConfigGVK, kubevirt.HyperConvergedGVK}
-	if got := New().ManagedKinds(); !reflect.DeepEqual(got, wantKinds) {
-		t.Errorf("ManagedKinds() = %v, want %v", got, wantKinds)
+	wantResources := []schema.GroupResource{machineconfig.MachineConfigs.GroupResource(), {Group: kubevirt.HyperConvergedGVK.Group, Resource: "hyperconvergeds"}}
+	if got := New().Metadata().ManagedResources(); !reflect.DeepEqual(got, wantResources) {
+		t.Errorf("ManagedResources() = %v, want %v", got, wantResources)
 	}
 }
 

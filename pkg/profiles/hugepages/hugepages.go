@@ -55,10 +55,10 @@ func MachineConfigName(pool string) string { return NamePrefix + pool + NameSuff
 // the floor (default 8 GiB) at once for all but the largest nodes: refused
 // from the options alone.
 var (
-	MemoryPercent = validation.Range{Min: 1, Max: 90}
-	FloorGiB      = validation.Range{Min: 1, Max: 1024}
+	MemoryPercent = validation.OptionRange("hugepages.memoryPercent")
+	FloorGiB      = validation.OptionRange("hugepages.floorGiB")
 	// PageSizes are the sizes of options.hugepages.pageSize.
-	PageSizes = []string{"1G", "2M"}
+	PageSizes = validation.OptionValues("hugepages.pageSize")
 	// MaxCount bounds the count written (hugepages=): 1 PiB of 1G pages;
 	// the admission policy's pattern admits 1 to MaxCount exactly.
 	MaxCount = int64(1 << 20)
@@ -142,9 +142,14 @@ func (profile) Metadata() profiles.Metadata {
 		ValidateOptions: validateOptions,
 		Writes: []profiles.Write{{
 			Resource: machineConfigs, Name: MachineConfigName(profiles.PoolPlaceholder), Create: true, Delete: true,
-			Fields: []string{"kernelArguments"},
-			Why:    "the huge page kernel arguments (default_hugepagesz, hugepagesz, hugepages) of the chosen pool",
+			Fields:          []string{"kernelArguments"},
+			KernelArguments: KernelArgumentPatterns(),
+			Why:             "the huge page kernel arguments (default_hugepagesz, hugepagesz, hugepages) of the chosen pool",
 		}},
+		Reads: []profiles.Read{
+			{Resource: profiles.PoolsResource, Why: "the chosen pool"},
+			{Resource: profiles.NodesResource, Why: "the memory of its nodes"},
+		},
 		Examples: examples(),
 		SampleNote: "Huge pages reserved at boot on the nodes of one MachineConfigPool: a\n" +
 			"MachineConfig with the kernel arguments default_hugepagesz, hugepagesz and\n" +
@@ -156,10 +161,6 @@ func (profile) Metadata() profiles.Metadata {
 
 func (profile) Prerequisites(v1alpha1.ProfileOptions) []profiles.Prerequisite {
 	return []profiles.Prerequisite{{GVK: machineconfig.MachineConfigGVK, Description: "MachineConfig CRD is required for kernel arguments (available on OpenShift)"}}
-}
-
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK}
 }
 
 // options are the options with every default resolved.
@@ -369,19 +370,8 @@ func (profile) DescribeInputChange(string, map[string]interface{}, map[string]in
 func validateOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList {
 	o := opts.Hugepages
 	var errs field.ErrorList
+	// Bounds and values are the markers' (validation's declared checks).
 	errs = append(errs, validation.ValidatePool(fldPath.Child("pool"), o.Pool, MachineConfigName)...)
-	if o.PageSize != "" {
-		if _, ok := pageBytes[o.PageSize]; !ok {
-			errs = append(errs, field.NotSupported(fldPath.Child("pageSize"), o.PageSize, PageSizes))
-		}
-	}
-	if o.MemoryPercent != nil && *o.MemoryPercent > MemoryPercent.Max {
-		errs = append(errs, field.Invalid(fldPath.Child("memoryPercent"), *o.MemoryPercent,
-			fmt.Sprintf("must be between %d and %d, inclusive: above %d%% a node keeps too little for the kubelet's floor, the operating system and ordinary pods", MemoryPercent.Min, MemoryPercent.Max, MemoryPercent.Max)))
-	} else {
-		errs = append(errs, validation.ValidateRange(fldPath.Child("memoryPercent"), o.MemoryPercent, MemoryPercent)...)
-	}
-	errs = append(errs, validation.ValidateRange(fldPath.Child("floorGiB"), o.FloorGiB, FloorGiB)...)
 	return errs
 }
 

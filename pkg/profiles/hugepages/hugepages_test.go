@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig/machineconfigtest"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -213,7 +214,7 @@ func TestValidateOptions(t *testing.T) {
 		{name: "defaults", opts: v1alpha1.HugepagesConfig{}},
 		{name: "every bound", opts: v1alpha1.HugepagesConfig{Pool: "worker-cnv", PageSize: "2M", MemoryPercent: ptr.To[int32](90), FloorGiB: ptr.To[int32](1024)}},
 		{name: "page size", opts: v1alpha1.HugepagesConfig{PageSize: "1Gi"}, want: []string{`spec.options.hugepages.pageSize: Unsupported value: "1Gi": supported values: "1G", "2M"`}},
-		{name: "a share leaving nothing", opts: v1alpha1.HugepagesConfig{MemoryPercent: ptr.To[int32](100)}, want: []string{"spec.options.hugepages.memoryPercent: Invalid value: 100: must be between 1 and 90, inclusive: above 90%"}},
+		{name: "a share leaving nothing", opts: v1alpha1.HugepagesConfig{MemoryPercent: ptr.To[int32](100)}, want: []string{"spec.options.hugepages.memoryPercent: Invalid value: 100: must be between 1 and 90, inclusive"}},
 		{name: "no share", opts: v1alpha1.HugepagesConfig{MemoryPercent: ptr.To[int32](0)}, want: []string{"spec.options.hugepages.memoryPercent: Invalid value: 0: must be between 1 and 90"}},
 		{name: "floor", opts: v1alpha1.HugepagesConfig{FloorGiB: ptr.To[int32](0)}, want: []string{"spec.options.hugepages.floorGiB: Invalid value: 0: must be between 1 and 1024"}},
 		{name: "pool", opts: v1alpha1.HugepagesConfig{Pool: "Worker_1"}, want: []string{"spec.options.hugepages.pool: Invalid value: \"Worker_1\""}},
@@ -224,7 +225,7 @@ func TestValidateOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := &advisor.ProfileOptions{Hugepages: &advisor.HugepagesConfig{Pool: tt.opts.Pool, PageSize: tt.opts.PageSize, MemoryPercent: tt.opts.MemoryPercent, FloorGiB: tt.opts.FloorGiB}}
-			errs := validateOptions(in, path)
+			errs := append(validation.DeclaredChecks("hugepages", in, path), validateOptions(in, path)...)
 			if len(errs) != len(tt.want) {
 				t.Fatalf("errors %v, want %d", errs, len(tt.want))
 			}

@@ -27,9 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
@@ -48,11 +46,11 @@ const (
 // The options' bounds (validated with their field paths) and the bounds of
 // what the profile writes (the admission policy's constants).
 var (
-	NetworkGbps             = validation.Range{Min: 1, Max: 800}
-	NetworkSharePercent     = validation.Range{Min: 10, Max: 100}
-	OutboundPerNode         = validation.Range{Min: 1, Max: 10}
-	CompletionTimeoutPerGiB = validation.Range{Min: 10, Max: 3600}
-	ProgressTimeout         = validation.Range{Min: 30, Max: 3600}
+	NetworkGbps             = validation.OptionRange(OptionsBlock + ".migrationNetworkGbps")
+	NetworkSharePercent     = validation.OptionRange(OptionsBlock + ".networkSharePercent")
+	OutboundPerNode         = validation.OptionRange(OptionsBlock + ".parallelOutboundMigrationsPerNode")
+	CompletionTimeoutPerGiB = validation.OptionRange(OptionsBlock + ".completionTimeoutPerGiB")
+	ProgressTimeout         = validation.OptionRange(OptionsBlock + ".progressTimeout")
 	// PerCluster bounds parallelMigrationsPerCluster.
 	PerCluster = validation.Range{Min: 1, Max: 1000}
 	// BandwidthMiB bounds bandwidthPerMigration, in MiB/s: from 1 Gbit/s at
@@ -77,20 +75,24 @@ func New() profiles.Profile { return profile{} }
 
 func (profile) Metadata() profiles.Metadata {
 	return profiles.Metadata{
-		Name:            Name,
-		Category:        "migration",
-		Description:     "Sizes live-migration limits to the nodes, the pools and the migration network",
-		ImpactSummary:   "Low - changes the HyperConverged liveMigrationConfig; no reboot, running migrations keep their limits",
-		Level:           v1alpha1.ImpactMedium,
-		Advertised:      true,
-		Options:         OptionsBlock,
-		ValidateOptions: validateOptions,
+		Name:          Name,
+		Category:      "migration",
+		Description:   "Sizes live-migration limits to the nodes, the pools and the migration network",
+		ImpactSummary: "Low - changes the HyperConverged liveMigrationConfig; no reboot, running migrations keep their limits",
+		Level:         v1alpha1.ImpactMedium,
+		Advertised:    true,
+		Options:       OptionsBlock,
 		Writes: []profiles.Write{{
 			Resource:  schema.GroupResource{Group: kubevirt.HyperConvergedGVK.Group, Resource: "hyperconvergeds"},
 			Namespace: kubevirt.HCONamespace, Name: kubevirt.HCOName,
 			Fields: []string{"liveMigrationConfig"},
 			Why:    "live-migration limits (parallelMigrationsPerCluster, parallelOutboundMigrationsPerNode, bandwidthPerMigration, completionTimeoutPerGiB, progressTimeout)",
 		}},
+		Reads: []profiles.Read{
+			{Resource: profiles.NodesResource, Why: "the schedulable nodes and those of each pool"},
+			{Resource: profiles.PoolsResource, Why: "how many nodes each pool drains at once"},
+			{Resource: profiles.VMIsResource, Why: "the VMs' guest memory, for the drain estimate"},
+		},
 		Examples: examples(),
 		SampleNote: "Live-migration limits sized to the cluster: the HyperConverged\n" +
 			"liveMigrationConfig derived from the schedulable nodes, the pool that\n" +
@@ -103,10 +105,6 @@ func (profile) Metadata() profiles.Metadata {
 
 func (profile) Prerequisites(v1alpha1.ProfileOptions) []profiles.Prerequisite {
 	return []profiles.Prerequisite{{GVK: kubevirt.HyperConvergedGVK, Description: "Install OpenShift Virtualization via OLM"}}
-}
-
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{kubevirt.HyperConvergedGVK}
 }
 
 // options are the options with every default resolved.
@@ -400,22 +398,4 @@ func (profile) InputObjects(v1alpha1.ProfileOptions) []profiles.ObjectRef { retu
 
 func (profile) DescribeInputChange(string, map[string]interface{}, map[string]interface{}) string {
 	return "the number of schedulable nodes or of nodes a pool drains at once changed"
-}
-
-func validateOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList {
-	o := opts.LiveMigrationLimits
-	var errs field.ErrorList
-	errs = append(errs, validation.ValidateRange(fldPath.Child("migrationNetworkGbps"), o.MigrationNetworkGbps, NetworkGbps)...)
-	errs = append(errs, validation.ValidateRange(fldPath.Child("networkSharePercent"), o.NetworkSharePercent, NetworkSharePercent)...)
-	errs = append(errs, validation.ValidateRange(fldPath.Child("parallelOutboundMigrationsPerNode"), o.ParallelOutboundMigrationsPerNode, OutboundPerNode)...)
-	errs = append(errs, validateRange64(fldPath.Child("completionTimeoutPerGiB"), o.CompletionTimeoutPerGiB, CompletionTimeoutPerGiB)...)
-	errs = append(errs, validateRange64(fldPath.Child("progressTimeout"), o.ProgressTimeout, ProgressTimeout)...)
-	return errs
-}
-
-func validateRange64(fldPath *field.Path, v *int64, r validation.Range) field.ErrorList {
-	if v == nil || (*v >= int64(r.Min) && *v <= int64(r.Max)) {
-		return nil
-	}
-	return field.ErrorList{field.Invalid(fldPath, *v, fmt.Sprintf("must be between %d and %d, inclusive", r.Min, r.Max))}
 }

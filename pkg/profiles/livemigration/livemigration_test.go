@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -166,7 +167,7 @@ func TestValidateOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			errs := validateOptions(&advisor.ProfileOptions{LiveMigrationLimits: &tt.opts}, field.NewPath("spec", "options", "liveMigrationLimits"))
+			errs := validation.DeclaredChecks(OptionsBlock, &advisor.ProfileOptions{LiveMigrationLimits: &tt.opts}, field.NewPath("spec", "options", "liveMigrationLimits"))
 			switch {
 			case tt.field == "" && len(errs) > 0:
 				t.Fatalf("unexpected errors: %v", errs)

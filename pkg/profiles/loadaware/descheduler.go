@@ -181,18 +181,54 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 		return item, nil
 	}
 	schema := readSchema(crd)
-	selected := ""
-	for _, p := range preferredProfiles {
-		if schema.profiles[p] {
-			selected = p
-			break
-		}
-	}
-	if selected == "" {
-		item.Err = fmt.Errorf("the installed descheduler operator offers none of the profiles %s; upgrade the Descheduler Operator", strings.Join(preferredProfiles, ", "))
+	selected, err := selectProfile(schema)
+	if err != nil {
+		item.Err = err
 		return item, nil
 	}
+	spec := map[string]interface{}{
+		"managementState":             managementState,
+		"deschedulingIntervalSeconds": int64(*la.DeschedulingIntervalSeconds),
+		"mode":                        la.Mode,
+		"profiles":                    wantedProfiles(live, selected),
+	}
+	item.ManagedFields = []string{"spec.managementState", "spec.deschedulingIntervalSeconds", "spec.mode", "spec.profiles"}
+	message := fmt.Sprintf("KubeDescheduler '%s' will be configured with profile '%s'", profiles.DeschedulerName, selected)
+	var notes []string
+	switch selected {
+	case profileKubeVirt, profileDevKubeVirt:
+		fields, kvNotes, err := kubeVirtSpec(la, schema, hco, spec)
+		if err != nil {
+			item.Err = err
+			return item, nil
+		}
+		item.ManagedFields = append(item.ManagedFields, fields...)
+		notes = append(notes, kvNotes...)
+	case profileLongLife:
+		// LongLifecycle takes no KubeVirt customizations: none is sent.
+		notes = append(notes, migrationCooldowns(la, deschedulerSchema{}, map[string]interface{}{})...)
+	}
+	item.Desired.Object["spec"] = spec
+	if len(notes) > 0 {
+		message += " (" + strings.Join(notes, "; ") + ")"
+	}
+	item.Message = message
+	return item, nil
+}
 
+// selectProfile is the first of preferredProfiles the installed operator offers.
+func selectProfile(schema deschedulerSchema) (string, error) {
+	for _, p := range preferredProfiles {
+		if schema.profiles[p] {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("the installed descheduler operator offers none of the profiles %s; upgrade the Descheduler Operator", strings.Join(preferredProfiles, ", "))
+}
+
+// wantedProfiles keeps the profiles of the live object the profile leaves
+// alone (keptProfiles) and adds the selected one.
+func wantedProfiles(live *unstructured.Unstructured, selected string) []interface{} {
 	var existing []string
 	if live != nil {
 		existing, _, _ = unstructured.NestedStringSlice(live.Object, "spec", "profiles")
@@ -203,70 +239,73 @@ func deschedulerItem(ctx context.Context, cluster profiles.Cluster, la *v1alpha1
 			wanted = append(wanted, p)
 		}
 	}
-	wanted = append(wanted, selected)
+	return append(wanted, selected)
+}
 
-	spec := map[string]interface{}{
-		"managementState":             managementState,
-		"deschedulingIntervalSeconds": int64(*la.DeschedulingIntervalSeconds),
-		"mode":                        la.Mode,
-		"profiles":                    wanted,
+// kubeVirtSpec adds to spec the customizations and eviction limits of the
+// KubeVirt profiles the installed operator has, and returns the fields it
+// set and a note for each it could not.
+func kubeVirtSpec(la *v1alpha1.LoadAwareConfig, schema deschedulerSchema, hco *unstructured.Unstructured, spec map[string]interface{}) (fields, notes []string, err error) {
+	custom, notes, err := customizations(la, schema)
+	if err != nil {
+		return nil, nil, err
 	}
-	item.ManagedFields = []string{"spec.managementState", "spec.deschedulingIntervalSeconds", "spec.mode", "spec.profiles"}
-	message := fmt.Sprintf("KubeDescheduler '%s' will be configured with profile '%s'", profiles.DeschedulerName, selected)
-	var notes []string
-
-	if selected == profileKubeVirt || selected == profileDevKubeVirt {
-		custom := map[string]interface{}{}
-		if schema.customizations[customEvictionsInBackground] {
-			custom[customEvictionsInBackground] = true
-		}
-		if schema.customizations[customSoftTainter] {
-			custom[customSoftTainter] = true
-		} else {
-			notes = append(notes, "devEnableSoftTainter is not supported by the installed operator and is not set")
-		}
-		if th, ok := schema.customizations[customDeviationThresholds]; ok && th {
-			value := la.DevDeviationThresholds
-			if len(schema.thresholds) > 0 && !schema.thresholds[value] {
-				if twin, ok := symmetricTwin[value]; ok && schema.thresholds[twin] {
-					notes = append(notes, fmt.Sprintf("devDeviationThresholds %s is not supported by the installed operator, using %s", value, twin))
-					value = twin
-				} else {
-					item.Err = fmt.Errorf("devDeviationThresholds %s is not supported by the installed descheduler operator (it accepts %s)", value, strings.Join(sortedKeys(schema.thresholds), ", "))
-					return item, nil
-				}
-			}
-			custom[customDeviationThresholds] = value
-		} else {
-			notes = append(notes, fmt.Sprintf("devDeviationThresholds %s is not supported by the installed operator and is not set", la.DevDeviationThresholds))
-		}
-		notes = append(notes, migrationCooldowns(la, schema, custom)...)
-		if len(custom) > 0 {
-			spec["profileCustomizations"] = custom
-			item.ManagedFields = append(item.ManagedFields, "spec.profileCustomizations")
-		}
+	if len(custom) > 0 {
+		spec["profileCustomizations"] = custom
+		fields = append(fields, "spec.profileCustomizations")
+	}
+	if schema.evictionLimits {
 		limits := evictionLimits(hco, la)
-		if schema.evictionLimits {
-			el := map[string]interface{}{"total": limits.Total}
-			if schema.evictionLimitNode {
-				el["node"] = limits.Node
-			} else {
-				notes = append(notes, "evictionLimits.node is not supported by the installed operator and is not set")
-			}
-			spec["evictionLimits"] = el
-			item.ManagedFields = append(item.ManagedFields, "spec.evictionLimits")
+		el := map[string]interface{}{"total": limits.Total}
+		if schema.evictionLimitNode {
+			el["node"] = limits.Node
+		} else {
+			notes = append(notes, "evictionLimits.node is not supported by the installed operator and is not set")
 		}
+		spec["evictionLimits"] = el
+		fields = append(fields, "spec.evictionLimits")
 	}
-	if selected == profileLongLife {
-		// LongLifecycle takes no KubeVirt customizations: none is sent.
-		notes = append(notes, migrationCooldowns(la, deschedulerSchema{}, map[string]interface{}{})...)
+	return fields, notes, nil
+}
+
+// customizations are the profileCustomizations the installed operator has,
+// with a note for each it has not.
+func customizations(la *v1alpha1.LoadAwareConfig, schema deschedulerSchema) (map[string]interface{}, []string, error) {
+	custom := map[string]interface{}{}
+	var notes []string
+	if schema.customizations[customEvictionsInBackground] {
+		custom[customEvictionsInBackground] = true
 	}
-	item.Desired.Object["spec"] = spec
-	if len(notes) > 0 {
-		message += " (" + strings.Join(notes, "; ") + ")"
+	if schema.customizations[customSoftTainter] {
+		custom[customSoftTainter] = true
+	} else {
+		notes = append(notes, "devEnableSoftTainter is not supported by the installed operator and is not set")
 	}
-	item.Message = message
-	return item, nil
+	if schema.customizations[customDeviationThresholds] {
+		value, note, err := deviationThresholds(la.DevDeviationThresholds, schema)
+		if err != nil {
+			return nil, nil, err
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+		custom[customDeviationThresholds] = value
+	} else {
+		notes = append(notes, fmt.Sprintf("devDeviationThresholds %s is not supported by the installed operator and is not set", la.DevDeviationThresholds))
+	}
+	return custom, append(notes, migrationCooldowns(la, schema, custom)...), nil
+}
+
+// deviationThresholds is the threshold to send: the option, or its
+// symmetric twin when the installed operator has only that one.
+func deviationThresholds(value string, schema deschedulerSchema) (string, string, error) {
+	if len(schema.thresholds) == 0 || schema.thresholds[value] {
+		return value, "", nil
+	}
+	if twin, ok := symmetricTwin[value]; ok && schema.thresholds[twin] {
+		return twin, fmt.Sprintf("devDeviationThresholds %s is not supported by the installed operator, using %s", value, twin), nil
+	}
+	return "", "", fmt.Errorf("devDeviationThresholds %s is not supported by the installed descheduler operator (it accepts %s)", value, strings.Join(sortedKeys(schema.thresholds), ", "))
 }
 
 // migrationCooldowns adds to custom the cooldowns the user set and the

@@ -61,13 +61,19 @@ func (profile) Metadata() profiles.Metadata {
 		ValidateOptions: validation.LoadAwareOptions,
 		Writes: []profiles.Write{
 			{Resource: machineConfigs, Name: psiWorker.machineConfig, Create: true, Delete: true, Fields: []string{"kernelArguments"},
-				Why: "the PSI kernel argument, worker pool"},
+				KernelArguments: profiles.Exactly(psiKernelArg), Why: "the PSI kernel argument, worker pool"},
 			{Resource: machineConfigs, Name: psiMaster.machineConfig, Create: true, Delete: true, Fields: []string{"kernelArguments"},
-				Why: "the PSI kernel argument, master pool of a compact cluster"},
+				KernelArguments: profiles.Exactly(psiKernelArg), Why: "the PSI kernel argument, master pool of a compact cluster"},
 			{Resource: schema.GroupResource{Group: profiles.KubeDeschedulerGVK.Group, Resource: "kubedeschedulers"},
 				Namespace: profiles.DeschedulerNamespace, Name: profiles.DeschedulerName,
 				Fields: []string{"managementState", "deschedulingIntervalSeconds", "mode", "profiles", "profileCustomizations", "evictionLimits"},
 				Why:    "the descheduler's KubeVirt profile, interval, mode and eviction limits"},
+		},
+		Reads: []profiles.Read{
+			{Resource: schema.GroupResource{Group: profiles.SchedulerGVK.Group, Resource: "schedulers"}, Why: "whether control-plane nodes run VMs (mastersSchedulable): PSI on the master pool too"},
+			{Resource: profiles.PoolsResource, Why: "the master pool of a compact cluster"},
+			{Resource: schema.GroupResource{Group: profiles.CRDGVK.Group, Resource: "customresourcedefinitions"}, Why: "the KubeDescheduler's schema: the profiles and thresholds it offers"},
+			{Resource: schema.GroupResource{Group: kubevirt.HyperConvergedGVK.Group, Resource: "hyperconvergeds"}, Why: "the live-migration limits, for the descheduler's eviction limits"},
 		},
 		Examples: examples(),
 		SampleNote: "Load-aware VM rebalancing: configures the KubeDescheduler singleton (the\n" +
@@ -115,10 +121,6 @@ func (profile) Prerequisites(opts v1alpha1.ProfileOptions) []profiles.Prerequisi
 		pre = append(pre, profiles.Prerequisite{GVK: machineconfig.MachineConfigGVK, Description: "MachineConfig CRD is required for PSI metrics (available on OpenShift)"})
 	}
 	return append(pre, profiles.Prerequisite{GVK: kubevirt.HyperConvergedGVK, Description: "Please install OpenShift Virtualization via OLM"})
-}
-
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK, profiles.KubeDeschedulerGVK}
 }
 
 func psiEnabled(opts v1alpha1.ProfileOptions) bool {

@@ -98,9 +98,14 @@ func (profile) Metadata() profiles.Metadata {
 			Resource: schema.GroupResource{Group: machineconfig.MachineConfigGVK.Group, Resource: "machineconfigs"},
 			Name:     MachineConfigName(profiles.PoolPlaceholder),
 			Create:   true, Delete: true,
-			Fields: []string{"kernelArguments"},
-			Why:    "the IOMMU kernel arguments (intel_iommu=on on Intel, iommu=pt) of the chosen pool",
+			Fields:          []string{"kernelArguments"},
+			KernelArguments: profiles.Exactly(KernelArguments()...),
+			Why:             "the IOMMU kernel arguments (intel_iommu=on on Intel, iommu=pt) of the chosen pool",
 		}},
+		Reads: []profiles.Read{
+			{Resource: profiles.PoolsResource, Why: "the chosen pool"},
+			{Resource: profiles.NodesResource, Why: "the CPU vendor of its nodes"},
+		},
 		Examples: examples(),
 		SampleNote: "The IOMMU for PCI passthrough on the nodes of one MachineConfigPool: a\n" +
 			"MachineConfig with intel_iommu=on iommu=pt on Intel nodes, iommu=pt on AMD\n" +
@@ -112,10 +117,6 @@ func (profile) Metadata() profiles.Metadata {
 
 func (profile) Prerequisites(v1alpha1.ProfileOptions) []profiles.Prerequisite {
 	return []profiles.Prerequisite{{GVK: machineconfig.MachineConfigGVK, Description: "MachineConfig CRD is required for kernel arguments (available on OpenShift)"}}
-}
-
-func (profile) ManagedKinds() []schema.GroupVersionKind {
-	return []schema.GroupVersionKind{machineconfig.MachineConfigGVK}
 }
 
 // Items reads the vendor of the nodes the MachineConfig lands on.

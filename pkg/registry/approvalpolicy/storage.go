@@ -173,7 +173,7 @@ func (r *REST) withStatus(ctx context.Context) func(runtime.Object, error) (runt
 		if cerr != nil {
 			// The stored status (the author) is still true; the rest is
 			// left out rather than failing the read.
-			klog.ErrorS(cerr, "ApprovalPolicy status not computed: the configs cannot be listed")
+			klog.FromContext(ctx).Error(cerr, "ApprovalPolicy status not computed: the configs cannot be listed")
 			return obj, nil
 		}
 		for _, p := range items {

@@ -174,7 +174,7 @@ func status(ctx context.Context, w *advisor.MaintenanceWindow, now time.Time, wa
 		if warn {
 			warning.AddWarning(ctx, "", fmt.Sprintf("MaintenanceWindow %q: status not computed, it reads as not open: %v", w.Name, err))
 		}
-		klog.ErrorS(err, "MaintenanceWindow status not computed", "window", w.Name)
+		klog.FromContext(ctx).Error(err, "MaintenanceWindow status not computed", "window", w.Name)
 		return advisor.MaintenanceWindowStatus{}
 	}
 	return advisor.MaintenanceWindowStatus{Open: st.Open, OpensAt: timeOrNil(st.OpensAt), ClosesAt: timeOrNil(st.ClosesAt)}

@@ -136,7 +136,7 @@ func (r *AbortREST) pauseAborted(ctx context.Context, stored runtime.Object) {
 		return
 	}
 	if err := (*p).PauseAborted(ctx, cfg); err != nil {
-		klog.ErrorS(err, "Pausing the pools of an aborted plan failed; the controller pauses them when it sees the abort", "config", cfg.Name)
+		klog.FromContext(ctx).Error(err, "Pausing the pools of an aborted plan failed; the controller pauses them when it sees the abort", "config", cfg.Name)
 		warning.AddWarning(ctx, "", fmt.Sprintf("the plan is aborted (nothing more is written), but pausing its MachineConfigPools failed (%v): the controller retries; check with kubectl advisor status %s", err, cfg.Name))
 	}
 }

@@ -52,7 +52,7 @@ var (
 	objects     = flag.Int("objects", 10000, "unrelated MachineConfigs and ConfigMaps (each) for the memory figure; 0 skips it")
 	dir         = flag.String("dir", "", "environment directory (default: a temporary one)")
 	asJSON      = flag.Bool("json", false, "print the figures as JSON on stdout (progress goes to stderr)")
-	readme      = flag.String("readme", "", "measure nothing: write the figures of the -figures-json file into this Markdown file, between its markers (make bench-figures)")
+	readme      = flag.String("readme", "", "measure nothing: record the run of the -figures-json file in this Markdown file, between its markers, as the newest of the latest five runs (make bench-figures)")
 	figuresJSON = flag.String("figures-json", "", "with -readme: the -json output of a run")
 	steps       = flag.String("steps", strings.Join(stepNames, ","), "the measurements to run, comma-separated")
 

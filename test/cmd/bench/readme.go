@@ -37,15 +37,16 @@ func newRunInfo(started time.Time) runInfo {
 	return info
 }
 
-// The figures part of the bench's README lies between these markers;
-// writeReadme replaces it and leaves the rest of the file alone.
+// The runs part of the bench's README lies between these markers;
+// writeReadme records a run there and leaves the rest of the file alone.
 const (
-	beginFigures = "<!-- BEGIN figures: written by `make bench-figures` from the bench's -json output; do not edit by hand -->"
-	endFigures   = "<!-- END figures -->"
+	beginFigures = "<!-- BEGIN runs: written by `make bench-figures` from the bench's -json output, the latest five runs, newest first; do not edit by hand -->"
+	endFigures   = "<!-- END runs -->"
 )
 
-// writeReadme writes the figures of a -json output into readme, between
-// the markers.
+// writeReadme records the run of a -json output in readme, between the
+// markers, as the newest of the runs shown; of those already there, the
+// latest keptRuns-1 stay.
 func writeReadme(jsonPath, readme string) error {
 	raw, err := os.ReadFile(jsonPath)
 	if err != nil {
@@ -62,61 +63,45 @@ func writeReadme(jsonPath, readme string) error {
 	if err != nil {
 		return err
 	}
-	out, err := replaceFigures(string(doc), renderFigures(&r))
+	out, err := recordRun(string(doc), &r, keptRuns)
 	if err != nil {
 		return fmt.Errorf("%s: %w", readme, err)
 	}
 	return os.WriteFile(readme, []byte(out), 0o644)
 }
 
-// replaceFigures puts figures between the markers of doc.
-func replaceFigures(doc, figures string) (string, error) {
+// recordRun adds run r to the runs between the markers of doc, keeping
+// the latest keep.
+func recordRun(doc string, r *report, keep int) (string, error) {
+	block, err := between(doc)
+	if err != nil {
+		return "", err
+	}
+	t, err := parseRuns(block)
+	if err != nil {
+		return "", fmt.Errorf("the runs between the markers cannot be read (%w): restore them from git, or leave the markers empty to start again", err)
+	}
+	return replaceFigures(doc, t.record(r, keep).render())
+}
+
+// between is what lies between the markers of doc.
+func between(doc string) (string, error) {
 	begin := strings.Index(doc, beginFigures)
 	end := strings.Index(doc, endFigures)
 	if begin < 0 || end < begin {
-		return "", fmt.Errorf("no place for the figures: put the lines\n%s\n%s\nwhere they go", beginFigures, endFigures)
+		return "", fmt.Errorf("no place for the runs: put the lines\n%s\n%s\nwhere they go", beginFigures, endFigures)
 	}
-	return doc[:begin+len(beginFigures)] + "\n" + figures + doc[end:], nil
+	return doc[begin+len(beginFigures) : end], nil
 }
 
-// renderFigures is the Markdown of a run: where it ran, every figure with
-// its target, and which missed.
-func renderFigures(r *report) string {
-	var b strings.Builder
-	command := "go run ./test/cmd/bench -json"
-	if len(r.Run.Flags) > 0 {
-		command += " " + strings.Join(r.Run.Flags, " ")
+// replaceFigures puts figures between the markers of doc.
+func replaceFigures(doc, figures string) (string, error) {
+	if _, err := between(doc); err != nil {
+		return "", err
 	}
-	built := ""
-	if r.Run.Version != "" {
-		built = ", version " + r.Run.Version + ","
-	}
-	fmt.Fprintf(&b, "Run of %s (UTC)%s on %d CPUs: `%s`", r.Run.Date, built, r.Run.CPUs, command)
-	if len(r.Run.Flags) > 0 {
-		b.WriteString(" (the other flags at their defaults)")
-	}
-	fmt.Fprintf(&b, ".\n\n| figure | value | target | |\n|---|---|---|---|\n")
-	for _, f := range r.Figures {
-		target, verdict := "", ""
-		if f.Max != nil {
-			target = "≤ " + quantity(*f.Max, f.Unit)
-			verdict = "met"
-			if f.Met != nil && !*f.Met {
-				verdict = "**missed**"
-			}
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.Name, quantity(f.Value, f.Unit), target, verdict)
-	}
-	switch len(r.Missed) {
-	case 0:
-		b.WriteString("\nEvery figure met its target.\n")
-	default:
-		fmt.Fprintf(&b, "\n%d of the figures missed their target:\n\n", len(r.Missed))
-		for _, m := range r.Missed {
-			fmt.Fprintf(&b, "* %s\n", m)
-		}
-	}
-	return b.String()
+	begin := strings.Index(doc, beginFigures)
+	end := strings.Index(doc, endFigures)
+	return doc[:begin+len(beginFigures)] + "\n" + figures + doc[end:], nil
 }
 
 // quantity prints a value with the precision its unit deserves.

@@ -14,7 +14,14 @@
 //  3. spec.paused stops the walk ("Pool is paused; will not update to …")
 //     after the node in flight, if any, is done,
 //     and the annotation DegradedAnnotation="true" reports a
-//     degraded node and stops it too.
+//     degraded node and stops it too;
+//  4. a pool annotated StepNodesAnnotation="true" (or every pool, with
+//     Options.StepNodes) is instead rolled out over the Nodes its
+//     nodeSelector selects, through the Machine Config daemon's node
+//     annotations, spec.maxUnavailable at a time, its status counted off
+//     the nodes (nodes.go); failures are injected per Node
+//     (NotReadyAfterRebootAnnotation, DegradeAfterRebootAnnotation), not
+//     with DegradedAnnotation.
 //
 // Everything is driven by informer events and per-pool timers (the next
 // render or node step); nothing polls the API.
@@ -108,6 +115,9 @@ type Options struct {
 	// Log receives a line per render and per status step; nil discards
 	// them. The environment always writes Dir/logs/fake-mco.log as well.
 	Log io.Writer
+	// StepNodes rolls every pool out over its Nodes (nodes.go), as
+	// StepNodesAnnotation does for one pool.
+	StepNodes bool
 
 	counts *rolloutCounts
 }
@@ -358,6 +368,11 @@ type poolController struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 	pools cache.GenericLister
 	mcs   cache.GenericLister
+	nodes cache.GenericLister
+
+	// nodeRollouts: per pool stepping its nodes, the config whose rollout
+	// was last counted.
+	nodeRollouts map[string]string
 
 	// Touched by the worker only.
 	walks   map[string]walk      // rollout progress per pool
@@ -390,6 +405,8 @@ func newPoolController(m *fakeMCO) *poolController {
 		written: map[string]writtenSpec{},
 		applied: map[string]string{},
 		timers:  map[string]*time.Timer{},
+
+		nodeRollouts: map[string]string{},
 	}
 }
 
@@ -397,7 +414,8 @@ func (c *poolController) run(ctx context.Context, synced func()) {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(c.m.dyn, 0)
 	poolInf := factory.ForResource(poolGVR)
 	mcInf := factory.ForResource(mcGVR)
-	c.pools, c.mcs = poolInf.Lister(), mcInf.Lister()
+	nodeInf := factory.ForResource(nodeGVR)
+	c.pools, c.mcs, c.nodes = poolInf.Lister(), mcInf.Lister(), nodeInf.Lister()
 
 	poolKey := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -423,7 +441,8 @@ func (c *poolController) run(ctx context.Context, synced func()) {
 	_, err2 := mcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: allPools, UpdateFunc: func(_, n any) { allPools(n) }, DeleteFunc: allPools,
 	})
-	if err := errors.Join(err1, err2); err != nil {
+	err3 := c.watchNodes(nodeInf.Informer())
+	if err := errors.Join(err1, err2, err3); err != nil {
 		c.m.logf("event handlers: %v", err)
 		return
 	}
@@ -436,7 +455,7 @@ func (c *poolController) run(ctx context.Context, synced func()) {
 		c.stopTimers()
 		worker.Wait()
 	}()
-	hasSynced := []cache.InformerSynced{poolInf.Informer().HasSynced, mcInf.Informer().HasSynced}
+	hasSynced := []cache.InformerSynced{poolInf.Informer().HasSynced, mcInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
 	var kubelet *kubeletController
 	if c.kubelet {
 		kcInf := factory.ForResource(kcGVR)
@@ -548,6 +567,7 @@ func (c *poolController) reconcile(ctx context.Context, name string) error {
 		delete(c.walks, name)
 		delete(c.renders, name)
 		delete(c.written, name)
+		delete(c.nodeRollouts, name)
 		c.schedule(name, time.Time{})
 		return nil
 	}
@@ -563,7 +583,11 @@ func (c *poolController) reconcile(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	stepAt, err := c.syncNodes(ctx, pool, now)
+	syncNodes := c.syncNodes
+	if c.stepsNodes(pool) {
+		syncNodes = c.syncPoolNodes
+	}
+	stepAt, err := syncNodes(ctx, pool, now)
 	if err != nil {
 		return err
 	}
@@ -1032,13 +1056,35 @@ func advance(p poolView, w walk, now time.Time, step time.Duration) (walk, time.
 func computeStatus(p poolView, updated int64, now time.Time) map[string]any {
 	n := p.Machines
 	updated = min(max(updated, 0), n)
-	done := updated == n
-	target := "MachineConfig " + p.specName()
-
-	var unavailable, degraded int64
-	if !done && !p.Paused {
-		unavailable = 1 // the node in flight
+	c := machineCounts{Machines: n, Updated: updated, Ready: updated}
+	if updated < n && !p.Paused {
+		c.Unavailable = 1 // the node in flight
 	}
+	if p.Degraded {
+		node := 0 // the node in flight, or the first one
+		if updated < n {
+			node = int(updated)
+		}
+		c.Degraded = 1
+		c.DegradedMessage = fmt.Sprintf("Node %s-%d is reporting: %q", p.Name, node, DegradedMessage)
+	}
+	return statusOf(p, c, now)
+}
+
+// machineCounts are the counts of a pool's status, and what its degraded
+// nodes report.
+type machineCounts struct {
+	Machines, Updated, Ready, Unavailable, Degraded int64
+	DegradedMessage                                 string
+}
+
+// statusOf is the status the node controller reports for pool p with
+// counts c, as the MCO computes it: Updated only when every node is
+// updated, ready and available, and only then status.configuration =
+// spec.configuration.
+func statusOf(p poolView, c machineCounts, now time.Time) map[string]any {
+	done := c.Updated == c.Machines && c.Ready == c.Machines && c.Unavailable == 0
+	target := "MachineConfig " + p.specName()
 	cond := func(typ, status, reason, message string) any {
 		return condition(p.Conditions, typ, status, reason, message, now)
 	}
@@ -1056,23 +1102,17 @@ func computeStatus(p poolView, updated int64, now time.Time) map[string]any {
 	}
 	degradedC := cond("Degraded", "False", "", "")
 	nodeDegradedC := cond("NodeDegraded", "False", "", "")
-	if p.Degraded {
-		degraded = 1
-		node := 0 // the node in flight, or the first one
-		if !done {
-			node = int(updated)
-		}
-		msg := fmt.Sprintf("Node %s-%d is reporting: %q", p.Name, node, DegradedMessage)
-		degradedC = cond("Degraded", "True", "", msg)
-		nodeDegradedC = cond("NodeDegraded", "True", "1 nodes are reporting degraded status on sync", msg)
+	if c.Degraded > 0 {
+		degradedC = cond("Degraded", "True", "", c.DegradedMessage)
+		nodeDegradedC = cond("NodeDegraded", "True", fmt.Sprintf("%d nodes are reporting degraded status on sync", c.Degraded), c.DegradedMessage)
 	}
 	status := map[string]any{
 		"observedGeneration":      p.Generation,
-		"machineCount":            n,
-		"updatedMachineCount":     updated,
-		"readyMachineCount":       updated,
-		"unavailableMachineCount": unavailable,
-		"degradedMachineCount":    degraded,
+		"machineCount":            c.Machines,
+		"updatedMachineCount":     c.Updated,
+		"readyMachineCount":       c.Ready,
+		"unavailableMachineCount": c.Unavailable,
+		"degradedMachineCount":    c.Degraded,
 		"conditions": []any{
 			updatedC, updatingC, degradedC, nodeDegradedC,
 			cond("RenderDegraded", "False", "", ""),

@@ -234,6 +234,23 @@ type ProfileOptions struct {
 	// dedicatedCPUs tunes the dedicated-cpus profile.
 	// +optional
 	DedicatedCPUs *DedicatedCPUsConfig `json:"dedicatedCPUs,omitempty"`
+	// vmEvictionStrategy tunes the vm-eviction-strategy profile.
+	// +optional
+	VMEvictionStrategy *VMEvictionStrategyConfig `json:"vmEvictionStrategy,omitempty"`
+}
+
+// VMEvictionStrategyConfig tunes the vm-eviction-strategy profile: the
+// HyperConverged's evictionStrategy, what a node drain does to every VM
+// that sets none of its own. No reboot.
+type VMEvictionStrategyConfig struct {
+	// strategy is the cluster-wide default: LiveMigrate (the default;
+	// a VM that cannot migrate blocks the drain), LiveMigrateIfPossible
+	// (it is shut down instead), None (VMs are shut down) or External
+	// (an external controller handles the eviction).
+	// +optional
+	// +default="LiveMigrate"
+	// +k8s:validation:enum=["LiveMigrate","LiveMigrateIfPossible","None","External"]
+	Strategy string `json:"strategy,omitempty"`
 }
 
 // HugepagesConfig tunes the hugepages profile: kernel arguments that
@@ -251,18 +268,23 @@ type HugepagesConfig struct {
 	// default huge page size of the nodes too.
 	// +optional
 	// +default="1G"
+	// +k8s:validation:enum=["1G","2M"]
 	PageSize string `json:"pageSize,omitempty"`
 	// memoryPercent is the share of each node's memory (its allocatable
 	// memory plus the huge pages it already has) reserved as huge pages,
 	// 1..90 (default 50).
 	// +optional
 	// +default=50
+	// +k8s:validation:minimum=1
+	// +k8s:validation:maximum=90
 	MemoryPercent *int32 `json:"memoryPercent,omitempty"`
 	// floorGiB is the memory, in GiB, that must stay for ordinary pods and
 	// VMs beyond the kubelet's reservations, 1..1024 (default 8): a count
 	// that would leave less is refused, naming the numbers.
 	// +optional
 	// +default=8
+	// +k8s:validation:minimum=1
+	// +k8s:validation:maximum=1024
 	FloorGiB *int32 `json:"floorGiB,omitempty"`
 }
 
@@ -302,12 +324,15 @@ type DedicatedCPUsConfig struct {
 	// single-numa-node (the default), restricted or best-effort.
 	// +optional
 	// +default="single-numa-node"
+	// +k8s:validation:enum=["single-numa-node","restricted","best-effort"]
 	TopologyManagerPolicy string `json:"topologyManagerPolicy,omitempty"`
 	// reservedCoresPerZone is how many physical cores (with their SMT
 	// siblings) of each NUMA zone are kept for the system and never pinned,
 	// 1..8 (default 1).
 	// +optional
 	// +default=1
+	// +k8s:validation:minimum=1
+	// +k8s:validation:maximum=8
 	ReservedCoresPerZone *int32 `json:"reservedCoresPerZone,omitempty"`
 }
 
@@ -319,26 +344,36 @@ type LiveMigrationLimitsConfig struct {
 	// link, in Gbit/s, 1..800 (default 10).
 	// +optional
 	// +default=10
+	// +k8s:validation:minimum=1
+	// +k8s:validation:maximum=800
 	MigrationNetworkGbps *int32 `json:"migrationNetworkGbps,omitempty"`
 	// networkSharePercent is the share of that link live migrations may use,
 	// 10..100 (default 50); the rest stays with the VMs' own traffic.
 	// +optional
 	// +default=50
+	// +k8s:validation:minimum=10
+	// +k8s:validation:maximum=100
 	NetworkSharePercent *int32 `json:"networkSharePercent,omitempty"`
 	// parallelOutboundMigrationsPerNode is how many VMs a draining node sends
 	// at once, 1..10; each gets its share of the link as bandwidthPerMigration.
 	// Unset: the installed HyperConverged's default (2 in v1beta1, 1 in v1).
 	// +optional
+	// +k8s:validation:minimum=1
+	// +k8s:validation:maximum=10
 	ParallelOutboundMigrationsPerNode *int32 `json:"parallelOutboundMigrationsPerNode,omitempty"`
 	// completionTimeoutPerGiB cancels a migration that has not completed in
 	// this many seconds per GiB of guest memory, 10..3600. Unset: the
 	// installed HyperConverged's default (150 in v1beta1, 20 in v1).
 	// +optional
+	// +k8s:validation:minimum=10
+	// +k8s:validation:maximum=3600
 	CompletionTimeoutPerGiB *int64 `json:"completionTimeoutPerGiB,omitempty"`
 	// progressTimeout cancels a migration whose memory copy made no progress
 	// for this many seconds, 30..3600 (default 150, the HyperConverged's).
 	// +optional
 	// +default=150
+	// +k8s:validation:minimum=30
+	// +k8s:validation:maximum=3600
 	ProgressTimeout *int64 `json:"progressTimeout,omitempty"`
 }
 
@@ -347,10 +382,13 @@ type LoadAwareConfig struct {
 	// deschedulingIntervalSeconds is how often the descheduler runs, 60..86400 (default 60).
 	// +optional
 	// +default=60
+	// +k8s:validation:minimum=60
+	// +k8s:validation:maximum=86400
 	DeschedulingIntervalSeconds *int32 `json:"deschedulingIntervalSeconds,omitempty"`
 	// mode is the descheduler mode: Automatic (evicts; the default) or Predictive (only reports).
 	// +optional
 	// +default="Automatic"
+	// +k8s:validation:enum=["Automatic","Predictive"]
 	Mode string `json:"mode,omitempty"`
 	// enablePSIMetrics adds the psi=1 kernel argument to worker nodes (default true).
 	// Changing it reboots the worker nodes one by one.
@@ -361,14 +399,19 @@ type LoadAwareConfig struct {
 	// AsymmetricLow (the default), AsymmetricMedium or AsymmetricHigh.
 	// +optional
 	// +default="AsymmetricLow"
+	// +k8s:validation:enum=["Low","Medium","High","AsymmetricLow","AsymmetricMedium","AsymmetricHigh"]
 	DevDeviationThresholds string `json:"devDeviationThresholds,omitempty"`
 	// evictionLimitTotal caps concurrent evictions in the cluster, 1..1000.
 	// Unset derives it from the HyperConverged parallelMigrationsPerCluster.
 	// +optional
+	// +k8s:validation:minimum=1
+	// +k8s:validation:maximum=1000
 	EvictionLimitTotal *int32 `json:"evictionLimitTotal,omitempty"`
 	// evictionLimitNode caps concurrent evictions per node, 1..100.
 	// Unset derives it from the HyperConverged parallelOutboundMigrationsPerNode.
 	// +optional
+	// +k8s:validation:minimum=1
+	// +k8s:validation:maximum=100
 	EvictionLimitNode *int32 `json:"evictionLimitNode,omitempty"`
 	// devMigrationCooldown is how long the descheduler leaves a VM alone
 	// after it migrated, a Go duration between 1m and 24h (for example
@@ -403,6 +446,8 @@ type VirtHigherDensityConfig struct {
 	// 100..300. Values above 120 require enableSwap=true. Default: 150 with
 	// swap, 100 without.
 	// +optional
+	// +k8s:validation:minimum=100
+	// +k8s:validation:maximum=300
 	MemoryToRequestRatio *int32 `json:"memoryToRequestRatio,omitempty"`
 	// thpMadvise boots the worker nodes with transparent_hugepage=madvise:
 	// only memory that asks for huge pages (as QEMU does for guest RAM)

@@ -160,6 +160,11 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 				in.Spec.Options.DedicatedCPUs.ReservedCoresPerZone = &ptrVar1
 			}
 		}
+		if in.Spec.Options.VMEvictionStrategy != nil {
+			if in.Spec.Options.VMEvictionStrategy.Strategy == "" {
+				in.Spec.Options.VMEvictionStrategy.Strategy = "LiveMigrate"
+			}
+		}
 	}
 	if in.Status.AppliedOptions != nil {
 		if in.Status.AppliedOptions.LoadAware != nil {
@@ -241,6 +246,11 @@ func SetObjectDefaults_VirtPlatformConfig(in *VirtPlatformConfig) {
 			if in.Status.AppliedOptions.DedicatedCPUs.ReservedCoresPerZone == nil {
 				var ptrVar1 int32 = 1
 				in.Status.AppliedOptions.DedicatedCPUs.ReservedCoresPerZone = &ptrVar1
+			}
+		}
+		if in.Status.AppliedOptions.VMEvictionStrategy != nil {
+			if in.Status.AppliedOptions.VMEvictionStrategy.Strategy == "" {
+				in.Status.AppliedOptions.VMEvictionStrategy.Strategy = "LiveMigrate"
 			}
 		}
 	}

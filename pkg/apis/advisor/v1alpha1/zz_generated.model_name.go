@@ -272,6 +272,11 @@ func (in RolloutSpec) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in VMEvictionStrategyConfig) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.VMEvictionStrategyConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in VMImpact) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.VMImpact"
 }

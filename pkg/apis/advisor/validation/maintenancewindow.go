@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
-	"github.com/kubevirt/virt-advisor/pkg/maintenance"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/maintenanceschedule"
 )
 
 var windowKinds = []string{string(advisor.MaintenanceWindowKindAllow), string(advisor.MaintenanceWindowKindDeny)}
@@ -31,6 +31,18 @@ func ValidateMaintenanceWindowUpdate(w, old *advisor.MaintenanceWindow) field.Er
 }
 
 func validateWindowSpec(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path) field.ErrorList {
+	allErrs := validateWindowPools(spec, fldPath)
+	allErrs = append(allErrs, validateWindowTimes(spec, fldPath)...)
+	allErrs = append(allErrs, validateEnum(fldPath.Child("kind"), string(spec.Kind), windowKinds)...)
+	if len(spec.Description) > MaxWindowDescriptionLength {
+		allErrs = append(allErrs, field.TooLong(fldPath.Child("description"), "", MaxWindowDescriptionLength))
+	}
+	return allErrs
+}
+
+// validateWindowPools checks which pools a window selects: by label,
+// by name, or both.
+func validateWindowPools(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	if spec.Pools == nil && len(spec.PoolNames) == 0 {
 		allErrs = append(allErrs, field.Required(fldPath.Child("pools"),
@@ -50,42 +62,49 @@ func validateWindowSpec(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path
 		}
 		seen.Insert(name)
 	}
+	return allErrs
+}
 
+// validateWindowTimes checks when a window opens and for how long: its
+// schedule, duration and time zone, then, on a window they accept, what
+// evaluating it costs.
+func validateWindowTimes(spec *advisor.MaintenanceWindowSpec, fldPath *field.Path) field.ErrorList {
 	schedulePath := fldPath.Child("schedule")
-	var schedule *maintenance.Schedule
-	if spec.Schedule == "" {
-		allErrs = append(allErrs, field.Required(schedulePath, `a 5-field cron expression (minute hour day-of-month month day-of-week), e.g. "0 22 * * 6" for Saturdays at 22:00`))
-	} else if s, err := maintenance.ParseSchedule(spec.Schedule); err != nil {
-		allErrs = append(allErrs, field.Invalid(schedulePath, spec.Schedule,
-			fmt.Sprintf(`not a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. "0 22 * * 6" for Saturdays at 22:00): %v`, err)))
-	} else {
-		schedule = &s
-	}
+	schedule, allErrs := validateSchedule(spec.Schedule, schedulePath)
 
 	durationPath := fldPath.Child("duration")
 	switch d := spec.Duration.Duration; {
 	case d <= 0:
 		allErrs = append(allErrs, field.Invalid(durationPath, d.String(), "must be positive: how long each opening lasts, e.g. 8h or 90m"))
 	case schedule != nil:
-		if err := maintenance.CheckDuration(d, *schedule); err != nil {
+		if err := maintenanceschedule.CheckDuration(d, *schedule); err != nil {
 			allErrs = append(allErrs, field.Invalid(durationPath, d.String(), err.Error()))
 			schedule = nil
 		}
 	}
 
-	loc, err := maintenance.LoadLocation(spec.TimeZone)
+	loc, err := maintenanceschedule.LoadLocation(spec.TimeZone)
 	if err != nil {
 		allErrs = append(allErrs, field.Invalid(fldPath.Child("timeZone"), spec.TimeZone, err.Error()))
 	}
 	// Last, on a window the checks above accept: what evaluating it costs.
 	if schedule != nil && err == nil && spec.Duration.Duration > 0 {
-		if err := maintenance.CheckCost(*schedule, spec.Duration.Duration, loc); err != nil {
+		if err := maintenanceschedule.CheckCost(*schedule, spec.Duration.Duration, loc); err != nil {
 			allErrs = append(allErrs, field.Invalid(schedulePath, spec.Schedule, err.Error()))
 		}
 	}
-	allErrs = append(allErrs, validateEnum(fldPath.Child("kind"), string(spec.Kind), windowKinds)...)
-	if len(spec.Description) > MaxWindowDescriptionLength {
-		allErrs = append(allErrs, field.TooLong(fldPath.Child("description"), "", MaxWindowDescriptionLength))
-	}
 	return allErrs
+}
+
+// validateSchedule parses a window's schedule; nil when it is not one.
+func validateSchedule(expr string, schedulePath *field.Path) (*maintenanceschedule.Schedule, field.ErrorList) {
+	if expr == "" {
+		return nil, field.ErrorList{field.Required(schedulePath, `a 5-field cron expression (minute hour day-of-month month day-of-week), e.g. "0 22 * * 6" for Saturdays at 22:00`)}
+	}
+	s, err := maintenanceschedule.ParseSchedule(expr)
+	if err != nil {
+		return nil, field.ErrorList{field.Invalid(schedulePath, expr,
+			fmt.Sprintf(`not a 5-field cron expression (minute hour day-of-month month day-of-week, e.g. "0 22 * * 6" for Saturdays at 22:00): %v`, err))}
+	}
+	return &s, nil
 }

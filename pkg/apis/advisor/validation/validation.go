@@ -5,7 +5,6 @@ package validation
 import (
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -24,23 +23,24 @@ var (
 	singletonMessage = "To ensure a singleton pattern, the VirtPlatformConfig name must exactly match the spec.profile."
 )
 
-// The values options may take. The profiles write them (or values derived
-// from them) to the cluster, and the admission policy of artifacts/deploy
-// pins the server's writes to them: its constants are generated from
-// these (`go test ./artifacts/deploy -update`).
+// The values options may take, as the markers of the option structs of
+// v1alpha1 declare them (hack/optionsgen). The profiles write them (or
+// values derived from them) to the cluster, and the admission policy of
+// artifacts/deploy pins the server's writes to them: its constants are
+// generated from these (`go test ./artifacts/deploy -update`).
 var (
 	// DescheduleModes are the values of options.loadAware.mode.
-	DescheduleModes = []string{"Automatic", "Predictive"}
+	DescheduleModes = OptionValues("loadAware.mode")
 	// DeviationLevels are the values of options.loadAware.devDeviationThresholds.
-	DeviationLevels = []string{"Low", "Medium", "High", "AsymmetricLow", "AsymmetricMedium", "AsymmetricHigh"}
+	DeviationLevels = OptionValues("loadAware.devDeviationThresholds")
 	// DeschedulingIntervalSeconds bounds options.loadAware.deschedulingIntervalSeconds.
-	DeschedulingIntervalSeconds = Range{Min: 60, Max: 86400}
+	DeschedulingIntervalSeconds = OptionRange("loadAware.deschedulingIntervalSeconds")
 	// EvictionLimitTotal and EvictionLimitNode bound
 	// options.loadAware.evictionLimitTotal and evictionLimitNode.
-	EvictionLimitTotal = Range{Min: 1, Max: 1000}
-	EvictionLimitNode  = Range{Min: 1, Max: 100}
+	EvictionLimitTotal = OptionRange("loadAware.evictionLimitTotal")
+	EvictionLimitNode  = OptionRange("loadAware.evictionLimitNode")
 	// MemoryToRequestRatio bounds options.virtHigherDensity.memoryToRequestRatio.
-	MemoryToRequestRatio = Range{Min: 100, Max: 300}
+	MemoryToRequestRatio = OptionRange("virtHigherDensity.memoryToRequestRatio")
 	// MigrationCooldown, MaxMigrationCooldown and MigrationHistoryWindow
 	// bound options.loadAware.devMigrationCooldown, devMaxMigrationCooldown
 	// and devMigrationHistoryWindow.
@@ -48,6 +48,28 @@ var (
 	MaxMigrationCooldown   = DurationRange{Min: time.Minute, Max: 7 * 24 * time.Hour}
 	MigrationHistoryWindow = DurationRange{Min: time.Hour, Max: 30 * 24 * time.Hour}
 )
+
+// OptionRange is the range an integer option declares
+// (+k8s:validation:minimum and maximum), by its path under spec.options
+// ("loadAware.evictionLimitNode"). It panics on an option that declares
+// none: the paths are the program's own.
+func OptionRange(path string) Range {
+	r, ok := declaredRanges[path]
+	if !ok {
+		panic("no option " + path + " declares a range (+k8s:validation:minimum and maximum)")
+	}
+	return r
+}
+
+// OptionValues are the values a string option declares
+// (+k8s:validation:enum), by its path under spec.options.
+func OptionValues(path string) []string {
+	v, ok := declaredEnums[path]
+	if !ok {
+		panic("no option " + path + " declares its values (+k8s:validation:enum)")
+	}
+	return append([]string(nil), v...)
+}
 
 // The descheduler's own defaults of the cooldowns (its KubevirtMigrationAware
 // plugin), which hold when an option is unset: the cross-field rules compare
@@ -234,15 +256,14 @@ func validateSpec(spec *advisor.VirtPlatformConfigSpec, served Profiles, fldPath
 
 // setBlocks are the JSON names of the blocks of spec.options a config
 // sets: every pointer field of ProfileOptions is one block, named as its
-// JSON field (the Go name with a lower-case first letter), so a new block
+// JSON field (blockNames, generated from the declaration), so a new block
 // needs no entry here.
 func setBlocks(o *advisor.ProfileOptions) []string {
 	var out []string
 	v := reflect.ValueOf(o).Elem()
 	for i := 0; i < v.NumField(); i++ {
 		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
-			name := v.Type().Field(i).Name
-			out = append(out, strings.ToLower(name[:1])+name[1:])
+			out = append(out, blockNames[v.Type().Field(i).Name])
 		}
 	}
 	return out
@@ -257,6 +278,7 @@ func validateOptions(served Profiles, profile string, o *advisor.ProfileOptions,
 		p := fldPath.Child(b)
 		switch owner, owned := served.owner(b); {
 		case b == own.Options:
+			allErrs = append(allErrs, DeclaredChecks(b, o, p)...)
 			if own.Validate != nil {
 				allErrs = append(allErrs, own.Validate(o, p)...)
 			}
@@ -275,13 +297,8 @@ func validateOptions(served Profiles, profile string, o *advisor.ProfileOptions,
 // ValidateOptions).
 func LoadAwareOptions(opts *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList {
 	o := opts.LoadAware
-	var allErrs field.ErrorList
-	allErrs = append(allErrs, ValidateRange(fldPath.Child("deschedulingIntervalSeconds"), o.DeschedulingIntervalSeconds, DeschedulingIntervalSeconds)...)
-	allErrs = append(allErrs, validateEnum(fldPath.Child("mode"), o.Mode, DescheduleModes)...)
-	allErrs = append(allErrs, validateEnum(fldPath.Child("devDeviationThresholds"), o.DevDeviationThresholds, DeviationLevels)...)
-	allErrs = append(allErrs, ValidateRange(fldPath.Child("evictionLimitTotal"), o.EvictionLimitTotal, EvictionLimitTotal)...)
-	allErrs = append(allErrs, ValidateRange(fldPath.Child("evictionLimitNode"), o.EvictionLimitNode, EvictionLimitNode)...)
-	return append(allErrs, migrationCooldowns(o, fldPath)...)
+	// Bounds and values are the markers' (declaredChecks).
+	return migrationCooldowns(o, fldPath)
 }
 
 // migrationCooldowns checks the three durations, then that they fit
@@ -336,7 +353,6 @@ func VirtHigherDensityOptions(opts *advisor.ProfileOptions, fldPath *field.Path)
 	o := opts.VirtHigherDensity
 	var allErrs field.ErrorList
 	ratioPath := fldPath.Child("memoryToRequestRatio")
-	allErrs = append(allErrs, ValidateRange(ratioPath, o.MemoryToRequestRatio, MemoryToRequestRatio)...)
 	if o.MemoryToRequestRatio != nil && *o.MemoryToRequestRatio > 120 && (o.EnableSwap == nil || !*o.EnableSwap) {
 		allErrs = append(allErrs, field.Invalid(ratioPath, *o.MemoryToRequestRatio, "memoryToRequestRatio > 120 requires enableSwap=true"))
 	}
@@ -366,12 +382,13 @@ func validateEnum(fldPath *field.Path, v string, allowed []string) field.ErrorLi
 	return field.ErrorList{field.NotSupported(fldPath, v, allowed)}
 }
 
-// ValidateRange accepts nil (left to defaulting) or a value in r.
-func ValidateRange(fldPath *field.Path, v *int32, r Range) field.ErrorList {
-	if v == nil || r.Contains(*v) {
+// validateBounds accepts nil (left to defaulting) or a value within
+// min..max, inclusive.
+func validateBounds[T int32 | int64](fldPath *field.Path, v *T, minimum, maximum int64) field.ErrorList {
+	if v == nil || (int64(*v) >= minimum && int64(*v) <= maximum) {
 		return nil
 	}
-	return field.ErrorList{field.Invalid(fldPath, *v, fmt.Sprintf("must be between %d and %d, inclusive", r.Min, r.Max))}
+	return field.ErrorList{field.Invalid(fldPath, *v, fmt.Sprintf("must be between %d and %d, inclusive", minimum, maximum))}
 }
 
 // ValidatePool checks the pool option of a profile that writes a
@@ -398,4 +415,16 @@ func ValidatePool(fldPath *field.Path, pool string, mcName func(string) string) 
 		}
 	}
 	return errs
+}
+
+// DeclaredChecks checks the bounds and values the markers of a block's
+// fields declare (generated by hack/optionsgen): validation runs them
+// before the profile's own ValidateOptions, which keeps the checks across
+// fields.
+func DeclaredChecks(block string, o *advisor.ProfileOptions, fldPath *field.Path) field.ErrorList {
+	check, ok := declaredChecks[block]
+	if !ok {
+		return nil
+	}
+	return check(o, fldPath)
 }

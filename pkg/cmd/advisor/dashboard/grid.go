@@ -219,23 +219,7 @@ func (g *gridPool) followItems(items []v1alpha1.VirtPlatformConfigItem) {
 	if g.Tone == "bad" {
 		return // degraded says more
 	}
-	var pending, written, unrendered int
-	var waitingFor string
-	for i := range items {
-		it := &items[i]
-		switch it.State {
-		case v1alpha1.ItemStatePending:
-			pending++
-			if waitingFor == "" {
-				waitingFor = it.Message
-			}
-		case v1alpha1.ItemStateInProgress, v1alpha1.ItemStateCompleted:
-			written++
-			if before := machineconfig.ConfigBefore(it, g.Name); it.State == v1alpha1.ItemStateInProgress && before != "" && g.Target == before {
-				unrendered++
-			}
-		}
-	}
+	pending, written, unrendered, waitingFor := g.countItems(items)
 	switch {
 	case pending > 0 && written == 0:
 		g.State, g.Tone, g.Message = fmt.Sprintf("Not started: nothing written yet (%d nodes on %s)", g.Machines, g.Current), "neutral", waitingFor
@@ -253,6 +237,28 @@ func (g *gridPool) followItems(items []v1alpha1.VirtPlatformConfigItem) {
 			g.Nodes[i].State, g.Nodes[i].Detail = nodeWaiting, "runs "+g.Current
 		}
 	}
+}
+
+// countItems counts the items not written yet, those written, and those
+// in progress that the pool has not rendered yet; waitingFor is the first
+// pending item's message.
+func (g *gridPool) countItems(items []v1alpha1.VirtPlatformConfigItem) (pending, written, unrendered int, waitingFor string) {
+	for i := range items {
+		it := &items[i]
+		switch it.State {
+		case v1alpha1.ItemStatePending:
+			pending++
+			if waitingFor == "" {
+				waitingFor = it.Message
+			}
+		case v1alpha1.ItemStateInProgress, v1alpha1.ItemStateCompleted:
+			written++
+			if before := machineconfig.ConfigBefore(it, g.Name); it.State == v1alpha1.ItemStateInProgress && before != "" && g.Target == before {
+				unrendered++
+			}
+		}
+	}
+	return pending, written, unrendered, waitingFor
 }
 
 func orText(s, def string) string {

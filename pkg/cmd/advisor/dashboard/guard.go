@@ -147,24 +147,7 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) *refusal {
 		session = true
 	}
 	if code := r.URL.Query().Get(launchParam); code != "" && r.Method == http.MethodGet {
-		if ref := s.useLaunchCode(code); ref != nil && !session {
-			return ref
-		}
-		if !session {
-			// The only place the session secret leaves the server: an
-			// HttpOnly cookie that no script and no other site gets.
-			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			if s.launched != nil {
-				s.launched(r.UserAgent())
-			}
-		}
-		// The code leaves the address bar (and the history's last entry).
-		q := r.URL.Query()
-		q.Del(launchParam)
-		next := *r.URL
-		next.RawQuery = q.Encode()
-		http.Redirect(w, r, next.RequestURI(), http.StatusSeeOther)
-		return &refusal{} // answered
+		return s.trade(w, r, code, session)
 	}
 	if !session {
 		return &refusal{http.StatusUnauthorized, "Refused: this page needs the session of this run",
@@ -174,6 +157,35 @@ func (s *Server) check(w http.ResponseWriter, r *http.Request) *refusal {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return nil
 	}
+	return s.checkForm(w, r)
+}
+
+// trade answers a GET with a launch code: it trades a valid code for the
+// session cookie, then redirects to the address without the code.
+func (s *Server) trade(w http.ResponseWriter, r *http.Request, code string, session bool) *refusal {
+	if ref := s.useLaunchCode(code); ref != nil && !session {
+		return ref
+	}
+	if !session {
+		// The only place the session secret leaves the server: an
+		// HttpOnly cookie that no script and no other site gets.
+		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		if s.launched != nil {
+			s.launched(r.UserAgent())
+		}
+	}
+	// The code leaves the address bar (and the history's last entry).
+	q := r.URL.Query()
+	q.Del(launchParam)
+	next := *r.URL
+	next.RawQuery = q.Encode()
+	http.Redirect(w, r, next.RequestURI(), http.StatusSeeOther)
+	return &refusal{} // answered
+}
+
+// checkForm decides a request of a session that is no GET: only a POST
+// of a form of this dashboard is served.
+func (s *Server) checkForm(w http.ResponseWriter, r *http.Request) *refusal {
 	if r.Method != http.MethodPost {
 		return &refusal{http.StatusMethodNotAllowed, "Refused: method not allowed", "This dashboard changes things only with POST from its own forms."}
 	}

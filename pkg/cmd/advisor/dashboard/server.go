@@ -127,23 +127,41 @@ func New(o Options) (*Server, error) {
 		ttl = DefaultLaunchTTL
 	}
 	s.launch = launch{code: o.LaunchCode, ttl: ttl, expires: s.clock.Now().Add(ttl)}
+	if err := s.parsePages(); err != nil {
+		return nil, err
+	}
+	mux, err := s.routes()
+	if err != nil {
+		return nil, err
+	}
+	s.handler = s.guard(mux)
+	return s, nil
+}
+
+// parsePages parses the template of each page, with the layout and the
+// parts they share.
+func (s *Server) parsePages() error {
 	s.pages = map[string]*template.Template{}
 	base, err := template.New("").Funcs(s.funcs()).ParseFS(templateFS, "templates/layout.html", "templates/parts.html")
 	if err != nil {
-		return nil, fmt.Errorf("dashboard templates: %w", err)
+		return fmt.Errorf("dashboard templates: %w", err)
 	}
 	for _, name := range pageNames {
 		t, err := template.Must(base.Clone()).ParseFS(templateFS, "templates/"+name+".html")
 		if err != nil {
-			return nil, fmt.Errorf("dashboard template %s: %w", name, err)
+			return fmt.Errorf("dashboard template %s: %w", name, err)
 		}
 		s.pages[name] = t
 	}
+	return nil
+}
+
+// routes are the dashboard's pages, forms and static files.
+func (s *Server) routes() (*http.ServeMux, error) {
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		return nil, err
 	}
-
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.configsPage)
 	mux.HandleFunc("GET /configs/{name}", s.planPage)
@@ -163,8 +181,7 @@ func New(o Options) (*Server, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, &refusal{http.StatusNotFound, "Not found", "There is no page at " + r.URL.Path + "."})
 	})
-	s.handler = s.guard(mux)
-	return s, nil
+	return mux, nil
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }

@@ -35,6 +35,8 @@ type ProfileOptionsApplyConfiguration struct {
 	PciPassthrough *PciPassthroughConfigApplyConfiguration `json:"pciPassthrough,omitempty"`
 	// dedicatedCPUs tunes the dedicated-cpus profile.
 	DedicatedCPUs *DedicatedCPUsConfigApplyConfiguration `json:"dedicatedCPUs,omitempty"`
+	// vmEvictionStrategy tunes the vm-eviction-strategy profile.
+	VMEvictionStrategy *VMEvictionStrategyConfigApplyConfiguration `json:"vmEvictionStrategy,omitempty"`
 }
 
 // ProfileOptionsApplyConfiguration constructs a declarative configuration of the ProfileOptions type for use with
@@ -88,5 +90,13 @@ func (b *ProfileOptionsApplyConfiguration) WithPciPassthrough(value *PciPassthro
 // If called multiple times, the DedicatedCPUs field is set to the value of the last call.
 func (b *ProfileOptionsApplyConfiguration) WithDedicatedCPUs(value *DedicatedCPUsConfigApplyConfiguration) *ProfileOptionsApplyConfiguration {
 	b.DedicatedCPUs = value
+	return b
+}
+
+// WithVMEvictionStrategy sets the VMEvictionStrategy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the VMEvictionStrategy field is set to the value of the last call.
+func (b *ProfileOptionsApplyConfiguration) WithVMEvictionStrategy(value *VMEvictionStrategyConfigApplyConfiguration) *ProfileOptionsApplyConfiguration {
+	b.VMEvictionStrategy = value
 	return b
 }
