@@ -33,10 +33,12 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/klog/v2"
 
+	"github.com/kubevirt/virt-advisor/pkg/alertsource"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/controller"
+	"github.com/kubevirt/virt-advisor/pkg/gates"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
@@ -91,6 +93,10 @@ type ExtraConfig struct {
 	RolloutCoalesceWindow time.Duration
 	// TransientErrorDeadline bounds the retries of a transiently failing write.
 	TransientErrorDeadline time.Duration
+	// Gates are the defaults of the gates between the steps of a pool's
+	// rollout; Alerts reads the alert gate's alerts (nil: none).
+	Gates  plan.GateDefaults
+	Alerts *alertsource.Reader
 	// Storage is how the server reaches its etcd; EmbeddedEtcd: that etcd
 	// is the embedded one. Replicas compare their stores' etcd cluster
 	// IDs (see package sharedstorage).
@@ -174,6 +180,7 @@ func (x ExtraConfig) build() (*dependencies, error) {
 		Metrics:  d.metrics,
 		NodeVMs:  d.cluster.NodeVMs,
 		Pods:     d.cluster.Pods,
+		Gates:    x.Gates,
 	}
 	return d, nil
 }
@@ -368,6 +375,7 @@ func (st *starter) newController(configs externalversions.SharedInformerFactory,
 		ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),
 			PolicyAuthorizer: c.GenericConfig.Authorization.Authorizer},
 		Confinement: st.confined, AdmissionInformers: st.confined.informers,
+		Alerts: firingAlerts(c.ExtraConfig.Alerts),
 	})
 }
 
@@ -429,4 +437,22 @@ func sharedStorageCheck(x ExtraConfig, kube kubernetes.Interface) (*sharedstorag
 		return lease, err
 	}
 	return check, factory
+}
+
+// firingAlerts reads the alert gate's alerts from r; nil without a source.
+func firingAlerts(r *alertsource.Reader) func(context.Context) ([]gates.Alert, error) {
+	if r == nil {
+		return nil
+	}
+	return func(ctx context.Context) ([]gates.Alert, error) {
+		firing, err := r.Firing(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]gates.Alert, len(firing))
+		for i, labels := range firing {
+			out[i] = gates.Alert{Labels: labels}
+		}
+		return out, nil
+	}
 }

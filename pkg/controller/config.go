@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/gates"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -67,6 +68,9 @@ type Config struct {
 	Version string
 	// RequireDistinctApprover keeps action Apply from approving by itself.
 	RequireDistinctApprover bool
+	// Alerts reads the alerts firing now for the alert gate between the
+	// steps of a pool's rollout; nil: the server reads none.
+	Alerts func(ctx context.Context) ([]gates.Alert, error)
 	// CoalesceWindow is how long pools stay paused after a MachineConfig
 	// write so that further approved changes roll out with it; 0 disables.
 	CoalesceWindow time.Duration
@@ -176,6 +180,8 @@ type Metrics interface {
 	// PoolWindows reports, per pool a maintenance window selects, the
 	// seconds until it may be disrupted again; pools left out lose theirs.
 	PoolWindows(opensIn map[string]float64)
+	// RolloutHalted reports whether a gate halts the rollout of pool.
+	RolloutHalted(pool, gate string, halted bool)
 }
 
 // noMetrics records nothing.
@@ -187,6 +193,7 @@ func (noMetrics) ApplyDuration(string, time.Duration) {}
 func (noMetrics) DriftDetected(string)                {}
 func (noMetrics) DriftLatency(time.Duration)          {}
 func (noMetrics) PoolWindows(map[string]float64)      {}
+func (noMetrics) RolloutHalted(string, string, bool)  {}
 
 // Watcher is what the controller uses of the watches on the main cluster
 // (*cluster.Watches).

@@ -58,6 +58,23 @@ var PolicyApprovals = metrics.NewCounterVec(&metrics.CounterOpts{
 	Help: "Plan approvals made by an ApprovalPolicy, by policy.", StabilityLevel: metrics.ALPHA,
 }, []string{"policy"})
 
+// RolloutHaltedGauge is 1 while a gate holds the rollout of a
+// MachineConfigPool halted (VirtAdvisorRolloutHalted alerts on it).
+var RolloutHaltedGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+	Namespace: namespace, Name: "rollout_halted",
+	Help: "1 while a gate between two steps holds the rollout of the MachineConfigPool halted, by pool and gate.", StabilityLevel: metrics.ALPHA,
+}, []string{"pool", "gate"})
+
+// RolloutHalted reports whether a gate halts the rollout of pool; the
+// series of a released halt is dropped.
+func (r *Recorder) RolloutHalted(pool, gate string, halted bool) {
+	if halted {
+		RolloutHaltedGauge.WithLabelValues(pool, gate).Set(1)
+		return
+	}
+	RolloutHaltedGauge.DeleteLabelValues(pool, gate)
+}
+
 // PoolWindowOpensIn is, per MachineConfigPool a maintenance window
 // selects, the seconds until its nodes may be disrupted again (0 while
 // they may).
@@ -95,7 +112,7 @@ var once sync.Once
 // series of the configs are registered by RegisterConfigs.
 func Register(profiles ...string) {
 	once.Do(func() {
-		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency, PoolWindowOpensIn, PolicyApprovals, AdmissionPolicyInForceGauge)
+		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency, PoolWindowOpensIn, PolicyApprovals, AdmissionPolicyInForceGauge, RolloutHaltedGauge)
 		now := unixSeconds(time.Now())
 		for _, p := range profiles {
 			DriftDetections.WithLabelValues(p).Add(0)

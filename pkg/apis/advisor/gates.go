@@ -7,7 +7,7 @@ import (
 
 // Bounds of spec.rollout.gates.
 const (
-	MinNodeReadyTimeout    = time.Minute
+	MinNodeReadyTimeout    = 30 * time.Second
 	MaxGateDuration        = 24 * time.Hour
 	MaxFailedMigrationsCap = 1000
 	MaxAlertMatchers       = 20

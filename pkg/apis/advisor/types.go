@@ -420,6 +420,8 @@ type ApprovalRecord struct {
 	// sequence counts the approvals of this config: each is one more than
 	// the approval or abort before it.
 	Sequence int64
+	// gates are the gates in force for the approved plan's rollouts.
+	Gates *PlanGates
 }
 
 // AbortRecord is the abort of an approved plan.

@@ -150,6 +150,30 @@ func (c *Controller) Hold(ctx context.Context, config string, it *v1alpha1.VirtP
 // our pause: an apply without spec.paused and the annotations drops our
 // ownership of them, so they go away unless someone else owns them.
 func (p *pauses) apply(ctx context.Context, pool string, until *time.Time, forWindow string) error {
+	return p.applyWith(ctx, pool, until, forWindow, nil)
+}
+
+// forStep pauses pool between two steps of its rollout, with the step in
+// flight and the halt, when there is one, recorded on it. The pause ends
+// at once: the step, not the time, holds it.
+func (p *pauses) forStep(ctx context.Context, pool *unstructured.Unstructured, step *machineconfig.PoolStep, halt *machineconfig.PoolHalt) error {
+	records := map[string]string{}
+	if step != nil {
+		records[machineconfig.StepAnnotation] = step.Encode()
+	}
+	if halt != nil {
+		records[machineconfig.HaltAnnotation] = halt.Encode()
+	}
+	now := p.clock.Now()
+	if err := p.applyWith(ctx, pool.GetName(), &now, "", records); err != nil {
+		return fmt.Errorf("pausing MachineConfigPool '%s' between two steps of its rollout: %w", pool.GetName(), err)
+	}
+	return nil
+}
+
+// applyWith applies our pause (until set) with records, our annotations
+// of a stepped rollout, or ends it (until nil).
+func (p *pauses) applyWith(ctx context.Context, pool string, until *time.Time, forWindow string, records map[string]string) error {
 	metadata := map[string]interface{}{"name": pool}
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": metadata}}
 	obj.SetGroupVersionKind(machineconfig.MachineConfigPoolGVK)
@@ -157,6 +181,9 @@ func (p *pauses) apply(ctx context.Context, pool string, until *time.Time, forWi
 		annotations := map[string]string{machineconfig.PausedUntilAnnotation: until.UTC().Format(time.RFC3339)}
 		if forWindow != "" {
 			annotations[machineconfig.PausedForAnnotation] = forWindow
+		}
+		for k, v := range records {
+			annotations[k] = v
 		}
 		obj.SetAnnotations(annotations)
 		obj.Object["spec"] = map[string]interface{}{"paused": true}

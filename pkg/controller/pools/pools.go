@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/gates"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
@@ -61,6 +62,8 @@ type Metrics interface {
 	// PoolWindows reports, per pool a maintenance window selects, the
 	// seconds until it may be disrupted again.
 	PoolWindows(opensIn map[string]float64)
+	// RolloutHalted reports whether a gate halted the rollout of pool.
+	RolloutHalted(pool, gate string, halted bool)
 }
 
 // Config is what the pool controller needs; the caller shares its readers,
@@ -93,6 +96,11 @@ type Config struct {
 	Recorder       record.EventRecorder
 	Metrics        Metrics
 	Clock          clock.Clock
+	// Nodes reads the Nodes (a cache); nil: Cluster lists them live.
+	Nodes func(ctx context.Context) ([]unstructured.Unstructured, error)
+	// Alerts reads the alerts firing now (the server's alert source); nil:
+	// the server reads none, and an alert gate holds every step.
+	Alerts func(ctx context.Context) ([]gates.Alert, error)
 	// Wake asks the config controller to look at a config again: one of
 	// its items waits on, or rolls out on, a pool whose state changed.
 	Wake func(config string)
@@ -262,3 +270,5 @@ func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimit
 type noMetrics struct{}
 
 func (noMetrics) PoolWindows(map[string]float64) {}
+
+func (noMetrics) RolloutHalted(string, string, bool) {}

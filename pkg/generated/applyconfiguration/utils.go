@@ -74,6 +74,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.ObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PciPassthroughConfig"):
 		return &advisorv1alpha1.PciPassthroughConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlanAlertGate"):
+		return &advisorv1alpha1.PlanAlertGateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlanGates"):
+		return &advisorv1alpha1.PlanGatesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyBounds"):
 		return &advisorv1alpha1.PolicyBoundsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyConfigs"):

@@ -988,12 +988,18 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref common.ReferenceCallbac
 							Format:      "int64",
 						},
 					},
+					"gates": {
+						SchemaProps: spec.SchemaProps{
+							Description: "gates are the gates in force between the steps of the approved plan's MachineConfigPool rollouts, as its plan showed them: a later spec change does not change them.",
+							Ref:         ref(v1alpha1.PlanGates{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"planHash", "approvedBy", "approvedAt", "generation"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName(), v1alpha1.PlanGates{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2856,7 +2862,7 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutGates(ref common.ReferenceCallback)
 				Properties: map[string]spec.Schema{
 					"nodeReadyTimeout": {
 						SchemaProps: spec.SchemaProps{
-							Description: "nodeReadyTimeout is how long the nodes of a step may take to come back (Ready, their MCO state Done on the desired config) and the VMs moved off them to run again, from the step's start, e.g. \"20m\". Past it the rollout halts. Between 1m and 24h.",
+							Description: "nodeReadyTimeout is how long the nodes of a step may take to come back (Ready, their MCO state Done on the desired config) and the VMs moved off them to run again, from the step's start, e.g. \"20m\". Past it the rollout halts. Between 30s and 24h.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

@@ -169,7 +169,7 @@ type RolloutGates struct {
 	// nodeReadyTimeout is how long the nodes of a step may take to come
 	// back (Ready, their MCO state Done on the desired config) and the VMs
 	// moved off them to run again, from the step's start, e.g. "20m".
-	// Past it the rollout halts. Between 1m and 24h.
+	// Past it the rollout halts. Between 30s and 24h.
 	// +optional
 	NodeReadyTimeout string `json:"nodeReadyTimeout,omitempty"`
 	// maxFailedMigrations is how many live migrations started by a step's
@@ -892,6 +892,11 @@ type ApprovalRecord struct {
 	// of a higher sequence than the one it aborted, however close in time.
 	// +optional
 	Sequence int64 `json:"sequence,omitempty"`
+	// gates are the gates in force between the steps of the approved
+	// plan's MachineConfigPool rollouts, as its plan showed them: a
+	// later spec change does not change them.
+	// +optional
+	Gates *PlanGates `json:"gates,omitempty"`
 }
 
 // AbortRecord is the abort of an approved plan.

@@ -1001,6 +1001,7 @@ func autoConvert_v1alpha1_ApprovalRecord_To_advisor_ApprovalRecord(in *ApprovalR
 	out.Policy = (*advisor.ApprovalPolicyRef)(unsafe.Pointer(in.Policy))
 	out.Revert = in.Revert
 	out.Sequence = in.Sequence
+	out.Gates = (*advisor.PlanGates)(unsafe.Pointer(in.Gates))
 	return nil
 }
 
@@ -1019,6 +1020,7 @@ func autoConvert_advisor_ApprovalRecord_To_v1alpha1_ApprovalRecord(in *advisor.A
 	out.Policy = (*ApprovalPolicyRef)(unsafe.Pointer(in.Policy))
 	out.Revert = in.Revert
 	out.Sequence = in.Sequence
+	out.Gates = (*PlanGates)(unsafe.Pointer(in.Gates))
 	return nil
 }
 

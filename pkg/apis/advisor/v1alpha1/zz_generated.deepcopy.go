@@ -390,6 +390,11 @@ func (in *ApprovalRecord) DeepCopyInto(out *ApprovalRecord) {
 		*out = new(ApprovalPolicyRef)
 		**out = **in
 	}
+	if in.Gates != nil {
+		in, out := &in.Gates, &out.Gates
+		*out = new(PlanGates)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 

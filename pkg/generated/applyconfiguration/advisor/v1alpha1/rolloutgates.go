@@ -26,7 +26,7 @@ type RolloutGatesApplyConfiguration struct {
 	// nodeReadyTimeout is how long the nodes of a step may take to come
 	// back (Ready, their MCO state Done on the desired config) and the VMs
 	// moved off them to run again, from the step's start, e.g. "20m".
-	// Past it the rollout halts. Between 1m and 24h.
+	// Past it the rollout halts. Between 30s and 24h.
 	NodeReadyTimeout *string `json:"nodeReadyTimeout,omitempty"`
 	// maxFailedMigrations is how many live migrations started by a step's
 	// drains may fail before the rollout halts. Default 0.

@@ -1,0 +1,410 @@
+package pools
+
+// Stepped rollouts: a pool an approved MachineConfig item rolls out on is
+// let through one MCO step at a time. Unpaused, the MCO targets the next
+// node(s) (as many as maxUnavailable allows); as soon as it has, the pool
+// is paused again and the step recorded on it (StepAnnotation), so the
+// node(s) in flight finish and no other starts; once they are back the
+// gates (pkg/gates) decide whether the next step may start. A gate that
+// trips halts the rollout: the pool stays paused, the halt recorded on it
+// (HaltAnnotation), until an approver approves again, aborts or reverts,
+// or the configs it names are deleted. A pool whose nodes the Machine
+// Config daemon does not annotate cannot be stepped: it is rolled out as
+// the MCO does, and the items say so.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/disruption"
+	"github.com/kubevirt/virt-advisor/pkg/gates"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
+	"github.com/kubevirt/virt-advisor/pkg/status"
+)
+
+// StepPoll is how often a pool in a stepped rollout is looked at while the
+// MCO targets a node or a step's nodes come back.
+const StepPoll = time.Second
+
+// stepView is what a stepped pool's reconcile decides from.
+type stepView struct {
+	pool  *unstructured.Unstructured
+	nodes []gates.Node
+	// settings are the gates in force (the strictest of the approvals
+	// rolling out on the pool); approvals the sequence of each.
+	settings  gates.Settings
+	approvals map[string]int64
+	step      *machineconfig.PoolStep
+	now       time.Time
+	// alerts firing now, or why they cannot be read (only with an alert
+	// gate in force).
+	alerts    []gates.Alert
+	alertsErr error
+}
+
+// poolNodes are the nodes of pool as the gates read them; stepped is
+// false when the MCO annotates none of them (nothing to step by).
+func poolNodes(pool *unstructured.Unstructured, all, nodes []unstructured.Unstructured) ([]gates.Node, bool, error) {
+	names, err := (&disruption.Cluster{Pools: all, Nodes: nodes}).PoolNodes(pool)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]gates.Node, 0, len(names))
+	stepped := false
+	for i := range nodes {
+		n := &nodes[i]
+		if !slices.Contains(names, n.GetName()) {
+			continue
+		}
+		g := gateNode(n)
+		stepped = stepped || g.Desired != "" || g.Current != ""
+		out = append(out, g)
+	}
+	return out, stepped, nil
+}
+
+// gateNode reads a Node as the gates see it.
+func gateNode(n *unstructured.Unstructured) gates.Node {
+	a := n.GetAnnotations()
+	g := gates.Node{Name: n.GetName(), Ready: true, State: a[machineconfig.NodeStateAnnotation],
+		Current: a[machineconfig.NodeCurrentConfigAnnotation], Desired: a[machineconfig.NodeDesiredConfigAnnotation], Reason: a[machineconfig.NodeReasonAnnotation]}
+	conditions, _, _ := unstructured.NestedSlice(n.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, _ := c.(map[string]interface{})
+		if m["type"] != string(corev1.NodeReady) {
+			continue
+		}
+		g.Ready = m["status"] == string(corev1.ConditionTrue)
+		if t, err := time.Parse(time.RFC3339, fmt.Sprint(m["lastTransitionTime"])); err == nil {
+			g.ReadySince = t
+		}
+	}
+	taints, _, _ := unstructured.NestedSlice(n.Object, "spec", "taints")
+	for _, t := range taints {
+		if m, _ := t.(map[string]interface{}); m["key"] == corev1.TaintNodeUnreachable {
+			g.Unreachable = true
+		}
+	}
+	return g
+}
+
+// stepNodes are the nodes as DecideStep reads them.
+func stepNodes(nodes []gates.Node) []machineconfig.StepNode {
+	out := make([]machineconfig.StepNode, len(nodes))
+	for i, n := range nodes {
+		out[i] = machineconfig.StepNode{Name: n.Name, Current: n.Current, Desired: n.Desired, State: n.State}
+	}
+	return out
+}
+
+// gatesOf are the gates in force on a pool: the strictest of those the
+// approvals rolling out on it approved (the shortest timeout and fewest
+// failed migrations, the longest soak, the first alert gate), and the
+// approvals' sequences.
+func gatesOf(v configView, rolling []itemKey) (gates.Settings, map[string]int64) {
+	s := gates.Settings{NodeReadyTimeout: defaultNodeReadyTimeout, MaxFailedMigrations: -1}
+	seqs := map[string]int64{}
+	for _, k := range rolling {
+		cfg := v.named(k.config)
+		if cfg == nil || cfg.Status.Approval == nil {
+			continue
+		}
+		seqs[cfg.Name] = cfg.Status.Approval.Sequence
+		mergeGates(&s, cfg.Status.Approval.Gates)
+	}
+	if s.MaxFailedMigrations < 0 {
+		s.MaxFailedMigrations = 0
+	}
+	return s, seqs
+}
+
+// defaultNodeReadyTimeout is the node gate's timeout of an approval that
+// recorded no gates (approved before the gates existed).
+const defaultNodeReadyTimeout = 20 * time.Minute
+
+func mergeGates(s *gates.Settings, g *v1alpha1.PlanGates) {
+	if g == nil {
+		return
+	}
+	if d, err := time.ParseDuration(g.NodeReadyTimeout); err == nil && d > 0 && d < s.NodeReadyTimeout {
+		s.NodeReadyTimeout = d
+	}
+	if d, err := time.ParseDuration(g.Soak); err == nil && d > s.Soak {
+		s.Soak = d
+	}
+	if m := int(g.MaxFailedMigrations); s.MaxFailedMigrations < 0 || m < s.MaxFailedMigrations {
+		s.MaxFailedMigrations = m
+	}
+	if g.Alerts != nil && s.Alerts == nil {
+		s.Alerts = alertSettings(g.Alerts)
+	}
+}
+
+// stepDecision is what a stepped pool's reconcile does.
+type stepDecision struct {
+	action machineconfig.StepAction
+	// step: the step to record (StepRecord).
+	step *machineconfig.PoolStep
+	// verdict: the gates' answer (StepInFlight, StepGates).
+	verdict gates.Verdict
+	after   time.Duration
+}
+
+// decideStep is a stepped pool's reconcile, without I/O.
+func decideStep(s stepView) stepDecision {
+	p := machineconfig.ReadPool(s.pool, "", "", "")
+	var recorded []string
+	if s.step != nil {
+		recorded = s.step.Nodes
+	}
+	action, nodes := machineconfig.DecideStep(machineconfig.Stepping{Target: p.SpecConfig, Paused: p.Paused, Step: recorded, Nodes: stepNodes(s.nodes)})
+	// Nodes are not watched: a stepped pool is looked at every StepPoll
+	// until its rollout is complete.
+	d := stepDecision{action: action, after: StepPoll}
+	switch action {
+	case machineconfig.StepRecord:
+		d.step = &machineconfig.PoolStep{Nodes: nodes, Desired: p.SpecConfig, Started: s.now, NotReady: notReadyOutside(s.nodes, nodes), Firing: alertKeys(s.alerts)}
+		if s.step != nil { // nodes joined the step in flight
+			d.step.Started, d.step.NotReady, d.step.Firing = s.step.Started, s.step.NotReady, s.step.Firing
+		}
+	case machineconfig.StepInFlight, machineconfig.StepGates:
+		d.verdict = gates.Evaluate(s.settings, gates.Baseline{NotReady: s.step.NotReady, Firing: s.step.Firing},
+			gates.Step{Pool: s.pool.GetName(), Nodes: s.step.Nodes, Desired: s.step.Desired, StartedAt: s.step.Started},
+			gates.Facts{Now: s.now, Nodes: s.nodes, Alerts: s.alerts, AlertsErr: s.alertsErr})
+		d.after = soonest(StepPoll, d.verdict.After)
+	case machineconfig.StepComplete:
+		d.after = 0
+	}
+	return d
+}
+
+// notReadyOutside are the nodes, but those of the step, already not Ready,
+// unreachable or Degraded as a step starts.
+func notReadyOutside(nodes []gates.Node, step []string) []string {
+	var out []string
+	for _, n := range nodes {
+		if !slices.Contains(step, n.Name) && (!n.Ready || n.Unreachable || n.State == gates.StateDegraded) {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// stepPool steps pool's rollout. handled is false when the pool is not
+// stepped (the MCO annotates none of its nodes): the caller decides as for
+// any rollout.
+func (c *Controller) stepPool(ctx context.Context, pool *unstructured.Unstructured, all []unstructured.Unstructured, v configView, rolling []itemKey, w windowCheck) (handled bool, after time.Duration, err error) {
+	nodes, err := c.listNodes(ctx)
+	if err != nil {
+		return true, 0, err
+	}
+	gn, stepped, err := poolNodes(pool, all, nodes)
+	if err != nil || !stepped {
+		return false, 0, nil
+	}
+	settings, seqs := gatesOf(v, rolling)
+	sv := stepView{pool: pool, nodes: gn, settings: settings, approvals: seqs, step: machineconfig.ReadStep(pool), now: c.Clock.Now()}
+	if settings.Alerts != nil {
+		sv.alerts, sv.alertsErr = c.readAlerts(ctx)
+	}
+	d := decideStep(sv)
+	return true, d.after, c.applyStep(ctx, pool, d, v, rolling, w, seqs)
+}
+
+// applyStep does what decideStep decided.
+func (c *Controller) applyStep(ctx context.Context, pool *unstructured.Unstructured, d stepDecision, v configView, rolling []itemKey, w windowCheck, seqs map[string]int64) error {
+	name := pool.GetName()
+	log := klog.FromContext(ctx)
+	switch d.action {
+	case machineconfig.StepRecord:
+		if err := c.pauses.forStep(ctx, pool, d.step, nil); err != nil {
+			return err
+		}
+		log.Info("Paused MachineConfigPool for a step of its rollout", "pool", name, "nodes", d.step.Nodes)
+		c.wakeAll(rolling)
+	case machineconfig.StepInFlight, machineconfig.StepGates:
+		switch d.verdict.Outcome {
+		case gates.Halt:
+			return c.halt(ctx, pool, d.verdict, seqs, rolling)
+		case gates.Pass:
+			// The step is over: the next starts as a pause of ours ends.
+			return c.nextStep(ctx, pool, v, rolling, w)
+		}
+	case machineconfig.StepStart:
+		return c.nextStep(ctx, pool, v, rolling, w)
+	case machineconfig.StepComplete:
+		if machineconfig.ReadStep(pool) != nil || machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Ours {
+			return c.nextStep(ctx, pool, v, rolling, w)
+		}
+	}
+	return nil
+}
+
+// nextStep ends our pause between two steps (the step record with it),
+// after the same look at windows and VMs as any pause of ours.
+func (c *Controller) nextStep(ctx context.Context, pool *unstructured.Unstructured, v configView, rolling []itemKey, w windowCheck) error {
+	if !w.Allowed {
+		return nil // the window's pause holds it; the step starts as it opens
+	}
+	configs := configsOf(rolling, nil)
+	held, err := c.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs))
+	if err == nil && !held {
+		c.wakeAll(rolling)
+	}
+	return err
+}
+
+// halt records that a gate tripped: the pool stays paused (it is, between
+// steps) with the halt on it, an Event says why, the configs are woken to
+// say so in their status.
+func (c *Controller) halt(ctx context.Context, pool *unstructured.Unstructured, v gates.Verdict, seqs map[string]int64, rolling []itemKey) error {
+	h := &machineconfig.PoolHalt{Gate: v.Gate, Node: v.Node, Message: v.Message, Evidence: v.Evidence, At: c.Clock.Now().UTC().Truncate(time.Second), Approvals: seqs}
+	if err := c.pauses.forStep(ctx, pool, machineconfig.ReadStep(pool), h); err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("Halted the rollout of MachineConfigPool: a gate tripped", "pool", pool.GetName(), "gate", v.Gate, "node", v.Node, "message", v.Message)
+	c.Recorder.Eventf(pool, corev1.EventTypeWarning, "RolloutHalted", "virt-advisor halted the rollout: gate %s tripped: %s%s; approve the plan again to resume, abort or revert it",
+		v.Gate, v.Message, evidenceSuffix(v.Evidence))
+	c.Metrics.RolloutHalted(pool.GetName(), v.Gate, true)
+	c.wakeAll(rolling)
+	return nil
+}
+
+func evidenceSuffix(ev []string) string {
+	if len(ev) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(ev, "; ") + ")"
+}
+
+func (c *Controller) wakeAll(rolling []itemKey) {
+	for _, k := range rolling {
+		c.Wake(k.config)
+	}
+}
+
+// haltReleased is true when the halt recorded on a pool is over: a config
+// it names was approved again (a higher approval sequence: a resume or a
+// revert) or is gone. An abort's hold takes over before (the abort).
+func haltReleased(h *machineconfig.PoolHalt, v configView) bool {
+	for name := range h.Approvals {
+		cfg := v.named(name)
+		if cfg == nil || (cfg.Status.Approval != nil && h.Releases(name, cfg.Status.Approval.Sequence)) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdHalt keeps a halted pool paused, or, once the halt is released,
+// drops the halt and the step in flight with it: the next look steps the
+// rollout from what the nodes run. done is false when the pool is not
+// halted.
+func (c *Controller) holdHalt(ctx context.Context, pool *unstructured.Unstructured, v configView) (done bool, after time.Duration, err error) {
+	h := machineconfig.ReadHalt(pool)
+	if h == nil {
+		return false, 0, nil
+	}
+	if !haltReleased(h, v) {
+		if p := machineconfig.ReadPool(pool, cluster.FieldManager, "", ""); !p.Paused && machineconfig.RollingOut(pool) {
+			// Someone ended the pause but left the halt: it holds.
+			return true, 0, c.pauses.forStep(ctx, pool, machineconfig.ReadStep(pool), h)
+		}
+		c.Metrics.RolloutHalted(pool.GetName(), h.Gate, true)
+		return true, 0, nil
+	}
+	if err := c.pauses.forStep(ctx, pool, nil, nil); err != nil {
+		return true, 0, err
+	}
+	klog.FromContext(ctx).Info("The halt of a MachineConfigPool's rollout was released by a new approval", "pool", pool.GetName(), "gate", h.Gate)
+	c.Recorder.Eventf(pool, corev1.EventTypeNormal, "RolloutResumed", "virt-advisor resumes the rollout halted by gate %s: a plan of %s was approved again", h.Gate, strings.Join(sortedKeys(h.Approvals), ", "))
+	c.Metrics.RolloutHalted(pool.GetName(), h.Gate, false)
+	return true, StepPoll, nil
+}
+
+func sortedKeys(m map[string]int64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// listNodes reads the Nodes: from Config.Nodes (a cache) when set, else live.
+func (c *Controller) listNodes(ctx context.Context) ([]unstructured.Unstructured, error) {
+	if c.Nodes != nil {
+		return c.Nodes(ctx)
+	}
+	return c.Cluster.List(ctx, nodeGVK)
+}
+
+var nodeGVK = corev1.SchemeGroupVersion.WithKind("Node")
+
+// alertSettings are the alert gate as pkg/gates reads it; a matcher that
+// does not parse (validation refused it at the spec) is dropped: the gate
+// then halts on more alerts, never on fewer.
+func alertSettings(g *v1alpha1.PlanAlertGate) *gates.AlertSettings {
+	out := &gates.AlertSettings{Ignore: g.Ignore, IgnoreErrors: g.OnError == v1alpha1.GateErrorIgnore}
+	for _, m := range g.Matchers {
+		if parsed, err := advisor.ParseMatcher(m); err == nil {
+			out.Matchers = append(out.Matchers, parsed)
+		}
+	}
+	return out
+}
+
+// NoAlertSource is why an alert gate cannot be evaluated on a server that
+// reads no alerts.
+const NoAlertSource = "the server reads no alerts (--alert-source-url is not set)"
+
+// readAlerts reads the alerts firing now.
+func (c *Controller) readAlerts(ctx context.Context) ([]gates.Alert, error) {
+	if c.Alerts == nil {
+		return nil, fmt.Errorf("%s", NoAlertSource)
+	}
+	return c.Alerts(ctx)
+}
+
+func alertKeys(alerts []gates.Alert) []string {
+	out := make([]string, len(alerts))
+	for i, a := range alerts {
+		out[i] = a.Key()
+	}
+	return out
+}
+
+// stepMessage says how a stepped rollout of pool stands, "" when it is not
+// stepped or an abort holds it: halted (which gate, on which node, and
+// what ends it), or a step in flight.
+func stepMessage(pool *unstructured.Unstructured, item string, aborted bool) (string, *status.Wait) {
+	if aborted {
+		return "", nil
+	}
+	name := pool.GetName()
+	if h := machineconfig.ReadHalt(pool); h != nil {
+		on := ""
+		if h.Node != "" {
+			on = " on node '" + h.Node + "'"
+		}
+		msg := fmt.Sprintf("The rollout on MachineConfigPool '%s' is halted: gate %s tripped%s at %s: %s%s; the pool stays paused until an approver approves the plan again (resume), aborts or reverts it",
+			name, h.Gate, on, h.At.UTC().Format(time.RFC3339), h.Message, evidenceSuffix(h.Evidence))
+		return msg, &status.Wait{Reason: status.WaitingRolloutHalted, Message: fmt.Sprintf("Item '%s': %s", item, msg)}
+	}
+	if s := machineconfig.ReadStep(pool); s != nil {
+		msg := fmt.Sprintf("MachineConfigPool '%s' rolls out one step at a time: node(s) %s updating since %s (%d of %d nodes updated); the next step starts when the gates pass",
+			name, strings.Join(s.Nodes, ", "), s.Started.UTC().Format(time.RFC3339), machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"))
+		return msg, nil
+	}
+	return "", nil
+}
