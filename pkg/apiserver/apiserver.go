@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,6 +45,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/registry/approvalpolicy"
 	"github.com/kubevirt/virt-advisor/pkg/registry/maintenancewindow"
@@ -375,7 +377,7 @@ func (st *starter) newController(configs externalversions.SharedInformerFactory,
 		ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),
 			PolicyAuthorizer: c.GenericConfig.Authorization.Authorizer},
 		Confinement: st.confined, AdmissionInformers: st.confined.informers,
-		Alerts: firingAlerts(c.ExtraConfig.Alerts),
+		Alerts: firingAlerts(c.ExtraConfig.Alerts), Nodes: cachedNodes(d.cluster),
 	})
 }
 
@@ -454,5 +456,18 @@ func firingAlerts(r *alertsource.Reader) func(context.Context) ([]gates.Alert, e
 			out[i] = gates.Alert{Labels: labels}
 		}
 		return out, nil
+	}
+}
+
+// cachedNodes reads the Nodes from the cluster's cache once it synced,
+// else live.
+func cachedNodes(c *cluster.Cluster) func(context.Context) ([]unstructured.Unstructured, error) {
+	return func(ctx context.Context) ([]unstructured.Unstructured, error) {
+		if c.NodeVMs != nil {
+			if nodes, _, ok := c.NodeVMs.Nodes(); ok {
+				return nodes, nil
+			}
+		}
+		return c.List(ctx, profiles.NodeGVK)
 	}
 }

@@ -303,7 +303,8 @@ func intern(s string) string { return unique.Make(s).Value() }
 
 // slimNode keeps of a Node what the plans read: its name, labels (pools
 // select nodes by them), the control-plane topology annotation (a single
-// node cluster), whether it is schedulable and its taints (where VMs may
+// node cluster), the Machine Config daemon's annotations and the Ready
+// condition (the gates between the steps of a rollout), whether it is schedulable and its taints (where VMs may
 // go), its capacity and allocatable resources, its architecture and the
 // swap it reports (virt-higher-density's check).
 func slimNode(obj interface{}) (interface{}, error) {
@@ -315,8 +316,14 @@ func slimNode(obj interface{}) (interface{}, error) {
 	if l, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "labels"); found {
 		md["labels"] = l
 	}
-	if a, found := u.GetAnnotations()[controlPlaneTopologyAnnotation]; found {
-		md["annotations"] = map[string]interface{}{controlPlaneTopologyAnnotation: a}
+	annotations := map[string]interface{}{}
+	for _, key := range keptNodeAnnotations {
+		if a, found := u.GetAnnotations()[key]; found {
+			annotations[key] = a
+		}
+	}
+	if len(annotations) > 0 {
+		md["annotations"] = annotations
 	}
 	status := map[string]interface{}{}
 	for _, f := range []string{"capacity", "allocatable"} {
@@ -333,6 +340,9 @@ func slimNode(obj interface{}) (interface{}, error) {
 	if len(nodeInfo) > 0 {
 		status["nodeInfo"] = nodeInfo
 	}
+	if ready := readyCondition(u); ready != nil {
+		status["conditions"] = []interface{}{ready}
+	}
 	spec := map[string]interface{}{}
 	for _, f := range []string{"unschedulable", "taints"} {
 		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", f); found {
@@ -342,6 +352,31 @@ func slimNode(obj interface{}) (interface{}, error) {
 	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "v1", "kind": "Node", "metadata": md, "spec": spec, "status": status,
 	}}, nil
+}
+
+// keptNodeAnnotations are what the plans and the gates between the steps
+// of a rollout read of a Node's annotations: the single-node topology, and
+// what the Machine Config daemon says of its update.
+var keptNodeAnnotations = []string{controlPlaneTopologyAnnotation,
+	"machineconfiguration.openshift.io/currentConfig", "machineconfiguration.openshift.io/desiredConfig",
+	"machineconfiguration.openshift.io/state", "machineconfiguration.openshift.io/reason"}
+
+// readyCondition is the Node's Ready condition without its heartbeat (which
+// changes every few seconds and no decision reads), nil without one.
+func readyCondition(u *unstructured.Unstructured) map[string]interface{} {
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, ok := c.(map[string]interface{})
+		if !ok || m["type"] != "Ready" {
+			continue
+		}
+		out := map[string]interface{}{"type": "Ready", "status": m["status"]}
+		if t, found := m["lastTransitionTime"]; found {
+			out["lastTransitionTime"] = t
+		}
+		return out
+	}
+	return nil
 }
 
 // controlPlaneTopologyAnnotation is what marks a single-node cluster's node

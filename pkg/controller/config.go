@@ -68,6 +68,9 @@ type Config struct {
 	Version string
 	// RequireDistinctApprover keeps action Apply from approving by itself.
 	RequireDistinctApprover bool
+	// Nodes reads the Nodes from a cache (the gates between the steps of
+	// a rollout read them every StepPoll); nil: listed live.
+	Nodes func(ctx context.Context) ([]unstructured.Unstructured, error)
 	// Alerts reads the alerts firing now for the alert gate between the
 	// steps of a pool's rollout; nil: the server reads none.
 	Alerts func(ctx context.Context) ([]gates.Alert, error)
