@@ -50,6 +50,9 @@ type stepView struct {
 	// gate in force).
 	alerts    []gates.Alert
 	alertsErr error
+	// migrations the step's drains started, and the VMs they moved.
+	migrations []gates.Migration
+	moved      []gates.VMI
 }
 
 // poolNodes are the nodes of pool as the gates read them; stepped is
@@ -180,7 +183,7 @@ func decideStep(s stepView) stepDecision {
 	case machineconfig.StepInFlight, machineconfig.StepGates:
 		d.verdict = gates.Evaluate(s.settings, gates.Baseline{NotReady: s.step.NotReady, Firing: s.step.Firing},
 			gates.Step{Pool: s.pool.GetName(), Nodes: s.step.Nodes, Desired: s.step.Desired, StartedAt: s.step.Started},
-			gates.Facts{Now: s.now, Nodes: s.nodes, Alerts: s.alerts, AlertsErr: s.alertsErr})
+			gates.Facts{Now: s.now, Nodes: s.nodes, Alerts: s.alerts, AlertsErr: s.alertsErr, Migrations: s.migrations, Moved: s.moved})
 		d.after = soonest(StepPoll, d.verdict.After)
 	case machineconfig.StepComplete:
 		d.after = 0
@@ -216,6 +219,11 @@ func (c *Controller) stepPool(ctx context.Context, pool *unstructured.Unstructur
 	sv := stepView{pool: pool, nodes: gn, settings: settings, approvals: seqs, step: machineconfig.ReadStep(pool), now: c.Clock.Now()}
 	if settings.Alerts != nil {
 		sv.alerts, sv.alertsErr = c.readAlerts(ctx)
+	}
+	if sv.step != nil {
+		if sv.migrations, sv.moved, err = c.stepMigrations(ctx, sv.step); err != nil {
+			return true, 0, err
+		}
 	}
 	d := decideStep(sv)
 	return true, d.after, c.applyStep(ctx, pool, d, v, rolling, w, seqs)

@@ -48,20 +48,27 @@ func TestDecideStep(t *testing.T) {
 		outcome  gates.Outcome
 		gate     string
 		recorded []string
+		migs     []gates.Migration
 	}{
-		{"paused between steps, nodes left: the next step starts", true, nil, []gates.Node{old("w1"), old("w2")}, settings, machineconfig.StepStart, gates.Pass, "", nil},
-		{"unpaused, nothing targeted yet: wait for the MCO", false, nil, []gates.Node{old("w1"), old("w2")}, settings, machineconfig.StepAwait, gates.Pass, "", nil},
-		{"the MCO targeted w1: pause and record it", false, nil, []gates.Node{targeted("w1"), old("w2")}, settings, machineconfig.StepRecord, gates.Pass, "", []string{"w1"}},
-		{"w1 updating within the timeout: wait for it", true, step1, []gates.Node{targeted("w1"), old("w2")}, settings, machineconfig.StepInFlight, gates.Wait, gates.NodeBack, nil},
-		{"w1 updated but NotReady within the timeout: wait", true, step1, []gates.Node{notReady(done("w1")), old("w2")}, settings, machineconfig.StepGates, gates.Wait, gates.NodeBack, nil},
-		{"w1 NotReady past the timeout: halt", true, step1, []gates.Node{notReady(done("w1")), old("w2")}, gates.Settings{NodeReadyTimeout: time.Minute}, machineconfig.StepGates, gates.Halt, gates.NodeBack, nil},
-		{"w1 back: the gates pass", true, step1, []gates.Node{done("w1"), old("w2")}, settings, machineconfig.StepGates, gates.Pass, "", nil},
-		{"w1 back, soaking: wait", true, step1, []gates.Node{done("w1"), old("w2")}, gates.Settings{NodeReadyTimeout: time.Hour, Soak: 5 * time.Minute}, machineconfig.StepGates, gates.Wait, gates.Soak, nil},
-		{"w2 outside the step went NotReady: halt", true, step1, []gates.Node{done("w1"), notReady(old("w2"))}, settings, machineconfig.StepGates, gates.Halt, gates.NodeBack, nil},
-		{"every node on the target: complete", false, nil, []gates.Node{done("w1"), done("w2")}, settings, machineconfig.StepComplete, gates.Pass, "", nil},
+		{"paused between steps, nodes left: the next step starts", true, nil, []gates.Node{old("w1"), old("w2")}, settings, machineconfig.StepStart, gates.Pass, "", nil, nil},
+		{"unpaused, nothing targeted yet: wait for the MCO", false, nil, []gates.Node{old("w1"), old("w2")}, settings, machineconfig.StepAwait, gates.Pass, "", nil, nil},
+		{"the MCO targeted w1: pause and record it", false, nil, []gates.Node{targeted("w1"), old("w2")}, settings, machineconfig.StepRecord, gates.Pass, "", []string{"w1"}, nil},
+		{"w1 updating within the timeout: wait for it", true, step1, []gates.Node{targeted("w1"), old("w2")}, settings, machineconfig.StepInFlight, gates.Wait, gates.NodeBack, nil, nil},
+		{"w1 updated but NotReady within the timeout: wait", true, step1, []gates.Node{notReady(done("w1")), old("w2")}, settings, machineconfig.StepGates, gates.Wait, gates.NodeBack, nil, nil},
+		{"w1 NotReady past the timeout: halt", true, step1, []gates.Node{notReady(done("w1")), old("w2")}, gates.Settings{NodeReadyTimeout: time.Minute}, machineconfig.StepGates, gates.Halt, gates.NodeBack, nil, nil},
+		{"w1 back: the gates pass", true, step1, []gates.Node{done("w1"), old("w2")}, settings, machineconfig.StepGates, gates.Pass, "", nil, nil},
+		{"w1 back, soaking: wait", true, step1, []gates.Node{done("w1"), old("w2")}, gates.Settings{NodeReadyTimeout: time.Hour, Soak: 5 * time.Minute}, machineconfig.StepGates, gates.Wait, gates.Soak, nil, nil},
+		{"w2 outside the step went NotReady: halt", true, step1, []gates.Node{done("w1"), notReady(old("w2"))}, settings, machineconfig.StepGates, gates.Halt, gates.NodeBack, nil, nil},
+		{"a migration of w1's drain failed while w1 drains: halt at once", true, step1, []gates.Node{targeted("w1"), old("w2")}, settings, machineconfig.StepInFlight, gates.Halt, gates.VMsMoved, nil,
+			[]gates.Migration{{Namespace: "default", Name: "m1", VMI: "db-0", Phase: gates.MigrationFailed}}},
+		{"one failed migration allowed: w1 still awaited", true, step1, []gates.Node{targeted("w1"), old("w2")}, gates.Settings{NodeReadyTimeout: 10 * time.Minute, MaxFailedMigrations: 1}, machineconfig.StepInFlight, gates.Wait, gates.NodeBack, nil,
+			[]gates.Migration{{Namespace: "default", Name: "m1", VMI: "db-0", Phase: gates.MigrationFailed}}},
+		{"w1 back, a migration still running: wait", true, step1, []gates.Node{done("w1"), old("w2")}, settings, machineconfig.StepGates, gates.Wait, gates.VMsMoved, nil,
+			[]gates.Migration{{Namespace: "default", Name: "m1", VMI: "db-0", Phase: "Running"}}},
+		{"every node on the target: complete", false, nil, []gates.Node{done("w1"), done("w2")}, settings, machineconfig.StepComplete, gates.Pass, "", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decideStep(stepView{pool: steppedPool(tc.paused, tc.step), nodes: tc.nodes, settings: tc.settings, step: tc.step, now: now})
+			d := decideStep(stepView{pool: steppedPool(tc.paused, tc.step), nodes: tc.nodes, settings: tc.settings, step: tc.step, now: now, migrations: tc.migs})
 			if d.action != tc.action {
 				t.Fatalf("action %s, want %s", d.action, tc.action)
 			}
