@@ -340,8 +340,8 @@ func slimNode(obj interface{}) (interface{}, error) {
 	if len(nodeInfo) > 0 {
 		status["nodeInfo"] = nodeInfo
 	}
-	if ready := readyCondition(u); ready != nil {
-		status["conditions"] = []interface{}{ready}
+	if conditions := keptConditions(u); len(conditions) > 0 {
+		status["conditions"] = conditions
 	}
 	spec := map[string]interface{}{}
 	for _, f := range []string{"unschedulable", "taints"} {
@@ -361,22 +361,27 @@ var keptNodeAnnotations = []string{controlPlaneTopologyAnnotation,
 	"machineconfiguration.openshift.io/currentConfig", "machineconfiguration.openshift.io/desiredConfig",
 	"machineconfiguration.openshift.io/state", "machineconfiguration.openshift.io/reason"}
 
-// readyCondition is the Node's Ready condition without its heartbeat (which
-// changes every few seconds and no decision reads), nil without one.
-func readyCondition(u *unstructured.Unstructured) map[string]interface{} {
+// keptConditions are the Node's Ready condition and those another
+// controller sets while it maintains the node (Kubernetes' node lifecycle
+// conditions), without their heartbeats (which change every few seconds
+// and no decision reads).
+func keptConditions(u *unstructured.Unstructured) []interface{} {
 	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var out []interface{}
 	for _, c := range conditions {
 		m, ok := c.(map[string]interface{})
-		if !ok || m["type"] != "Ready" {
+		if !ok || (m["type"] != "Ready" && m["type"] != "MaintenanceInProgress" && m["type"] != "DrainInProgress") {
 			continue
 		}
-		out := map[string]interface{}{"type": "Ready", "status": m["status"]}
-		if t, found := m["lastTransitionTime"]; found {
-			out["lastTransitionTime"] = t
+		kept := map[string]interface{}{"type": m["type"], "status": m["status"]}
+		for _, f := range []string{"lastTransitionTime", "reason"} {
+			if v, found := m[f]; found {
+				kept[f] = v
+			}
 		}
-		return out
+		out = append(out, kept)
 	}
-	return nil
+	return out
 }
 
 // controlPlaneTopologyAnnotation is what marks a single-node cluster's node

@@ -91,6 +91,11 @@ func (c *Controller) Admit(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	kind, reason := pf.kind, pf.reason
 	if reason == "" {
 		kind = status.WaitingPoolBusy
+		if reason, err = c.maintainedByOthers(ctx, pools); err != nil {
+			return adm, err
+		}
+	}
+	if reason == "" {
 		reason, adm.pause = decideWrites(pools, it, c.CoalesceWindow)
 	}
 	if reason != "" {
@@ -98,6 +103,26 @@ func (c *Controller) Admit(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		adm.Wait = &status.Wait{Reason: kind, Message: fmt.Sprintf("Waiting before writing item '%s': %s", it.Name, reason)}
 	}
 	return adm, nil
+}
+
+// maintainedByOthers says which of pools someone else maintains now
+// (their first drain waits for it), "" when none.
+func (c *Controller) maintainedByOthers(ctx context.Context, pools []*unstructured.Unstructured) (string, error) {
+	all, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return "", err
+	}
+	var why []string
+	for _, pool := range pools {
+		others, err := c.othersMaintenance(ctx, pool, all, nil)
+		if err != nil {
+			return "", err
+		}
+		if others != "" {
+			why = append(why, others)
+		}
+	}
+	return strings.Join(why, "; "), nil
 }
 
 // decideWrites decides, pool by pool, whether an item may be written now:

@@ -153,7 +153,7 @@ func New(cfg Config) *Controller {
 	c := &Controller{Config: cfg, term: &term{}, aborting: newAborting(), counts: newPauseCounts()}
 	c.windows = &windows{lister: cfg.Windows, trusted: cfg.TrustedWindows, clock: cfg.Clock, metrics: cfg.Metrics}
 	c.pauses = &pauses{pauser: cfg.Pauser, recorder: cfg.Recorder, clock: cfg.Clock, counts: c.counts, wake: cfg.Wake}
-	c.resumer = &resumer{drains: cfg.Drains, pauses: c.pauses, recorder: cfg.Recorder, wake: cfg.Wake, reasons: map[string]string{}}
+	c.resumer = &resumer{drains: cfg.Drains, pauses: c.pauses, recorder: cfg.Recorder, wake: cfg.Wake, reasons: map[string]string{}, busy: map[string]bool{}}
 	return c
 }
 

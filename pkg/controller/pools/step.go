@@ -226,11 +226,11 @@ func (c *Controller) stepPool(ctx context.Context, pool *unstructured.Unstructur
 		}
 	}
 	d := decideStep(sv)
-	return true, d.after, c.applyStep(ctx, pool, d, v, rolling, w, seqs)
+	return true, d.after, c.applyStep(ctx, pool, all, d, v, rolling, w, seqs)
 }
 
 // applyStep does what decideStep decided.
-func (c *Controller) applyStep(ctx context.Context, pool *unstructured.Unstructured, d stepDecision, v configView, rolling []itemKey, w windowCheck, seqs map[string]int64) error {
+func (c *Controller) applyStep(ctx context.Context, pool *unstructured.Unstructured, all []unstructured.Unstructured, d stepDecision, v configView, rolling []itemKey, w windowCheck, seqs map[string]int64) error {
 	name := pool.GetName()
 	log := klog.FromContext(ctx)
 	switch d.action {
@@ -246,13 +246,13 @@ func (c *Controller) applyStep(ctx context.Context, pool *unstructured.Unstructu
 			return c.halt(ctx, pool, d.verdict, seqs, rolling)
 		case gates.Pass:
 			// The step is over: the next starts as a pause of ours ends.
-			return c.nextStep(ctx, pool, v, rolling, w)
+			return c.nextStep(ctx, pool, all, v, rolling, w)
 		}
 	case machineconfig.StepStart:
-		return c.nextStep(ctx, pool, v, rolling, w)
+		return c.nextStep(ctx, pool, all, v, rolling, w)
 	case machineconfig.StepComplete:
 		if machineconfig.ReadStep(pool) != nil || machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Ours {
-			return c.nextStep(ctx, pool, v, rolling, w)
+			return c.nextStep(ctx, pool, all, v, rolling, w)
 		}
 	}
 	return nil
@@ -260,11 +260,19 @@ func (c *Controller) applyStep(ctx context.Context, pool *unstructured.Unstructu
 
 // nextStep ends our pause between two steps (the step record with it),
 // after the same look at windows and VMs as any pause of ours.
-func (c *Controller) nextStep(ctx context.Context, pool *unstructured.Unstructured, v configView, rolling []itemKey, w windowCheck) error {
+func (c *Controller) nextStep(ctx context.Context, pool *unstructured.Unstructured, all []unstructured.Unstructured, v configView, rolling []itemKey, w windowCheck) error {
 	if !w.Allowed {
 		return nil // the window's pause holds it; the step starts as it opens
 	}
 	configs := configsOf(rolling, nil)
+	others, err := c.othersMaintenance(ctx, pool, all, nil)
+	if err != nil {
+		return err
+	}
+	if others != "" {
+		c.resumer.hold(ctx, pool, configs, others)
+		return nil
+	}
 	held, err := c.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs))
 	if err == nil && !held {
 		c.wakeAll(rolling)
@@ -392,27 +400,29 @@ func alertKeys(alerts []gates.Alert) []string {
 	return out
 }
 
-// stepMessage says how a stepped rollout of pool stands, "" when it is not
-// stepped or an abort holds it: halted (which gate, on which node, and
-// what ends it), or a step in flight.
-func stepMessage(pool *unstructured.Unstructured, item string, aborted bool) (string, *status.Wait) {
-	if aborted {
+// haltMessage says that a gate halted the rollout on pool, which, on
+// which node, and what ends it; "" when none did or an abort holds it.
+func haltMessage(pool *unstructured.Unstructured, item string, aborted bool) (string, *status.Wait) {
+	h := machineconfig.ReadHalt(pool)
+	if aborted || h == nil {
 		return "", nil
 	}
-	name := pool.GetName()
-	if h := machineconfig.ReadHalt(pool); h != nil {
-		on := ""
-		if h.Node != "" {
-			on = " on node '" + h.Node + "'"
-		}
-		msg := fmt.Sprintf("The rollout on MachineConfigPool '%s' is halted: gate %s tripped%s at %s: %s%s; the pool stays paused until an approver approves the plan again (resume), aborts or reverts it",
-			name, h.Gate, on, h.At.UTC().Format(time.RFC3339), h.Message, evidenceSuffix(h.Evidence))
-		return msg, &status.Wait{Reason: status.WaitingRolloutHalted, Message: fmt.Sprintf("Item '%s': %s", item, msg)}
+	on := ""
+	if h.Node != "" {
+		on = " on node '" + h.Node + "'"
 	}
-	if s := machineconfig.ReadStep(pool); s != nil {
-		msg := fmt.Sprintf("MachineConfigPool '%s' rolls out one step at a time: node(s) %s updating since %s (%d of %d nodes updated); the next step starts when the gates pass",
-			name, strings.Join(s.Nodes, ", "), s.Started.UTC().Format(time.RFC3339), machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"))
-		return msg, nil
+	msg := fmt.Sprintf("The rollout on MachineConfigPool '%s' is halted: gate %s tripped%s at %s: %s%s; the pool stays paused until an approver approves the plan again (resume), aborts or reverts it",
+		pool.GetName(), h.Gate, on, h.At.UTC().Format(time.RFC3339), h.Message, evidenceSuffix(h.Evidence))
+	return msg, &status.Wait{Reason: status.WaitingRolloutHalted, Message: fmt.Sprintf("Item '%s': %s", item, msg)}
+}
+
+// stepProgress says which step of a stepped rollout is in flight, "" when
+// none is.
+func stepProgress(pool *unstructured.Unstructured) string {
+	s := machineconfig.ReadStep(pool)
+	if s == nil {
+		return ""
 	}
-	return "", nil
+	return fmt.Sprintf("MachineConfigPool '%s' rolls out one step at a time: node(s) %s updating since %s (%d of %d nodes updated); the next step starts when the gates pass",
+		pool.GetName(), strings.Join(s.Nodes, ", "), s.Started.UTC().Format(time.RFC3339), machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"))
 }
