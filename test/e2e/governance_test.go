@@ -569,7 +569,7 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 		_, err = server.Resource(hcoGVR).Namespace(hcoNS).Patch(suiteCtx, hcoName, types.MergePatchType,
 			[]byte(`{"spec":{"liveMigrationConfig":{"allowPostCopy":true}}}`), metav1.PatchOptions{})
 		byPolicy(err, "change liveMigrationConfig.allowPostCopy")
-		Expect(err.Error()).To(ContainSubstring("changes only higherWorkloadDensity.memoryOvercommitPercentage, ksmConfiguration, liveMigrationConfig.bandwidthPerMigration"))
+		Expect(err.Error()).To(ContainSubstring("changes only evictionStrategy, higherWorkloadDensity.memoryOvercommitPercentage, ksmConfiguration, liveMigrationConfig.bandwidthPerMigration"))
 		Expect(getObject(hcoGVR, hcoNS, hcoName).GetResourceVersion()).To(Equal(hcoBefore.GetResourceVersion()), "the HCO is untouched")
 
 		By("the same token still makes the writes the controller makes: pause and unpause a pool, apply an HCO field of ours (dry-run), create and delete a MachineConfig of ours")
@@ -627,7 +627,7 @@ var _ = Describe("governance: the server's own identity", Ordered, func() {
 		By("the HyperConverged: a field no profile sets")
 		hcoBefore := getObject(hcoGVR, hcoNS, hcoName)
 		byPolicy(merge(hcoGVR, hcoNS, hcoName, `{"spec":{"liveMigrationConfig":{"allowPostCopy":true}}}`),
-			"liveMigrationConfig.allowPostCopy true", "changes only higherWorkloadDensity.memoryOvercommitPercentage, ksmConfiguration")
+			"liveMigrationConfig.allowPostCopy true", "changes only evictionStrategy, higherWorkloadDensity.memoryOvercommitPercentage, ksmConfiguration")
 		Expect(getObject(hcoGVR, hcoNS, hcoName).GetResourceVersion()).To(Equal(hcoBefore.GetResourceVersion()), "the HCO is untouched")
 
 		By("the example ConfigMap: a key example-profile does not write")
