@@ -1065,6 +1065,13 @@ func TestDeniesEverythingElse(t *testing.T) {
 		{"a step record of 8192 bytes (the bound)", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pausedByUs, func(o map[string]interface{}) {
 			set(o, strings.Repeat("x", 8192), "metadata", "annotations", machineconfig.StepAnnotation)
 		})}, ""},
+		{"unpausing a pool we paused, its records withdrawn (the next step)", request{op: admission.Update, gvr: machineConfigPools, old: edited(pausedByUs, func(o map[string]interface{}) {
+			set(o, `{"nodes":["worker-0"],"started":"2030-01-01T00:00:00Z"}`, "metadata", "annotations", machineconfig.StepAnnotation)
+			set(o, `{"gate":"nodeBack"}`, "metadata", "annotations", machineconfig.HaltAnnotation)
+		}), obj: edited(pausedByUs, func(o map[string]interface{}) {
+			unstructured.RemoveNestedField(o, "spec", "paused")
+			unstructured.RemoveNestedField(o, "metadata", "annotations")
+		})}, ""},
 		{"adopting an administrator's pause with a halt record", request{op: admission.Update, gvr: machineConfigPools, old: pausedByAdmin, obj: edited(pausedByAdmin, func(o map[string]interface{}) {
 			set(o, `{"gate":"nodeBack"}`, "metadata", "annotations", machineconfig.HaltAnnotation)
 		})}, "only while it pauses it"},

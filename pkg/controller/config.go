@@ -183,8 +183,9 @@ type Metrics interface {
 	// PoolWindows reports, per pool a maintenance window selects, the
 	// seconds until it may be disrupted again; pools left out lose theirs.
 	PoolWindows(opensIn map[string]float64)
-	// RolloutHalted reports whether a gate halts the rollout of pool.
-	RolloutHalted(pool, gate string, halted bool)
+	// RolloutsHalted reports the pools whose rollout a gate halts (pool to
+	// gate), all of them.
+	RolloutsHalted(halted map[string]string)
 }
 
 // noMetrics records nothing.
@@ -196,7 +197,7 @@ func (noMetrics) ApplyDuration(string, time.Duration) {}
 func (noMetrics) DriftDetected(string)                {}
 func (noMetrics) DriftLatency(time.Duration)          {}
 func (noMetrics) PoolWindows(map[string]float64)      {}
-func (noMetrics) RolloutHalted(string, string, bool)  {}
+func (noMetrics) RolloutsHalted(map[string]string)    {}
 
 // Watcher is what the controller uses of the watches on the main cluster
 // (*cluster.Watches).

@@ -65,14 +65,16 @@ var RolloutHaltedGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
 	Help: "1 while a gate between two steps holds the rollout of the MachineConfigPool halted, by pool and gate.", StabilityLevel: metrics.ALPHA,
 }, []string{"pool", "gate"})
 
-// RolloutHalted reports whether a gate halts the rollout of pool; the
-// series of a released halt is dropped.
-func (r *Recorder) RolloutHalted(pool, gate string, halted bool) {
-	if halted {
+// RolloutsHalted reports the pools whose rollout a gate halts (pool to
+// gate), all of them: the series of the others are dropped. The leader
+// reports them, from the pools' records; a term's end reports none.
+func (r *Recorder) RolloutsHalted(halted map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	RolloutHaltedGauge.Reset()
+	for pool, gate := range halted {
 		RolloutHaltedGauge.WithLabelValues(pool, gate).Set(1)
-		return
 	}
-	RolloutHaltedGauge.DeleteLabelValues(pool, gate)
 }
 
 // PoolWindowOpensIn is, per MachineConfigPool a maintenance window

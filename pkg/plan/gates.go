@@ -73,10 +73,11 @@ func (d GateDefaults) duration(set string, server, def time.Duration) string {
 	return def.String()
 }
 
-// rollsPools is true when a planned item changes what a pool's nodes run.
+// rollsPools is true when a planned item is of what a pool's nodes run:
+// one already written too, whose rollout an approval (a resume) follows.
 func rollsPools(planned []plannedItem) bool {
 	for _, p := range planned {
-		if machineconfig.RollsPools(p.item.TargetRef) && p.item.Operation != v1alpha1.OperationNone {
+		if machineconfig.RollsPools(p.item.TargetRef) {
 			return true
 		}
 	}

@@ -158,6 +158,9 @@ func WhyNotApprovable(st *v1alpha1.VirtPlatformConfigStatus) string {
 	case p.Approvable:
 		return ""
 	}
+	if w := WaitingFor(st); w != nil && w.Reason == WaitingRolloutHalted && st.Phase == v1alpha1.PhaseInProgress {
+		return "" // an approval of the live plan resumes a halted rollout
+	}
 	if w := WaitingFor(st); w != nil && st.Phase == v1alpha1.PhaseInProgress && st.Approval != nil {
 		written := "part of it is written"
 		if nothingWritten(st.Items) {

@@ -94,6 +94,9 @@ func (c *Controller) Admit(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		if reason, err = c.maintainedByOthers(ctx, pools); err != nil {
 			return adm, err
 		}
+		if reason != "" {
+			pf.retry = PreflightRetry // NodeMaintenances are not watched
+		}
 	}
 	if reason == "" {
 		reason, adm.pause = decideWrites(pools, it, c.CoalesceWindow)

@@ -62,8 +62,9 @@ type Metrics interface {
 	// PoolWindows reports, per pool a maintenance window selects, the
 	// seconds until it may be disrupted again.
 	PoolWindows(opensIn map[string]float64)
-	// RolloutHalted reports whether a gate halted the rollout of pool.
-	RolloutHalted(pool, gate string, halted bool)
+	// RolloutsHalted reports the pools whose rollout a gate halts (pool to
+	// gate), all of them.
+	RolloutsHalted(halted map[string]string)
 }
 
 // Config is what the pool controller needs; the caller shares its readers,
@@ -120,6 +121,10 @@ type Controller struct {
 	// why a pause of ours outlasts its end (resumer).
 	aborting *aborting
 	counts   *pauseCounts
+	// gateNotes: what the gates of each step in flight wait for; halts:
+	// the pools halted, as reported.
+	gateNotes *gateNotes
+	halts     *haltGauge
 }
 
 // term is the queue of a term of leadership: pool names, and allPools
@@ -150,7 +155,8 @@ func New(cfg Config) *Controller {
 	if cfg.Wake == nil {
 		cfg.Wake = func(string) {}
 	}
-	c := &Controller{Config: cfg, term: &term{}, aborting: newAborting(), counts: newPauseCounts()}
+	c := &Controller{Config: cfg, term: &term{}, aborting: newAborting(), counts: newPauseCounts(), gateNotes: &gateNotes{notes: map[string]string{}}}
+	c.halts = &haltGauge{metrics: cfg.Metrics, halted: map[string]string{}}
 	c.windows = &windows{lister: cfg.Windows, trusted: cfg.TrustedWindows, clock: cfg.Clock, metrics: cfg.Metrics}
 	c.pauses = &pauses{pauser: cfg.Pauser, recorder: cfg.Recorder, clock: cfg.Clock, counts: c.counts, wake: cfg.Wake}
 	c.resumer = &resumer{drains: cfg.Drains, pauses: c.pauses, recorder: cfg.Recorder, wake: cfg.Wake, reasons: map[string]string{}, busy: map[string]bool{}}
@@ -190,6 +196,7 @@ func (c *Controller) Start(ctx context.Context) {
 		<-ctx.Done()
 		remove()
 		q.ShutDown()
+		c.halts.replace(nil) // another replica leads and reports them
 	}()
 }
 
@@ -271,4 +278,4 @@ type noMetrics struct{}
 
 func (noMetrics) PoolWindows(map[string]float64) {}
 
-func (noMetrics) RolloutHalted(string, string, bool) {}
+func (noMetrics) RolloutsHalted(map[string]string) {}

@@ -218,12 +218,17 @@ func (c *Controller) ReconcileAll(ctx context.Context) (time.Duration, error) {
 	if c.windows.report(ctx, pools) {
 		after = windowReport // keeps the next-opening gauges fresh
 	}
+	halted := map[string]string{}
 	for i := range pools {
 		pool := &pools[i]
-		if machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Ours || len(v.rollingOn(pool, pools)) > 0 || len(v.abortedOn(pool, pools)) > 0 {
+		if h := machineconfig.ReadHalt(pool); h != nil {
+			halted[pool.GetName()] = h.Gate
+		}
+		if halted[pool.GetName()] != "" || machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Ours || len(v.rollingOn(pool, pools)) > 0 || len(v.abortedOn(pool, pools)) > 0 {
 			c.term.enqueue(pool.GetName(), 0)
 		}
 	}
+	c.halts.replace(halted)
 	return after, nil
 }
 

@@ -15,8 +15,10 @@ package pools
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -241,10 +243,16 @@ func (c *Controller) applyStep(ctx context.Context, pool *unstructured.Unstructu
 		log.Info("Paused MachineConfigPool for a step of its rollout", "pool", name, "nodes", d.step.Nodes)
 		c.wakeAll(rolling)
 	case machineconfig.StepInFlight, machineconfig.StepGates:
+		if c.gateNotes.set(name, d.verdict.Message) {
+			c.wakeAll(rolling) // the items say what the step waits for
+		}
 		switch d.verdict.Outcome {
 		case gates.Halt:
 			return c.halt(ctx, pool, d.verdict, seqs, rolling)
 		case gates.Pass:
+			for _, w := range d.verdict.Warnings {
+				c.Recorder.Eventf(pool, corev1.EventTypeWarning, "GateNotEvaluated", "virt-advisor started the next step without this gate: %s", w)
+			}
 			// The step is over: the next starts as a pause of ours ends.
 			return c.nextStep(ctx, pool, all, v, rolling, w)
 		}
@@ -291,7 +299,7 @@ func (c *Controller) halt(ctx context.Context, pool *unstructured.Unstructured, 
 	klog.FromContext(ctx).Info("Halted the rollout of MachineConfigPool: a gate tripped", "pool", pool.GetName(), "gate", v.Gate, "node", v.Node, "message", v.Message)
 	c.Recorder.Eventf(pool, corev1.EventTypeWarning, "RolloutHalted", "virt-advisor halted the rollout: gate %s tripped: %s%s; approve the plan again to resume, abort or revert it",
 		v.Gate, v.Message, evidenceSuffix(v.Evidence))
-	c.Metrics.RolloutHalted(pool.GetName(), v.Gate, true)
+	c.halts.set(pool.GetName(), v.Gate)
 	c.wakeAll(rolling)
 	return nil
 }
@@ -336,15 +344,16 @@ func (c *Controller) holdHalt(ctx context.Context, pool *unstructured.Unstructur
 			// Someone ended the pause but left the halt: it holds.
 			return true, 0, c.pauses.forStep(ctx, pool, machineconfig.ReadStep(pool), h)
 		}
-		c.Metrics.RolloutHalted(pool.GetName(), h.Gate, true)
-		return true, 0, nil
+		c.halts.set(pool.GetName(), h.Gate)
+		// Looked at again: a pause someone ended is taken back.
+		return true, machineconfig.HeldRetry, nil
 	}
 	if err := c.pauses.forStep(ctx, pool, nil, nil); err != nil {
 		return true, 0, err
 	}
 	klog.FromContext(ctx).Info("The halt of a MachineConfigPool's rollout was released by a new approval", "pool", pool.GetName(), "gate", h.Gate)
 	c.Recorder.Eventf(pool, corev1.EventTypeNormal, "RolloutResumed", "virt-advisor resumes the rollout halted by gate %s: a plan of %s was approved again", h.Gate, strings.Join(sortedKeys(h.Approvals), ", "))
-	c.Metrics.RolloutHalted(pool.GetName(), h.Gate, false)
+	c.halts.set(pool.GetName(), "")
 	return true, StepPoll, nil
 }
 
@@ -416,13 +425,78 @@ func haltMessage(pool *unstructured.Unstructured, item string, aborted bool) (st
 	return msg, &status.Wait{Reason: status.WaitingRolloutHalted, Message: fmt.Sprintf("Item '%s': %s", item, msg)}
 }
 
-// stepProgress says which step of a stepped rollout is in flight, "" when
-// none is.
-func stepProgress(pool *unstructured.Unstructured) string {
+// stepProgress says which step of a stepped rollout is in flight and what
+// its gates wait for, "" when no step is.
+func (c *Controller) stepProgress(pool *unstructured.Unstructured) string {
 	s := machineconfig.ReadStep(pool)
 	if s == nil {
 		return ""
 	}
-	return fmt.Sprintf("MachineConfigPool '%s' rolls out one step at a time: node(s) %s updating since %s (%d of %d nodes updated); the next step starts when the gates pass",
-		pool.GetName(), strings.Join(s.Nodes, ", "), s.Started.UTC().Format(time.RFC3339), machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"))
+	waits := "the next step starts when the gates pass"
+	if note := c.gateNotes.get(pool.GetName()); note != "" {
+		waits += ": " + note
+	}
+	return fmt.Sprintf("MachineConfigPool '%s' rolls out one step at a time: node(s) %s updating since %s (%d of %d nodes updated); %s",
+		pool.GetName(), strings.Join(s.Nodes, ", "), s.Started.UTC().Format(time.RFC3339), machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"), waits)
+}
+
+// gateNotes are, by pool, what the gates of the step in flight wait for
+// (the last verdict's message): no cache holds that.
+type gateNotes struct {
+	mu    sync.Mutex
+	notes map[string]string
+}
+
+// set records pool's note ("" drops it); false when unchanged.
+func (n *gateNotes) set(pool, note string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.notes[pool] == note {
+		return false
+	}
+	if note == "" {
+		delete(n.notes, pool)
+	} else {
+		n.notes[pool] = note
+	}
+	return true
+}
+
+func (n *gateNotes) get(pool string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.notes[pool]
+}
+
+// haltGauge keeps the halted pools the metric reports (pool to gate).
+type haltGauge struct {
+	metrics Metrics
+	mu      sync.Mutex
+	halted  map[string]string
+}
+
+// set reports pool halted by gate ("" : not halted).
+func (g *haltGauge) set(pool, gate string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.halted[pool] == gate {
+		return
+	}
+	if gate == "" {
+		delete(g.halted, pool)
+	} else {
+		g.halted[pool] = gate
+	}
+	g.metrics.RolloutsHalted(maps.Clone(g.halted))
+}
+
+// replace reports exactly these halts (read from every pool).
+func (g *haltGauge) replace(halted map[string]string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.halted = maps.Clone(halted)
+	if g.halted == nil {
+		g.halted = map[string]string{}
+	}
+	g.metrics.RolloutsHalted(maps.Clone(g.halted))
 }
