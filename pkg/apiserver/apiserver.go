@@ -377,7 +377,7 @@ func (st *starter) newController(configs externalversions.SharedInformerFactory,
 		ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),
 			PolicyAuthorizer: c.GenericConfig.Authorization.Authorizer},
 		Confinement: st.confined, AdmissionInformers: st.confined.informers,
-		Alerts: firingAlerts(c.ExtraConfig.Alerts), Nodes: cachedNodes(d.cluster),
+		Alerts: firingAlerts(c.ExtraConfig.Alerts), Nodes: cachedNodes(d.cluster), OnNodeChange: nodeChanges(d.cluster),
 	})
 }
 
@@ -470,4 +470,12 @@ func cachedNodes(c *cluster.Cluster) func(context.Context) ([]unstructured.Unstr
 		}
 		return c.List(ctx, profiles.NodeGVK)
 	}
+}
+
+// nodeChanges tells of the Node cache's changes; nil without a cache.
+func nodeChanges(c *cluster.Cluster) func(func()) (func(), error) {
+	if c.NodeVMs == nil {
+		return nil
+	}
+	return c.NodeVMs.OnNodeChange
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -387,3 +388,29 @@ func keptConditions(u *unstructured.Unstructured) []interface{} {
 // controlPlaneTopologyAnnotation is what marks a single-node cluster's node
 // (pkg/disruption.TopologyAnnotation; this package decides nothing).
 const controlPlaneTopologyAnnotation = "machineconfiguration.openshift.io/controlPlaneTopology"
+
+// OnNodeChange calls fn after every change of a Node in what the cache
+// keeps (not its heartbeats): the pool controller looks at a stepped
+// pool as soon as the MCO targets a node. remove stops the calls; an
+// error when the cache has not started.
+func (c *NodeVMCache) OnNodeChange(fn func()) (remove func(), err error) {
+	c.mu.Lock()
+	s := c.nodes
+	c.mu.Unlock()
+	if s == nil {
+		return nil, fmt.Errorf("the Node cache has not started")
+	}
+	reg, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(interface{}) { fn() },
+		UpdateFunc: func(old, obj interface{}) {
+			if slimChanged(old, obj) {
+				fn()
+			}
+		},
+		DeleteFunc: func(interface{}) { fn() },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = s.informer.RemoveEventHandler(reg) }, nil
+}

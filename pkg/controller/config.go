@@ -71,6 +71,8 @@ type Config struct {
 	// Nodes reads the Nodes from a cache (the gates between the steps of
 	// a rollout read them every StepPoll); nil: listed live.
 	Nodes func(ctx context.Context) ([]unstructured.Unstructured, error)
+	// OnNodeChange calls fn after a Node changed (the Node cache).
+	OnNodeChange func(fn func()) (remove func(), err error)
 	// Alerts reads the alerts firing now for the alert gate between the
 	// steps of a pool's rollout; nil: the server reads none.
 	Alerts func(ctx context.Context) ([]gates.Alert, error)

@@ -99,6 +99,10 @@ type Config struct {
 	Clock          clock.Clock
 	// Nodes reads the Nodes (a cache); nil: Cluster lists them live.
 	Nodes func(ctx context.Context) ([]unstructured.Unstructured, error)
+	// OnNodeChange, when set, calls fn after a Node changed (the cache's
+	// view): a stepped pool is re-paused as soon as the MCO targets a
+	// node, not at its next StepPoll.
+	OnNodeChange func(fn func()) (remove func(), err error)
 	// Alerts reads the alerts firing now (the server's alert source); nil:
 	// the server reads none, and an alert gate holds every step.
 	Alerts func(ctx context.Context) ([]gates.Alert, error)
@@ -220,6 +224,13 @@ func (c *Controller) addHandlers(ctx context.Context) (remove func()) {
 			DeleteFunc: func(obj interface{}) { c.term.resyncIfHeld(obj, nil) },
 		})
 	}
+	if c.OnNodeChange != nil {
+		if r, err := c.OnNodeChange(c.term.resyncStepping); err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot watch the Nodes; stepped pools are looked at every StepPoll only")
+		} else {
+			added = append(added, r)
+		}
+	}
 	for _, informer := range c.ResyncOn {
 		add(informer, cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(interface{}) { c.term.resync() },
@@ -236,6 +247,11 @@ func (c *Controller) addHandlers(ctx context.Context) (remove func()) {
 
 // resync looks at every pool again.
 func (t *term) resync() { t.enqueue(allPools, 0) }
+
+// resyncStepping looks at every pool again after a Node changed (the
+// queue dedups a burst of changes; ReconcileAll queues only the pools of
+// ours).
+func (t *term) resyncStepping() { t.resync() }
 
 func (t *term) enqueue(pool string, after time.Duration) {
 	q := t.current()

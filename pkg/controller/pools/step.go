@@ -173,6 +173,11 @@ func decideStep(s stepView) stepDecision {
 		recorded = s.step.Nodes
 	}
 	action, nodes := machineconfig.DecideStep(machineconfig.Stepping{Target: p.SpecConfig, Paused: p.Paused, Step: recorded, Nodes: stepNodes(s.nodes)})
+	if missed := updatedNotBack(s.nodes, p.SpecConfig); action == machineconfig.StepAwait && len(missed) > 0 {
+		// The MCO updated a node between two looks: it is the step, and
+		// its gates are asked before any other node starts.
+		action, nodes = machineconfig.StepRecord, missed
+	}
 	// Nodes are not watched: a stepped pool is looked at every StepPoll
 	// until its rollout is complete.
 	d := stepDecision{action: action, after: StepPoll}
@@ -191,6 +196,18 @@ func decideStep(s stepView) stepDecision {
 		d.after = 0
 	}
 	return d
+}
+
+// updatedNotBack are the nodes on target that are not back (NotReady,
+// unreachable, Degraded): updated by a step no look recorded.
+func updatedNotBack(nodes []gates.Node, target string) []string {
+	var out []string
+	for _, n := range nodes {
+		if n.Current == target && n.Desired == target && (!n.Ready || n.Unreachable || n.State == gates.StateDegraded) {
+			out = append(out, n.Name)
+		}
+	}
+	return out
 }
 
 // notReadyOutside are the nodes, but those of the step, already not Ready,

@@ -52,6 +52,7 @@ func TestDecideStep(t *testing.T) {
 	}{
 		{"paused between steps, nodes left: the next step starts", true, nil, []gates.Node{old("w1"), old("w2")}, settings, machineconfig.StepStart, gates.Pass, "", nil, nil},
 		{"unpaused, nothing targeted yet: wait for the MCO", false, nil, []gates.Node{old("w1"), old("w2")}, settings, machineconfig.StepAwait, gates.Pass, "", nil, nil},
+		{"w1 updated between two looks and not Ready: it is the step", false, nil, []gates.Node{notReady(done("w1")), old("w2")}, settings, machineconfig.StepRecord, gates.Pass, "", []string{"w1"}, nil},
 		{"the MCO targeted w1: pause and record it", false, nil, []gates.Node{targeted("w1"), old("w2")}, settings, machineconfig.StepRecord, gates.Pass, "", []string{"w1"}, nil},
 		{"w1 updating within the timeout: wait for it", true, step1, []gates.Node{targeted("w1"), old("w2")}, settings, machineconfig.StepInFlight, gates.Wait, gates.NodeBack, nil, nil},
 		{"w1 updated but NotReady within the timeout: wait", true, step1, []gates.Node{notReady(done("w1")), old("w2")}, settings, machineconfig.StepGates, gates.Wait, gates.NodeBack, nil, nil},
