@@ -377,7 +377,7 @@ func (st *starter) newController(configs externalversions.SharedInformerFactory,
 		ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),
 			PolicyAuthorizer: c.GenericConfig.Authorization.Authorizer},
 		Confinement: st.confined, AdmissionInformers: st.confined.informers,
-		Alerts: firingAlerts(c.ExtraConfig.Alerts), Nodes: cachedNodes(d.cluster), OnNodeChange: nodeChanges(d.cluster),
+		Alerts: firingAlerts(c.ExtraConfig.Alerts), Nodes: cachedNodes(d.cluster), OnNodeChange: nodeChanges(d.cluster), Migrations: cachedMigrations(d.cluster),
 	})
 }
 
@@ -478,4 +478,12 @@ func nodeChanges(c *cluster.Cluster) func(func()) (func(), error) {
 		return nil
 	}
 	return c.NodeVMs.OnNodeChange
+}
+
+// cachedMigrations are the Node cache's live migrations; nil without one.
+func cachedMigrations(c *cluster.Cluster) func() ([]cluster.Migration, bool) {
+	if c.NodeVMs == nil {
+		return nil
+	}
+	return c.NodeVMs.Migrations
 }

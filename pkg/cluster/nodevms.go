@@ -42,9 +42,9 @@ type NodeVMCache struct {
 	dynamic dynamic.Interface
 	mapper  meta.RESTMapper
 
-	mu          sync.Mutex
-	ctx         context.Context
-	nodes, vmis *slimInformer
+	mu                      sync.Mutex
+	ctx                     context.Context
+	nodes, vmis, migrations *slimInformer
 }
 
 // slimInformer is one informer and the sorted view of its store, built

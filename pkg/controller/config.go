@@ -71,6 +71,9 @@ type Config struct {
 	// Nodes reads the Nodes from a cache (the gates between the steps of
 	// a rollout read them every StepPoll); nil: listed live.
 	Nodes func(ctx context.Context) ([]unstructured.Unstructured, error)
+	// Migrations are the live migrations of a cache (ok false until it
+	// synced); nil: listed live.
+	Migrations func() (migrations []cluster.Migration, ok bool)
 	// OnNodeChange calls fn after a Node changed (the Node cache).
 	OnNodeChange func(fn func()) (remove func(), err error)
 	// Alerts reads the alerts firing now for the alert gate between the

@@ -4,18 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/gates"
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
-
-// migrationGVK is KubeVirt's VirtualMachineInstanceMigration: a drain's
-// eviction of a VM that live-migrates creates one.
-var migrationGVK = schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstanceMigration"}
 
 // stepMigrations are the live migrations the step's drains started: those
 // created since the step started whose source is a node of the step (one
@@ -23,34 +20,47 @@ var migrationGVK = schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", 
 // migrations halts sooner, never later), and the VMs they moved, as they
 // are now. A cluster without KubeVirt has none.
 func (c *Controller) stepMigrations(ctx context.Context, step *machineconfig.PoolStep) ([]gates.Migration, []gates.VMI, error) {
-	list, err := c.Cluster.List(ctx, migrationGVK)
+	all, err := c.listMigrations(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the live migrations of the step: %w", err)
 	}
+	since := step.Started.Truncate(time.Second) // creation times have seconds
 	var migrations []gates.Migration
 	var moved []gates.VMI
-	for i := range list {
-		m := &list[i]
-		if m.GetCreationTimestamp().Time.Before(step.Started.Truncate(1e9)) {
+	for _, m := range all {
+		if (m.Source != "" && !slices.Contains(step.Nodes, m.Source)) || m.Created.Before(since) {
 			continue
 		}
-		source, _, _ := unstructured.NestedString(m.Object, "status", "migrationState", "sourceNode")
-		if source != "" && !slices.Contains(step.Nodes, source) {
+		migrations = append(migrations, gates.Migration{Namespace: m.Namespace, Name: m.Name, VMI: m.VMI, Phase: m.Phase})
+		if m.Phase != gates.MigrationSucceeded {
 			continue
 		}
-		vmi, _, _ := unstructured.NestedString(m.Object, "spec", "vmiName")
-		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
-		migrations = append(migrations, gates.Migration{Namespace: m.GetNamespace(), Name: m.GetName(), VMI: vmi, Phase: phase})
-		if phase != gates.MigrationSucceeded {
-			continue
-		}
-		live, err := c.Cluster.Get(ctx, kubevirt.VirtualMachineInstanceGVK, m.GetNamespace(), vmi)
+		live, err := c.Cluster.Get(ctx, kubevirt.VirtualMachineInstanceGVK, m.Namespace, m.VMI)
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading VM %s/%s moved by the step: %w", m.GetNamespace(), vmi, err)
+			return nil, nil, fmt.Errorf("reading VM %s/%s moved by the step: %w", m.Namespace, m.VMI, err)
 		}
-		moved = append(moved, movedVMI(m.GetNamespace(), vmi, live))
+		moved = append(moved, movedVMI(m.Namespace, m.VMI, live))
 	}
 	return migrations, moved, nil
+}
+
+// listMigrations reads the migrations from Config.Migrations (a cache)
+// when set, else live.
+func (c *Controller) listMigrations(ctx context.Context) ([]cluster.Migration, error) {
+	if c.Migrations != nil {
+		if cached, ok := c.Migrations(); ok {
+			return cached, nil
+		}
+	}
+	list, err := c.Cluster.List(ctx, cluster.VirtualMachineInstanceMigrationGVK)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cluster.Migration, len(list))
+	for i := range list {
+		out[i] = cluster.ReadMigration(&list[i])
+	}
+	return out, nil
 }
 
 // movedVMI is a VM a migration moved, as it is now (gone: not running).

@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/gates"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
@@ -99,6 +100,9 @@ type Config struct {
 	Clock          clock.Clock
 	// Nodes reads the Nodes (a cache); nil: Cluster lists them live.
 	Nodes func(ctx context.Context) ([]unstructured.Unstructured, error)
+	// Migrations are the live migrations of a cache, ok false until it
+	// synced (they are listed live then); nil: always listed live.
+	Migrations func() (migrations []cluster.Migration, ok bool)
 	// OnNodeChange, when set, calls fn after a Node changed (the cache's
 	// view): a stepped pool is re-paused as soon as the MCO targets a
 	// node, not at its next StepPoll.

@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
@@ -64,11 +65,12 @@ func poolNodes(pool *unstructured.Unstructured, all, nodes []unstructured.Unstru
 	if err != nil {
 		return nil, false, err
 	}
+	ofPool := sets.New(names...)
 	out := make([]gates.Node, 0, len(names))
 	stepped := false
 	for i := range nodes {
 		n := &nodes[i]
-		if !slices.Contains(names, n.GetName()) {
+		if !ofPool.Has(n.GetName()) {
 			continue
 		}
 		g := gateNode(n)
