@@ -91,7 +91,7 @@ var _ = Describe("gates between node reboots", func() {
 		Expect(h.Gate).To(Equal("nodeBack"))
 		Expect(h.Node).To(Equal(nodes[0]))
 		Expect(poolPaused(pool)).To(BeTrue())
-		Eventually(func() []string { return eventMessages(pool, "RolloutHalted") }).WithTimeout(10 * time.Second).
+		Eventually(func() []string { return eventMessages(pool, "RolloutHalted") }).WithTimeout(10*time.Second).
 			Should(ContainElement(ContainSubstring(nodes[0])), "an Event on the pool says why")
 
 		By("the node comes back: the halt holds (a person decides)")
@@ -267,7 +267,9 @@ func failedMigration(name, vmi, node string) {
 	}}
 	_, err := dyn().Resource(migrationGVR).Namespace("default").Create(suiteCtx, m, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { _ = dyn().Resource(migrationGVR).Namespace("default").Delete(suiteCtx, name, metav1.DeleteOptions{}) })
+	DeferCleanup(func() {
+		_ = dyn().Resource(migrationGVR).Namespace("default").Delete(suiteCtx, name, metav1.DeleteOptions{})
+	})
 }
 
 // nodeMaintenance puts node under a medik8s NodeMaintenance.

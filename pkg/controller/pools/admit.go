@@ -117,7 +117,7 @@ func (c *Controller) maintainedByOthers(ctx context.Context, pools []*unstructur
 	}
 	var why []string
 	for _, pool := range pools {
-		others, err := c.othersMaintenance(ctx, pool, all, nil)
+		others, err := c.stepper.othersMaintenance(ctx, pool, all, nil)
 		if err != nil {
 			return "", err
 		}

@@ -88,7 +88,7 @@ func stepOf10000VMIs(started time.Time) (*bigCluster, *unstructured.Unstructured
 // evaluateStep is what a stepped pool's reconcile computes between two
 // steps, but its writes: the pool's nodes, the step's migrations and VMs,
 // the gates' verdict.
-func evaluateStep(t testing.TB, c *Controller, cl *bigCluster, pool *unstructured.Unstructured, step *machineconfig.PoolStep, now time.Time) stepDecision {
+func evaluateStep(t testing.TB, c *stepper, cl *bigCluster, pool *unstructured.Unstructured, step *machineconfig.PoolStep, now time.Time) stepDecision {
 	gn, stepped, err := poolNodes(pool, cl.pools, cl.nodes)
 	if err != nil || !stepped {
 		t.Fatalf("pool nodes: %v (stepped %v)", err, stepped)
@@ -118,7 +118,7 @@ func TestGatesSpeedTarget(t *testing.T) {
 	for i := range cl.migrations {
 		cached[i] = cluster.ReadMigration(&cl.migrations[i])
 	}
-	c := New(Config{Cluster: cl, Migrations: func() ([]cluster.Migration, bool) { return cached, true }})
+	c := New(Config{Cluster: cl, Migrations: func() ([]cluster.Migration, bool) { return cached, true }}).stepper
 	now := started.Add(5 * time.Minute)
 	if d := evaluateStep(t, c, cl, pool, step, now); d.action != machineconfig.StepGates || d.verdict.Outcome != gates.Pass {
 		t.Fatalf("decision %s %s: %s", d.action, d.verdict.Outcome, d.verdict.Message)

@@ -24,8 +24,8 @@ var nodeMaintenanceGVK = schema.GroupVersionKind{Group: "nodemaintenance.medik8s
 
 // othersMaintenance says why pool's nodes are someone else's to maintain
 // now ("" when none is); step are the nodes of our step in flight.
-func (c *Controller) othersMaintenance(ctx context.Context, pool *unstructured.Unstructured, all []unstructured.Unstructured, step []string) (string, error) {
-	nodes, err := c.listNodes(ctx)
+func (s *stepper) othersMaintenance(ctx context.Context, pool *unstructured.Unstructured, all []unstructured.Unstructured, step []string) (string, error) {
+	nodes, err := s.listNodes(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -33,7 +33,7 @@ func (c *Controller) othersMaintenance(ctx context.Context, pool *unstructured.U
 	if err != nil {
 		return "", err
 	}
-	list, err := c.Cluster.List(ctx, nodeMaintenanceGVK)
+	list, err := s.cluster.List(ctx, nodeMaintenanceGVK)
 	if err != nil {
 		return "", fmt.Errorf("reading the NodeMaintenances: %w", err)
 	}

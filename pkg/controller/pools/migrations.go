@@ -19,8 +19,8 @@ import (
 // that names no source counts too: a gate that looks at too many
 // migrations halts sooner, never later), and the VMs they moved, as they
 // are now. A cluster without KubeVirt has none.
-func (c *Controller) stepMigrations(ctx context.Context, step *machineconfig.PoolStep) ([]gates.Migration, []gates.VMI, error) {
-	all, err := c.listMigrations(ctx)
+func (s *stepper) stepMigrations(ctx context.Context, step *machineconfig.PoolStep) ([]gates.Migration, []gates.VMI, error) {
+	all, err := s.listMigrations(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the live migrations of the step: %w", err)
 	}
@@ -35,7 +35,7 @@ func (c *Controller) stepMigrations(ctx context.Context, step *machineconfig.Poo
 		if m.Phase != gates.MigrationSucceeded {
 			continue
 		}
-		live, err := c.Cluster.Get(ctx, kubevirt.VirtualMachineInstanceGVK, m.Namespace, m.VMI)
+		live, err := s.cluster.Get(ctx, kubevirt.VirtualMachineInstanceGVK, m.Namespace, m.VMI)
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading VM %s/%s moved by the step: %w", m.Namespace, m.VMI, err)
 		}
@@ -46,13 +46,13 @@ func (c *Controller) stepMigrations(ctx context.Context, step *machineconfig.Poo
 
 // listMigrations reads the migrations from Config.Migrations (a cache)
 // when set, else live.
-func (c *Controller) listMigrations(ctx context.Context) ([]cluster.Migration, error) {
-	if c.Migrations != nil {
-		if cached, ok := c.Migrations(); ok {
+func (s *stepper) listMigrations(ctx context.Context) ([]cluster.Migration, error) {
+	if s.migrations != nil {
+		if cached, ok := s.migrations(); ok {
 			return cached, nil
 		}
 	}
-	list, err := c.Cluster.List(ctx, cluster.VirtualMachineInstanceMigrationGVK)
+	list, err := s.cluster.List(ctx, cluster.VirtualMachineInstanceMigrationGVK)
 	if err != nil {
 		return nil, err
 	}

@@ -129,10 +129,8 @@ type Controller struct {
 	// why a pause of ours outlasts its end (resumer).
 	aborting *aborting
 	counts   *pauseCounts
-	// gateNotes: what the gates of each step in flight wait for; halts:
-	// the pools halted, as reported.
-	gateNotes *gateNotes
-	halts     *haltGauge
+	// stepper steps the rollouts of ours (step.go).
+	stepper *stepper
 }
 
 // term is the queue of a term of leadership: pool names, and allPools
@@ -163,11 +161,13 @@ func New(cfg Config) *Controller {
 	if cfg.Wake == nil {
 		cfg.Wake = func(string) {}
 	}
-	c := &Controller{Config: cfg, term: &term{}, aborting: newAborting(), counts: newPauseCounts(), gateNotes: &gateNotes{notes: map[string]string{}}}
-	c.halts = &haltGauge{metrics: cfg.Metrics, halted: map[string]string{}}
+	c := &Controller{Config: cfg, term: &term{}, aborting: newAborting(), counts: newPauseCounts()}
 	c.windows = &windows{lister: cfg.Windows, trusted: cfg.TrustedWindows, clock: cfg.Clock, metrics: cfg.Metrics}
 	c.pauses = &pauses{pauser: cfg.Pauser, recorder: cfg.Recorder, clock: cfg.Clock, counts: c.counts, wake: cfg.Wake}
 	c.resumer = &resumer{drains: cfg.Drains, pauses: c.pauses, recorder: cfg.Recorder, wake: cfg.Wake, reasons: map[string]string{}, busy: map[string]bool{}}
+	c.stepper = &stepper{cluster: cfg.Cluster, pauses: c.pauses, resumer: c.resumer, recorder: cfg.Recorder, clock: cfg.Clock,
+		nodes: cfg.Nodes, migrations: cfg.Migrations, alerts: cfg.Alerts, wake: cfg.Wake,
+		notes: &gateNotes{notes: map[string]string{}}, halts: &haltGauge{metrics: cfg.Metrics, halted: map[string]string{}}}
 	return c
 }
 
@@ -204,7 +204,7 @@ func (c *Controller) Start(ctx context.Context) {
 		<-ctx.Done()
 		remove()
 		q.ShutDown()
-		c.halts.replace(nil) // another replica leads and reports them
+		c.stepper.halts.replace(nil) // another replica leads and reports them
 	}()
 }
 

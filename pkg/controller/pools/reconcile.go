@@ -118,11 +118,11 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 	w := c.windows.rollingWindow(ctx, pool, v, rolling)
 	if len(aborted) == 0 {
 		// A halt holds first; else a rollout of ours is stepped.
-		if done, after, err := c.holdHalt(ctx, pool, v); done {
+		if done, after, err := c.stepper.holdHalt(ctx, pool, v); done {
 			return after, err
 		}
 		if len(rolling) > 0 && len(due) == 0 && w.Allowed && !pausedForTime(pool, c.Clock.Now()) {
-			if handled, after, err := c.stepPool(ctx, pool, pools, v, rolling, w); handled {
+			if handled, after, err := c.stepper.stepPool(ctx, pool, pools, v, rolling, w); handled {
 				return after, err
 			}
 		}
@@ -228,7 +228,7 @@ func (c *Controller) ReconcileAll(ctx context.Context) (time.Duration, error) {
 			c.term.enqueue(pool.GetName(), 0)
 		}
 	}
-	c.halts.replace(halted)
+	c.stepper.halts.replace(halted)
 	return after, nil
 }
 

@@ -191,7 +191,7 @@ func (c *Controller) notePause(pool *unstructured.Unstructured, v itemView, now 
 		out.After = soonest(out.After, PreflightRetry)
 		return
 	}
-	if msg := c.stepProgress(pool); msg != "" && len(aborted) == 0 {
+	if msg := c.stepper.stepProgress(pool); msg != "" && len(aborted) == 0 {
 		r.Message = msg
 		out.After = soonest(out.After, StepPoll)
 		return

@@ -24,7 +24,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -34,6 +36,25 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
+
+// stepper steps the rollouts of pools: it reads the nodes, their
+// migrations, the alerts and others' maintenance, asks the gates, and
+// pauses, resumes or halts through the pauses and the resumer.
+type stepper struct {
+	cluster    Reader
+	pauses     *pauses
+	resumer    *resumer
+	recorder   record.EventRecorder
+	clock      clock.Clock
+	nodes      func(ctx context.Context) ([]unstructured.Unstructured, error)
+	migrations func() ([]cluster.Migration, bool)
+	alerts     func(ctx context.Context) ([]gates.Alert, error)
+	wake       func(config string)
+	// notes: what the gates of each step in flight wait for; halts: the
+	// pools halted, as reported.
+	notes *gateNotes
+	halts *haltGauge
+}
 
 // StepPoll is how often a pool in a stepped rollout is looked at while the
 // MCO targets a node or a step's nodes come back.
@@ -227,8 +248,8 @@ func notReadyOutside(nodes []gates.Node, step []string) []string {
 // stepPool steps pool's rollout. handled is false when the pool is not
 // stepped (the MCO annotates none of its nodes): the caller decides as for
 // any rollout.
-func (c *Controller) stepPool(ctx context.Context, pool *unstructured.Unstructured, all []unstructured.Unstructured, v configView, rolling []itemKey, w windowCheck) (handled bool, after time.Duration, err error) {
-	nodes, err := c.listNodes(ctx)
+func (s *stepper) stepPool(ctx context.Context, pool *unstructured.Unstructured, all []unstructured.Unstructured, v configView, rolling []itemKey, w windowCheck) (handled bool, after time.Duration, err error) {
+	nodes, err := s.listNodes(ctx)
 	if err != nil {
 		return true, 0, err
 	}
@@ -237,49 +258,49 @@ func (c *Controller) stepPool(ctx context.Context, pool *unstructured.Unstructur
 		return false, 0, nil
 	}
 	settings, seqs := gatesOf(v, rolling)
-	sv := stepView{pool: pool, nodes: gn, settings: settings, approvals: seqs, step: machineconfig.ReadStep(pool), now: c.Clock.Now()}
+	sv := stepView{pool: pool, nodes: gn, settings: settings, approvals: seqs, step: machineconfig.ReadStep(pool), now: s.clock.Now()}
 	if settings.Alerts != nil {
-		sv.alerts, sv.alertsErr = c.readAlerts(ctx)
+		sv.alerts, sv.alertsErr = s.readAlerts(ctx)
 	}
 	if sv.step != nil {
-		if sv.migrations, sv.moved, err = c.stepMigrations(ctx, sv.step); err != nil {
+		if sv.migrations, sv.moved, err = s.stepMigrations(ctx, sv.step); err != nil {
 			return true, 0, err
 		}
 	}
 	d := decideStep(sv)
-	return true, d.after, c.applyStep(ctx, pool, all, d, v, rolling, w, seqs)
+	return true, d.after, s.applyStep(ctx, pool, all, d, v, rolling, w, seqs)
 }
 
 // applyStep does what decideStep decided.
-func (c *Controller) applyStep(ctx context.Context, pool *unstructured.Unstructured, all []unstructured.Unstructured, d stepDecision, v configView, rolling []itemKey, w windowCheck, seqs map[string]int64) error {
+func (s *stepper) applyStep(ctx context.Context, pool *unstructured.Unstructured, all []unstructured.Unstructured, d stepDecision, v configView, rolling []itemKey, w windowCheck, seqs map[string]int64) error {
 	name := pool.GetName()
 	log := klog.FromContext(ctx)
 	switch d.action {
 	case machineconfig.StepRecord:
-		if err := c.pauses.forStep(ctx, pool, d.step, nil); err != nil {
+		if err := s.pauses.forStep(ctx, pool, d.step, nil); err != nil {
 			return err
 		}
 		log.Info("Paused MachineConfigPool for a step of its rollout", "pool", name, "nodes", d.step.Nodes)
-		c.wakeAll(rolling)
+		s.wakeAll(rolling)
 	case machineconfig.StepInFlight, machineconfig.StepGates:
-		if c.gateNotes.set(name, d.verdict.Message) {
-			c.wakeAll(rolling) // the items say what the step waits for
+		if s.notes.set(name, d.verdict.Message) {
+			s.wakeAll(rolling) // the items say what the step waits for
 		}
 		switch d.verdict.Outcome {
 		case gates.Halt:
-			return c.halt(ctx, pool, d.verdict, seqs, rolling)
+			return s.halt(ctx, pool, d.verdict, seqs, rolling)
 		case gates.Pass:
 			for _, w := range d.verdict.Warnings {
-				c.Recorder.Eventf(pool, corev1.EventTypeWarning, "GateNotEvaluated", "virt-advisor started the next step without this gate: %s", w)
+				s.recorder.Eventf(pool, corev1.EventTypeWarning, "GateNotEvaluated", "virt-advisor started the next step without this gate: %s", w)
 			}
 			// The step is over: the next starts as a pause of ours ends.
-			return c.nextStep(ctx, pool, all, v, rolling, w)
+			return s.nextStep(ctx, pool, all, v, rolling, w)
 		}
 	case machineconfig.StepStart:
-		return c.nextStep(ctx, pool, all, v, rolling, w)
+		return s.nextStep(ctx, pool, all, v, rolling, w)
 	case machineconfig.StepComplete:
 		if machineconfig.ReadStep(pool) != nil || machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Ours {
-			return c.nextStep(ctx, pool, all, v, rolling, w)
+			return s.nextStep(ctx, pool, all, v, rolling, w)
 		}
 	}
 	return nil
@@ -287,22 +308,22 @@ func (c *Controller) applyStep(ctx context.Context, pool *unstructured.Unstructu
 
 // nextStep ends our pause between two steps (the step record with it),
 // after the same look at windows and VMs as any pause of ours.
-func (c *Controller) nextStep(ctx context.Context, pool *unstructured.Unstructured, all []unstructured.Unstructured, v configView, rolling []itemKey, w windowCheck) error {
+func (s *stepper) nextStep(ctx context.Context, pool *unstructured.Unstructured, all []unstructured.Unstructured, v configView, rolling []itemKey, w windowCheck) error {
 	if !w.Allowed {
 		return nil // the window's pause holds it; the step starts as it opens
 	}
 	configs := configsOf(rolling, nil)
-	others, err := c.othersMaintenance(ctx, pool, all, nil)
+	others, err := s.othersMaintenance(ctx, pool, all, nil)
 	if err != nil {
 		return err
 	}
 	if others != "" {
-		c.resumer.hold(ctx, pool, configs, others)
+		s.resumer.hold(ctx, pool, configs, others)
 		return nil
 	}
-	held, err := c.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs))
+	held, err := s.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs))
 	if err == nil && !held {
-		c.wakeAll(rolling)
+		s.wakeAll(rolling)
 	}
 	return err
 }
@@ -310,16 +331,16 @@ func (c *Controller) nextStep(ctx context.Context, pool *unstructured.Unstructur
 // halt records that a gate tripped: the pool stays paused (it is, between
 // steps) with the halt on it, an Event says why, the configs are woken to
 // say so in their status.
-func (c *Controller) halt(ctx context.Context, pool *unstructured.Unstructured, v gates.Verdict, seqs map[string]int64, rolling []itemKey) error {
-	h := &machineconfig.PoolHalt{Gate: v.Gate, Node: v.Node, Message: v.Message, Evidence: v.Evidence, At: c.Clock.Now().UTC().Truncate(time.Second), Approvals: seqs}
-	if err := c.pauses.forStep(ctx, pool, machineconfig.ReadStep(pool), h); err != nil {
+func (s *stepper) halt(ctx context.Context, pool *unstructured.Unstructured, v gates.Verdict, seqs map[string]int64, rolling []itemKey) error {
+	h := &machineconfig.PoolHalt{Gate: v.Gate, Node: v.Node, Message: v.Message, Evidence: v.Evidence, At: s.clock.Now().UTC().Truncate(time.Second), Approvals: seqs}
+	if err := s.pauses.forStep(ctx, pool, machineconfig.ReadStep(pool), h); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Halted the rollout of MachineConfigPool: a gate tripped", "pool", pool.GetName(), "gate", v.Gate, "node", v.Node, "message", v.Message)
-	c.Recorder.Eventf(pool, corev1.EventTypeWarning, "RolloutHalted", "virt-advisor halted the rollout: gate %s tripped: %s%s; approve the plan again to resume, abort or revert it",
+	s.recorder.Eventf(pool, corev1.EventTypeWarning, "RolloutHalted", "virt-advisor halted the rollout: gate %s tripped: %s%s; approve the plan again to resume, abort or revert it",
 		v.Gate, v.Message, evidenceSuffix(v.Evidence))
-	c.halts.set(pool.GetName(), v.Gate)
-	c.wakeAll(rolling)
+	s.halts.set(pool.GetName(), v.Gate)
+	s.wakeAll(rolling)
 	return nil
 }
 
@@ -330,9 +351,9 @@ func evidenceSuffix(ev []string) string {
 	return " (" + strings.Join(ev, "; ") + ")"
 }
 
-func (c *Controller) wakeAll(rolling []itemKey) {
+func (s *stepper) wakeAll(rolling []itemKey) {
 	for _, k := range rolling {
-		c.Wake(k.config)
+		s.wake(k.config)
 	}
 }
 
@@ -353,7 +374,7 @@ func haltReleased(h *machineconfig.PoolHalt, v configView) bool {
 // drops the halt and the step in flight with it: the next look steps the
 // rollout from what the nodes run. done is false when the pool is not
 // halted.
-func (c *Controller) holdHalt(ctx context.Context, pool *unstructured.Unstructured, v configView) (done bool, after time.Duration, err error) {
+func (s *stepper) holdHalt(ctx context.Context, pool *unstructured.Unstructured, v configView) (done bool, after time.Duration, err error) {
 	h := machineconfig.ReadHalt(pool)
 	if h == nil {
 		return false, 0, nil
@@ -361,18 +382,18 @@ func (c *Controller) holdHalt(ctx context.Context, pool *unstructured.Unstructur
 	if !haltReleased(h, v) {
 		if p := machineconfig.ReadPool(pool, cluster.FieldManager, "", ""); !p.Paused && machineconfig.RollingOut(pool) {
 			// Someone ended the pause but left the halt: it holds.
-			return true, 0, c.pauses.forStep(ctx, pool, machineconfig.ReadStep(pool), h)
+			return true, 0, s.pauses.forStep(ctx, pool, machineconfig.ReadStep(pool), h)
 		}
-		c.halts.set(pool.GetName(), h.Gate)
+		s.halts.set(pool.GetName(), h.Gate)
 		// Looked at again: a pause someone ended is taken back.
 		return true, machineconfig.HeldRetry, nil
 	}
-	if err := c.pauses.forStep(ctx, pool, nil, nil); err != nil {
+	if err := s.pauses.forStep(ctx, pool, nil, nil); err != nil {
 		return true, 0, err
 	}
 	klog.FromContext(ctx).Info("The halt of a MachineConfigPool's rollout was released by a new approval", "pool", pool.GetName(), "gate", h.Gate)
-	c.Recorder.Eventf(pool, corev1.EventTypeNormal, "RolloutResumed", "virt-advisor resumes the rollout halted by gate %s: a plan of %s was approved again", h.Gate, strings.Join(sortedKeys(h.Approvals), ", "))
-	c.halts.set(pool.GetName(), "")
+	s.recorder.Eventf(pool, corev1.EventTypeNormal, "RolloutResumed", "virt-advisor resumes the rollout halted by gate %s: a plan of %s was approved again", h.Gate, strings.Join(sortedKeys(h.Approvals), ", "))
+	s.halts.set(pool.GetName(), "")
 	return true, StepPoll, nil
 }
 
@@ -386,11 +407,11 @@ func sortedKeys(m map[string]int64) []string {
 }
 
 // listNodes reads the Nodes: from Config.Nodes (a cache) when set, else live.
-func (c *Controller) listNodes(ctx context.Context) ([]unstructured.Unstructured, error) {
-	if c.Nodes != nil {
-		return c.Nodes(ctx)
+func (s *stepper) listNodes(ctx context.Context) ([]unstructured.Unstructured, error) {
+	if s.nodes != nil {
+		return s.nodes(ctx)
 	}
-	return c.Cluster.List(ctx, nodeGVK)
+	return s.cluster.List(ctx, nodeGVK)
 }
 
 var nodeGVK = corev1.SchemeGroupVersion.WithKind("Node")
@@ -413,11 +434,11 @@ func alertSettings(g *v1alpha1.PlanAlertGate) *gates.AlertSettings {
 const NoAlertSource = "the server reads no alerts (--alert-source-url is not set)"
 
 // readAlerts reads the alerts firing now.
-func (c *Controller) readAlerts(ctx context.Context) ([]gates.Alert, error) {
-	if c.Alerts == nil {
+func (s *stepper) readAlerts(ctx context.Context) ([]gates.Alert, error) {
+	if s.alerts == nil {
 		return nil, fmt.Errorf("%s", NoAlertSource)
 	}
-	return c.Alerts(ctx)
+	return s.alerts(ctx)
 }
 
 func alertKeys(alerts []gates.Alert) []string {
@@ -446,17 +467,17 @@ func haltMessage(pool *unstructured.Unstructured, item string, aborted bool) (st
 
 // stepProgress says which step of a stepped rollout is in flight and what
 // its gates wait for, "" when no step is.
-func (c *Controller) stepProgress(pool *unstructured.Unstructured) string {
-	s := machineconfig.ReadStep(pool)
-	if s == nil {
+func (s *stepper) stepProgress(pool *unstructured.Unstructured) string {
+	step := machineconfig.ReadStep(pool)
+	if step == nil {
 		return ""
 	}
 	waits := "the next step starts when the gates pass"
-	if note := c.gateNotes.get(pool.GetName()); note != "" {
+	if note := s.notes.get(pool.GetName()); note != "" {
 		waits += ": " + note
 	}
 	return fmt.Sprintf("MachineConfigPool '%s' rolls out one step at a time: node(s) %s updating since %s (%d of %d nodes updated); %s",
-		pool.GetName(), strings.Join(s.Nodes, ", "), s.Started.UTC().Format(time.RFC3339), machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"), waits)
+		pool.GetName(), strings.Join(step.Nodes, ", "), step.Started.UTC().Format(time.RFC3339), machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"), waits)
 }
 
 // gateNotes are, by pool, what the gates of the step in flight wait for
