@@ -20,7 +20,7 @@ CHROMIUM ?= /usr/bin/chromium
 # The state of `make run`: PKI, etcd data, kubeconfigs, logs.
 LOCAL_DIR ?= _output/local
 
-.PHONY: all build build-race tools run reset test unit e2e soak chromium screenshots test-alerts bench bench-windows bench-capacity bench-figures verify update-codegen clean
+.PHONY: all build build-race tools run reset test unit e2e soak chromium screenshots test-alerts bench bench-windows bench-capacity bench-gates bench-figures verify update-codegen clean
 
 all: build
 
@@ -192,7 +192,7 @@ screenshots: tools build chromium
 # apply, drift detection, memory with 10 000 unrelated objects of each kind.
 # First the in-process targets: one evaluation of maintenance windows
 # (up to 100 on a pool, the worst schedules) under 10 ms; a miss fails.
-bench: bench-windows bench-capacity tools build
+bench: bench-windows bench-capacity bench-gates tools build
 	go run ./test/cmd/bench $(BENCH_FLAGS)
 
 bench-windows:
@@ -202,6 +202,12 @@ bench-windows:
 # the plan time it is part of (pkg/plan/capacity_speed_test.go); a miss fails.
 bench-capacity:
 	go test -tags bench -count=1 -run '^TestCapacitySpeedTarget$$' -v ./pkg/plan/
+
+# The gates between two steps of a pool's rollout (500 nodes, 10 000 VMIs
+# and migrations on record) within 5 ms of CPU
+# (pkg/controller/pools/gates_speed_test.go); a miss fails.
+bench-gates:
+	go test -tags bench -count=1 -run '^TestGatesSpeedTarget$$' -v ./pkg/controller/pools/
 
 # Records a run in test/cmd/bench/README.md, from its -json output (kept
 # in _output/bench.json), as the newest of the latest five runs it shows

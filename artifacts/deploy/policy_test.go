@@ -675,8 +675,9 @@ func TestPolicyNamesWhatTheProfilesWrite(t *testing.T) {
 	}
 
 	annotations := literal(t, policy, "ownAnnotationsByResource").(map[string]interface{})
-	if got := stringList(t, annotations["machineconfiguration.openshift.io/machineconfigpools"]); !sameSet(got, []string{machineconfig.PausedUntilAnnotation, machineconfig.PausedForAnnotation}) || len(annotations) != 1 {
-		t.Errorf("ownAnnotationsByResource = %v, the controller sets %s on pools only", annotations, machineconfig.PausedUntilAnnotation)
+	if got := stringList(t, annotations["machineconfiguration.openshift.io/machineconfigpools"]); !sameSet(got, []string{machineconfig.PausedUntilAnnotation, machineconfig.PausedForAnnotation, machineconfig.StepAnnotation, machineconfig.HaltAnnotation}) || len(annotations) != 1 {
+		t.Errorf("ownAnnotationsByResource = %v, the controller sets %s, %s, %s and %s on pools only", annotations,
+			machineconfig.PausedUntilAnnotation, machineconfig.PausedForAnnotation, machineconfig.StepAnnotation, machineconfig.HaltAnnotation)
 	}
 	labels := literal(t, policy, "ownLabelsByResource").(map[string]interface{})
 	if got := stringList(t, labels["machineconfiguration.openshift.io/machineconfigs"]); !sameSet(got, []string{profiles.ManagedByLabel, machineconfig.RoleLabel}) {
@@ -1050,6 +1051,30 @@ func TestDeniesEverythingElse(t *testing.T) {
 		{"a pause for a window that is no name", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pausedByUs, func(o map[string]interface{}) {
 			set(o, "Not A Window!", "metadata", "annotations", machineconfig.PausedForAnnotation)
 		})}, "sets advisor.kubevirt.io/paused-for-window to the name of a MaintenanceWindow"},
+		// A stepped rollout's records come only with our pause, bounded.
+		{"a step record with our pause (the control)", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pausedByUs, func(o map[string]interface{}) {
+			set(o, `{"nodes":["worker-0"],"started":"2030-01-01T00:00:00Z"}`, "metadata", "annotations", machineconfig.StepAnnotation)
+			set(o, `{"gate":"nodeBack","message":"m","at":"2030-01-01T00:00:00Z","approvals":{"c":1}}`, "metadata", "annotations", machineconfig.HaltAnnotation)
+		})}, ""},
+		{"a halt record on a pool it does not pause", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pool, func(o map[string]interface{}) {
+			set(o, `{"gate":"nodeBack"}`, "metadata", "annotations", machineconfig.HaltAnnotation)
+		})}, "sets advisor.kubevirt.io/step and advisor.kubevirt.io/halted on a MachineConfigPool only while it pauses it"},
+		{"a step record of 8193 bytes", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pausedByUs, func(o map[string]interface{}) {
+			set(o, strings.Repeat("x", 8193), "metadata", "annotations", machineconfig.StepAnnotation)
+		})}, "at most 8192 bytes each"},
+		{"a step record of 8192 bytes (the bound)", request{op: admission.Update, gvr: machineConfigPools, old: pool, obj: edited(pausedByUs, func(o map[string]interface{}) {
+			set(o, strings.Repeat("x", 8192), "metadata", "annotations", machineconfig.StepAnnotation)
+		})}, ""},
+		{"unpausing a pool we paused, its records withdrawn (the next step)", request{op: admission.Update, gvr: machineConfigPools, old: edited(pausedByUs, func(o map[string]interface{}) {
+			set(o, `{"nodes":["worker-0"],"started":"2030-01-01T00:00:00Z"}`, "metadata", "annotations", machineconfig.StepAnnotation)
+			set(o, `{"gate":"nodeBack"}`, "metadata", "annotations", machineconfig.HaltAnnotation)
+		}), obj: edited(pausedByUs, func(o map[string]interface{}) {
+			unstructured.RemoveNestedField(o, "spec", "paused")
+			unstructured.RemoveNestedField(o, "metadata", "annotations")
+		})}, ""},
+		{"adopting an administrator's pause with a halt record", request{op: admission.Update, gvr: machineConfigPools, old: pausedByAdmin, obj: edited(pausedByAdmin, func(o map[string]interface{}) {
+			set(o, `{"gate":"nodeBack"}`, "metadata", "annotations", machineconfig.HaltAnnotation)
+		})}, "only while it pauses it"},
 		{"unpausing a pool we paused (the control)", request{op: admission.Update, gvr: machineConfigPools, old: pausedByUs, obj: edited(pausedByUs, func(o map[string]interface{}) {
 			unstructured.RemoveNestedField(o, "spec", "paused")
 			unstructured.RemoveNestedField(o, "metadata", "annotations")

@@ -35,8 +35,9 @@ type Endpoint struct {
 	Kind Kind
 	// URL is the API's base, e.g. https://thanos-querier.openshift-monitoring.svc:9091.
 	URL string
-	// Token, when set, is sent as a bearer token.
-	Token string
+	// Token, when set, returns the bearer token sent with each request
+	// (read again each time: a mounted token rotates).
+	Token func() (string, error)
 	// CA, when set, are the PEM certificates the endpoint's is verified
 	// against (else the system's).
 	CA []byte
@@ -129,8 +130,12 @@ func (r *Reader) get(ctx context.Context, path string, q url.Values, v interface
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
-	if r.endpoint.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+r.endpoint.Token)
+	if r.endpoint.Token != nil {
+		token, err := r.endpoint.Token()
+		if err != nil {
+			return fmt.Errorf("reading the bearer token of %s: %w", r.endpoint.URL, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {

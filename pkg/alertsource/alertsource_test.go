@@ -40,8 +40,8 @@ func TestErrorsNameTheEndpoint(t *testing.T) {
 		endpoint Endpoint
 		err      string
 	}{
-		{Endpoint{Kind: Prometheus, URL: srv.URL, Token: "s3cret"}, "GET " + srv.URL + "/api/v1/query: 403 Forbidden: Forbidden (user=system:serviceaccount:x:y, verb=get, resource=prometheuses/api)"},
-		{Endpoint{Kind: Alertmanager, URL: srv.URL + "/", Token: "wrong"}, "GET " + srv.URL + "/api/v2/alerts: 401 Unauthorized: no token"},
+		{Endpoint{Kind: Prometheus, URL: srv.URL, Token: token("s3cret")}, "GET " + srv.URL + "/api/v1/query: 403 Forbidden: Forbidden (user=system:serviceaccount:x:y, verb=get, resource=prometheuses/api)"},
+		{Endpoint{Kind: Alertmanager, URL: srv.URL + "/", Token: token("wrong")}, "GET " + srv.URL + "/api/v2/alerts: 401 Unauthorized: no token"},
 		{Endpoint{Kind: Alertmanager, URL: down.URL}, "GET " + down.URL + "/api/v2/alerts: "},
 	} {
 		r, err := New(tc.endpoint)
@@ -54,3 +54,5 @@ func TestErrorsNameTheEndpoint(t *testing.T) {
 	}
 	srv.Close()
 }
+
+func token(t string) func() (string, error) { return func() (string, error) { return t, nil } }

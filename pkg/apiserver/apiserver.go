@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,15 +34,18 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/klog/v2"
 
+	"github.com/kubevirt/virt-advisor/pkg/alertsource"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/controller"
+	"github.com/kubevirt/virt-advisor/pkg/gates"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/registry/approvalpolicy"
 	"github.com/kubevirt/virt-advisor/pkg/registry/maintenancewindow"
@@ -91,6 +95,10 @@ type ExtraConfig struct {
 	RolloutCoalesceWindow time.Duration
 	// TransientErrorDeadline bounds the retries of a transiently failing write.
 	TransientErrorDeadline time.Duration
+	// Gates are the defaults of the gates between the steps of a pool's
+	// rollout; Alerts reads the alert gate's alerts (nil: none).
+	Gates  plan.GateDefaults
+	Alerts *alertsource.Reader
 	// Storage is how the server reaches its etcd; EmbeddedEtcd: that etcd
 	// is the embedded one. Replicas compare their stores' etcd cluster
 	// IDs (see package sharedstorage).
@@ -174,6 +182,7 @@ func (x ExtraConfig) build() (*dependencies, error) {
 		Metrics:  d.metrics,
 		NodeVMs:  d.cluster.NodeVMs,
 		Pods:     d.cluster.Pods,
+		Gates:    x.Gates,
 	}
 	return d, nil
 }
@@ -368,6 +377,7 @@ func (st *starter) newController(configs externalversions.SharedInformerFactory,
 		ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),
 			PolicyAuthorizer: c.GenericConfig.Authorization.Authorizer},
 		Confinement: st.confined, AdmissionInformers: st.confined.informers,
+		Alerts: firingAlerts(c.ExtraConfig.Alerts), Nodes: cachedNodes(d.cluster), OnNodeChange: nodeChanges(d.cluster), Migrations: cachedMigrations(d.cluster),
 	})
 }
 
@@ -429,4 +439,51 @@ func sharedStorageCheck(x ExtraConfig, kube kubernetes.Interface) (*sharedstorag
 		return lease, err
 	}
 	return check, factory
+}
+
+// firingAlerts reads the alert gate's alerts from r; nil without a source.
+func firingAlerts(r *alertsource.Reader) func(context.Context) ([]gates.Alert, error) {
+	if r == nil {
+		return nil
+	}
+	return func(ctx context.Context) ([]gates.Alert, error) {
+		firing, err := r.Firing(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]gates.Alert, len(firing))
+		for i, labels := range firing {
+			out[i] = gates.Alert{Labels: labels}
+		}
+		return out, nil
+	}
+}
+
+// cachedNodes reads the Nodes from the cluster's cache once it synced,
+// else live.
+func cachedNodes(c *cluster.Cluster) func(context.Context) ([]unstructured.Unstructured, error) {
+	return func(ctx context.Context) ([]unstructured.Unstructured, error) {
+		if c.NodeVMs != nil {
+			if nodes, _, ok := c.NodeVMs.Nodes(); ok {
+				return nodes, nil
+			}
+		}
+		return c.List(ctx, profiles.NodeGVK)
+	}
+}
+
+// nodeChanges tells of the Node cache's changes; nil without a cache.
+func nodeChanges(c *cluster.Cluster) func(func()) (func(), error) {
+	if c.NodeVMs == nil {
+		return nil
+	}
+	return c.NodeVMs.OnNodeChange
+}
+
+// cachedMigrations are the Node cache's live migrations; nil without one.
+func cachedMigrations(c *cluster.Cluster) func() ([]cluster.Migration, bool) {
+	if c.NodeVMs == nil {
+		return nil
+	}
+	return c.NodeVMs.Migrations
 }

@@ -24,6 +24,8 @@ func Record(st *v1alpha1.VirtPlatformConfigStatus, res *plan.Result, record v1al
 	}
 	record.ItemsHash = itemsHash
 	record.Sequence = nextSequence(st)
+	// The gates the plan showed are those its rollouts step by.
+	record.Gates = res.Status.Settings.Gates
 	st.Approval = &record
 	// The new approval ends an abort's pause of the pools (the new plan
 	// starts from what is live).

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -41,9 +42,9 @@ type NodeVMCache struct {
 	dynamic dynamic.Interface
 	mapper  meta.RESTMapper
 
-	mu          sync.Mutex
-	ctx         context.Context
-	nodes, vmis *slimInformer
+	mu                      sync.Mutex
+	ctx                     context.Context
+	nodes, vmis, migrations *slimInformer
 }
 
 // slimInformer is one informer and the sorted view of its store, built
@@ -303,7 +304,8 @@ func intern(s string) string { return unique.Make(s).Value() }
 
 // slimNode keeps of a Node what the plans read: its name, labels (pools
 // select nodes by them), the control-plane topology annotation (a single
-// node cluster), whether it is schedulable and its taints (where VMs may
+// node cluster), the Machine Config daemon's annotations and the Ready
+// condition (the gates between the steps of a rollout), whether it is schedulable and its taints (where VMs may
 // go), its capacity and allocatable resources, its architecture and the
 // swap it reports (virt-higher-density's check).
 func slimNode(obj interface{}) (interface{}, error) {
@@ -315,8 +317,14 @@ func slimNode(obj interface{}) (interface{}, error) {
 	if l, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "labels"); found {
 		md["labels"] = l
 	}
-	if a, found := u.GetAnnotations()[controlPlaneTopologyAnnotation]; found {
-		md["annotations"] = map[string]interface{}{controlPlaneTopologyAnnotation: a}
+	annotations := map[string]interface{}{}
+	for _, key := range keptNodeAnnotations {
+		if a, found := u.GetAnnotations()[key]; found {
+			annotations[key] = a
+		}
+	}
+	if len(annotations) > 0 {
+		md["annotations"] = annotations
 	}
 	status := map[string]interface{}{}
 	for _, f := range []string{"capacity", "allocatable"} {
@@ -333,6 +341,9 @@ func slimNode(obj interface{}) (interface{}, error) {
 	if len(nodeInfo) > 0 {
 		status["nodeInfo"] = nodeInfo
 	}
+	if conditions := keptConditions(u); len(conditions) > 0 {
+		status["conditions"] = conditions
+	}
 	spec := map[string]interface{}{}
 	for _, f := range []string{"unschedulable", "taints"} {
 		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", f); found {
@@ -344,6 +355,62 @@ func slimNode(obj interface{}) (interface{}, error) {
 	}}, nil
 }
 
+// keptNodeAnnotations are what the plans and the gates between the steps
+// of a rollout read of a Node's annotations: the single-node topology, and
+// what the Machine Config daemon says of its update.
+var keptNodeAnnotations = []string{controlPlaneTopologyAnnotation,
+	"machineconfiguration.openshift.io/currentConfig", "machineconfiguration.openshift.io/desiredConfig",
+	"machineconfiguration.openshift.io/state", "machineconfiguration.openshift.io/reason"}
+
+// keptConditions are the Node's Ready condition and those another
+// controller sets while it maintains the node (Kubernetes' node lifecycle
+// conditions), without their heartbeats (which change every few seconds
+// and no decision reads).
+func keptConditions(u *unstructured.Unstructured) []interface{} {
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var out []interface{}
+	for _, c := range conditions {
+		m, ok := c.(map[string]interface{})
+		if !ok || (m["type"] != "Ready" && m["type"] != "MaintenanceInProgress" && m["type"] != "DrainInProgress") {
+			continue
+		}
+		kept := map[string]interface{}{"type": m["type"], "status": m["status"]}
+		for _, f := range []string{"lastTransitionTime", "reason"} {
+			if v, found := m[f]; found {
+				kept[f] = v
+			}
+		}
+		out = append(out, kept)
+	}
+	return out
+}
+
 // controlPlaneTopologyAnnotation is what marks a single-node cluster's node
 // (pkg/disruption.TopologyAnnotation; this package decides nothing).
 const controlPlaneTopologyAnnotation = "machineconfiguration.openshift.io/controlPlaneTopology"
+
+// OnNodeChange calls fn after every change of a Node in what the cache
+// keeps (not its heartbeats): the pool controller looks at a stepped
+// pool as soon as the MCO targets a node. remove stops the calls; an
+// error when the cache has not started.
+func (c *NodeVMCache) OnNodeChange(fn func()) (remove func(), err error) {
+	c.mu.Lock()
+	s := c.nodes
+	c.mu.Unlock()
+	if s == nil {
+		return nil, fmt.Errorf("the Node cache has not started")
+	}
+	reg, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(interface{}) { fn() },
+		UpdateFunc: func(old, obj interface{}) {
+			if slimChanged(old, obj) {
+				fn()
+			}
+		},
+		DeleteFunc: func(interface{}) { fn() },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = s.informer.RemoveEventHandler(reg) }, nil
+}

@@ -84,7 +84,9 @@ func TestNodeVMCacheFollowsTheCluster(t *testing.T) {
 	nodeGVR := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	vmiGVR := schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
 	n1 := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Node", "metadata": map[string]interface{}{"name": "worker-1"}}}
-	n0 := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Node", "metadata": map[string]interface{}{"name": "worker-0"}}}
+	n0 := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Node", "metadata": map[string]interface{}{"name": "worker-0"},
+		"status": map[string]interface{}{"conditions": []interface{}{map[string]interface{}{
+			"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-01T00:00:00Z", "lastHeartbeatTime": "2026-12-01T00:00:00Z"}}}}}
 	b := clustertest.VMI("b", "worker-1", "LiveMigrate", "True", "")
 	a := clustertest.VMI("a", "worker-0", "LiveMigrate", "True", "")
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
@@ -119,7 +121,8 @@ func TestNodeVMCacheFollowsTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	heartbeat := n0.DeepCopy()
-	_ = unstructured.SetNestedSlice(heartbeat.Object, []interface{}{map[string]interface{}{"type": "Ready", "status": "True"}}, "status", "conditions")
+	_ = unstructured.SetNestedSlice(heartbeat.Object, []interface{}{map[string]interface{}{
+		"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-01T00:00:00Z", "lastHeartbeatTime": "2026-12-01T00:00:40Z"}}, "status", "conditions")
 	if _, err := dyn.Resource(nodeGVR).Update(ctx, heartbeat, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -150,5 +153,32 @@ func poll(t *testing.T, cond func() bool) {
 	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
 		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
 		t.Fatalf("not so within 10s: %v", err)
+	}
+}
+
+// The gates between the steps of a rollout read the Machine Config
+// daemon's annotations and the Ready condition from the cache: they are
+// kept, nothing else of the annotations and conditions.
+func TestSlimNodeKeepsWhatTheGatesRead(t *testing.T) {
+	in := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "v1", "kind": "Node",
+		"metadata": map[string]interface{}{"name": "worker-0", "annotations": map[string]interface{}{
+			"machineconfiguration.openshift.io/currentConfig": "rendered-a", "machineconfiguration.openshift.io/desiredConfig": "rendered-b",
+			"machineconfiguration.openshift.io/state": "Working", "machineconfiguration.openshift.io/reason": "",
+			"volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+		"status": map[string]interface{}{"conditions": []interface{}{
+			map[string]interface{}{"type": "MemoryPressure", "status": "False"},
+			map[string]interface{}{"type": "Ready", "status": "False", "lastTransitionTime": "2026-12-01T00:00:00Z", "lastHeartbeatTime": "2026-12-01T00:00:40Z"}}}}}
+	out, err := slimNode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := out.(*unstructured.Unstructured)
+	if got := u.GetAnnotations(); len(got) != 4 || got["machineconfiguration.openshift.io/desiredConfig"] != "rendered-b" {
+		t.Errorf("annotations %v", got)
+	}
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	want := []interface{}{map[string]interface{}{"type": "Ready", "status": "False", "lastTransitionTime": "2026-12-01T00:00:00Z"}}
+	if !reflect.DeepEqual(conditions, want) {
+		t.Errorf("conditions %v, want %v", conditions, want)
 	}
 }

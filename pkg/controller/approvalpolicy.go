@@ -90,6 +90,10 @@ func (ap *approvals) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, withHoldNote(cfg, head+abortedNoPolicy(st.Abort)+status.MessageReview))
 		return 0, nil
 	}
+	if msg := ap.haltedNoPolicy(ctx, cfg); msg != "" {
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, withHoldNote(cfg, head+msg+status.MessageReview))
+		return 0, nil
+	}
 	approved, refused, recheck, err := ap.askPolicies(ctx, cfg, res)
 	if err != nil {
 		status.SetPhase(st, v1alpha1.PhaseReviewRequired, reason, withHoldNote(cfg, head+status.MessageReview))
@@ -124,6 +128,31 @@ func (ap *approvals) review(ctx context.Context, cfg *v1alpha1.VirtPlatformConfi
 func abortedNoPolicy(a *v1alpha1.AbortRecord) string {
 	return fmt.Sprintf("Plan %s was aborted by %s: approval policies approve no plan of this config until an approver approves one. ",
 		v1alpha1.ShortHash(a.PlanHash), a.AbortedBy)
+}
+
+// haltedNoPolicy says, when a gate halted a rollout of cfg's approved
+// plan, that only a person's approval resumes it: no policy and no
+// standing approval (action Apply) approves a plan of it, or an editor's
+// spec change would end the halt. "" when no halt names cfg; a pool list
+// that fails counts as a halt (looked at again on the next change).
+func (ap *approvals) haltedNoPolicy(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) string {
+	pools, err := ap.cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return fmt.Sprintf("The MachineConfigPools cannot be read to tell whether a rollout of this config is halted (%v): approval policies approve no plan of it meanwhile. ", err)
+	}
+	var halted []string
+	for i := range pools {
+		if h := machineconfig.ReadHalt(&pools[i]); h != nil {
+			if _, named := h.Approvals[cfg.Name]; named {
+				halted = append(halted, fmt.Sprintf("'%s' (gate %s)", pools[i].GetName(), h.Gate))
+			}
+		}
+	}
+	if len(halted) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("The rollout of this config's approved plan is halted on MachineConfigPool %s: only an approver's approval resumes it, no approval policy nor action Apply. ",
+		strings.Join(halted, ", "))
 }
 
 // policyApproval is the policy that approved a plan, and the name it is recorded by.

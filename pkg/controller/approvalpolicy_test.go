@@ -79,6 +79,7 @@ func TestApprovalPolicies(t *testing.T) {
 		author           string // of the config's spec
 		policies         fakePolicies
 		plan             func() *plan.Result
+		halted           bool // a halt on the worker pool names the config
 		phase            v1alpha1.ConfigPhase
 		reason           string
 		message          string
@@ -97,6 +98,11 @@ func TestApprovalPolicies(t *testing.T) {
 		{name: "(new) --four eyes: the policy's author changed the spec--> ReviewRequired", distinctApprover: true, author: "carol", policies: fakePolicies{quietTuning()}, plan: deschedulerPlan,
 			phase: v1alpha1.PhaseReviewRequired, reason: "PolicyBoundExceeded",
 			message: `user "carol", who set policy 'quiet-tuning', made the last spec change, and this server requires a second person (--require-distinct-approver)`},
+		{name: "(edited) --its rollout is halted on a pool--> ReviewRequired: no policy resumes a halt", author: "alice", policies: fakePolicies{quietTuning()}, plan: deschedulerPlan,
+			halted: true, phase: v1alpha1.PhaseReviewRequired, reason: "ReviewRequired",
+			message: "The rollout of this config's approved plan is halted on MachineConfigPool 'worker' (gate nodeBack): only an approver's approval resumes it, no approval policy nor action Apply. " + status.MessageReview},
+		{name: "(new) --a halt names another config--> the policy approves", author: "alice", policies: fakePolicies{quietTuning()}, plan: deschedulerPlan,
+			phase: v1alpha1.PhaseInProgress, reason: "Approved", approvedBy: "policy/quiet-tuning (set by carol)"},
 		{name: "(new) --four eyes: another user changed the spec--> InProgress", distinctApprover: true, author: "alice", policies: fakePolicies{quietTuning()}, plan: deschedulerPlan,
 			phase: v1alpha1.PhaseInProgress, reason: "Approved", approvedBy: "policy/quiet-tuning (set by carol)"},
 	}
@@ -104,7 +110,13 @@ func TestApprovalPolicies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := policiesHarness(t, tt.distinctApprover)
 			h.c.approvals.PolicyLister = tt.policies
-			h.cluster.put(workerPool{}.obj())
+			pool := workerPool{}.obj()
+			named := "another-config"
+			if tt.halted {
+				named = configName
+			}
+			pool.SetAnnotations(map[string]string{machineconfig.HaltAnnotation: machineconfig.PoolHalt{Gate: "nodeBack", Message: "m", Approvals: map[string]int64{named: 1}}.Encode()})
+			h.cluster.put(pool)
 			h.create(dryRun, tt.author)
 			h.planner.result = tt.plan()
 			h.reconcile()

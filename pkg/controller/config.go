@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/gates"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -67,6 +68,17 @@ type Config struct {
 	Version string
 	// RequireDistinctApprover keeps action Apply from approving by itself.
 	RequireDistinctApprover bool
+	// Nodes reads the Nodes from a cache (the gates between the steps of
+	// a rollout read them every StepPoll); nil: listed live.
+	Nodes func(ctx context.Context) ([]unstructured.Unstructured, error)
+	// Migrations are the live migrations of a cache (ok false until it
+	// synced); nil: listed live.
+	Migrations func() (migrations []cluster.Migration, ok bool)
+	// OnNodeChange calls fn after a Node changed (the Node cache).
+	OnNodeChange func(fn func()) (remove func(), err error)
+	// Alerts reads the alerts firing now for the alert gate between the
+	// steps of a pool's rollout; nil: the server reads none.
+	Alerts func(ctx context.Context) ([]gates.Alert, error)
 	// CoalesceWindow is how long pools stay paused after a MachineConfig
 	// write so that further approved changes roll out with it; 0 disables.
 	CoalesceWindow time.Duration
@@ -176,6 +188,9 @@ type Metrics interface {
 	// PoolWindows reports, per pool a maintenance window selects, the
 	// seconds until it may be disrupted again; pools left out lose theirs.
 	PoolWindows(opensIn map[string]float64)
+	// RolloutsHalted reports the pools whose rollout a gate halts (pool to
+	// gate), all of them.
+	RolloutsHalted(halted map[string]string)
 }
 
 // noMetrics records nothing.
@@ -187,6 +202,7 @@ func (noMetrics) ApplyDuration(string, time.Duration) {}
 func (noMetrics) DriftDetected(string)                {}
 func (noMetrics) DriftLatency(time.Duration)          {}
 func (noMetrics) PoolWindows(map[string]float64)      {}
+func (noMetrics) RolloutsHalted(map[string]string)    {}
 
 // Watcher is what the controller uses of the watches on the main cluster
 // (*cluster.Watches).

@@ -63,7 +63,7 @@ func (d *drafter) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, p
 		d.nothingToApply(ctx, cfg, res, now)
 		return 0, nil
 	case cfg.Spec.Action == v1alpha1.PlanActionApply:
-		return 0, d.applyAction(cfg, res, now)
+		return 0, d.applyAction(ctx, cfg, res, now)
 	}
 	return d.approvals.review(ctx, cfg, res, now, lapse)
 }
@@ -100,8 +100,13 @@ func (d *drafter) nothingToApply(ctx context.Context, cfg *v1alpha1.VirtPlatform
 // applyAction drafts a plan with changes under action Apply: approved
 // (a standing approval), unless this spec's approved plan changed since
 // or a distinct approver is required.
-func (d *drafter) applyAction(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time) error {
+func (d *drafter) applyAction(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now metav1.Time) error {
 	st := &cfg.Status
+	if msg := d.approvals.haltedNoPolicy(ctx, cfg); msg != "" {
+		st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
+		status.SetPhase(st, v1alpha1.PhaseReviewRequired, status.WaitingRolloutHalted, msg+status.MessageReview)
+		return nil
+	}
 	if changed, err := approvedPlanChanged(cfg, res, now); changed || err != nil {
 		st.Items = keepTransitionTimes(st.Items, res.StatusItems(now))
 		status.SetPhase(st, v1alpha1.PhaseReviewRequired, "InputDependencyDrift", fmt.Sprintf(

@@ -170,7 +170,7 @@ func (d *driftChecker) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 		return 0, nil
 
 	case len(ch.drifted) > 0:
-		return 0, d.drifted(cfg, res, ch.drifted, eventAt)
+		return 0, d.drifted(ctx, cfg, res, ch.drifted, eventAt)
 	}
 
 	// In sync: what was applied is what this build would apply.
@@ -192,9 +192,10 @@ func (d *driftChecker) check(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 // drifted: targets no longer as applied. With action Apply and
 // bypassOptimisticLock they are put back at once; otherwise the config is
 // Drifted, each item saying which fields.
-func (d *driftChecker) drifted(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, drifted map[string][]string, eventAt time.Time) error {
+func (d *driftChecker) drifted(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, drifted map[string][]string, eventAt time.Time) error {
 	st := &cfg.Status
-	if cfg.Spec.Action == v1alpha1.PlanActionApply && cfg.Spec.BypassOptimisticLock {
+	// A halted rollout is resumed by a person only, not by correcting drift.
+	if cfg.Spec.Action == v1alpha1.PlanActionApply && cfg.Spec.BypassOptimisticLock && d.approvals.haltedNoPolicy(ctx, cfg) == "" {
 		approved, err := d.approvals.standing(cfg, res)
 		if err != nil {
 			return err

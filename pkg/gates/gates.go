@@ -8,6 +8,7 @@ package gates
 
 import (
 	"fmt"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"sort"
 	"strings"
 	"time"
@@ -40,7 +41,7 @@ type Settings struct {
 // AlertSettings say which firing alerts halt a rollout.
 type AlertSettings struct {
 	// Matchers: an alert halts only if it matches every one (none: all).
-	Matchers []Matcher
+	Matchers []advisor.Matcher
 	// Ignore: alert names that never halt (Watchdog, InfoInhibitor).
 	Ignore []string
 	// IgnoreErrors: when the alerts cannot be read, the gate passes with
@@ -167,6 +168,12 @@ type Verdict struct {
 // gates are asked in order: nodes back, VMs moved, alerts, soak; the
 // first that does not pass answers.
 func Evaluate(s Settings, b Baseline, st Step, f Facts) Verdict {
+	// Failed migrations halt at once, even with the step's nodes still
+	// draining: the pool is paused, no further node starts, and a drain
+	// whose migrations fail would only run into the node's timeout.
+	if v := migrationsFailed(s, st, f); v != nil {
+		return *v
+	}
 	back, v := nodesBack(s, b, st, f)
 	if v != nil {
 		return *v
@@ -260,29 +267,35 @@ func nodeEvidence(n Node) []string {
 	return ev
 }
 
-// vmsMoved checks the migration gate: no more failed migrations than
-// allowed; every migration ended; the VMs moved run again (and are Ready
-// where they were) within NodeReadyTimeout of the step's start.
-func vmsMoved(s Settings, st Step, f Facts) *Verdict {
+// migrationsFailed checks the first half of the migration gate: no more
+// live migrations of the step's drains failed than allowed.
+func migrationsFailed(s Settings, st Step, f Facts) *Verdict {
 	var failed []Migration
-	running := 0
 	for _, m := range f.Migrations {
-		switch m.Phase {
-		case MigrationFailed:
+		if m.Phase == MigrationFailed {
 			failed = append(failed, m)
-		case MigrationSucceeded:
-		default:
-			running++
 		}
 	}
-	if len(failed) > s.MaxFailedMigrations {
-		m := failed[0]
-		ev := make([]string, 0, len(failed))
-		for _, m := range failed {
-			ev = append(ev, fmt.Sprintf("VirtualMachineInstanceMigration %s/%s of VM %s/%s: Failed", m.Namespace, m.Name, m.Namespace, m.VMI))
+	if len(failed) <= s.MaxFailedMigrations {
+		return nil
+	}
+	m := failed[0]
+	ev := make([]string, 0, len(failed))
+	for _, m := range failed {
+		ev = append(ev, fmt.Sprintf("VirtualMachineInstanceMigration %s/%s of VM %s/%s: Failed", m.Namespace, m.Name, m.Namespace, m.VMI))
+	}
+	return halt(VMsMoved, "", fmt.Sprintf("MachineConfigPool '%s': %d live migration(s) of this step's drains failed (at most %d allowed), first VM %s/%s (migration %s)",
+		st.Pool, len(failed), s.MaxFailedMigrations, m.Namespace, m.VMI, m.Name), ev...)
+}
+
+// vmsMoved checks the rest of the migration gate: every migration ended; the VMs moved run again (and are Ready
+// where they were) within NodeReadyTimeout of the step's start.
+func vmsMoved(s Settings, st Step, f Facts) *Verdict {
+	running := 0
+	for _, m := range f.Migrations {
+		if m.Phase != MigrationFailed && m.Phase != MigrationSucceeded {
+			running++
 		}
-		return halt(VMsMoved, "", fmt.Sprintf("MachineConfigPool '%s': %d live migration(s) of this step's drains failed (at most %d allowed), first VM %s/%s (migration %s)",
-			st.Pool, len(failed), s.MaxFailedMigrations, m.Namespace, m.VMI, m.Name), ev...)
 	}
 	deadline := st.StartedAt.Add(s.NodeReadyTimeout)
 	var notBack []string

@@ -2,6 +2,7 @@ package gates
 
 import (
 	"errors"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"reflect"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func TestEvaluate(t *testing.T) {
 	step := Step{Pool: "worker", Nodes: []string{"worker-0"}, Desired: "rendered-b", StartedAt: start}
 	settings := Settings{NodeReadyTimeout: 10 * time.Minute, Soak: 2 * time.Minute}
 	alerting := settings
-	alerting.Alerts = &AlertSettings{Ignore: DefaultIgnoredAlerts, Matchers: []Matcher{mustMatcher(t, `severity=~"critical|warning"`)}}
+	alerting.Alerts = &AlertSettings{Ignore: DefaultIgnoredAlerts, Matchers: []advisor.Matcher{mustMatcher(t, `severity=~"critical|warning"`)}}
 	ignoringErrors := alerting
 	ignoringErrors.Alerts = &AlertSettings{Ignore: DefaultIgnoredAlerts, IgnoreErrors: true}
 	critical := Alert{Labels: map[string]string{"alertname": "KubeNodeNotReady", "severity": "critical", "node": "worker-2"}}
@@ -95,38 +96,6 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
-func TestParseMatcher(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		labels  map[string]string
-		matches bool
-		err     string
-	}{
-		{in: `severity="critical"`, labels: map[string]string{"severity": "critical"}, matches: true},
-		{in: `severity!=info`, labels: map[string]string{"severity": "info"}},
-		{in: `severity=~"critical|warning"`, labels: map[string]string{"severity": "warning"}, matches: true},
-		{in: `severity=~"crit"`, labels: map[string]string{"severity": "critical"}}, // anchored
-		{in: `namespace!~"openshift-.*"`, labels: map[string]string{"namespace": "default"}, matches: true},
-		{in: `team=""`, labels: map[string]string{}, matches: true}, // a missing label is ""
-		{in: `severity`, err: "is not a label matcher"},
-		{in: `severity=~"("`, err: "invalid regular expression"},
-	} {
-		m, err := ParseMatcher(tc.in)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: err %v, want %q", tc.in, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", tc.in, err)
-		}
-		if got := m.Matches(tc.labels); got != tc.matches {
-			t.Errorf("%s on %v: %v, want %v", tc.in, tc.labels, got, tc.matches)
-		}
-	}
-}
-
 func TestAlertKeyIgnoresAlertState(t *testing.T) {
 	a := Alert{Labels: map[string]string{"alertname": "X", "alertstate": "firing", "b": "2", "a": "1"}}
 	b := Alert{Labels: map[string]string{"alertname": "X", "a": "1", "b": "2"}}
@@ -135,9 +104,9 @@ func TestAlertKeyIgnoresAlertState(t *testing.T) {
 	}
 }
 
-func mustMatcher(t *testing.T, s string) Matcher {
+func mustMatcher(t *testing.T, s string) advisor.Matcher {
 	t.Helper()
-	m, err := ParseMatcher(s)
+	m, err := advisor.ParseMatcher(s)
 	if err != nil {
 		t.Fatal(err)
 	}

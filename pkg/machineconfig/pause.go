@@ -64,8 +64,11 @@ type PoolPause struct {
 	Unmarked bool
 	// held: an administrator's HoldAnnotation is set (its value, the
 	// reason, in hold).
-	Held                     bool
-	Hold                     string
+	Held bool
+	Hold string
+	// Halt: a gate tripped between two steps of a rollout on the pool
+	// (HaltAnnotation); nil when none did.
+	Halt                     *PoolHalt
 	SpecConfig, StatusConfig string
 	// hasChange: spec.configuration already renders the item's change (its
 	// MachineConfig is in the source, or gone from it for a delete).
@@ -81,6 +84,7 @@ func ReadPool(pool *unstructured.Unstructured, manager, mc string, op v1alpha1.O
 	p.Paused, _, _ = unstructured.NestedBool(pool.Object, "spec", "paused")
 	p.Ours, p.Others = PausedOwners(pool, manager)
 	p.Hold, p.Held = pool.GetAnnotations()[HoldAnnotation]
+	p.Halt = ReadHalt(pool)
 	if t, err := time.Parse(time.RFC3339, pool.GetAnnotations()[PausedUntilAnnotation]); err == nil {
 		p.Until = t
 	}
@@ -160,6 +164,8 @@ func DecideWrite(p PoolPause, mc string, window time.Duration) (WriteAction, str
 	switch {
 	case p.Held:
 		return WaitToWrite, fmt.Sprintf("MachineConfigPool '%s' is held by an administrator (annotation %s: %q); the change is written when the annotation is removed", p.Name, HoldAnnotation, p.Hold)
+	case p.Halt != nil:
+		return WaitToWrite, fmt.Sprintf("the rollout on MachineConfigPool '%s' is halted (gate %s: %s); the change is written when an approver resumes (approves again), aborts or reverts the rollout", p.Name, p.Halt.Gate, p.Halt.Message)
 	case p.Paused && p.Unmarked:
 		return WaitToWrite, fmt.Sprintf("MachineConfigPool '%s' is paused by virt-advisor, but its annotation %s was removed: virt-advisor ends only a pause that carries it (the admission policy refuses any other unpause), so the pool stays paused until someone unpauses it or sets the annotation again; the change is written then", p.Name, PausedUntilAnnotation)
 	case p.Paused && (!p.Ours || len(p.Others) > 0):

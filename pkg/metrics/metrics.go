@@ -58,6 +58,25 @@ var PolicyApprovals = metrics.NewCounterVec(&metrics.CounterOpts{
 	Help: "Plan approvals made by an ApprovalPolicy, by policy.", StabilityLevel: metrics.ALPHA,
 }, []string{"policy"})
 
+// RolloutHaltedGauge is 1 while a gate holds the rollout of a
+// MachineConfigPool halted (VirtAdvisorRolloutHalted alerts on it).
+var RolloutHaltedGauge = metrics.NewGaugeVec(&metrics.GaugeOpts{
+	Namespace: namespace, Name: "rollout_halted",
+	Help: "1 while a gate between two steps holds the rollout of the MachineConfigPool halted, by pool and gate.", StabilityLevel: metrics.ALPHA,
+}, []string{"pool", "gate"})
+
+// RolloutsHalted reports the pools whose rollout a gate halts (pool to
+// gate), all of them: the series of the others are dropped. The leader
+// reports them, from the pools' records; a term's end reports none.
+func (r *Recorder) RolloutsHalted(halted map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	RolloutHaltedGauge.Reset()
+	for pool, gate := range halted {
+		RolloutHaltedGauge.WithLabelValues(pool, gate).Set(1)
+	}
+}
+
 // PoolWindowOpensIn is, per MachineConfigPool a maintenance window
 // selects, the seconds until its nodes may be disrupted again (0 while
 // they may).
@@ -95,7 +114,7 @@ var once sync.Once
 // series of the configs are registered by RegisterConfigs.
 func Register(profiles ...string) {
 	once.Do(func() {
-		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency, PoolWindowOpensIn, PolicyApprovals, AdmissionPolicyInForceGauge)
+		legacyregistry.MustRegister(Approvals, PlanDuration, PlanErrors, PlanLastSuccess, ApplyDuration, DriftDetections, DriftDetectionLatency, PoolWindowOpensIn, PolicyApprovals, AdmissionPolicyInForceGauge, RolloutHaltedGauge)
 		now := unixSeconds(time.Now())
 		for _, p := range profiles {
 			DriftDetections.WithLabelValues(p).Add(0)

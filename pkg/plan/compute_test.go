@@ -276,7 +276,9 @@ var recordedPlan = []string{
 	"item 'same': check warning",
 	"item 'psi': draining the nodes shuts down 1 VM: default/vm-none (shuts down, EvictionStrategyNone, pool worker)",
 	"impact High desired [create failed kept psi rejected same theirs] differs map[psi:[spec.kernelArguments] same:[] theirs:[data]] targets [create kept old psi same theirs] disrupted 1",
-	"plan 570fe45d4a066791379b55747d4df1fa990d0c59128f57b2b4df3b40eaa1e548",
+	// Changed once since: a plan that rolls pools binds the gates in
+	// force between their steps (spec.rollout.gates).
+	"plan 4533b71c2502f8131826267fc64ad7b4b25d3bccd96e6c618f1b0695a0d184e9",
 	"snapshot 331e187e5857c55b5f5c7e9b10d9b609ba4afcdc296f43e935e708a20002178c",
 	// The pods are listed since the capacity check (no pod cache here).
 	"map[apply ConfigMap:5 apply MachineConfig:1 get ConfigMap:8 get MachineConfig:1 get MachineConfiguration:1 list MachineConfigPool:1 list Node:1 list Pod:1 list VirtualMachineInstance:1]",

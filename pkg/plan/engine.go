@@ -82,6 +82,9 @@ type Engine struct {
 	// Pods, if set, serves the launchers and requests per node the
 	// capacity check reads (capacity.go); nil lists them live.
 	Pods Pods
+	// Gates are the server's defaults for the gates between the steps of
+	// a pool's rollout.
+	Gates GateDefaults
 
 	// windows are the maintenance windows the plan tells the approver
 	// about (when each MachineConfig item would be written).
@@ -245,6 +248,10 @@ func (e *Engine) computeWith(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 		return nil, err
 	}
 	snapshot, hashed := res.addItems(planned)
+	if rollsPools(planned) {
+		res.Status.Settings.Gates = e.Gates.gatesOf(cfg.Spec)
+		res.Status.Warnings = append(res.Status.Warnings, gateWarnings(res.Status.Settings.Gates)...)
+	}
 	e.annotate(ctx, res, planned, snap, cfg.Spec.AllowsBlockingDrains())
 	if res.SnapshotHash, err = hashJSON(snapshot); err != nil {
 		return nil, err
@@ -406,6 +413,7 @@ func (s hashedSettings) MarshalJSON() ([]byte, error) {
 		BypassOptimisticLock bool                   `json:"bypassOptimisticLock,omitempty"`
 		WaitTimeout          string                 `json:"waitTimeout,omitempty"`
 		AllowBlockingDrains  bool                   `json:"allowBlockingDrains,omitempty"`
+		Gates                *v1alpha1.PlanGates    `json:"gates,omitempty"`
 	}(s))
 }
 

@@ -33,6 +33,12 @@ const (
 	// server's writes of the item's kind is missing or not as shipped
 	// (pkg/confinement): nothing of that kind is written until it is.
 	WaitingAdmissionPolicy = "AdmissionPolicyNotInForce"
+	// WaitingRolloutHalted: a gate tripped between two steps of a pool's
+	// rollout; only an approver ends it (approve again, abort, revert).
+	WaitingRolloutHalted = "RolloutHalted"
+	// WaitingGate: a step of a pool's rollout is over when its gates pass
+	// (a node coming back, the soak, the alerts being read).
+	WaitingGate = "RolloutGate"
 )
 
 // Wait is what an approved plan waits for.
@@ -151,6 +157,9 @@ func WhyNotApprovable(st *v1alpha1.VirtPlatformConfigStatus) string {
 		return fmt.Sprintf("phase %s is not known to this server", st.Phase)
 	case p.Approvable:
 		return ""
+	}
+	if w := WaitingFor(st); w != nil && w.Reason == WaitingRolloutHalted && st.Phase == v1alpha1.PhaseInProgress {
+		return "" // an approval of the live plan resumes a halted rollout
 	}
 	if w := WaitingFor(st); w != nil && st.Phase == v1alpha1.PhaseInProgress && st.Approval != nil {
 		written := "part of it is written"

@@ -21,10 +21,12 @@ import (
 	componentbaseoptions "k8s.io/component-base/config/options"
 	netutils "k8s.io/utils/net"
 
+	"github.com/kubevirt/virt-advisor/pkg/alertsource"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apiserver"
 	"github.com/kubevirt/virt-advisor/pkg/embeddedetcd"
 	generatedopenapi "github.com/kubevirt/virt-advisor/pkg/generated/openapi"
+	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/version"
 )
 
@@ -56,6 +58,28 @@ type Options struct {
 	// TransientErrorDeadline bounds the retries of an approved write that
 	// fails transiently, for items without a waitTimeout.
 	TransientErrorDeadline time.Duration
+	// Gates are the cluster-wide defaults of spec.rollout.gates.
+	Gates GateOptions
+}
+
+// GateOptions are the defaults of the gates between two steps of a pool's
+// rollout, and where the alert gate reads the alerts. The alert source is
+// the server's alone (a config cannot name an endpoint, nor a Secret for
+// the server to send its token to).
+type GateOptions struct {
+	NodeReadyTimeout time.Duration
+	Soak             time.Duration
+	// AlertSourceURL and AlertSourceKind: the API the alerts are read
+	// from; TokenFile and CAFile: its bearer token and CA (a mounted
+	// Secret).
+	AlertSourceURL       string
+	AlertSourceKind      string
+	AlertSourceTokenFile string
+	AlertSourceCAFile    string
+	// AlertGate puts the alert gate in force for every rollout, with
+	// AlertMatchers, unless a config sets its own.
+	AlertGate     bool
+	AlertMatchers []string
 }
 
 // NewOptions returns the default options.
@@ -78,6 +102,7 @@ func NewOptions() *Options {
 		},
 		MaxConcurrentPlans: 8,
 		PlanWaitTimeout:    5 * time.Second,
+		Gates:              GateOptions{NodeReadyTimeout: plan.DefaultNodeReadyTimeout, AlertSourceKind: string(alertsource.Prometheus)},
 	}
 	o.Recommended.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
@@ -103,6 +128,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long a plan request waits for a computation slot (see --max-concurrent-plans) before it is answered 429 Too Many Requests with Retry-After. Must be shorter than --request-timeout.")
 	fs.DurationVar(&o.RolloutCoalesceWindow, "rollout-coalesce-window", o.RolloutCoalesceWindow,
 		"How long a MachineConfigPool stays paused after virt-advisor writes a MachineConfig it renders, so that MachineConfig changes approved meanwhile roll out together and every node reboots once. 0 disables the pause: each change rolls out on its own.")
+	o.Gates.addFlags(fs)
 	fs.DurationVar(&o.TransientErrorDeadline, "transient-error-deadline", o.TransientErrorDeadline,
 		"How long an approved write that fails transiently (the main API server unreachable, restarting or overloaded: connection refused or reset, timeouts, 429, 5xx) is retried, with exponential backoff, before its item fails with the last error. A config's spec.waitTimeout, when set, is used instead.")
 }
@@ -143,6 +169,7 @@ func (o *Options) Validate() error {
 	if o.RolloutCoalesceWindow < 0 {
 		errs = append(errs, fmt.Errorf("--rollout-coalesce-window must be 0 (no pause) or more, got %s", o.RolloutCoalesceWindow))
 	}
+	errs = append(errs, o.Gates.validate()...)
 	if o.TransientErrorDeadline <= 0 {
 		errs = append(errs, fmt.Errorf("--transient-error-deadline must be more than 0, got %s", o.TransientErrorDeadline))
 	}
@@ -253,6 +280,11 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if cfg.ClientConfig == nil {
 		return nil, fmt.Errorf("no client configuration for the main cluster: set --kubeconfig or run in a cluster")
 	}
+	alerts, err := o.Gates.reader()
+	if err != nil {
+		return nil, err
+	}
+	gateDefaults := o.Gates.defaults()
 	return &apiserver.Config{GenericConfig: cfg, ExtraConfig: apiserver.ExtraConfig{
 		ClientConfig:            cfg.ClientConfig,
 		LeaderElection:          o.LeaderElection,
@@ -261,6 +293,8 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		RequireDistinctApprover: o.RequireDistinctApprover,
 		RolloutCoalesceWindow:   o.RolloutCoalesceWindow,
 		TransientErrorDeadline:  o.TransientErrorDeadline,
+		Gates:                   gateDefaults,
+		Alerts:                  alerts,
 		Storage:                 o.Recommended.Etcd.StorageConfig.Transport,
 		EmbeddedEtcd:            o.UsesEmbeddedEtcd(),
 	}}, nil

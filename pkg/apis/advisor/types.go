@@ -120,7 +120,32 @@ type RolloutSpec struct {
 	// allowBlockingDrains writes an approved MachineConfig change even while a
 	// node it rolls out on runs a VM that would block the node's drain.
 	AllowBlockingDrains bool
+	// gates are checked between every two steps of a pool's rollout.
+	Gates *RolloutGates
 }
+
+// RolloutGates are the checks between two steps of a pool's rollout.
+type RolloutGates struct {
+	NodeReadyTimeout    string
+	MaxFailedMigrations *int32
+	Soak                string
+	Alerts              *AlertGate
+}
+
+// AlertGate says which alerts halt a rollout.
+type AlertGate struct {
+	Matchers []string
+	Ignore   []string
+	OnError  GateErrorPolicy
+}
+
+// GateErrorPolicy is what a gate that cannot be evaluated does.
+type GateErrorPolicy string
+
+const (
+	GateErrorHold   GateErrorPolicy = "Hold"
+	GateErrorIgnore GateErrorPolicy = "Ignore"
+)
 
 // ProfileOptions and the option structs it holds are generated from
 // v1alpha1's (zz_generated.options.go, by hack/optionsgen).
@@ -395,6 +420,8 @@ type ApprovalRecord struct {
 	// sequence counts the approvals of this config: each is one more than
 	// the approval or abort before it.
 	Sequence int64
+	// gates are the gates in force for the approved plan's rollouts.
+	Gates *PlanGates
 }
 
 // AbortRecord is the abort of an approved plan.
@@ -491,6 +518,23 @@ type PlanSettings struct {
 	BypassOptimisticLock bool
 	WaitTimeout          string
 	AllowBlockingDrains  bool
+	Gates                *PlanGates
+}
+
+// PlanGates are the gates in force for a plan's rollouts.
+type PlanGates struct {
+	NodeReadyTimeout    string
+	MaxFailedMigrations int32
+	Soak                string
+	Alerts              *PlanAlertGate
+}
+
+// PlanAlertGate is the alert gate in force for a plan's rollouts.
+type PlanAlertGate struct {
+	Source   string
+	Matchers []string
+	Ignore   []string
+	OnError  GateErrorPolicy
 }
 
 // Prerequisite is an API a profile needs.

@@ -91,6 +91,14 @@ func (c *Controller) Admit(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 	kind, reason := pf.kind, pf.reason
 	if reason == "" {
 		kind = status.WaitingPoolBusy
+		if reason, err = c.maintainedByOthers(ctx, pools); err != nil {
+			return adm, err
+		}
+		if reason != "" {
+			pf.retry = PreflightRetry // NodeMaintenances are not watched
+		}
+	}
+	if reason == "" {
 		reason, adm.pause = decideWrites(pools, it, c.CoalesceWindow)
 	}
 	if reason != "" {
@@ -98,6 +106,26 @@ func (c *Controller) Admit(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		adm.Wait = &status.Wait{Reason: kind, Message: fmt.Sprintf("Waiting before writing item '%s': %s", it.Name, reason)}
 	}
 	return adm, nil
+}
+
+// maintainedByOthers says which of pools someone else maintains now
+// (their first drain waits for it), "" when none.
+func (c *Controller) maintainedByOthers(ctx context.Context, pools []*unstructured.Unstructured) (string, error) {
+	all, err := c.Cluster.List(ctx, machineconfig.MachineConfigPoolGVK)
+	if err != nil {
+		return "", err
+	}
+	var why []string
+	for _, pool := range pools {
+		others, err := c.stepper.othersMaintenance(ctx, pool, all, nil)
+		if err != nil {
+			return "", err
+		}
+		if others != "" {
+			why = append(why, others)
+		}
+	}
+	return strings.Join(why, "; "), nil
 }
 
 // decideWrites decides, pool by pool, whether an item may be written now:
@@ -150,6 +178,30 @@ func (c *Controller) Hold(ctx context.Context, config string, it *v1alpha1.VirtP
 // our pause: an apply without spec.paused and the annotations drops our
 // ownership of them, so they go away unless someone else owns them.
 func (p *pauses) apply(ctx context.Context, pool string, until *time.Time, forWindow string) error {
+	return p.applyWith(ctx, pool, until, forWindow, nil)
+}
+
+// forStep pauses pool between two steps of its rollout, with the step in
+// flight and the halt, when there is one, recorded on it. The pause ends
+// at once: the step, not the time, holds it.
+func (p *pauses) forStep(ctx context.Context, pool *unstructured.Unstructured, step *machineconfig.PoolStep, halt *machineconfig.PoolHalt) error {
+	records := map[string]string{}
+	if step != nil {
+		records[machineconfig.StepAnnotation] = step.Encode()
+	}
+	if halt != nil {
+		records[machineconfig.HaltAnnotation] = halt.Encode()
+	}
+	now := p.clock.Now()
+	if err := p.applyWith(ctx, pool.GetName(), &now, "", records); err != nil {
+		return fmt.Errorf("pausing MachineConfigPool '%s' between two steps of its rollout: %w", pool.GetName(), err)
+	}
+	return nil
+}
+
+// applyWith applies our pause (until set) with records, our annotations
+// of a stepped rollout, or ends it (until nil).
+func (p *pauses) applyWith(ctx context.Context, pool string, until *time.Time, forWindow string, records map[string]string) error {
 	metadata := map[string]interface{}{"name": pool}
 	obj := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": metadata}}
 	obj.SetGroupVersionKind(machineconfig.MachineConfigPoolGVK)
@@ -157,6 +209,9 @@ func (p *pauses) apply(ctx context.Context, pool string, until *time.Time, forWi
 		annotations := map[string]string{machineconfig.PausedUntilAnnotation: until.UTC().Format(time.RFC3339)}
 		if forWindow != "" {
 			annotations[machineconfig.PausedForAnnotation] = forWindow
+		}
+		for k, v := range records {
+			annotations[k] = v
 		}
 		obj.SetAnnotations(annotations)
 		obj.Object["spec"] = map[string]interface{}{"paused": true}

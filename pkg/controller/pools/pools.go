@@ -29,6 +29,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cluster"
+	"github.com/kubevirt/virt-advisor/pkg/gates"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
@@ -61,6 +63,9 @@ type Metrics interface {
 	// PoolWindows reports, per pool a maintenance window selects, the
 	// seconds until it may be disrupted again.
 	PoolWindows(opensIn map[string]float64)
+	// RolloutsHalted reports the pools whose rollout a gate halts (pool to
+	// gate), all of them.
+	RolloutsHalted(halted map[string]string)
 }
 
 // Config is what the pool controller needs; the caller shares its readers,
@@ -93,6 +98,18 @@ type Config struct {
 	Recorder       record.EventRecorder
 	Metrics        Metrics
 	Clock          clock.Clock
+	// Nodes reads the Nodes (a cache); nil: Cluster lists them live.
+	Nodes func(ctx context.Context) ([]unstructured.Unstructured, error)
+	// Migrations are the live migrations of a cache, ok false until it
+	// synced (they are listed live then); nil: always listed live.
+	Migrations func() (migrations []cluster.Migration, ok bool)
+	// OnNodeChange, when set, calls fn after a Node changed (the cache's
+	// view): a stepped pool is re-paused as soon as the MCO targets a
+	// node, not at its next StepPoll.
+	OnNodeChange func(fn func()) (remove func(), err error)
+	// Alerts reads the alerts firing now (the server's alert source); nil:
+	// the server reads none, and an alert gate holds every step.
+	Alerts func(ctx context.Context) ([]gates.Alert, error)
 	// Wake asks the config controller to look at a config again: one of
 	// its items waits on, or rolls out on, a pool whose state changed.
 	Wake func(config string)
@@ -112,6 +129,8 @@ type Controller struct {
 	// why a pause of ours outlasts its end (resumer).
 	aborting *aborting
 	counts   *pauseCounts
+	// stepper steps the rollouts of ours (step.go).
+	stepper *stepper
 }
 
 // term is the queue of a term of leadership: pool names, and allPools
@@ -145,7 +164,10 @@ func New(cfg Config) *Controller {
 	c := &Controller{Config: cfg, term: &term{}, aborting: newAborting(), counts: newPauseCounts()}
 	c.windows = &windows{lister: cfg.Windows, trusted: cfg.TrustedWindows, clock: cfg.Clock, metrics: cfg.Metrics}
 	c.pauses = &pauses{pauser: cfg.Pauser, recorder: cfg.Recorder, clock: cfg.Clock, counts: c.counts, wake: cfg.Wake}
-	c.resumer = &resumer{drains: cfg.Drains, pauses: c.pauses, recorder: cfg.Recorder, wake: cfg.Wake, reasons: map[string]string{}}
+	c.resumer = &resumer{drains: cfg.Drains, pauses: c.pauses, recorder: cfg.Recorder, wake: cfg.Wake, reasons: map[string]string{}, busy: map[string]bool{}}
+	c.stepper = &stepper{cluster: cfg.Cluster, pauses: c.pauses, resumer: c.resumer, recorder: cfg.Recorder, clock: cfg.Clock,
+		nodes: cfg.Nodes, migrations: cfg.Migrations, alerts: cfg.Alerts, wake: cfg.Wake,
+		notes: &gateNotes{notes: map[string]string{}}, halts: &haltGauge{metrics: cfg.Metrics, halted: map[string]string{}}}
 	return c
 }
 
@@ -182,6 +204,7 @@ func (c *Controller) Start(ctx context.Context) {
 		<-ctx.Done()
 		remove()
 		q.ShutDown()
+		c.stepper.halts.replace(nil) // another replica leads and reports them
 	}()
 }
 
@@ -205,6 +228,13 @@ func (c *Controller) addHandlers(ctx context.Context) (remove func()) {
 			DeleteFunc: func(obj interface{}) { c.term.resyncIfHeld(obj, nil) },
 		})
 	}
+	if c.OnNodeChange != nil {
+		if r, err := c.OnNodeChange(c.term.resyncStepping); err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot watch the Nodes; stepped pools are looked at every StepPoll only")
+		} else {
+			added = append(added, r)
+		}
+	}
 	for _, informer := range c.ResyncOn {
 		add(informer, cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(interface{}) { c.term.resync() },
@@ -221,6 +251,11 @@ func (c *Controller) addHandlers(ctx context.Context) (remove func()) {
 
 // resync looks at every pool again.
 func (t *term) resync() { t.enqueue(allPools, 0) }
+
+// resyncStepping looks at every pool again after a Node changed (the
+// queue dedups a burst of changes; ReconcileAll queues only the pools of
+// ours).
+func (t *term) resyncStepping() { t.resync() }
 
 func (t *term) enqueue(pool string, after time.Duration) {
 	q := t.current()
@@ -262,3 +297,5 @@ func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimit
 type noMetrics struct{}
 
 func (noMetrics) PoolWindows(map[string]float64) {}
+
+func (noMetrics) RolloutsHalted(map[string]string) {}

@@ -116,6 +116,17 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (time.Duration,
 	})
 	aborted := v.abortedOn(pool, pools)
 	w := c.windows.rollingWindow(ctx, pool, v, rolling)
+	if len(aborted) == 0 {
+		// A halt holds first; else a rollout of ours is stepped.
+		if done, after, err := c.stepper.holdHalt(ctx, pool, v); done {
+			return after, err
+		}
+		if len(rolling) > 0 && len(due) == 0 && w.Allowed && !pausedForTime(pool, c.Clock.Now()) {
+			if handled, after, err := c.stepper.stepPool(ctx, pool, pools, v, rolling, w); handled {
+				return after, err
+			}
+		}
+	}
 	d := decide(poolState{
 		pause: machineconfig.ReadPool(pool, cluster.FieldManager, "", ""), rolling: machineconfig.RollingOut(pool),
 		written: len(rolling) > 0, due: len(due) > 0, aborted: len(aborted) > 0, window: w, now: c.Clock.Now(), coalesce: c.CoalesceWindow,
@@ -207,12 +218,17 @@ func (c *Controller) ReconcileAll(ctx context.Context) (time.Duration, error) {
 	if c.windows.report(ctx, pools) {
 		after = windowReport // keeps the next-opening gauges fresh
 	}
+	halted := map[string]string{}
 	for i := range pools {
 		pool := &pools[i]
-		if machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Ours || len(v.rollingOn(pool, pools)) > 0 || len(v.abortedOn(pool, pools)) > 0 {
+		if h := machineconfig.ReadHalt(pool); h != nil {
+			halted[pool.GetName()] = h.Gate
+		}
+		if halted[pool.GetName()] != "" || machineconfig.ReadPool(pool, cluster.FieldManager, "", "").Ours || len(v.rollingOn(pool, pools)) > 0 || len(v.abortedOn(pool, pools)) > 0 {
 			c.term.enqueue(pool.GetName(), 0)
 		}
 	}
+	c.stepper.halts.replace(halted)
 	return after, nil
 }
 
@@ -224,4 +240,11 @@ func byName(pools []unstructured.Unstructured, name string) *unstructured.Unstru
 		}
 	}
 	return nil
+}
+
+// pausedForTime is true while a coalescing or window pause of ours lasts:
+// its end, not a step, ends it.
+func pausedForTime(pool *unstructured.Unstructured, now time.Time) bool {
+	p := machineconfig.ReadPool(pool, cluster.FieldManager, "", "")
+	return p.Ours && p.Paused && (p.ForWindow != "" || now.Before(p.Until))
 }

@@ -36,6 +36,8 @@ type resumer struct {
 	wake     func(config string)
 	mu       sync.Mutex
 	reasons  map[string]string
+	// busy: the reason is someone else's maintenance (hold), not the VMs.
+	busy map[string]bool
 }
 
 // resume ends our pause of a pool whose pause is over, unless the live
@@ -126,7 +128,10 @@ func (r *resumer) heldMessage(pool *unstructured.Unstructured, aborted bool) str
 }
 
 // heldWait is the Waiting condition of an item whose pool is held so.
-func heldWait(item, message string) *status.Wait {
+func heldWait(item, message string, busy bool) *status.Wait {
+	if busy {
+		return &status.Wait{Reason: status.WaitingPoolBusy, Message: fmt.Sprintf("Waiting to resume the rollout of item '%s': %s", item, message)}
+	}
 	return &status.Wait{Reason: status.WaitingDrainBlocked, Message: fmt.Sprintf("Waiting to resume the rollout of item '%s': %s", item, message)}
 }
 
@@ -138,6 +143,7 @@ func (r *resumer) set(pool, reason string) bool {
 	if r.reasons[pool] == reason {
 		return false
 	}
+	delete(r.busy, pool)
 	if reason == "" {
 		delete(r.reasons, pool)
 	} else {
@@ -150,4 +156,27 @@ func (r *resumer) get(pool string) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.reasons[pool]
+}
+
+// hold keeps pool paused between two steps for reason, someone else's
+// maintenance of its nodes; configs are woken when the reason changes.
+func (r *resumer) hold(ctx context.Context, pool *unstructured.Unstructured, configs []string, reason string) {
+	name := pool.GetName()
+	if r.set(name, reason) {
+		klog.FromContext(ctx).Info("Kept MachineConfigPool paused between two steps of its rollout", "pool", name, "reason", reason)
+		r.recorder.Event(pool, corev1.EventTypeNormal, "ResumeHeldByVirtAdvisor", "Kept paused by virt-advisor: "+reason)
+		for _, config := range configs {
+			r.wake(config)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.busy[name] = true
+}
+
+// isBusy is true when pool is held for someone else's maintenance.
+func (r *resumer) isBusy(pool string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.busy[pool]
 }

@@ -218,7 +218,7 @@ func runResume(t *testing.T, tc resumeCase, now time.Time) {
 	if len(woken) != len(tc.rolling) {
 		t.Errorf("woken %v, want the configs rolling out on the pool (%d) told", woken, len(tc.rolling))
 	}
-	if w := heldWait("enable-psi-metrics", held); w.Reason != status.WaitingDrainBlocked {
+	if w := heldWait("enable-psi-metrics", held, false); w.Reason != status.WaitingDrainBlocked {
 		t.Errorf("waiting reason %s, want %s", w.Reason, status.WaitingDrainBlocked)
 	}
 }

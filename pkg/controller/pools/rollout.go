@@ -178,12 +178,22 @@ func (c *Controller) poolRollout(ctx context.Context, v itemView, pool *unstruct
 // else our pause and until when.
 func (c *Controller) notePause(pool *unstructured.Unstructured, v itemView, now time.Time, r *machineconfig.Rollout, out *ItemRollout) {
 	aborted := v.configs.abortedOn(pool, v.all)
+	if msg, wait := haltMessage(pool, v.it.Name, len(aborted) > 0); msg != "" {
+		r.Message, out.Wait = msg, wait // a halt says more than any other wait
+		out.After = soonest(out.After, StepPoll)
+		return
+	}
 	if msg := c.resumer.heldMessage(pool, len(aborted) > 0); msg != "" {
 		r.Message = msg
 		if out.Wait == nil {
-			out.Wait = heldWait(v.it.Name, msg)
+			out.Wait = heldWait(v.it.Name, msg, c.resumer.isBusy(pool.GetName()))
 		}
 		out.After = soonest(out.After, PreflightRetry)
+		return
+	}
+	if msg := c.stepper.stepProgress(pool); msg != "" && len(aborted) == 0 {
+		r.Message = msg
+		out.After = soonest(out.After, StepPoll)
 		return
 	}
 	if msg := c.pauseMessage(pool, aborted, now); msg != "" {

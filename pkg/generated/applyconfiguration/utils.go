@@ -34,6 +34,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=advisor.kubevirt.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("AbortRecord"):
 		return &advisorv1alpha1.AbortRecordApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AlertGate"):
+		return &advisorv1alpha1.AlertGateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("AppliedItem"):
 		return &advisorv1alpha1.AppliedItemApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalPolicy"):
@@ -72,6 +74,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.ObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PciPassthroughConfig"):
 		return &advisorv1alpha1.PciPassthroughConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlanAlertGate"):
+		return &advisorv1alpha1.PlanAlertGateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlanGates"):
+		return &advisorv1alpha1.PlanGatesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyBounds"):
 		return &advisorv1alpha1.PolicyBoundsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyConfigs"):
@@ -92,6 +98,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.ReplacedObjectApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedTarget"):
 		return &advisorv1alpha1.ReviewedTargetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutGates"):
+		return &advisorv1alpha1.RolloutGatesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RolloutSpec"):
 		return &advisorv1alpha1.RolloutSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VirtHigherDensityConfig"):

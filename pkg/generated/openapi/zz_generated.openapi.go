@@ -38,6 +38,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.AbortRecord{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_AbortRecord(ref),
 		v1alpha1.AbortSpec{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_AbortSpec(ref),
 		v1alpha1.AbortStatus{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_AbortStatus(ref),
+		v1alpha1.AlertGate{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_AlertGate(ref),
 		v1alpha1.AppliedItem{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_AppliedItem(ref),
 		v1alpha1.Approval{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_Approval(ref),
 		v1alpha1.ApprovalPolicy{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalPolicy(ref),
@@ -63,6 +64,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ObjectReference{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ObjectReference(ref),
 		v1alpha1.PciPassthroughConfig{}.OpenAPIModelName():      schema_pkg_apis_advisor_v1alpha1_PciPassthroughConfig(ref),
 		v1alpha1.Plan{}.OpenAPIModelName():                      schema_pkg_apis_advisor_v1alpha1_Plan(ref),
+		v1alpha1.PlanAlertGate{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PlanAlertGate(ref),
+		v1alpha1.PlanGates{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_PlanGates(ref),
 		v1alpha1.PlanItem{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_PlanItem(ref),
 		v1alpha1.PlanReadFrom{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PlanReadFrom(ref),
 		v1alpha1.PlanSettings{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref),
@@ -79,6 +82,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ReplacedField{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ReplacedField(ref),
 		v1alpha1.ReplacedObject{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ReplacedObject(ref),
 		v1alpha1.ReviewedTarget{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref),
+		v1alpha1.RolloutGates{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_RolloutGates(ref),
 		v1alpha1.RolloutSpec{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref),
 		v1alpha1.VMEvictionStrategyConfig{}.OpenAPIModelName():  schema_pkg_apis_advisor_v1alpha1_VMEvictionStrategyConfig(ref),
 		v1alpha1.VMImpact{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_VMImpact(ref),
@@ -428,6 +432,67 @@ func schema_pkg_apis_advisor_v1alpha1_AbortStatus(ref common.ReferenceCallback) 
 		},
 		Dependencies: []string{
 			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_AlertGate(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AlertGate says which alerts halt a rollout.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"matchers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "matchers are label matchers an alert must all match to halt the rollout, as Prometheus writes them: severity=\"critical\", namespace!~\"openshift-.*\". None: every alert.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"ignore": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ignore are alert names that never halt a rollout. Default: Watchdog and InfoInhibitor, which fire on every healthy cluster.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"onError": {
+						SchemaProps: spec.SchemaProps{
+							Description: "onError says what a step does when the alerts cannot be read: Hold (the default: wait, saying why) or Ignore (go on, warned).\n\nPossible enum values:\n - `\"Hold\"`\n - `\"Ignore\"`",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Hold", "Ignore"},
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -923,12 +988,18 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref common.ReferenceCallbac
 							Format:      "int64",
 						},
 					},
+					"gates": {
+						SchemaProps: spec.SchemaProps{
+							Description: "gates are the gates in force between the steps of the approved plan's MachineConfigPool rollouts, as its plan showed them: a later spec change does not change them.",
+							Ref:         ref(v1alpha1.PlanGates{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"planHash", "approvedBy", "approvedAt", "generation"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName(), v1alpha1.PlanGates{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1735,6 +1806,118 @@ func schema_pkg_apis_advisor_v1alpha1_Plan(ref common.ReferenceCallback) common.
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_PlanAlertGate(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlanAlertGate is the alert gate in force for a plan's rollouts.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "source is where the alerts are read: the API and its URL, or why there is none.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"matchers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"ignore": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"onError": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Possible enum values:\n - `\"Hold\"`\n - `\"Ignore\"`",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Hold", "Ignore"},
+						},
+					},
+				},
+				Required: []string{"source", "ignore", "onError"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PlanGates(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlanGates are the gates in force for a plan's rollouts.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodeReadyTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"maxFailedMigrations": {
+						SchemaProps: spec.SchemaProps{
+							Default: 0,
+							Type:    []string{"integer"},
+							Format:  "int32",
+						},
+					},
+					"soak": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"alerts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "alerts is the alert gate; absent when none is in force.",
+							Ref:         ref(v1alpha1.PlanAlertGate{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"nodeReadyTimeout", "maxFailedMigrations", "soak"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PlanAlertGate{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_PlanItem(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1921,10 +2104,18 @@ func schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref common.ReferenceCallback)
 							Format:      "",
 						},
 					},
+					"gates": {
+						SchemaProps: spec.SchemaProps{
+							Description: "gates are the gates in force between the steps of the plan's MachineConfigPool rollouts, the server's defaults resolved; absent when the plan rolls no pool.",
+							Ref:         ref(v1alpha1.PlanGates{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"bypassOptimisticLock", "allowBlockingDrains"},
 			},
 		},
+		Dependencies: []string{
+			v1alpha1.PlanGates{}.OpenAPIModelName()},
 	}
 }
 
@@ -2662,6 +2853,48 @@ func schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref common.ReferenceCallbac
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_RolloutGates(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutGates are the checks between two steps of a pool's rollout.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodeReadyTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nodeReadyTimeout is how long the nodes of a step may take to come back (Ready, their MCO state Done on the desired config) and the VMs moved off them to run again, from the step's start, e.g. \"20m\". Past it the rollout halts. Between 30s and 24h.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"maxFailedMigrations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxFailedMigrations is how many live migrations started by a step's drains may fail before the rollout halts. Default 0.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"soak": {
+						SchemaProps: spec.SchemaProps{
+							Description: "soak is how long the nodes of a step must have been back before the next step starts, e.g. \"5m\". At most 24h.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"alerts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "alerts halts the rollout when an alert starts firing during it, read from the alert source the server is configured with.",
+							Ref:         ref(v1alpha1.AlertGate{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.AlertGate{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2676,9 +2909,17 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref common.ReferenceCallback) 
 							Format:      "",
 						},
 					},
+					"gates": {
+						SchemaProps: spec.SchemaProps{
+							Description: "gates are checked between every two steps of a MachineConfigPool rollout of an approved change: the pool is unpaused until the MCO targets its next node(s), paused again, and the next step starts only when these pass; a gate that trips halts the rollout (the pool stays paused) until an approver resumes, aborts or reverts it. Unset fields take the server's defaults; the plan shows the gates in force, and approving a plan approves them too (they are part of the plan hash).",
+							Ref:         ref(v1alpha1.RolloutGates{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
+		Dependencies: []string{
+			v1alpha1.RolloutGates{}.OpenAPIModelName()},
 	}
 }
 

@@ -152,7 +152,67 @@ type RolloutSpec struct {
 	// setting too (it is part of the plan hash).
 	// +optional
 	AllowBlockingDrains bool `json:"allowBlockingDrains,omitempty"`
+	// gates are checked between every two steps of a MachineConfigPool
+	// rollout of an approved change: the pool is unpaused until the MCO
+	// targets its next node(s), paused again, and the next step starts
+	// only when these pass; a gate that trips halts the rollout (the pool
+	// stays paused) until an approver resumes, aborts or reverts it. Unset
+	// fields take the server's defaults; the plan shows the gates in force,
+	// and approving a plan approves them too (they are part of the plan
+	// hash).
+	// +optional
+	Gates *RolloutGates `json:"gates,omitempty"`
 }
+
+// RolloutGates are the checks between two steps of a pool's rollout.
+type RolloutGates struct {
+	// nodeReadyTimeout is how long the nodes of a step may take to come
+	// back (Ready, their MCO state Done on the desired config) and the VMs
+	// moved off them to run again, from the step's start, e.g. "20m".
+	// Past it the rollout halts. Between 30s and 24h.
+	// +optional
+	NodeReadyTimeout string `json:"nodeReadyTimeout,omitempty"`
+	// maxFailedMigrations is how many live migrations started by a step's
+	// drains may fail before the rollout halts. Default 0.
+	// +optional
+	MaxFailedMigrations *int32 `json:"maxFailedMigrations,omitempty"`
+	// soak is how long the nodes of a step must have been back before the
+	// next step starts, e.g. "5m". At most 24h.
+	// +optional
+	Soak string `json:"soak,omitempty"`
+	// alerts halts the rollout when an alert starts firing during it, read
+	// from the alert source the server is configured with.
+	// +optional
+	Alerts *AlertGate `json:"alerts,omitempty"`
+}
+
+// AlertGate says which alerts halt a rollout.
+type AlertGate struct {
+	// matchers are label matchers an alert must all match to halt the
+	// rollout, as Prometheus writes them: severity="critical",
+	// namespace!~"openshift-.*". None: every alert.
+	// +optional
+	// +listType=atomic
+	Matchers []string `json:"matchers,omitempty"`
+	// ignore are alert names that never halt a rollout. Default: Watchdog
+	// and InfoInhibitor, which fire on every healthy cluster.
+	// +optional
+	// +listType=atomic
+	Ignore []string `json:"ignore,omitempty"`
+	// onError says what a step does when the alerts cannot be read: Hold
+	// (the default: wait, saying why) or Ignore (go on, warned).
+	// +optional
+	OnError GateErrorPolicy `json:"onError,omitempty"`
+}
+
+// GateErrorPolicy is what a gate that cannot be evaluated does.
+// +enum
+type GateErrorPolicy string
+
+const (
+	GateErrorHold   GateErrorPolicy = "Hold"
+	GateErrorIgnore GateErrorPolicy = "Ignore"
+)
 
 // ProfileOptions holds one options block per profile.
 type ProfileOptions struct {
@@ -832,6 +892,11 @@ type ApprovalRecord struct {
 	// of a higher sequence than the one it aborted, however close in time.
 	// +optional
 	Sequence int64 `json:"sequence,omitempty"`
+	// gates are the gates in force between the steps of the approved
+	// plan's MachineConfigPool rollouts, as its plan showed them: a
+	// later spec change does not change them.
+	// +optional
+	Gates *PlanGates `json:"gates,omitempty"`
 }
 
 // AbortRecord is the abort of an approved plan.
@@ -987,6 +1052,34 @@ type PlanSettings struct {
 	// allowBlockingDrains is spec.rollout.allowBlockingDrains; always
 	// present, false included.
 	AllowBlockingDrains bool `json:"allowBlockingDrains"`
+	// gates are the gates in force between the steps of the plan's
+	// MachineConfigPool rollouts, the server's defaults resolved; absent
+	// when the plan rolls no pool.
+	// +optional
+	Gates *PlanGates `json:"gates,omitempty"`
+}
+
+// PlanGates are the gates in force for a plan's rollouts.
+type PlanGates struct {
+	NodeReadyTimeout    string `json:"nodeReadyTimeout"`
+	MaxFailedMigrations int32  `json:"maxFailedMigrations"`
+	Soak                string `json:"soak"`
+	// alerts is the alert gate; absent when none is in force.
+	// +optional
+	Alerts *PlanAlertGate `json:"alerts,omitempty"`
+}
+
+// PlanAlertGate is the alert gate in force for a plan's rollouts.
+type PlanAlertGate struct {
+	// source is where the alerts are read: the API and its URL, or why
+	// there is none.
+	Source string `json:"source"`
+	// +optional
+	// +listType=atomic
+	Matchers []string `json:"matchers,omitempty"`
+	// +listType=atomic
+	Ignore  []string        `json:"ignore"`
+	OnError GateErrorPolicy `json:"onError"`
 }
 
 // Prerequisite is an API a profile needs.

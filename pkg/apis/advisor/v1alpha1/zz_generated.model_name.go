@@ -42,6 +42,11 @@ func (in AbortStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AlertGate) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.AlertGate"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in AppliedItem) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.AppliedItem"
 }
@@ -167,6 +172,16 @@ func (in Plan) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PlanAlertGate) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PlanAlertGate"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PlanGates) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PlanGates"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PlanItem) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.PlanItem"
 }
@@ -244,6 +259,11 @@ func (in ReplacedObject) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReviewedTarget) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.ReviewedTarget"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutGates) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.RolloutGates"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

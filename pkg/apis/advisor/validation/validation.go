@@ -248,6 +248,9 @@ func validateSpec(spec *advisor.VirtPlatformConfigSpec, served Profiles, fldPath
 	if spec.Options != nil {
 		allErrs = append(allErrs, validateOptions(served, spec.Profile, spec.Options, fldPath.Child("options"))...)
 	}
+	if spec.Rollout != nil && spec.Rollout.Gates != nil {
+		allErrs = append(allErrs, validateGates(spec.Rollout.Gates, fldPath.Child("rollout", "gates"))...)
+	}
 	return allErrs
 }
 

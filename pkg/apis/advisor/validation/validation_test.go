@@ -51,6 +51,13 @@ func loadAware(mutate func(*v1alpha1.LoadAwareConfig)) func(*v1alpha1.VirtPlatfo
 	}
 }
 
+func gates(mutate func(*v1alpha1.RolloutGates)) func(*v1alpha1.VirtPlatformConfig) {
+	return func(c *v1alpha1.VirtPlatformConfig) {
+		c.Spec.Rollout = &v1alpha1.RolloutSpec{Gates: &v1alpha1.RolloutGates{}}
+		mutate(c.Spec.Rollout.Gates)
+	}
+}
+
 func density(mutate func(*v1alpha1.VirtHigherDensityConfig)) func(*v1alpha1.VirtPlatformConfig) {
 	return func(c *v1alpha1.VirtPlatformConfig) {
 		c.Spec.Options = &v1alpha1.ProfileOptions{VirtHigherDensity: &v1alpha1.VirtHigherDensityConfig{}}
@@ -196,6 +203,25 @@ func TestValidateVirtPlatformConfig(t *testing.T) {
 		})), "spec.options.loadAware.devMigrationHistoryWindow", "must be at least 6 x devMaxMigrationCooldown (4h0m0s)"},
 		{"max cooldown beyond the default window", config(lar, loadAware(func(o *v1alpha1.LoadAwareConfig) { o.DevMaxMigrationCooldown = "9h" })),
 			"spec.options.loadAware.devMaxMigrationCooldown", "devMigrationHistoryWindow (48h0m0s) must be at least 6 x devMaxMigrationCooldown (9h0m0s)"},
+		{"gates at their bounds", config(lar, gates(func(g *v1alpha1.RolloutGates) {
+			g.NodeReadyTimeout, g.Soak, g.MaxFailedMigrations = "30s", "24h", ptr.To[int32](1000)
+			g.Alerts = &v1alpha1.AlertGate{Matchers: []string{`severity="critical"`, `namespace!~"openshift-.*"`}, Ignore: []string{"Watchdog"}, OnError: v1alpha1.GateErrorIgnore}
+		})), "", ""},
+		{"node timeout below 30s", config(lar, gates(func(g *v1alpha1.RolloutGates) { g.NodeReadyTimeout = "29s" })),
+			"spec.rollout.gates.nodeReadyTimeout", "must be between 30s and 24h0m0s"},
+		{"soak beyond a day", config(lar, gates(func(g *v1alpha1.RolloutGates) { g.Soak = "24h1s" })),
+			"spec.rollout.gates.soak", "must be between 0s and 24h0m0s"},
+		{"soak not a duration", config(lar, gates(func(g *v1alpha1.RolloutGates) { g.Soak = "5" })),
+			"spec.rollout.gates.soak", "must be a Go duration such as 20m"},
+		{"failed migrations negative", config(lar, gates(func(g *v1alpha1.RolloutGates) { g.MaxFailedMigrations = ptr.To[int32](-1) })),
+			"spec.rollout.gates.maxFailedMigrations", "must be between 0 and 1000"},
+		{"failed migrations beyond the cap", config(lar, gates(func(g *v1alpha1.RolloutGates) { g.MaxFailedMigrations = ptr.To[int32](1001) })),
+			"spec.rollout.gates.maxFailedMigrations", "must be between 0 and 1000"},
+		{"an alert matcher that does not parse", config(lar, gates(func(g *v1alpha1.RolloutGates) {
+			g.Alerts = &v1alpha1.AlertGate{Matchers: []string{`severity="critical"`, `severity=~"(critical"`}}
+		})), "spec.rollout.gates.alerts.matchers[1]", "invalid regular expression"},
+		{"an unknown onError", config(lar, gates(func(g *v1alpha1.RolloutGates) { g.Alerts = &v1alpha1.AlertGate{OnError: "Retry"} })),
+			"spec.rollout.gates.alerts.onError", "Unsupported value"},
 		{"density options on load-aware", config(lar, density(func(*v1alpha1.VirtHigherDensityConfig) {})),
 			"spec.options.virtHigherDensity", "When profile is 'load-aware-rebalancing', only options.loadAware may be set"},
 		{"load-aware options on density", config(vhd, loadAware(func(*v1alpha1.LoadAwareConfig) {})),

@@ -54,6 +54,10 @@ type ApprovalRecordApplyConfiguration struct {
 	// the approval or abort before it. An abort ends only with an approval
 	// of a higher sequence than the one it aborted, however close in time.
 	Sequence *int64 `json:"sequence,omitempty"`
+	// gates are the gates in force between the steps of the approved
+	// plan's MachineConfigPool rollouts, as its plan showed them: a
+	// later spec change does not change them.
+	Gates *PlanGatesApplyConfiguration `json:"gates,omitempty"`
 }
 
 // ApprovalRecordApplyConfiguration constructs a declarative configuration of the ApprovalRecord type for use with
@@ -131,5 +135,13 @@ func (b *ApprovalRecordApplyConfiguration) WithRevert(value bool) *ApprovalRecor
 // If called multiple times, the Sequence field is set to the value of the last call.
 func (b *ApprovalRecordApplyConfiguration) WithSequence(value int64) *ApprovalRecordApplyConfiguration {
 	b.Sequence = &value
+	return b
+}
+
+// WithGates sets the Gates field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Gates field is set to the value of the last call.
+func (b *ApprovalRecordApplyConfiguration) WithGates(value *PlanGatesApplyConfiguration) *ApprovalRecordApplyConfiguration {
+	b.Gates = value
 	return b
 }

@@ -31,6 +31,15 @@ type RolloutSpecApplyConfiguration struct {
 	// naming the VMs, until none would block. Approving a plan approves this
 	// setting too (it is part of the plan hash).
 	AllowBlockingDrains *bool `json:"allowBlockingDrains,omitempty"`
+	// gates are checked between every two steps of a MachineConfigPool
+	// rollout of an approved change: the pool is unpaused until the MCO
+	// targets its next node(s), paused again, and the next step starts
+	// only when these pass; a gate that trips halts the rollout (the pool
+	// stays paused) until an approver resumes, aborts or reverts it. Unset
+	// fields take the server's defaults; the plan shows the gates in force,
+	// and approving a plan approves them too (they are part of the plan
+	// hash).
+	Gates *RolloutGatesApplyConfiguration `json:"gates,omitempty"`
 }
 
 // RolloutSpecApplyConfiguration constructs a declarative configuration of the RolloutSpec type for use with
@@ -44,5 +53,13 @@ func RolloutSpec() *RolloutSpecApplyConfiguration {
 // If called multiple times, the AllowBlockingDrains field is set to the value of the last call.
 func (b *RolloutSpecApplyConfiguration) WithAllowBlockingDrains(value bool) *RolloutSpecApplyConfiguration {
 	b.AllowBlockingDrains = &value
+	return b
+}
+
+// WithGates sets the Gates field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Gates field is set to the value of the last call.
+func (b *RolloutSpecApplyConfiguration) WithGates(value *RolloutGatesApplyConfiguration) *RolloutSpecApplyConfiguration {
+	b.Gates = value
 	return b
 }
