@@ -429,14 +429,10 @@ func alertSettings(g *v1alpha1.PlanAlertGate) *gates.AlertSettings {
 	return out
 }
 
-// NoAlertSource is why an alert gate cannot be evaluated on a server that
-// reads no alerts.
-const NoAlertSource = "the server reads no alerts (--alert-source-url is not set)"
-
 // readAlerts reads the alerts firing now.
 func (s *stepper) readAlerts(ctx context.Context) ([]gates.Alert, error) {
 	if s.alerts == nil {
-		return nil, fmt.Errorf("%s", NoAlertSource)
+		return nil, fmt.Errorf("the server reads no alerts (--alert-source-url is not set)")
 	}
 	return s.alerts(ctx)
 }
