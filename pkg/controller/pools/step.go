@@ -255,6 +255,7 @@ func (s *stepper) stepPool(ctx context.Context, pool *unstructured.Unstructured,
 	}
 	gn, stepped, err := poolNodes(pool, all, nodes)
 	if err != nil || !stepped {
+		s.notes.set(pool.GetName(), unstepped)
 		return false, 0, nil
 	}
 	settings, seqs := gatesOf(v, rolling)
@@ -474,6 +475,18 @@ func (s *stepper) stepProgress(pool *unstructured.Unstructured) string {
 	}
 	return fmt.Sprintf("MachineConfigPool '%s' rolls out one step at a time: node(s) %s updating since %s (%d of %d nodes updated); %s",
 		pool.GetName(), strings.Join(step.Nodes, ", "), step.Started.UTC().Format(time.RFC3339), machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"), waits)
+}
+
+// unstepped is the note of a pool whose rollout of ours is not stepped.
+const unstepped = "not stepped: no Node of the pool carries the Machine Config daemon's annotations, so its rollout goes on as the MCO does it, without the gates between node reboots"
+
+// unsteppedNote says that pool's rollout is not stepped, "" when it is
+// (or was not looked at).
+func (s *stepper) unsteppedNote(pool string) string {
+	if s.notes.get(pool) == unstepped {
+		return unstepped
+	}
+	return ""
 }
 
 // gateNotes are, by pool, what the gates of the step in flight wait for
