@@ -19,8 +19,21 @@ func waitingFor(reason string) string {
 		return "Waiting for a busy MachineConfigPool"
 	case status.WaitingClusterUpgrading:
 		return "Waiting for the cluster upgrade"
+	case status.WaitingRolloutHalted:
+		return "Rollout halted: an approver decides"
+	case status.WaitingGate:
+		return "Waiting for the rollout's gates"
 	}
 	return "Waiting: " + reason
+}
+
+// waitingTone: a halted rollout waits for a person, and stands out; any
+// other wait ends by itself.
+func waitingTone(reason string) string {
+	if reason == status.WaitingRolloutHalted {
+		return "bad"
+	}
+	return "warn"
 }
 
 // glyph is the glyph of a tone.

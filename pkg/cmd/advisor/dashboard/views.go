@@ -44,13 +44,14 @@ func (s *Server) funcs() template.FuncMap {
 			}
 			return duration.HumanDuration(s.clock.Since(t))
 		},
-		"phaseTone":  phaseTone,
-		"glyph":      glyph,
-		"opTone":     opTone,
-		"impactTone": impactTone,
-		"stateTone":  stateTone,
-		"nodeGlyph":  nodeGlyph,
-		"waitingFor": waitingFor,
+		"phaseTone":   phaseTone,
+		"glyph":       glyph,
+		"opTone":      opTone,
+		"impactTone":  impactTone,
+		"stateTone":   stateTone,
+		"nodeGlyph":   nodeGlyph,
+		"waitingFor":  waitingFor,
+		"waitingTone": waitingTone,
 	}
 }
 
@@ -231,8 +232,11 @@ type planView struct {
 	Items           []itemView
 	Changed, Failed int
 	Reboots         string
-	Approve         approveView
-	Banner          *banner
+	// Gates are the gates in force between the node reboots of the
+	// plan's rollouts, "" when it rolls no pool.
+	Gates   string
+	Approve approveView
+	Banner  *banner
 }
 
 // buildPlan reads the config and its live plan, and decides about the
@@ -292,6 +296,7 @@ func (s *Server) buildPlan(ctx context.Context, name string) (planView, int) {
 		v.Items = append(v.Items, iv)
 	}
 	v.Reboots = pools.Summary(ctx, s.c.Dynamic, st.Items)
+	v.Gates = pools.Gates(st.Settings.Gates)
 	v.Approve = s.mayApprove(ctx, cfg, v.Hash)
 	return v, 200
 }
@@ -485,6 +490,7 @@ func (s *Server) gridOf(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (
 			if a := cfg.Status.Abort; a != nil {
 				g.heldByAbort(a)
 			}
+			g.followSteps(&all[i], cfg)
 			out = append(out, g)
 		}
 	}
