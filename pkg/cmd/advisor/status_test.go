@@ -281,7 +281,7 @@ func TestStatusSteppedRollout(t *testing.T) {
 	const halt = `Halted:    pool worker: gate nodeBack tripped on node worker-1 at 2026-11-23T10:20:00Z
            node 'worker-1' of MachineConfigPool 'worker' did not come back within 20m0s of its update (Ready false)
            evidence: Ready=false; machineconfiguration.openshift.io/state=Done
-           The pool stays paused until an approver approves the plan again to resume (kubectl advisor approve load-aware-rebalancing), or aborts or reverts it (kubectl advisor abort load-aware-rebalancing, kubectl advisor revert load-aware-rebalancing).
+           The rollout stays halted until an approver approves the plan again to resume (kubectl advisor approve load-aware-rebalancing), or aborts or reverts it (kubectl advisor abort load-aware-rebalancing, kubectl advisor revert load-aware-rebalancing).
 `
 	const step = "Step:      pool worker: node(s) worker-1 in the step since 2026-11-23T10:00:00Z\n"
 	for _, tc := range []struct {

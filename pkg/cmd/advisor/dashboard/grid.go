@@ -129,7 +129,7 @@ func (g *gridPool) followSteps(pool *unstructured.Unstructured, cfg *v1alpha1.Vi
 	if g.Halt == nil {
 		return
 	}
-	g.State, g.Tone = fmt.Sprintf("Halted: gate %s (%d of %d nodes updated)", g.Halt.Gate, g.Updated, g.Machines), "bad"
+	g.State, g.Tone = "Halted: gate "+g.Halt.Gate, "bad" // the legend counts the nodes
 	if g.Paused && g.PausedUntil != "" && cfg.Status.Abort == nil {
 		g.PausedUntil = "the halt below ends" // not the time its pause annotation says
 	}

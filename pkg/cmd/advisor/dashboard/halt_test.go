@@ -29,10 +29,10 @@ func TestRolloutPageOfASteppedRollout(t *testing.T) {
 		not         []string
 	}{
 		{"halted", map[string]any{machineconfig.StepAnnotation: step, machineconfig.HaltAnnotation: halt, machineconfig.PausedUntilAnnotation: "2026-11-23T10:00:00Z"},
-			[]string{`data-pool-state="bad"`, "Paused until the halt below ends: no node updates", "Halted: gate nodeBack (1 of 3 nodes updated)", `data-halted="nodeBack"`,
+			[]string{`data-pool-state="bad"`, "Paused until the halt below ends: no node updates", ">Halted: gate nodeBack</span></h3>", `data-halted="nodeBack"`,
 				"Rollout halted</strong>: gate <code>nodeBack</code> tripped on node <code>worker-1</code> at <time datetime=\"2026-11-23T10:20:00Z\">2026-11-23 10:20:00 UTC</time> (5m ago).",
 				"did not come back within 20m0s of its update (Ready false)", "<li>Ready=false</li><li>machineconfiguration.openshift.io/state=Done</li>",
-				"The pool stays paused until an approver approves the plan again to resume (kubectl advisor approve load-aware-rebalancing), or aborts or reverts it",
+				"The rollout stays halted until an approver approves the plan again to resume (kubectl advisor approve load-aware-rebalancing), or aborts or reverts it",
 				`<a href="/configs/load-aware-rebalancing">Review the plan</a>`,
 				"The step it halted: node <code>worker-1</code>, in the step since <time datetime=\"2026-11-23T10:00:00Z\">",
 				`<span class="badge bad" data-waiting="RolloutHalted">`, "Rollout halted: an approver decides"},

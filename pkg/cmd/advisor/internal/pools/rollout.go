@@ -98,7 +98,7 @@ func haltEnd(h *machineconfig.PoolHalt, cfg *v1alpha1.VirtPlatformConfig) string
 	seq, named := h.Approvals[name]
 	switch {
 	case len(h.Approvals) == 0:
-		return "The halt names no approval: the pool stays paused until the configs rolling out on it are aborted, reverted or deleted, or someone removes the annotation " +
+		return "The halt names no approval: the rollout stays halted until the configs rolling out on the pool are aborted, reverted or deleted, or someone removes the annotation " +
 			machineconfig.HaltAnnotation + " from it."
 	case !named:
 		others := make([]string, 0, len(h.Approvals))
@@ -110,13 +110,13 @@ func haltEnd(h *machineconfig.PoolHalt, cfg *v1alpha1.VirtPlatformConfig) string
 		if len(others) > 1 {
 			whose = "one of the configs " + strings.Join(others, ", ") + " again"
 		}
-		return fmt.Sprintf("The halt is of another config's rollout: the pool stays paused until an approver approves the plan of %s to resume (kubectl advisor approve %s), or aborts or reverts it.",
+		return fmt.Sprintf("The halt is of another config's rollout: it stays halted until an approver approves the plan of %s to resume (kubectl advisor approve %s), or aborts or reverts it.",
 			whose, others[0])
 	case cfg.Status.Abort != nil && cfg.Status.Abort.ApprovalSequence >= seq:
-		return fmt.Sprintf("Plan %s was aborted since: the pool stays paused until an approver approves a plan of this config again (kubectl advisor approve %s), or the config is deleted.",
+		return fmt.Sprintf("Plan %s was aborted since: the abort holds the pool paused until an approver approves a plan of this config again (kubectl advisor approve %s), or the config is deleted.",
 			v1alpha1.ShortHash(cfg.Status.Abort.PlanHash), name)
 	}
-	return fmt.Sprintf("The pool stays paused until an approver approves the plan again to resume (kubectl advisor approve %s), or aborts or reverts it (kubectl advisor abort %s, kubectl advisor revert %s).",
+	return fmt.Sprintf("The rollout stays halted until an approver approves the plan again to resume (kubectl advisor approve %s), or aborts or reverts it (kubectl advisor abort %s, kubectl advisor revert %s).",
 		name, name, name)
 }
 
