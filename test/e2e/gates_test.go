@@ -69,7 +69,9 @@ var _ = Describe("gates between node reboots", func() {
 		setNodeAnnotation(nodes[1], fakemco.NotReadyAfterRebootAnnotation, "")
 		waitPhase(pp, v1alpha1.PhaseCompleted, 60*time.Second)
 		expectEachNodeOnce(pool, before, len(nodes))
-		Expect(poolPaused(pool)).To(BeFalse(), "the stepping pause ends with the rollout")
+		// The pool reports Updated with its last node done, a moment before
+		// the last gates pass and the stepping pause ends.
+		Eventually(func() bool { return poolPaused(pool) }).WithTimeout(10*time.Second).Should(BeFalse(), "the stepping pause ends with the rollout")
 		Expect(getObject(mcpGVR, "", pool).GetAnnotations()).NotTo(HaveKey(machineconfig.StepAnnotation))
 	})
 
@@ -152,7 +154,7 @@ var _ = Describe("gates between node reboots", func() {
 		waitPhase(pp, v1alpha1.PhaseCompleted, 90*time.Second)
 		expectEachNodeOnce(pool, before, len(nodes))
 		Expect(getObject(mcpGVR, "", pool).GetAnnotations()).NotTo(HaveKey(machineconfig.HaltAnnotation))
-		Expect(poolPaused(pool)).To(BeFalse())
+		Eventually(func() bool { return poolPaused(pool) }).WithTimeout(10 * time.Second).Should(BeFalse())
 	})
 
 	It("halt, then revert: the MachineConfig is deleted and every node returns to the config it ran, stepped", func() {
