@@ -322,7 +322,7 @@ func (s *stepper) nextStep(ctx context.Context, pool *unstructured.Unstructured,
 		s.resumer.hold(ctx, pool, configs, others)
 		return nil
 	}
-	held, err := s.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs))
+	held, err := s.resumer.resumeFor(ctx, pool, configs, v.allowsBlocking(configs), true)
 	if err == nil && !held {
 		s.wakeAll(rolling)
 	}
