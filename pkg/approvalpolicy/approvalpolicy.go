@@ -126,6 +126,7 @@ func Evaluate(p *v1alpha1.ApprovalPolicy, plan *v1alpha1.PlanStatus, f Facts) De
 	if len(p.Spec.Windows) > 0 {
 		e.windows()
 	}
+	e.gates(plan.Settings.Gates)
 	d := e.d
 	d.Approved = len(d.Exceeded) == 0
 	if !d.Approved && len(d.Exceeded) > 1 {
@@ -423,6 +424,9 @@ func Summary(b v1alpha1.PolicyBounds) string {
 			items = append(items, strings.Trim(it.Kind+"/"+it.Name, "/"))
 		}
 		s += " items=" + strings.Join(items, ",")
+	}
+	if g := b.Gates; g != nil {
+		s += " gates=" + gatesSummary(g)
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package approvalpolicy
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/gates"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
 
@@ -319,6 +321,49 @@ func TestLapsed(t *testing.T) {
 			}
 			if got := Lapsed(tt.record(), current, config, tt.labels); got != tt.want {
 				t.Errorf("Lapsed = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// A policy may require the gates between the steps of a plan's rollouts
+// to be at least its own; each weaker gate is named.
+func TestEvaluateGates(t *testing.T) {
+	three := int32(3)
+	strict := func(s *v1alpha1.ApprovalPolicySpec) {
+		s.Bounds.MaxImpact = v1alpha1.ImpactHigh
+		s.Bounds.Gates = &v1alpha1.PolicyGates{MaxNodeReadyTimeout: "20m", MinSoak: "5m", MaxFailedMigrations: &three, RequireAlerts: true}
+	}
+	alerts := &v1alpha1.PlanAlertGate{Source: "Prometheus https://thanos-querier:9091", Ignore: []string{"Watchdog"}, OnError: v1alpha1.GateErrorHold}
+	gated := func(g v1alpha1.PlanGates) *v1alpha1.PlanStatus {
+		p := planOf(v1alpha1.ImpactHigh, interval())
+		p.Settings.Gates = &g
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		plan     *v1alpha1.PlanStatus
+		exceeded []string
+	}{
+		{"at the policy's bounds", gated(v1alpha1.PlanGates{NodeReadyTimeout: "20m0s", Soak: "5m0s", MaxFailedMigrations: 3, Alerts: alerts}), nil},
+		{"stricter than the policy", gated(v1alpha1.PlanGates{NodeReadyTimeout: "10m0s", Soak: "10m0s", MaxFailedMigrations: 0, Alerts: alerts}), nil},
+		{"a plan that rolls no pool: no gates to check", planOf(v1alpha1.ImpactHigh, interval()), nil},
+		{"one bound over each", gated(v1alpha1.PlanGates{NodeReadyTimeout: "20m1s", Soak: "4m59s", MaxFailedMigrations: 4}), []string{
+			"gates.nodeReadyTimeout 20m1s; policy 'gated' requires at most 20m",
+			"gates.soak 4m59s; policy 'gated' requires at least 5m",
+			"gates.maxFailedMigrations 4; policy 'gated' requires at most 3",
+			"no alert gate; policy 'gated' requires one"}},
+		{"an alert gate the server cannot read", gated(v1alpha1.PlanGates{NodeReadyTimeout: "20m0s", Soak: "5m0s",
+			Alerts: &v1alpha1.PlanAlertGate{Source: gates.NoAlertSource, OnError: v1alpha1.GateErrorHold}}), []string{
+			"an alert gate the server cannot read (no alert source); policy 'gated' requires one it reads"}},
+		{"an alert gate that ignores errors", gated(v1alpha1.PlanGates{NodeReadyTimeout: "20m0s", Soak: "5m0s",
+			Alerts: &v1alpha1.PlanAlertGate{Source: alerts.Source, OnError: v1alpha1.GateErrorIgnore}}), []string{
+			"an alert gate that goes on when the alerts cannot be read (onError: Ignore); policy 'gated' requires onError: Hold"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Evaluate(policy("gated", strict), tc.plan, Facts{})
+			if !slices.Equal(d.Exceeded, tc.exceeded) || d.Approved != (len(tc.exceeded) == 0) {
+				t.Errorf("approved %v, exceeded %q; want %q", d.Approved, d.Exceeded, tc.exceeded)
 			}
 		})
 	}

@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// NoAlertSource is the source a plan shows for an alert gate on a server
+// that reads no alerts.
+const NoAlertSource = "none: the server reads no alerts (--alert-source-url is not set)"
+
 // Alert is a firing alert: its labels, alertname among them.
 type Alert struct {
 	Labels map[string]string

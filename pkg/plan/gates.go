@@ -28,9 +28,6 @@ type GateDefaults struct {
 	Matchers []string
 }
 
-// NoAlertSource is the source of an alert gate the server cannot read.
-const NoAlertSource = "none: the server reads no alerts (--alert-source-url is not set)"
-
 // gatesOf are the gates in force for spec's rollouts, the server's
 // defaults resolved.
 func (d GateDefaults) gatesOf(spec v1alpha1.VirtPlatformConfigSpec) *v1alpha1.PlanGates {
@@ -49,7 +46,7 @@ func (d GateDefaults) gatesOf(spec v1alpha1.VirtPlatformConfigSpec) *v1alpha1.Pl
 	if alerts != nil {
 		out.Alerts = &v1alpha1.PlanAlertGate{Source: d.AlertSource, Matchers: alerts.Matchers, Ignore: alerts.Ignore, OnError: alerts.OnError}
 		if out.Alerts.Source == "" {
-			out.Alerts.Source = NoAlertSource
+			out.Alerts.Source = gates.NoAlertSource
 		}
 		if out.Alerts.Ignore == nil {
 			out.Alerts.Ignore = gates.DefaultIgnoredAlerts
@@ -87,7 +84,7 @@ func rollsPools(planned []plannedItem) bool {
 // gateWarnings say what a reviewer must know of the gates in force: an
 // alert gate the server cannot read holds every step.
 func gateWarnings(g *v1alpha1.PlanGates) []string {
-	if g.Alerts == nil || g.Alerts.Source != NoAlertSource {
+	if g.Alerts == nil || g.Alerts.Source != gates.NoAlertSource {
 		return nil
 	}
 	if g.Alerts.OnError == v1alpha1.GateErrorIgnore {

@@ -158,7 +158,7 @@ func WhyNotApprovable(st *v1alpha1.VirtPlatformConfigStatus) string {
 	case p.Approvable:
 		return ""
 	}
-	if w := WaitingFor(st); w != nil && w.Reason == WaitingRolloutHalted && st.Phase == v1alpha1.PhaseInProgress {
+	if Halted(st) {
 		return "" // an approval of the live plan resumes a halted rollout
 	}
 	if w := WaitingFor(st); w != nil && st.Phase == v1alpha1.PhaseInProgress && st.Approval != nil {
@@ -191,4 +191,11 @@ func PhaseMessageAt(st *v1alpha1.VirtPlatformConfigStatus, now time.Time) string
 		}
 	}
 	return msg
+}
+
+// Halted is true while a gate halts the rollout of the approved plan: an
+// approval of the live plan (resume) or of the revert plan ends it.
+func Halted(st *v1alpha1.VirtPlatformConfigStatus) bool {
+	w := WaitingFor(st)
+	return w != nil && w.Reason == WaitingRolloutHalted && st.Phase == v1alpha1.PhaseInProgress
 }

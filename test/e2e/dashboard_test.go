@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -23,6 +24,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/gates"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
 // kubectl advisor dashboard in a real headless Chromium (Debian's chromium
@@ -33,7 +36,7 @@ import (
 var screenshotsDir = flag.String("dashboard-screenshots", "", "also write the dashboard screenshots the docs use (docs/images/dashboard-*.png) into this directory")
 
 // docScreenshots are the screenshots `make screenshots` checks in.
-var docScreenshots = map[string]bool{"configs": true, "plan": true, "rollout-progress": true, "conflict": true}
+var docScreenshots = map[string]bool{"configs": true, "plan": true, "rollout-progress": true, "conflict": true, "halted": true}
 
 // clusterReader lets the dashboard's users read what an OpenShift
 // cluster-reader reads and the rollout page shows: pools, nodes and events.
@@ -314,6 +317,70 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 		screenshot(tab, "rollout")
 		Expect(getConfig("load-aware-rebalancing").Status.Phase).To(Equal(v1alpha1.PhaseCompleted))
 		waitPoolSettled("00-worker", "99-worker-psi-karg")
+	})
+
+	It("shows a halted rollout on its pool: the gate, the node, when, why, the step it halted and who ends it; the plan names the gates", func() {
+		const name = "load-aware-rebalancing"
+		// Cleanups run last first: the config is deleted before the halt
+		// is lifted, so that nothing of it is written then.
+		DeferCleanup(patchObject, mcpGVR, "", "worker", `{"metadata":{"annotations":{"advisor.kubevirt.io/halted":null,"advisor.kubevirt.io/step":null}}}`)
+		configWith(name, `{"profile":"load-aware-rebalancing"}`)
+		waitPhase(name, v1alpha1.PhaseReviewRequired, 15*time.Second)
+		inForce := getPlan(name).Status.Settings.Gates
+		Expect(inForce).NotTo(BeNil(), "a plan that rolls a pool has gates")
+
+		By("the worker pool carries a halt of the rollout under the approval to come (sequence 1), and the step it halted")
+		now := time.Now().UTC().Truncate(time.Second)
+		halt := machineconfig.PoolHalt{Gate: gates.NodeBack, Node: "worker-1", At: now.Add(-2 * time.Minute), Approvals: map[string]int64{name: 1},
+			Message:  "node 'worker-1' of MachineConfigPool 'worker' did not come back within 20m0s of its update (Ready false, MCO state Done)",
+			Evidence: []string{"Ready=false", "machineconfiguration.openshift.io/state=Done"}}
+		step := machineconfig.PoolStep{Nodes: []string{"worker-1"}, Desired: "rendered-worker-e2e", Started: now.Add(-22 * time.Minute)}
+		records, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+			machineconfig.HaltAnnotation: halt.Encode(), machineconfig.StepAnnotation: step.Encode()}}})
+		Expect(err).NotTo(HaveOccurred())
+		patchObject(mcpGVR, "", "worker", string(records))
+
+		By("approved, the PSI MachineConfig is not written: the controller holds it for the halt")
+		approvePlan(name)
+		Eventually(func() string { return itemMessage(name, "enable-psi-metrics") }).WithTimeout(30 * time.Second).
+			Should(ContainSubstring("the rollout on MachineConfigPool 'worker' is halted (gate nodeBack"))
+		Expect(getObject(mcGVR, "", "99-worker-psi-karg")).To(BeNil(), "nothing written to a halted pool")
+
+		By("kubectl advisor status says the halt and the step")
+		r := plugin("", "status", name)
+		Expect(r.code).To(Equal(0))
+		Expect(r.stdout).To(SatisfyAll(
+			ContainSubstring("Halted:    pool worker: gate nodeBack tripped on node worker-1 at "+halt.At.Format(time.RFC3339)+"\n"),
+			ContainSubstring("           evidence: Ready=false; machineconfiguration.openshift.io/state=Done\n"),
+			ContainSubstring("an approver approves the plan again to resume (kubectl advisor approve "+name+"), or aborts or reverts it"),
+			ContainSubstring("Step:      pool worker: node(s) worker-1 in the step since "+step.Started.Format(time.RFC3339)+"\n")))
+
+		_, kubeconfig := dashboardUser("hal", "virt-advisor-approver", clusterReader)
+		d := startDashboard(kubeconfig)
+		tab := newTab()
+		load(tab, chromedp.Navigate(d.url))
+
+		By("the plan page names the gates in force")
+		load(tab, chromedp.Navigate(d.base+"/configs/"+name))
+		Expect(textOf(tab, "#gates")).To(HavePrefix(fmt.Sprintf("Gates between node reboots: node back within %s, %d failed migration",
+			inForce.NodeReadyTimeout, inForce.MaxFailedMigrations)))
+		Expect(textOf(tab, "#gates")).To(ContainSubstring("soak " + inForce.Soak + ", "))
+
+		By("the rollout page: the pool reads Halted, the halt stands out with who ends it, the step it halted is named")
+		load(tab, chromedp.Navigate(d.base+"/configs/"+name+"/rollout"))
+		Expect(textOf(tab, `[data-pool="worker"] h3`)).To(ContainSubstring("Halted: gate nodeBack"))
+		Expect(eval[string](tab, `getComputedStyle(document.getElementById('halt-worker')).borderLeftColor`)).To(Equal("rgb(194, 28, 44)"), "the halt is drawn in the bad tone")
+		Expect(eval[string](tab, `document.querySelector('#halt-worker strong').textContent`)).To(Equal("Rollout halted"))
+		Expect(textOf(tab, "#halt-worker")).To(SatisfyAll(
+			ContainSubstring(": gate nodeBack tripped on node worker-1 at "),
+			MatchRegexp(`UTC \(2m\d*s? ago\)\.`),
+			ContainSubstring(halt.Message),
+			ContainSubstring("machineconfiguration.openshift.io/state=Done"),
+			ContainSubstring("an approver approves the plan again to resume (kubectl advisor approve "+name+"), or aborts or reverts it"),
+			ContainSubstring("Review the plan")))
+		Expect(textOf(tab, `[data-step="worker"]`)).To(ContainSubstring("The step it halted: node worker-1, in the step since"))
+		Expect(textOf(tab, "#items")).To(ContainSubstring("the rollout on MachineConfigPool 'worker' is halted (gate nodeBack"))
+		screenshot(tab, "halted")
 	})
 
 	It("shows the approval policies, and a config approved by a policy as such", func() {

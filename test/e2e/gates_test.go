@@ -69,7 +69,9 @@ var _ = Describe("gates between node reboots", func() {
 		setNodeAnnotation(nodes[1], fakemco.NotReadyAfterRebootAnnotation, "")
 		waitPhase(pp, v1alpha1.PhaseCompleted, 60*time.Second)
 		expectEachNodeOnce(pool, before, len(nodes))
-		Expect(poolPaused(pool)).To(BeFalse(), "the stepping pause ends with the rollout")
+		// The pool reports Updated with its last node done, a moment before
+		// the last gates pass and the stepping pause ends.
+		Eventually(func() bool { return poolPaused(pool) }).WithTimeout(10*time.Second).Should(BeFalse(), "the stepping pause ends with the rollout")
 		Expect(getObject(mcpGVR, "", pool).GetAnnotations()).NotTo(HaveKey(machineconfig.StepAnnotation))
 	})
 
@@ -122,6 +124,52 @@ var _ = Describe("gates between node reboots", func() {
 		expectEachNodeOnce(pool, before, len(nodes))
 		Expect(getObject(mcpGVR, "", pool).GetAnnotations()).NotTo(HaveKey(machineconfig.HaltAnnotation))
 		Eventually(func() []string { return eventMessages(pool, "RolloutResumed") }).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+	})
+
+	// haltFirstNode approves the plan with a node timeout of 30s and leaves
+	// the first node NotReady past it: the rollout halts; the node then
+	// comes back. It returns the nodes, the config they ran and the one
+	// the first now runs.
+	haltFirstNode := func() (nodes []string, initial, rendered string) {
+		GinkgoHelper()
+		nodes, initial = steppedPCI(`{"nodeReadyTimeout":"30s"}`)
+		setNodeAnnotation(nodes[0], fakemco.NotReadyAfterRebootAnnotation, "true")
+		approvePlan(pp)
+		rendered = waitNodeUpdated(nodes[0], initial)
+		Eventually(func() *machineconfig.PoolHalt { return machineconfig.ReadHalt(getObject(mcpGVR, "", pool)) }).
+			WithTimeout(60 * time.Second).WithPolling(500 * time.Millisecond).ShouldNot(BeNil())
+		setNodeAnnotation(nodes[0], fakemco.NotReadyAfterRebootAnnotation, "")
+		Eventually(func() bool { return nodeReady(nodes[0]) }).WithTimeout(20 * time.Second).Should(BeTrue())
+		return nodes, initial, rendered
+	}
+
+	It("halt, then abort: the abort holds the pool; the approval after it completes the rollout, each node updated once", func() {
+		before := testEnv.FakeMCORollouts(pool)
+		nodes, _, rendered := haltFirstNode()
+		abortPlan(pp)
+		Eventually(func() *v1alpha1.AbortRecord { return getConfig(pp).Status.Abort }).WithTimeout(20 * time.Second).ShouldNot(BeNil())
+		expectHalted(pool, nodes, rendered)
+
+		approvePlan(pp)
+		waitPhase(pp, v1alpha1.PhaseCompleted, 90*time.Second)
+		expectEachNodeOnce(pool, before, len(nodes))
+		Expect(getObject(mcpGVR, "", pool).GetAnnotations()).NotTo(HaveKey(machineconfig.HaltAnnotation))
+		Eventually(func() bool { return poolPaused(pool) }).WithTimeout(10 * time.Second).Should(BeFalse())
+	})
+
+	It("halt, then revert: the MachineConfig is deleted and every node returns to the config it ran, stepped", func() {
+		nodes, initial, _ := haltFirstNode()
+		revertToEarlier(pp)
+		Expect(getObject(mcGVR, "", mcName)).To(BeNil(), "the revert deleted the MachineConfig")
+		Eventually(func(g Gomega) {
+			for _, n := range nodes {
+				a := getNode(n).Annotations
+				g.Expect(a[fakemco.CurrentConfigAnnotation]).To(Equal(initial), n)
+				g.Expect(a[fakemco.DesiredConfigAnnotation]).To(Equal(initial), n)
+			}
+			g.Expect(poolPaused(pool)).To(BeFalse())
+		}).WithTimeout(60 * time.Second).Should(Succeed())
+		Expect(getObject(mcpGVR, "", pool).GetAnnotations()).NotTo(HaveKey(machineconfig.HaltAnnotation))
 	})
 
 	It("halts on a failed live migration of a step's drain, naming the VM and the migration", func() {

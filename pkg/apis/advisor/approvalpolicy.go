@@ -62,6 +62,15 @@ type PolicyBounds struct {
 	Reboots   RebootBound
 	VMFates   []VMFate
 	Items     []PolicyItem
+	Gates     *PolicyGates
+}
+
+// PolicyGates are the least gates a policy's approval requires.
+type PolicyGates struct {
+	MaxNodeReadyTimeout string
+	MinSoak             string
+	MaxFailedMigrations *int32
+	RequireAlerts       bool
 }
 
 // PolicyItem matches plan items by target kind and/or item name.

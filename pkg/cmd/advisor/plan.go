@@ -126,6 +126,9 @@ func printPlan(w io.Writer, p *v1alpha1.Plan, reboots string, color bool) {
 	c := painter(color)
 	fmt.Fprintln(w, c.bold(fmt.Sprintf("Plan %s for %s (generation %d), impact %s", v1alpha1.ShortHash(s.PlanHash), p.Name, s.Generation, orDash(string(s.ImpactSeverity)))))
 	fmt.Fprintln(w, "Approving it also approves "+s.Settings.Summary())
+	if gates := pools.Gates(s.Settings.Gates); gates != "" {
+		fmt.Fprintln(w, "Gates between node reboots: "+gates)
+	}
 
 	missing := printMissing(w, s.Prerequisites, c)
 	changed, failed := printItems(w, s.Items, c)

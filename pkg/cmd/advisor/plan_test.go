@@ -149,3 +149,35 @@ func TestPlanRebootSummary(t *testing.T) {
 	}
 	mustContain(t, "stdout", h.out.String(), "\nreboots: pool worker, 3 nodes, once\n")
 }
+
+// The gates in force between node reboots follow the settings an
+// approval approves, only when the plan rolls a pool (has gates).
+func TestPrintPlanGates(t *testing.T) {
+	settings := v1alpha1.PlanSettings{Action: v1alpha1.PlanActionDryRun, FailurePolicy: v1alpha1.FailurePolicyAbort}
+	const approves = "Approving it also approves action DryRun, failurePolicy Abort, bypassOptimisticLock false, waitTimeout none (waits without limit), allowBlockingDrains false\n"
+	for _, tc := range []struct {
+		name  string
+		gates *v1alpha1.PlanGates
+		want  string // the line after approves, "" for none
+	}{
+		{"no pool rolled: no gates", nil, ""},
+		{"the defaults", &v1alpha1.PlanGates{NodeReadyTimeout: "20m0s", Soak: "0s"},
+			"Gates between node reboots: node back within 20m0s, 0 failed migrations, soak 0s, no alert gate\n"},
+		{"an alert gate", &v1alpha1.PlanGates{NodeReadyTimeout: "20m0s", Soak: "5m0s", MaxFailedMigrations: 1, Alerts: &v1alpha1.PlanAlertGate{
+			Source: "Prometheus https://thanos-querier.openshift-monitoring.svc:9091", Matchers: []string{`severity="critical"`},
+			Ignore: []string{"Watchdog", "InfoInhibitor"}, OnError: v1alpha1.GateErrorHold}},
+			`Gates between node reboots: node back within 20m0s, 1 failed migration, soak 5m0s, alerts: Prometheus https://thanos-querier.openshift-monitoring.svc:9091 severity="critical" (ignoring Watchdog, InfoInhibitor; on error Hold)` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := settings
+			s.Gates = tc.gates
+			p := &v1alpha1.Plan{Status: v1alpha1.PlanStatus{PlanHash: "h", Settings: s}}
+			var b bytes.Buffer
+			printPlan(&b, p, "pool worker, 3 nodes, once", false)
+			mustContain(t, "plan", b.String(), approves+tc.want)
+			if got := strings.Contains(b.String(), "Gates between node reboots"); got != (tc.want != "") {
+				t.Errorf("gates shown: %t, want %t:\n%s", got, tc.want != "", b.String())
+			}
+		})
+	}
+}

@@ -206,6 +206,10 @@ type poolStatus struct {
 	name                               string
 	updated, ready, machines, degraded int64
 	paused                             bool
+	// halt is the halt of its rollout, step the step in flight; nil
+	// when there is none.
+	halt *pools.Halt
+	step *pools.Step
 }
 
 // progress is the pools of a config's MachineConfig items, or why they
@@ -248,6 +252,7 @@ func poolProgress(ctx context.Context, c *clients, cfg *v1alpha1.VirtPlatformCon
 			out.pools = append(out.pools, poolStatus{
 				name: s.Pool, machines: machineconfig.Count(p, "machineCount"), updated: machineconfig.Count(p, "updatedMachineCount"),
 				ready: machineconfig.Count(p, "readyMachineCount"), degraded: machineconfig.Count(p, "degradedMachineCount"), paused: s.Paused,
+				halt: pools.ReadHalt(p, cfg), step: pools.ReadStep(p),
 			})
 		}
 	}
@@ -334,5 +339,28 @@ func printItemsAndPools(w io.Writer, items []v1alpha1.VirtPlatformConfigItem, pr
 			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%t\n", p.name, p.updated, p.ready, p.machines, p.degraded, p.paused)
 		}
 		tw.Flush()
+		printSteps(w, pr.pools, c)
+	}
+}
+
+// printSteps writes, below the pools, each halted rollout (which gate
+// tripped on which node, when, why, and who ends it) and each step in
+// flight.
+func printSteps(w io.Writer, ps []poolStatus, c painter) {
+	const indent = "           "
+	for _, p := range ps {
+		if h := p.halt; h != nil {
+			fmt.Fprintln(w, c.red("Halted:    "+h.Headline()))
+			fmt.Fprintln(w, indent+flatten(h.Message))
+			if len(h.Evidence) > 0 {
+				fmt.Fprintln(w, indent+"evidence: "+flatten(strings.Join(h.Evidence, "; ")))
+			}
+			fmt.Fprintln(w, indent+h.End)
+		}
+	}
+	for _, p := range ps {
+		if s := p.step; s != nil {
+			fmt.Fprintln(w, "Step:      "+s.Line())
+		}
 	}
 }

@@ -8,10 +8,13 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
+	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig/machineconfigtest"
 )
 
@@ -250,4 +253,63 @@ func TestStatusAbortHeldUnderIgnore(t *testing.T) {
 		"           The MachineConfigPools that render MachineConfig 99-worker-psi-karg stay paused by virt-advisor: plan cdcdcdcdcdcd was aborted by bob at 2026-11-23T10:00:00Z. To release them, set spec.action to DryRun",
 		"or delete the config.\n",
 		"  worker   1         1       3          0          true\n")
+}
+
+// halted is a pool of machines nodes, updated of them, with the records
+// of a stepped rollout: the step in flight and, with gate, its halt.
+func halted(updated int64, gate string) *unstructured.Unstructured {
+	p := machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, updated, true)
+	a := map[string]string{machineconfig.StepAnnotation: machineconfig.PoolStep{Nodes: []string{"worker-1"}, Started: t0.Time}.Encode()}
+	if gate != "" {
+		a[machineconfig.HaltAnnotation] = machineconfig.PoolHalt{Gate: gate, Node: "worker-1", At: t0.Add(20 * time.Minute),
+			Message:   "node 'worker-1' of MachineConfigPool 'worker' did not come back within 20m0s of its update (Ready false)",
+			Evidence:  []string{"Ready=false", "machineconfiguration.openshift.io/state=Done"},
+			Approvals: map[string]int64{"load-aware-rebalancing": 1}}.Encode()
+	}
+	p.SetAnnotations(a)
+	return p
+}
+
+// A stepped rollout: its status says, below the pools, the step in
+// flight, and a halt as such: which gate tripped on which node, when,
+// why, and who ends it.
+func TestStatusSteppedRollout(t *testing.T) {
+	const table = `Pools:
+  POOL     UPDATED   READY   MACHINES   DEGRADED   PAUSED
+  worker   1         1       3          0          true
+`
+	const halt = `Halted:    pool worker: gate nodeBack tripped on node worker-1 at 2026-11-23T10:20:00Z
+           node 'worker-1' of MachineConfigPool 'worker' did not come back within 20m0s of its update (Ready false)
+           evidence: Ready=false; machineconfiguration.openshift.io/state=Done
+           The rollout stays halted until an approver approves the plan again to resume (kubectl advisor approve load-aware-rebalancing), or aborts or reverts it (kubectl advisor abort load-aware-rebalancing, kubectl advisor revert load-aware-rebalancing).
+`
+	const step = "Step:      pool worker: node(s) worker-1 in the step since 2026-11-23T10:00:00Z\n"
+	for _, tc := range []struct {
+		name string
+		pool *unstructured.Unstructured
+		want string
+	}{
+		{"a step in flight", halted(1, ""), table + step},
+		{"halted", halted(1, "nodeBack"), table + halt + step},
+		{"no step, no halt", machineconfigtest.Pool("worker", machineconfigtest.RoleSelector("worker"), 3, 1, true), table},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.pool)
+			c := rollingOut()
+			c.Status.Approval.Sequence = 1
+			if _, err := h.advisor.AdvisorV1alpha1().VirtPlatformConfigs().Create(context.Background(), c, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if code := h.run(t, "", "status", "load-aware-rebalancing"); code != 0 {
+				t.Fatalf("exit %d: %s", code, h.err.String())
+			}
+			if got := h.out.String(); !strings.HasSuffix(got, tc.want) {
+				t.Errorf("got\n%s\nwant it to end with\n%s", got, tc.want)
+			}
+		})
+	}
+
+	var b bytes.Buffer
+	printStatus(&b, rollingOut(), progress{pools: []poolStatus{{name: "worker", halt: &pools.Halt{Pool: "worker", Gate: "alerts", Message: "alert X started firing", End: "end"}}}}, true)
+	mustContain(t, "coloured", b.String(), "\x1b[31mHalted:    pool worker: gate alerts tripped\x1b[0m\n           alert X started firing\n           end\n")
 }

@@ -46,6 +46,12 @@ type resumer struct {
 // items roll out on, or wait for, the pool: they are woken when the
 // reason it is held changes.
 func (r *resumer) resume(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking bool) (bool, error) {
+	return r.resumeFor(ctx, pool, configs, allowBlocking, false)
+}
+
+// resumeFor is resume; step: the pause ends between two steps of a
+// stepped rollout (the next step starts), which its log and Event say.
+func (r *resumer) resumeFor(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking, step bool) (bool, error) {
 	name := pool.GetName()
 	log := klog.FromContext(ctx)
 	reason := r.look(ctx, pool, allowBlocking)
@@ -64,6 +70,11 @@ func (r *resumer) resume(ctx context.Context, pool *unstructured.Unstructured, c
 	p := machineconfig.ReadPool(pool, cluster.FieldManager, "", "")
 	if err := r.pauses.apply(ctx, name, nil, ""); err != nil {
 		return false, fmt.Errorf("unpausing MachineConfigPool '%s': %w", name, err)
+	}
+	if step {
+		log.Info("Unpaused MachineConfigPool for the next step of its rollout: its gates passed", "pool", name, "othersHoldingPause", p.Others)
+		r.recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", "virt-advisor ended its pause for the next step of the rollout: the gates of the step before passed")
+		return false, nil
 	}
 	log.Info("Unpaused MachineConfigPool: the MachineConfig changes of its window roll out together", "pool", name, "othersHoldingPause", p.Others)
 	r.recorder.Event(pool, corev1.EventTypeNormal, "UnpausedByVirtAdvisor", machineconfig.UnpauseMessage(p))

@@ -255,6 +255,7 @@ func (s *stepper) stepPool(ctx context.Context, pool *unstructured.Unstructured,
 	}
 	gn, stepped, err := poolNodes(pool, all, nodes)
 	if err != nil || !stepped {
+		s.notes.set(pool.GetName(), unstepped)
 		return false, 0, nil
 	}
 	settings, seqs := gatesOf(v, rolling)
@@ -321,7 +322,7 @@ func (s *stepper) nextStep(ctx context.Context, pool *unstructured.Unstructured,
 		s.resumer.hold(ctx, pool, configs, others)
 		return nil
 	}
-	held, err := s.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs))
+	held, err := s.resumer.resumeFor(ctx, pool, configs, v.allowsBlocking(configs), true)
 	if err == nil && !held {
 		s.wakeAll(rolling)
 	}
@@ -429,14 +430,10 @@ func alertSettings(g *v1alpha1.PlanAlertGate) *gates.AlertSettings {
 	return out
 }
 
-// NoAlertSource is why an alert gate cannot be evaluated on a server that
-// reads no alerts.
-const NoAlertSource = "the server reads no alerts (--alert-source-url is not set)"
-
 // readAlerts reads the alerts firing now.
 func (s *stepper) readAlerts(ctx context.Context) ([]gates.Alert, error) {
 	if s.alerts == nil {
-		return nil, fmt.Errorf("%s", NoAlertSource)
+		return nil, fmt.Errorf("the server reads no alerts (--alert-source-url is not set)")
 	}
 	return s.alerts(ctx)
 }
@@ -478,6 +475,18 @@ func (s *stepper) stepProgress(pool *unstructured.Unstructured) string {
 	}
 	return fmt.Sprintf("MachineConfigPool '%s' rolls out one step at a time: node(s) %s updating since %s (%d of %d nodes updated); %s",
 		pool.GetName(), strings.Join(step.Nodes, ", "), step.Started.UTC().Format(time.RFC3339), machineconfig.Count(pool, "updatedMachineCount"), machineconfig.Count(pool, "machineCount"), waits)
+}
+
+// unstepped is the note of a pool whose rollout of ours is not stepped.
+const unstepped = "not stepped: no Node of the pool carries the Machine Config daemon's annotations, so its rollout goes on as the MCO does it, without the gates between node reboots"
+
+// unsteppedNote says that pool's rollout is not stepped, "" when it is
+// (or was not looked at).
+func (s *stepper) unsteppedNote(pool string) string {
+	if s.notes.get(pool) == unstepped {
+		return unstepped
+	}
+	return ""
 }
 
 // gateNotes are, by pool, what the gates of the step in flight wait for

@@ -84,6 +84,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.PolicyConfigsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyDecision"):
 		return &advisorv1alpha1.PolicyDecisionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PolicyGates"):
+		return &advisorv1alpha1.PolicyGatesApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyItem"):
 		return &advisorv1alpha1.PolicyItemApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyWindows"):

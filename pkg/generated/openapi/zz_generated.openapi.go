@@ -73,6 +73,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PolicyBounds{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PolicyBounds(ref),
 		v1alpha1.PolicyConfigs{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PolicyConfigs(ref),
 		v1alpha1.PolicyDecision{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_PolicyDecision(ref),
+		v1alpha1.PolicyGates{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_PolicyGates(ref),
 		v1alpha1.PolicyItem{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PolicyItem(ref),
 		v1alpha1.PolicyWindows{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PolicyWindows(ref),
 		v1alpha1.PoolConfiguration{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_PoolConfiguration(ref),
@@ -2305,11 +2306,17 @@ func schema_pkg_apis_advisor_v1alpha1_PolicyBounds(ref common.ReferenceCallback)
 							},
 						},
 					},
+					"gates": {
+						SchemaProps: spec.SchemaProps{
+							Description: "gates are the least the gates between the steps of a plan's pool rollouts must hold for the policy to approve it (the plan's status.settings.gates); unset: any gates. A plan that rolls no pool has none to check.",
+							Ref:         ref(v1alpha1.PolicyGates{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.PolicyItem{}.OpenAPIModelName()},
+			v1alpha1.PolicyGates{}.OpenAPIModelName(), v1alpha1.PolicyItem{}.OpenAPIModelName()},
 	}
 }
 
@@ -2395,6 +2402,47 @@ func schema_pkg_apis_advisor_v1alpha1_PolicyDecision(ref common.ReferenceCallbac
 		},
 		Dependencies: []string{
 			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PolicyGates(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PolicyGates are the least gates a policy's approval requires.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"maxNodeReadyTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxNodeReadyTimeout: the plan's nodeReadyTimeout is at most this, e.g. \"20m\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"minSoak": {
+						SchemaProps: spec.SchemaProps{
+							Description: "minSoak: the plan's soak is at least this, e.g. \"5m\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"maxFailedMigrations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxFailedMigrations: the plan halts after at most this many failed migrations of a step.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"requireAlerts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "requireAlerts: the plan has an alert gate the server can read, that holds (onError: Hold) when the alerts cannot be read.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 

@@ -236,13 +236,14 @@ func (a admission) write(planned, latest *v1alpha1.VirtPlatformConfig, user stri
 
 // revertable says why cfg cannot take user's approval of its revert plan
 // now, if it cannot: nothing is recorded to revert, or an approved plan
-// is being written (409); four eyes (403). Any action may be reverted,
+// is being written (409), unless a gate halted its rollout (a revert is
+// one way out of a halt); four eyes (403). Any action may be reverted,
 // Ignore included: it left in place what the revert restores.
 func (a admission) revertable(cfg *v1alpha1.VirtPlatformConfig, user string) error {
 	if len(cfg.Status.Replaced) == 0 {
 		return apierrors.NewConflict(configsResource, cfg.Name, errNothingToRevert)
 	}
-	if cfg.Status.Phase == v1alpha1.PhaseInProgress {
+	if cfg.Status.Phase == v1alpha1.PhaseInProgress && !status.Halted(&cfg.Status) {
 		return apierrors.NewConflict(configsResource, cfg.Name, fmt.Errorf(
 			"an approved plan is being written (phase InProgress): wait until it ends, then GET the revert plan again and approve it"))
 	}

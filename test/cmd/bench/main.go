@@ -168,7 +168,7 @@ func run(out io.Writer) (_ *bench, err error) {
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 	}
 	all := map[string]func() error{"plan": b.planLatency, "burst": b.planBurst, "apply": b.applyLatency, "drift": b.driftLatency,
-		"memory": b.memory, "vms": b.vmImpact}
+		"memory": b.memory, "vms": b.vmImpact, "stepping": b.stepping}
 	chosen, err := chooseSteps(*steps)
 	if err != nil {
 		return nil, err
@@ -182,7 +182,7 @@ func run(out io.Writer) (_ *bench, err error) {
 }
 
 // stepNames are the measurements, in the order they run.
-var stepNames = []string{"plan", "burst", "apply", "drift", "memory", "vms"}
+var stepNames = []string{"plan", "burst", "apply", "drift", "memory", "vms", "stepping"}
 
 // chooseSteps parses --steps: known names, run in their own order.
 func chooseSteps(list string) ([]string, error) {

@@ -115,6 +115,31 @@ type PolicyBounds struct {
 	// +optional
 	// +listType=atomic
 	Items []PolicyItem `json:"items,omitempty"`
+	// gates are the least the gates between the steps of a plan's pool
+	// rollouts must hold for the policy to approve it (the plan's
+	// status.settings.gates); unset: any gates. A plan that rolls no pool
+	// has none to check.
+	// +optional
+	Gates *PolicyGates `json:"gates,omitempty"`
+}
+
+// PolicyGates are the least gates a policy's approval requires.
+type PolicyGates struct {
+	// maxNodeReadyTimeout: the plan's nodeReadyTimeout is at most this,
+	// e.g. "20m".
+	// +optional
+	MaxNodeReadyTimeout string `json:"maxNodeReadyTimeout,omitempty"`
+	// minSoak: the plan's soak is at least this, e.g. "5m".
+	// +optional
+	MinSoak string `json:"minSoak,omitempty"`
+	// maxFailedMigrations: the plan halts after at most this many failed
+	// migrations of a step.
+	// +optional
+	MaxFailedMigrations *int32 `json:"maxFailedMigrations,omitempty"`
+	// requireAlerts: the plan has an alert gate the server can read, that
+	// holds (onError: Hold) when the alerts cannot be read.
+	// +optional
+	RequireAlerts bool `json:"requireAlerts,omitempty"`
 }
 
 // PolicyItem matches plan items: by target kind, item name, or both.

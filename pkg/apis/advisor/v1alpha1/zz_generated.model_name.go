@@ -217,6 +217,11 @@ func (in PolicyDecision) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PolicyGates) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PolicyGates"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PolicyItem) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.PolicyItem"
 }

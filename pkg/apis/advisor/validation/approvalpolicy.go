@@ -76,6 +76,9 @@ func validatePolicySpec(spec *advisor.ApprovalPolicySpec, fldPath *field.Path) f
 				"set kind (the target's kind, e.g. KubeDescheduler), name (the item's name, e.g. descheduler-profile), or both"))
 		}
 	}
+	if g := spec.Bounds.Gates; g != nil {
+		allErrs = append(allErrs, validatePolicyGates(g, bounds.Child("gates"))...)
+	}
 	allErrs = append(allErrs, validateTrustedWindows(spec, fldPath.Child("trustedWindows"))...)
 	allErrs = append(allErrs, uniqueNames(spec.Windows, fldPath.Child("windows"), "a MaintenanceWindow")...)
 	if len(spec.Description) > MaxWindowDescriptionLength {
@@ -125,3 +128,19 @@ func uniqueNames(names []string, fldPath *field.Path, what string) field.ErrorLi
 }
 
 func contains(values []string, v string) bool { return slices.Contains(values, v) }
+
+// validatePolicyGates checks the least gates a policy requires: the same
+// bounds as the gates themselves (spec.rollout.gates).
+func validatePolicyGates(g *advisor.PolicyGates, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if _, err := advisor.ParseGateDuration(g.MaxNodeReadyTimeout, advisor.MinNodeReadyTimeout); err != nil {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxNodeReadyTimeout"), g.MaxNodeReadyTimeout, err.Error()))
+	}
+	if _, err := advisor.ParseGateDuration(g.MinSoak, 0); err != nil {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("minSoak"), g.MinSoak, err.Error()))
+	}
+	if n := g.MaxFailedMigrations; n != nil && (*n < 0 || *n > advisor.MaxFailedMigrationsCap) {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("maxFailedMigrations"), *n, fmt.Sprintf("must be between 0 and %d", advisor.MaxFailedMigrationsCap)))
+	}
+	return allErrs
+}

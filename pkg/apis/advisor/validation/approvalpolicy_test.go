@@ -51,6 +51,18 @@ func TestValidateApprovalPolicy(t *testing.T) {
 			s.TrustedWindows = &v1alpha1.PolicyWindows{Names: []string{"nightly"}, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "platform"}}}
 			s.Windows = []string{"nightly"}
 		}, "", ""},
+		{"least gates at their bounds", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Bounds.Gates = &v1alpha1.PolicyGates{MaxNodeReadyTimeout: "30s", MinSoak: "24h", MaxFailedMigrations: ptrInt32(1000), RequireAlerts: true}
+		}, "", ""},
+		{"least gates: a node timeout under 30s", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Bounds.Gates = &v1alpha1.PolicyGates{MaxNodeReadyTimeout: "29s"}
+		}, "spec.bounds.gates.maxNodeReadyTimeout", "must be between 30s and 24h0m0s"},
+		{"least gates: a soak that is no duration", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Bounds.Gates = &v1alpha1.PolicyGates{MinSoak: "a while"}
+		}, "spec.bounds.gates.minSoak", "must be a Go duration"},
+		{"least gates: failed migrations over the cap", func(s *v1alpha1.ApprovalPolicySpec) {
+			s.Bounds.Gates = &v1alpha1.PolicyGates{MaxFailedMigrations: ptrInt32(1001)}
+		}, "spec.bounds.gates.maxFailedMigrations", "must be between 0 and 1000"},
 		{"reboots InWindow trusting no window", func(s *v1alpha1.ApprovalPolicySpec) {
 			s.Bounds.Reboots = v1alpha1.RebootBoundInWindow
 		}, "spec.trustedWindows", "Required value: with bounds.reboots InWindow, name the MaintenanceWindows the policy trusts"},
@@ -142,3 +154,5 @@ func TestSamplePolicyIsValid(t *testing.T) {
 		t.Fatal(errs)
 	}
 }
+
+func ptrInt32(n int32) *int32 { return &n }

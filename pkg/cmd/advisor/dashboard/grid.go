@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/cmd/advisor/internal/pools"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 )
 
@@ -50,6 +51,10 @@ type gridPool struct {
 	Nodes                                    []gridNode
 	// NodesNote says where the cells come from when not from Nodes.
 	NodesNote string
+	// Halt is the halt of a stepped rollout on the pool, Step the step in
+	// flight (or the one the halt stopped); nil when there is none.
+	Halt *pools.Halt
+	Step *pools.Step
 }
 
 // Counts of each node state, for the legend.
@@ -105,6 +110,33 @@ func (g *gridPool) heldByAbort(a *v1alpha1.AbortRecord) {
 	if g.Paused && g.PausedUntil != "" {
 		g.PausedUntil = fmt.Sprintf("an approver approves a plan of this config or the config is deleted (plan %s was aborted by %s)",
 			v1alpha1.ShortHash(a.PlanHash), a.AbortedBy)
+	}
+}
+
+// followSteps reads the records of a stepped rollout on the pool: the
+// step in flight, and a halt, which says more than any other state (the
+// pool stays paused until an approver acts), its nodes' cells marked.
+func (g *gridPool) followSteps(pool *unstructured.Unstructured, cfg *v1alpha1.VirtPlatformConfig) {
+	g.Step = pools.ReadStep(pool)
+	if g.Step != nil {
+		for i := range g.Nodes {
+			if slices.Contains(g.Step.Nodes, g.Nodes[i].Name) {
+				g.Nodes[i].Detail = strings.TrimPrefix(g.Nodes[i].Detail+"; in the step", "; ")
+			}
+		}
+	}
+	g.Halt = pools.ReadHalt(pool, cfg)
+	if g.Halt == nil {
+		return
+	}
+	g.State, g.Tone = "Halted: gate "+g.Halt.Gate, "bad" // the legend counts the nodes
+	if g.Paused && g.PausedUntil != "" && cfg.Status.Abort == nil {
+		g.PausedUntil = "the halt below ends" // not the time its pause annotation says
+	}
+	for i := range g.Nodes {
+		if g.Nodes[i].Name == g.Halt.Node {
+			g.Nodes[i].Detail = strings.TrimPrefix(g.Nodes[i].Detail+"; gate "+g.Halt.Gate+" tripped here", "; ")
+		}
 	}
 }
 

@@ -44,29 +44,15 @@ func (s *Server) funcs() template.FuncMap {
 			}
 			return duration.HumanDuration(s.clock.Since(t))
 		},
-		"phaseTone":  phaseTone,
-		"glyph":      glyph,
-		"opTone":     opTone,
-		"impactTone": impactTone,
-		"stateTone":  stateTone,
-		"nodeGlyph":  nodeGlyph,
-		"waitingFor": waitingFor,
+		"phaseTone":   phaseTone,
+		"glyph":       glyph,
+		"opTone":      opTone,
+		"impactTone":  impactTone,
+		"stateTone":   stateTone,
+		"nodeGlyph":   nodeGlyph,
+		"waitingFor":  waitingFor,
+		"waitingTone": waitingTone,
 	}
-}
-
-// waitingFor says a Waiting condition's reason in words.
-func waitingFor(reason string) string {
-	switch reason {
-	case status.WaitingMaintenanceWindow:
-		return "Waiting for a maintenance window"
-	case status.WaitingDrainBlocked:
-		return "Waiting: a VM would block the drain"
-	case status.WaitingPoolBusy:
-		return "Waiting for a busy MachineConfigPool"
-	case status.WaitingClusterUpgrading:
-		return "Waiting for the cluster upgrade"
-	}
-	return "Waiting: " + reason
 }
 
 // target is "Kind namespace/name" or "Kind name".
@@ -75,81 +61,6 @@ func target(ref v1alpha1.ObjectReference) string {
 		return ref.Kind + " " + ref.Namespace + "/" + ref.Name
 	}
 	return ref.Kind + " " + ref.Name
-}
-
-// Tones pair a colour with a glyph; the state is always written out too.
-func glyph(tone string) string {
-	switch tone {
-	case "ok":
-		return "✓"
-	case "info":
-		return "●"
-	case "warn":
-		return "▲"
-	case "bad":
-		return "✕"
-	}
-	return "○"
-}
-
-func nodeGlyph(s nodeState) string {
-	switch s {
-	case nodeUpdated:
-		return "✓"
-	case nodeUpdating:
-		return "↻"
-	case nodeDegraded:
-		return "✕"
-	}
-	return "○"
-}
-
-func phaseTone(p v1alpha1.ConfigPhase) string {
-	switch p {
-	case v1alpha1.PhaseCompleted:
-		return "ok"
-	case v1alpha1.PhaseReviewRequired, v1alpha1.PhaseInProgress, v1alpha1.PhasePending, v1alpha1.PhaseDrafting, v1alpha1.PhaseCompletedWithUpgrade:
-		return "info"
-	case v1alpha1.PhaseDrifted, v1alpha1.PhaseCompletedWithErrors, v1alpha1.PhasePrerequisiteFailed:
-		return "warn"
-	case v1alpha1.PhaseFailed:
-		return "bad"
-	}
-	return "neutral"
-}
-
-func opTone(op v1alpha1.Operation) string {
-	switch op {
-	case v1alpha1.OperationCreate:
-		return "ok"
-	case v1alpha1.OperationUpdate:
-		return "info"
-	case v1alpha1.OperationDelete:
-		return "bad"
-	}
-	return "neutral"
-}
-
-func impactTone(i v1alpha1.Impact) string {
-	switch i {
-	case v1alpha1.ImpactHigh:
-		return "bad"
-	case v1alpha1.ImpactMedium:
-		return "warn"
-	}
-	return "neutral"
-}
-
-func stateTone(s v1alpha1.ItemState) string {
-	switch s {
-	case v1alpha1.ItemStateCompleted:
-		return "ok"
-	case v1alpha1.ItemStateInProgress:
-		return "info"
-	case v1alpha1.ItemStateFailed:
-		return "bad"
-	}
-	return "neutral"
 }
 
 // approvalView is a config's last approval.
@@ -321,8 +232,11 @@ type planView struct {
 	Items           []itemView
 	Changed, Failed int
 	Reboots         string
-	Approve         approveView
-	Banner          *banner
+	// Gates are the gates in force between the node reboots of the
+	// plan's rollouts, "" when it rolls no pool.
+	Gates   string
+	Approve approveView
+	Banner  *banner
 }
 
 // buildPlan reads the config and its live plan, and decides about the
@@ -382,6 +296,7 @@ func (s *Server) buildPlan(ctx context.Context, name string) (planView, int) {
 		v.Items = append(v.Items, iv)
 	}
 	v.Reboots = pools.Summary(ctx, s.c.Dynamic, st.Items)
+	v.Gates = pools.Gates(st.Settings.Gates)
 	v.Approve = s.mayApprove(ctx, cfg, v.Hash)
 	return v, 200
 }
@@ -575,6 +490,7 @@ func (s *Server) gridOf(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig) (
 			if a := cfg.Status.Abort; a != nil {
 				g.heldByAbort(a)
 			}
+			g.followSteps(&all[i], cfg)
 			out = append(out, g)
 		}
 	}

@@ -41,6 +41,11 @@ type PolicyBoundsApplyConfiguration struct {
 	// items are the plan items the policy may approve, by target kind
 	// and/or item name; unset: any item. Unchanged items do not count.
 	Items []PolicyItemApplyConfiguration `json:"items,omitempty"`
+	// gates are the least the gates between the steps of a plan's pool
+	// rollouts must hold for the policy to approve it (the plan's
+	// status.settings.gates); unset: any gates. A plan that rolls no pool
+	// has none to check.
+	Gates *PolicyGatesApplyConfiguration `json:"gates,omitempty"`
 }
 
 // PolicyBoundsApplyConfiguration constructs a declarative configuration of the PolicyBounds type for use with
@@ -85,5 +90,13 @@ func (b *PolicyBoundsApplyConfiguration) WithItems(values ...*PolicyItemApplyCon
 		}
 		b.Items = append(b.Items, *values[i])
 	}
+	return b
+}
+
+// WithGates sets the Gates field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Gates field is set to the value of the last call.
+func (b *PolicyBoundsApplyConfiguration) WithGates(value *PolicyGatesApplyConfiguration) *PolicyBoundsApplyConfiguration {
+	b.Gates = value
 	return b
 }
