@@ -344,7 +344,9 @@ func succeededMigration(name, vmi, node string) {
 	}}
 	_, err := dyn().Resource(migrationGVR).Namespace("default").Create(suiteCtx, m, metav1.CreateOptions{})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() { _ = dyn().Resource(migrationGVR).Namespace("default").Delete(suiteCtx, name, metav1.DeleteOptions{}) })
+	DeferCleanup(func() {
+		_ = dyn().Resource(migrationGVR).Namespace("default").Delete(suiteCtx, name, metav1.DeleteOptions{})
+	})
 }
 
 // failedMigration creates, as KubeVirt would, a VirtualMachineInstanceMigration
