@@ -257,7 +257,9 @@ func (s *stepper) stepPool(ctx context.Context, pool *unstructured.Unstructured,
 	}
 	gn, stepped, err := poolNodes(pool, all, nodes)
 	if err != nil || !stepped {
-		s.notes.set(pool.GetName(), unstepped)
+		if s.notes.set(pool.GetName(), unstepped) {
+			s.recorder.Eventf(pool, corev1.EventTypeNormal, "RolloutNotStepped", "virt-advisor does not step this rollout: %s", unstepped)
+		}
 		return false, 0, nil
 	}
 	settings, seqs := gatesOf(v, rolling)
@@ -484,15 +486,6 @@ func (s *stepper) stepProgress(pool *unstructured.Unstructured) string {
 
 // unstepped is the note of a pool whose rollout of ours is not stepped.
 const unstepped = "not stepped: no Node of the pool carries the Machine Config daemon's annotations, so its rollout goes on as the MCO does it, without the gates between node reboots"
-
-// unsteppedNote says that pool's rollout is not stepped, "" when it is
-// (or was not looked at).
-func (s *stepper) unsteppedNote(pool string) string {
-	if s.notes.get(pool) == unstepped {
-		return unstepped
-	}
-	return ""
-}
 
 // gateNotes are, by pool, what the gates of the step in flight wait for
 // (the last verdict's message): no cache holds that.
