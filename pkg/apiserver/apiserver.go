@@ -42,6 +42,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/gates"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
@@ -377,7 +378,7 @@ func (st *starter) newController(configs externalversions.SharedInformerFactory,
 		ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),
 			PolicyAuthorizer: c.GenericConfig.Authorization.Authorizer},
 		Confinement: st.confined, AdmissionInformers: st.confined.informers,
-		Alerts: firingAlerts(c.ExtraConfig.Alerts), Nodes: cachedNodes(d.cluster), OnNodeChange: nodeChanges(d.cluster), Migrations: cachedMigrations(d.cluster),
+		Alerts: firingAlerts(c.ExtraConfig.Alerts), Nodes: cachedNodes(d.cluster), OnNodeChange: nodeChanges(d.cluster), Migrations: cachedMigrations(d.cluster), VMIs: cachedVMIs(d.cluster),
 	})
 }
 
@@ -486,4 +487,15 @@ func cachedMigrations(c *cluster.Cluster) func() ([]cluster.Migration, bool) {
 		return nil
 	}
 	return c.NodeVMs.Migrations
+}
+
+// cachedVMIs are the Node cache's VMIs; nil without one.
+func cachedVMIs(c *cluster.Cluster) func() ([]kubevirt.VMI, bool) {
+	if c.NodeVMs == nil {
+		return nil
+	}
+	return func() ([]kubevirt.VMI, bool) {
+		vmis, _, ok := c.NodeVMs.VMIs()
+		return vmis, ok
+	}
 }

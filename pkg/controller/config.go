@@ -16,6 +16,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/gates"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
@@ -74,6 +75,8 @@ type Config struct {
 	// Migrations are the live migrations of a cache (ok false until it
 	// synced); nil: listed live.
 	Migrations func() (migrations []cluster.Migration, ok bool)
+	// VMIs are the VMIs of a cache (ok false until it synced).
+	VMIs func() (vmis []kubevirt.VMI, ok bool)
 	// OnNodeChange calls fn after a Node changed (the Node cache).
 	OnNodeChange func(fn func()) (remove func(), err error)
 	// Alerts reads the alerts firing now for the alert gate between the

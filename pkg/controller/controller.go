@@ -137,7 +137,7 @@ func newPools(cfg Config, lister listers.VirtPlatformConfigLister, clk clock.Clo
 		Cluster: cfg.Cluster, Pauser: pauser, Drains: cfg.Planner, Windows: cfg.MaintenanceWindows, TrustedWindows: trusted,
 		Configs: lister, ConfigInformer: cfg.Informer, ResyncOn: resyncOn,
 		CoalesceWindow: cfg.CoalesceWindow, Recorder: cfg.Recorder, Metrics: cfg.Metrics, Clock: clk,
-		Nodes: cfg.Nodes, Migrations: cfg.Migrations, OnNodeChange: cfg.OnNodeChange, Alerts: cfg.Alerts, Wake: wake,
+		Nodes: cfg.Nodes, Migrations: cfg.Migrations, VMIs: cfg.VMIs, OnNodeChange: cfg.OnNodeChange, Alerts: cfg.Alerts, Wake: wake,
 	})
 }
 

@@ -310,7 +310,7 @@ func vmsMoved(s Settings, st Step, f Facts) *Verdict {
 	sort.Strings(notBack)
 	what := fmt.Sprintf("%d migration(s) still running", running)
 	if len(notBack) > 0 {
-		what = fmt.Sprintf("VM(s) not running again: %s", strings.Join(notBack, ", "))
+		what = fmt.Sprintf("VM(s) not running, or not Ready where they were, again: %s", strings.Join(notBack, ", "))
 	}
 	if !f.Now.Before(deadline) {
 		return halt(VMsMoved, "", fmt.Sprintf("MachineConfigPool '%s': the VMs this step moved did not settle within %s: %s", st.Pool, s.NodeReadyTimeout, what), notBack...)

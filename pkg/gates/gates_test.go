@@ -63,7 +63,7 @@ func TestEvaluate(t *testing.T) {
 			want:  Wait, gate: VMsMoved, after: 7 * time.Minute, says: "1 migration(s) still running"},
 		{name: "a moved VM not Ready again past the deadline: halt", settings: settings,
 			facts: Facts{Now: start.Add(11 * time.Minute), Nodes: []Node{done("worker-0")}, Moved: []VMI{{Namespace: "default", Name: "vm-web", Running: true, WasReady: true}}},
-			want:  Halt, gate: VMsMoved, says: "VM(s) not running again: default/vm-web"},
+			want:  Halt, gate: VMsMoved, says: "VM(s) not running, or not Ready where they were, again: default/vm-web"},
 		{name: "an alert starts firing: halt naming it", settings: alerting, facts: Facts{Now: soaked, Nodes: []Node{done("worker-0")}, Alerts: []Alert{critical, watchdog}},
 			want: Halt, gate: Alerts, says: `alert KubeNodeNotReady{node="worker-2", severity="critical"} started firing`},
 		{name: "an alert already firing when the rollout started: pass", settings: alerting, baseline: Baseline{Firing: []string{critical.Key()}},

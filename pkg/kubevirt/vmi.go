@@ -27,6 +27,9 @@ type VMI struct {
 	// whether the condition is there at all, Reason its reason.
 	Migratable, Condition bool
 	Reason                string
+	// Ready is the Ready condition being True (the gates between the
+	// steps of a rollout ask it again of the VMs a step moved).
+	Ready bool
 }
 
 // CompareVMIs orders VMIs by namespace and name.
@@ -49,6 +52,9 @@ func ReadVMI(u *unstructured.Unstructured) VMI {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]interface{})
+		if ok && m["type"] == "Ready" {
+			v.Ready = m["status"] == "True"
+		}
 		if !ok || m["type"] != "LiveMigratable" {
 			continue
 		}

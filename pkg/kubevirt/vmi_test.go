@@ -39,7 +39,7 @@ func TestReadVMI(t *testing.T) {
 		running bool
 	}{
 		{"running with the condition", vmiObject("default", "gpu-0", "worker-1", "Running", "LiveMigrate", other, cond),
-			VMI{Namespace: "default", Name: "gpu-0", Node: "worker-1", Phase: "Running", Strategy: "LiveMigrate", Condition: true, Reason: "HostDeviceNotLiveMigratable"}, true},
+			VMI{Namespace: "default", Name: "gpu-0", Node: "worker-1", Phase: "Running", Strategy: "LiveMigrate", Condition: true, Reason: "HostDeviceNotLiveMigratable", Ready: true}, true},
 		{"scheduled, no condition yet", vmiObject("default", "a", "worker-1", "Scheduled", ""),
 			VMI{Namespace: "default", Name: "a", Node: "worker-1", Phase: "Scheduled"}, true},
 		{"ended", vmiObject("default", "a", "worker-1", "Succeeded", ""),

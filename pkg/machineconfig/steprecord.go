@@ -2,6 +2,7 @@ package machineconfig
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,6 +35,18 @@ type PoolStep struct {
 	NotReady []string  `json:"notReady,omitempty"`
 	// Firing are the alerts (their keys) firing as the step started.
 	Firing []string `json:"firing,omitempty"`
+	// NotReadyVMs are the VMs (namespace/name) on the step's nodes that
+	// were not Ready as it started: a VM the step moves must be Ready
+	// again only where it was. VMsUnknown: they could not be read (or
+	// did not fit the record), and no moved VM must be Ready again.
+	NotReadyVMs []string `json:"notReadyVMs,omitempty"`
+	VMsUnknown  bool     `json:"vmsUnknown,omitempty"`
+}
+
+// WasReady says whether the VM namespace/name was Ready as the step
+// started, as far as the record knows.
+func (s *PoolStep) WasReady(vm string) bool {
+	return !s.VMsUnknown && !slices.Contains(s.NotReadyVMs, vm)
 }
 
 // PoolHalt is a halted rollout: which gate tripped, on which node, why,
@@ -95,9 +108,14 @@ func (h PoolHalt) Encode() string {
 	}
 }
 
-// Encode is the annotation value of a step record.
+// Encode is the annotation value of a step record; VMs that do not fit
+// within MaxRecordBytes are dropped (VMsUnknown).
 func (s PoolStep) Encode() string {
 	b, _ := json.Marshal(s)
+	if len(b) > MaxRecordBytes && len(s.NotReadyVMs) > 0 {
+		s.NotReadyVMs, s.VMsUnknown = nil, true
+		b, _ = json.Marshal(s)
+	}
 	return string(b)
 }
 

@@ -172,6 +172,35 @@ var _ = Describe("gates between node reboots", func() {
 		Expect(getObject(mcpGVR, "", pool).GetAnnotations()).NotTo(HaveKey(machineconfig.HaltAnnotation))
 	})
 
+	It("waits for a VM the step moved to be Ready again where it was, then goes on", func() {
+		nodes, initial := steppedPCI(`{"nodeReadyTimeout":"5m"}`)
+		web := env.VMI{Namespace: "default", Name: "e2e-gates-web", Node: nodes[0], EvictionStrategy: "LiveMigrate", Migratable: true, Ready: true}
+		Expect(testEnv.CreateVMI(suiteCtx, web)).To(Succeed())
+		DeferCleanup(func() { Expect(testEnv.DeleteVMI(suiteCtx, web.Namespace, web.Name)).To(Succeed()) })
+		setNodeAnnotation(nodes[0], fakemco.NotReadyAfterRebootAnnotation, "true") // the step lingers
+		before := testEnv.FakeMCORollouts(pool)
+		approvePlan(pp)
+		rendered := waitNodeUpdated(nodes[0], initial)
+
+		By("KubeVirt moved the VM off the step's node; it runs, not Ready yet: the next step waits, naming it")
+		moved := web
+		moved.Node, moved.Ready = nodes[1], false
+		Expect(testEnv.UpdateVMI(suiteCtx, moved)).To(Succeed())
+		succeededMigration("e2e-gates-web-migration", web.Name, nodes[0])
+		setNodeAnnotation(nodes[0], fakemco.NotReadyAfterRebootAnnotation, "")
+		Eventually(func(g Gomega) {
+			g.Expect(describeStatus(getConfig(pp))).To(ContainSubstring("default/e2e-gates-web"))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Consistently(func() string { return getNode(nodes[1]).Annotations[fakemco.DesiredConfigAnnotation] }).
+			WithTimeout(3*time.Second).WithPolling(200*time.Millisecond).ShouldNot(Equal(rendered), "no further node is targeted")
+
+		By("the VM is Ready again: the rollout goes on, each node updated once")
+		moved.Ready = true
+		Expect(testEnv.UpdateVMI(suiteCtx, moved)).To(Succeed())
+		waitPhase(pp, v1alpha1.PhaseCompleted, 60*time.Second)
+		expectEachNodeOnce(pool, before, len(nodes))
+	})
+
 	It("halts on a failed live migration of a step's drain, naming the VM and the migration", func() {
 		nodes, initial := steppedPCI(`{"nodeReadyTimeout":"5m"}`)
 		setNodeAnnotation(nodes[0], fakemco.NotReadyAfterRebootAnnotation, "true") // the step stays in flight
@@ -301,6 +330,24 @@ var (
 	migrationGVR       = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstancemigrations"}
 	nodeMaintenanceGVR = schema.GroupVersionResource{Group: "nodemaintenance.medik8s.io", Version: "v1beta1", Resource: "nodemaintenances"}
 )
+
+// succeededMigration creates, as KubeVirt would, a migration of vmi off
+// node that succeeded.
+func succeededMigration(name, vmi, node string) {
+	GinkgoHelper()
+	m := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+		"metadata": map[string]interface{}{"name": name, "namespace": "default"},
+		"spec":     map[string]interface{}{"vmiName": vmi},
+		"status": map[string]interface{}{"phase": "Succeeded",
+			"migrationState": map[string]interface{}{"sourceNode": node, "completed": true}},
+	}}
+	_, err := dyn().Resource(migrationGVR).Namespace("default").Create(suiteCtx, m, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		_ = dyn().Resource(migrationGVR).Namespace("default").Delete(suiteCtx, name, metav1.DeleteOptions{})
+	})
+}
 
 // failedMigration creates, as KubeVirt would, a VirtualMachineInstanceMigration
 // of vmi off node that failed.

@@ -283,7 +283,26 @@ func waitSettled(name string, machines int) {
 		g.Expect(statusName).To(Equal(specName))
 		updated, _, _ := unstructured.NestedInt64(pool.Object, "status", "updatedMachineCount")
 		g.Expect(updated).To(BeEquivalentTo(machines))
-	}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	}).WithTimeout(30*time.Second).WithPolling(200*time.Millisecond).Should(Succeed(), func() string { return fakeMCOLines(name) })
+}
+
+// fakeMCOLines are the fake MCO's log lines about pool (the last 40, and
+// its CRD lines): why a pool did not settle.
+func fakeMCOLines(pool string) string {
+	b, err := os.ReadFile(filepath.Join(testEnv.Dir, "logs", "fake-mco.log"))
+	if err != nil {
+		return fmt.Sprintf("the fake MCO's log cannot be read: %v", err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, pool) || strings.Contains(l, "CRD") || strings.Contains(l, "error") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return "fake MCO log about " + pool + ":\n" + strings.Join(lines, "\n")
 }
 
 func roleSelector(roles ...interface{}) map[string]interface{} {

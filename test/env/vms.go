@@ -80,6 +80,8 @@ type VMI struct {
 	// Memory is spec.domain.memory.guest (e.g. 8Gi), what a migration
 	// copies; "" leaves it out.
 	Memory string
+	// Ready adds the Ready condition, True (its guest is up).
+	Ready bool
 }
 
 // Object is the VirtualMachineInstance as KubeVirt reports a running one:
@@ -100,6 +102,10 @@ func (v VMI) Object() *unstructured.Unstructured {
 		spec["evictionStrategy"] = v.EvictionStrategy
 	}
 	status := map[string]interface{}{"phase": phase, "nodeName": v.Node}
+	var conditions []interface{}
+	if v.Ready {
+		conditions = append(conditions, map[string]interface{}{"type": "Ready", "status": "True"})
+	}
 	if !v.NoCondition {
 		cond := map[string]interface{}{"type": "LiveMigratable", "status": "True"}
 		if !v.Migratable {
@@ -107,7 +113,10 @@ func (v VMI) Object() *unstructured.Unstructured {
 			cond["reason"] = v.Reason
 			cond["message"] = "cannot migrate VMI: " + v.Reason
 		}
-		status["conditions"] = []interface{}{cond}
+		conditions = append(conditions, cond)
+	}
+	if conditions != nil {
+		status["conditions"] = conditions
 	}
 	return &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",

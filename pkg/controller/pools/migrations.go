@@ -39,7 +39,9 @@ func (s *stepper) stepMigrations(ctx context.Context, step *machineconfig.PoolSt
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading VM %s/%s moved by the step: %w", m.Namespace, m.VMI, err)
 		}
-		moved = append(moved, movedVMI(m.Namespace, m.VMI, live))
+		vm := movedVMI(m.Namespace, m.VMI, live)
+		vm.WasReady = step.WasReady(m.Namespace + "/" + m.VMI)
+		moved = append(moved, vm)
 	}
 	return migrations, moved, nil
 }
@@ -69,7 +71,7 @@ func movedVMI(namespace, name string, live *unstructured.Unstructured) gates.VMI
 	if live == nil {
 		return v
 	}
-	phase, _, _ := unstructured.NestedString(live.Object, "status", "phase")
-	v.Running = phase == "Running"
+	read := kubevirt.ReadVMI(live)
+	v.Running, v.Ready = read.Phase == "Running", read.Ready
 	return v
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/gates"
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 )
 
@@ -103,6 +104,10 @@ type Config struct {
 	// Migrations are the live migrations of a cache, ok false until it
 	// synced (they are listed live then); nil: always listed live.
 	Migrations func() (migrations []cluster.Migration, ok bool)
+	// VMIs are the VMIs of a cache (ok false until it synced); nil: the
+	// VMs on a step's nodes are not read, and no VM it moves must be
+	// Ready again.
+	VMIs func() (vmis []kubevirt.VMI, ok bool)
 	// OnNodeChange, when set, calls fn after a Node changed (the cache's
 	// view): a stepped pool is re-paused as soon as the MCO targets a
 	// node, not at its next StepPoll.
@@ -166,7 +171,7 @@ func New(cfg Config) *Controller {
 	c.pauses = &pauses{pauser: cfg.Pauser, recorder: cfg.Recorder, clock: cfg.Clock, counts: c.counts, wake: cfg.Wake}
 	c.resumer = &resumer{drains: cfg.Drains, pauses: c.pauses, recorder: cfg.Recorder, wake: cfg.Wake, reasons: map[string]string{}, busy: map[string]bool{}}
 	c.stepper = &stepper{cluster: cfg.Cluster, pauses: c.pauses, resumer: c.resumer, recorder: cfg.Recorder, clock: cfg.Clock,
-		nodes: cfg.Nodes, migrations: cfg.Migrations, alerts: cfg.Alerts, wake: cfg.Wake,
+		nodes: cfg.Nodes, migrations: cfg.Migrations, vmis: cfg.VMIs, alerts: cfg.Alerts, wake: cfg.Wake,
 		notes: &gateNotes{notes: map[string]string{}}, halts: &haltGauge{metrics: cfg.Metrics, halted: map[string]string{}}}
 	return c
 }

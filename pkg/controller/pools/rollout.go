@@ -199,9 +199,6 @@ func (c *Controller) notePause(pool *unstructured.Unstructured, v itemView, now 
 	if msg := c.pauseMessage(pool, aborted, now); msg != "" {
 		r.Message = msg
 	}
-	if note := c.stepper.unsteppedNote(pool.GetName()); note != "" && v.written {
-		r.Message += fmt.Sprintf(" (MachineConfigPool '%s' %s)", pool.GetName(), note)
-	}
 }
 
 // pauseMessage says why we hold a pool paused, "" when we do not: an

@@ -33,6 +33,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/disruption"
 	"github.com/kubevirt/virt-advisor/pkg/gates"
+	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 	"github.com/kubevirt/virt-advisor/pkg/machineconfig"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
@@ -48,6 +49,7 @@ type stepper struct {
 	clock      clock.Clock
 	nodes      func(ctx context.Context) ([]unstructured.Unstructured, error)
 	migrations func() ([]cluster.Migration, bool)
+	vmis       func() ([]kubevirt.VMI, bool)
 	alerts     func(ctx context.Context) ([]gates.Alert, error)
 	wake       func(config string)
 	// notes: what the gates of each step in flight wait for; halts: the
@@ -255,7 +257,9 @@ func (s *stepper) stepPool(ctx context.Context, pool *unstructured.Unstructured,
 	}
 	gn, stepped, err := poolNodes(pool, all, nodes)
 	if err != nil || !stepped {
-		s.notes.set(pool.GetName(), unstepped)
+		if s.notes.set(pool.GetName(), unstepped) {
+			s.recorder.Eventf(pool, corev1.EventTypeNormal, "RolloutNotStepped", "virt-advisor does not step this rollout: %s", unstepped)
+		}
 		return false, 0, nil
 	}
 	settings, seqs := gatesOf(v, rolling)
@@ -278,6 +282,9 @@ func (s *stepper) applyStep(ctx context.Context, pool *unstructured.Unstructured
 	log := klog.FromContext(ctx)
 	switch d.action {
 	case machineconfig.StepRecord:
+		if machineconfig.ReadStep(pool) == nil { // a new step, not nodes joining one
+			d.step.NotReadyVMs, d.step.VMsUnknown = s.notReadyVMs(d.step.Nodes)
+		}
 		if err := s.pauses.forStep(ctx, pool, d.step, nil); err != nil {
 			return err
 		}
@@ -480,15 +487,6 @@ func (s *stepper) stepProgress(pool *unstructured.Unstructured) string {
 // unstepped is the note of a pool whose rollout of ours is not stepped.
 const unstepped = "not stepped: no Node of the pool carries the Machine Config daemon's annotations, so its rollout goes on as the MCO does it, without the gates between node reboots"
 
-// unsteppedNote says that pool's rollout is not stepped, "" when it is
-// (or was not looked at).
-func (s *stepper) unsteppedNote(pool string) string {
-	if s.notes.get(pool) == unstepped {
-		return unstepped
-	}
-	return ""
-}
-
 // gateNotes are, by pool, what the gates of the step in flight wait for
 // (the last verdict's message): no cache holds that.
 type gateNotes struct {
@@ -548,4 +546,22 @@ func (g *haltGauge) replace(halted map[string]string) {
 		g.halted = map[string]string{}
 	}
 	g.metrics.RolloutsHalted(maps.Clone(g.halted))
+}
+
+// notReadyVMs are the VMs on nodes that are not Ready now (namespace/name),
+// from the VMI cache; unknown when it has not synced.
+func (s *stepper) notReadyVMs(nodes []string) (vms []string, unknown bool) {
+	if s.vmis == nil {
+		return nil, true
+	}
+	all, ok := s.vmis()
+	if !ok {
+		return nil, true
+	}
+	for _, v := range all {
+		if slices.Contains(nodes, v.Node) && v.Running() && !v.Ready {
+			vms = append(vms, v.Namespace+"/"+v.Name)
+		}
+	}
+	return vms, false
 }

@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -163,5 +164,24 @@ func TestHaltRecordIsBounded(t *testing.T) {
 	p.SetAnnotations(map[string]string{machineconfig.HaltAnnotation: h.Encode()})
 	if got := machineconfig.ReadHalt(p); got == nil || got.Gate != gates.VMsMoved || len(got.Evidence) == 0 {
 		t.Errorf("read back %+v", got)
+	}
+}
+
+// A VM the step moves must be Ready again only where it was Ready as the
+// step started; a record too large for the pool drops what it knows of
+// the VMs rather than the step.
+func TestStepRecordsTheVMsNotReady(t *testing.T) {
+	step := machineconfig.PoolStep{Nodes: []string{"w1"}, NotReadyVMs: []string{"default/booting"}}
+	if step.WasReady("default/booting") || !step.WasReady("default/db-0") {
+		t.Errorf("WasReady of %v wrong", step.NotReadyVMs)
+	}
+	for i := range 400 {
+		step.NotReadyVMs = append(step.NotReadyVMs, fmt.Sprintf("namespace-%03d/a-rather-long-virtual-machine-name", i))
+	}
+	p := pool("worker")
+	p.SetAnnotations(map[string]string{machineconfig.StepAnnotation: step.Encode()})
+	got := machineconfig.ReadStep(p)
+	if len(step.Encode()) > machineconfig.MaxRecordBytes || got == nil || !got.VMsUnknown || len(got.NotReadyVMs) != 0 || got.WasReady("default/db-0") {
+		t.Errorf("record of %d bytes read back as %+v", len(step.Encode()), got)
 	}
 }

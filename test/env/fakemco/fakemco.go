@@ -48,6 +48,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
@@ -598,6 +599,9 @@ func (c *poolController) reconcile(ctx context.Context, name string) error {
 type writtenSpec struct {
 	name       string
 	generation int64
+	// uid is the pool's: a pool deleted and created again under its name
+	// starts afresh (its generation restarts at 1).
+	uid types.UID
 }
 
 // earliest returns the earlier non-zero time.
@@ -638,7 +642,7 @@ func (c *poolController) syncRender(ctx context.Context, pool *unstructured.Unst
 	}
 	if w, ok := c.written[name]; ok {
 		switch {
-		case pool.GetGeneration() >= w.generation: // the cache caught up with our write
+		case pool.GetUID() != w.uid, pool.GetGeneration() >= w.generation: // another pool of that name, or the cache caught up with our write
 			delete(c.written, name)
 		case plan.Name == w.name: // it has not yet: nothing new to render
 			return time.Time{}, nil
@@ -682,7 +686,7 @@ func (c *poolController) syncRender(ctx context.Context, pool *unstructured.Unst
 		return time.Time{}, fmt.Errorf("writing spec.configuration: %w", err)
 	}
 	delete(c.renders, name)
-	c.written[name] = writtenSpec{name: plan.Name, generation: applied.GetGeneration()}
+	c.written[name] = writtenSpec{name: plan.Name, generation: applied.GetGeneration(), uid: applied.GetUID()}
 	c.m.o.counts.update(name, func(r *Rollouts) { r.Renders++ })
 	c.m.logf("%s: spec.configuration = %s (source %s)", name, plan.Name, strings.Join(sourceNames(plan.Configuration), ", "))
 	return time.Time{}, nil
