@@ -223,16 +223,26 @@ func (o Options) withDefaults() Options {
 // CRDs are missing: it then idles until they appear).
 func Start(ctx context.Context, cfg *rest.Config, o Options) (*Operator, error) {
 	o = o.withDefaults()
-	dyn, err := dynamic.NewForConfig(cfg)
+	watch, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("fake MCO: dynamic client: %w", err)
+	}
+	// No request but a watch waits longer than requestTimeout: a write in
+	// flight while a test stops etcd would otherwise hold the one worker
+	// of the pools until kube-apiserver's own timeout (60 s), and no pool
+	// would render meanwhile.
+	bounded := rest.CopyConfig(cfg)
+	bounded.Timeout = requestTimeout
+	dyn, err := dynamic.NewForConfig(bounded)
 	if err != nil {
 		return nil, fmt.Errorf("fake MCO: dynamic client: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	m := &fakeMCO{dyn: dyn, o: o}
+	m := &fakeMCO{dyn: dyn, watch: watch, o: o}
 
 	// The CRDs are watched so the operator idles while they are missing
 	// (a test may delete them) and starts once they are Established.
-	crdFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	crdFactory := dynamicinformer.NewDynamicSharedInformerFactory(watch, 0)
 	crdInf := crdFactory.ForResource(crdGVR).Informer()
 	kick := make(chan struct{}, 1)
 	notify := func() {
@@ -277,10 +287,15 @@ func Start(ctx context.Context, cfg *rest.Config, o Options) (*Operator, error) 
 
 // fakeMCO is the operator: it runs a poolController while both CRDs are
 // Established.
+// requestTimeout bounds each request of the fake MCO's but its watches.
+const requestTimeout = 10 * time.Second
+
 type fakeMCO struct {
-	dyn   dynamic.Interface
-	o     Options
-	logMu sync.Mutex
+	// dyn makes the requests (bounded by requestTimeout); watch feeds the
+	// informers (a watch lasts).
+	dyn, watch dynamic.Interface
+	o          Options
+	logMu      sync.Mutex
 }
 
 func (m *fakeMCO) logf(format string, args ...any) {
@@ -412,7 +427,7 @@ func newPoolController(m *fakeMCO) *poolController {
 }
 
 func (c *poolController) run(ctx context.Context, synced func()) {
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(c.m.dyn, 0)
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(c.m.watch, 0)
 	poolInf := factory.ForResource(poolGVR)
 	mcInf := factory.ForResource(mcGVR)
 	nodeInf := factory.ForResource(nodeGVR)
