@@ -145,12 +145,10 @@ func (d ruleRecord) missing() []string {
 	return out
 }
 
-// TestEveryRuleOnEveryResource: the rules every policy per resource
-// holds (metadata, labels, annotations, fields outside the spec and the
-// spec of an object the server writes) deny on each resource, so that
-// their fused form is compared with them there too (review).
-func TestEveryRuleOnEveryResource(t *testing.T) {
-	v := compileDeployed(t)
+// oursPerResource is an object of each resource the server writes as
+// its writes leave it.
+func oursPerResource(t testing.TB) []*unstructured.Unstructured {
+	t.Helper()
 	desired := map[string]*unstructured.Unstructured{}
 	for _, vr := range variants() {
 		for _, it := range items(t, vr, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
@@ -161,8 +159,7 @@ func TestEveryRuleOnEveryResource(t *testing.T) {
 	}
 	c := newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])
 	kd, _ := c.Get(context.Background(), profiles.KubeDeschedulerGVK, profiles.DeschedulerNamespace, profiles.DeschedulerName)
-	// An object of each resource as the server's writes leave it.
-	ours := []*unstructured.Unstructured{
+	return []*unstructured.Unstructured{
 		created(desired["enable-psi-metrics"], "load-aware-rebalancing"),
 		created(desired["configure-dedicated-cpus"], "dedicated-cpus"),
 		created(desired["configure-example-component"], "example-profile"),
@@ -170,6 +167,42 @@ func TestEveryRuleOnEveryResource(t *testing.T) {
 		baselineHCO(kubevirt.HCOVersionV1beta1),
 		applied(kd, desired["enable-load-aware-descheduling"]),
 	}
+}
+
+// BenchmarkPolicyOnAnUpdateOfOurs: what the policy of each resource
+// costs on an update of the server's that changes nothing, unguarded and
+// as deployed (guarded).
+func BenchmarkPolicyOnAnUpdateOfOurs(b *testing.B) {
+	d := compileDeployed(b)
+	for _, obj := range oursPerResource(b) {
+		r := request{op: admission.Update, gvr: gvrOf(obj), obj: edited(obj, func(map[string]interface{}) {}), old: obj}
+		for _, bc := range []struct {
+			name   string
+			review func(request) string
+		}{
+			{"unguarded", d.reviewUnguarded},
+			{"as deployed", d.review},
+		} {
+			b.Run(r.gvr.Resource+"/"+bc.name, func(b *testing.B) {
+				if denied := bc.review(r); denied != "" {
+					b.Fatal(denied)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					bc.review(r)
+				}
+			})
+		}
+	}
+}
+
+// TestEveryRuleOnEveryResource: the rules every policy per resource
+// holds (metadata, labels, annotations, fields outside the spec and the
+// spec of an object the server writes) deny on each resource, so that
+// their fused form is compared with them there too (review).
+func TestEveryRuleOnEveryResource(t *testing.T) {
+	v := compileDeployed(t)
+	ours := oursPerResource(t)
 	changes := []struct {
 		name   string
 		op     admission.Operation
