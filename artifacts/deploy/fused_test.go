@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
-		"strings"
+	"strings"
 	"testing"
 
+	"github.com/google/cel-go/cel"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,7 +34,9 @@ import (
 // and false at the first rule that holds not, or for anyone else's write
 // at the user name. A write of ours that keeps the rules costs one
 // program; one that breaks them is decided by the validations
-// themselves, unchanged, which say which rule it broke.
+// themselves, unchanged, which say which rule it broke. Written out, the
+// maps keyed by resource keep the entries of the policy's resource only
+// (every lookup in them is by its key), which halves the condition.
 const guardName = "virt-advisor-apiserver-breaks-a-rule"
 
 // guard is p whose match condition applies it only to the server's
@@ -42,9 +47,21 @@ func guard(t testing.TB, p *admissionv1.ValidatingAdmissionPolicy) *admissionv1.
 	for _, v := range p.Spec.Variables {
 		vars[v.Name] = v.Expression
 	}
-	// The policy matches one resource.
+	// The policy matches one resource: the maps keyed by resource are
+	// looked up with its key only.
 	r := p.Spec.MatchConstraints.ResourceRules[0]
-	vars["resource"] = celString(r.APIGroups[0] + "/" + r.Resources[0])
+	res := r.APIGroups[0] + "/" + r.Resources[0]
+	vars["resource"] = celString(res)
+	for name, expression := range vars {
+		if m, ok := resourceMap(expression); ok {
+			for key := range m {
+				if key != res && !strings.HasPrefix(key, res+":") {
+					delete(m, key)
+				}
+			}
+			vars[name] = celLiteral(m, "")
+		}
+	}
 	inlined := map[string]string{}
 	var inline func(expression string) string
 	inline = func(expression string) string {
@@ -69,6 +86,45 @@ func guard(t testing.TB, p *admissionv1.ValidatingAdmissionPolicy) *admissionv1.
 		Expression: strings.Join(who, " && ") + " && !(\n" + strings.Join(rules, " &&\n") + "\n)",
 	}}
 	return out
+}
+
+// resourceKey is a key of a map keyed by resource: <group>/<resource>,
+// perhaps with :<name>.
+var resourceKey = regexp.MustCompile(`^[a-z0-9.-]*/[a-z]+(:.*)?$`)
+
+// resourceMap is the value of a variable that is a literal map keyed by
+// resource (variables.operations, variables.ownSpecByResource …).
+func resourceMap(expression string) (map[string]interface{}, bool) {
+	env, err := cel.NewEnv()
+	if err != nil {
+		return nil, false
+	}
+	ast, iss := env.Compile(expression)
+	if iss.Err() != nil {
+		return nil, false
+	}
+	prg, err := env.Program(ast)
+	if err != nil {
+		return nil, false
+	}
+	out, _, err := prg.Eval(cel.NoVars())
+	if err != nil {
+		return nil, false
+	}
+	native, err := out.ConvertToNative(reflect.TypeOf(map[string]interface{}{}))
+	if err != nil {
+		return nil, false
+	}
+	m := native.(map[string]interface{})
+	for key := range m {
+		if !resourceKey.MatchString(key) {
+			return nil, false
+		}
+	}
+	for key, v := range m {
+		m[key] = normalize(v)
+	}
+	return m, len(m) > 0
 }
 
 // celString is s as a CEL string literal.
