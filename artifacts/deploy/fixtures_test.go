@@ -65,7 +65,7 @@ func (c *cluster) put(o *unstructured.Unstructured) {
 }
 
 // readObject reads the one object of a kind in a manifest file.
-func readObject(t *testing.T, file, kind string) *unstructured.Unstructured {
+func readObject(t testing.TB, file, kind string) *unstructured.Unstructured {
 	t.Helper()
 	for _, doc := range readManifests(t, file) {
 		if doc["kind"] == kind {
@@ -100,7 +100,7 @@ func baselineHCO(version string) *unstructured.Unstructured {
 // newCluster is the test environment's baseline: the KubeDescheduler, the
 // worker and master pools, a compact cluster's Scheduler, the
 // descheduler CRD of an operator level and the HyperConverged.
-func newCluster(t *testing.T, hcoVersion, deschedulerCRD string) *cluster {
+func newCluster(t testing.TB, hcoVersion, deschedulerCRD string) *cluster {
 	t.Helper()
 	c := &cluster{objects: map[string]*unstructured.Unstructured{}, hcoVersion: hcoVersion}
 	baseline := filepath.Join("..", "testdata", "baseline.yaml")
@@ -115,7 +115,7 @@ func newCluster(t *testing.T, hcoVersion, deschedulerCRD string) *cluster {
 }
 
 // deschedulerCRDs are the descheduler operator levels the profile adapts to.
-func deschedulerCRDs(t *testing.T) []string {
+func deschedulerCRDs(t testing.TB) []string {
 	t.Helper()
 	levels, err := filepath.Glob(filepath.Join("..", "testdata", "descheduler-levels", "*.yaml"))
 	if err != nil || len(levels) == 0 {
@@ -146,7 +146,7 @@ func variants() []variant {
 	return out
 }
 
-func items(t *testing.T, v variant, c *cluster) []profiles.Item {
+func items(t testing.TB, v variant, c *cluster) []profiles.Item {
 	t.Helper()
 	for _, o := range v.objects {
 		c.put(o)

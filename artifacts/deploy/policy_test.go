@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -153,14 +154,38 @@ type request struct {
 
 // deployed are the policies of the file as kube-apiserver applies them,
 // each to the requests its rules match, and the policy with every rule
-// (the first) as a reference applied to every request.
+// (the first) as a reference applied to every request. unfused are the
+// policies per resource before their rules were fused (fused_test.go),
+// each with the resource it matches.
 type deployed struct {
 	policies   []*admissionv1.ValidatingAdmissionPolicy
 	validators []validating.Validator
 	reference  validating.Validator
+	unfused    []unfusedPolicy
+}
+
+type unfusedPolicy struct {
+	policy    *admissionv1.ValidatingAdmissionPolicy
+	validator validating.Validator
+}
+
+// compiled are the policies of the file compiled once: their match
+// conditions are large, and the validators are only read.
+var compiled struct {
+	sync.Once
+	*deployed
 }
 
 func compileDeployed(t testing.TB) *deployed {
+	t.Helper()
+	compiled.Do(func() { compiled.deployed = compileAll(t) })
+	if compiled.deployed == nil {
+		t.Fatal("the policies did not compile")
+	}
+	return compiled.deployed
+}
+
+func compileAll(t testing.TB) *deployed {
 	t.Helper()
 	policies, _ := readPolicies(t)
 	d := &deployed{policies: policies}
@@ -168,18 +193,33 @@ func compileDeployed(t testing.TB) *deployed {
 		d.validators = append(d.validators, compile(t, p))
 	}
 	d.reference = d.validators[0]
+	for _, p := range perResource(t, policies[0]) {
+		d.unfused = append(d.unfused, unfusedPolicy{p, compile(t, p)})
+	}
 	return d
 }
 
 // review evaluates the policies on a request as kube-apiserver would:
-// "" when admitted, else the denials (evaluation errors, which
+// "" when admitted, else the denial it reports (evaluation errors, which
 // failurePolicy Fail turns into denials, included). The policies
-// deployed must decide as the policy with every rule does by itself.
+// deployed must decide as the policy with every rule does by itself, and
+// as the policy per resource did before its rules were fused; which rules
+// of that one denied is recorded (TestMain checks that each did).
 func review(t *testing.T, d *deployed, r request) string {
 	t.Helper()
 	got := d.review(r)
 	if want := reviewBy(d.reference, r); words(got) != words(want) {
 		t.Errorf("%s %s %s: the policies deployed decide %q, the policy with every rule %q", r.op, r.gvr.Resource, r.subresource, got, want)
+	}
+	for _, u := range d.unfused {
+		if !matches(u.policy.Spec.MatchConstraints, r) {
+			continue
+		}
+		want, rules := firstDenial(u.validator, r)
+		if words(got) != words(want) {
+			t.Errorf("%s %s %s: the fused policy %s decides %q, its rules unfused %q", r.op, r.gvr.Resource, r.subresource, u.policy.Name, got, want)
+		}
+		decided.record(u.policy, rules)
 	}
 	return got
 }
@@ -242,27 +282,42 @@ func (r request) attributes() admission.Attributes {
 }
 
 // reviewBy evaluates one policy on a request as kube-apiserver would
-// once its rules matched: "" when admitted, else the denial.
+// once its rules matched: "" when admitted, else the denial it reports,
+// the first (validating.dispatcher answers with the first denied
+// decision).
 func reviewBy(v validating.Validator, r request) string {
+	denial, _ := firstDenial(v, r)
+	return denial
+}
+
+// firstDenial is reviewBy's answer and the indices of the validations
+// that deny (none when admitted).
+func firstDenial(v validating.Validator, r request) (string, []int) {
 	attrs := r.attributes()
 	versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: attrs.GetKind(), VersionedObject: attrs.GetObject(), VersionedOldObject: attrs.GetOldObject()}
 	result := v.Validate(context.Background(), r.gvr, versioned, nil, nil, celconfig.RuntimeCELCostBudget, nil)
-	var denials []string
-	for _, d := range result.Decisions {
+	first := ""
+	var denying []int
+	for i, d := range result.Decisions {
+		message := d.Message
 		switch d.Action {
 		case validating.ActionAdmit:
+			continue
 		case validating.ActionDeny:
-			denials = append(denials, d.Message)
 		default:
-			denials = append(denials, fmt.Sprintf("%s: %s", d.Action, d.Message))
+			message = fmt.Sprintf("%s: %s", d.Action, d.Message)
 		}
+		if first == "" {
+			first = message
+		}
+		denying = append(denying, i)
 	}
-	return strings.Join(denials, "; ")
+	return first, denying
 }
 
 // literal evaluates a policy variable that is a literal (names, fields,
 // the swap configuration) into Go values.
-func literal(t *testing.T, p *admissionv1.ValidatingAdmissionPolicy, name string) interface{} {
+func literal(t testing.TB, p *admissionv1.ValidatingAdmissionPolicy, name string) interface{} {
 	t.Helper()
 	for _, v := range p.Spec.Variables {
 		if v.Name != name {
@@ -338,8 +393,23 @@ func TestPolicyAndBinding(t *testing.T) {
 		if fp := policy.Spec.FailurePolicy; fp == nil || *fp != admissionv1.Fail {
 			t.Errorf("%s: failurePolicy %v, want Fail: an expression that cannot be evaluated must not let a write through", policy.Name, fp)
 		}
-		if !reflect.DeepEqual(policy.Spec.MatchConditions, policies[0].Spec.MatchConditions) {
-			t.Errorf("%s: matchConditions %v, want those of %s: the policies confine the same identity", policy.Name, policy.Spec.MatchConditions, policies[0].Name)
+		if i > 0 {
+			// The policies per resource: the identity, then their rules
+			// (guard).
+			identity := "(" + oneLine(policies[0].Spec.MatchConditions[0].Expression) + ") && !("
+			if c := policy.Spec.MatchConditions; len(c) != 1 || c[0].Name != guardName || !strings.HasPrefix(c[0].Expression, identity) {
+				t.Errorf("%s: matchConditions %v, want one, %s, that starts with the identity of %s: the policies confine the same identity", policy.Name, c, guardName, policies[0].Name)
+			}
+		} else if len(policy.Spec.MatchConditions) != 1 {
+			t.Errorf("%s: matchConditions %v, want one: the server's identity", policy.Name, policy.Spec.MatchConditions)
+		}
+		// kube-apiserver admits a match condition that compiles without
+		// the policy's variables.
+		for _, c := range policy.Spec.MatchConditions {
+			compiler := plugincel.NewCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+			if result := compiler.CompileCELExpression((*matchconditions.MatchCondition)(&c), plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions); result.Error != nil {
+				t.Errorf("%s: match condition %s: %v", policy.Name, c.Name, result.Error)
+			}
 		}
 		if err := compile(t, policy).(interface{ CompileError() error }).CompileError(); err != nil {
 			t.Errorf("%s: %v", policy.Name, err)

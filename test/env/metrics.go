@@ -107,3 +107,17 @@ func (e *Env) DryRunApplies(ctx context.Context) (float64, error) {
 	}
 	return m.Sum("apiserver_request_total", map[string]string{"verb": "APPLY", "dry_run": "All"}), nil
 }
+
+// KubeAPIServerCPU is the CPU time kube-apiserver has used so far
+// (process_cpu_seconds_total of its /metrics), in seconds.
+func (e *Env) KubeAPIServerCPU(ctx context.Context) (float64, error) {
+	c, err := kubernetes.NewForConfig(e.AdminConfig)
+	if err != nil {
+		return 0, err
+	}
+	m, err := ScrapeMetrics(ctx, c.CoreV1().RESTClient())
+	if err != nil {
+		return 0, fmt.Errorf("kube-apiserver: %w", err)
+	}
+	return m.Sum("process_cpu_seconds_total", nil), nil
+}

@@ -20,6 +20,8 @@ import (
 	"github.com/kubevirt/virt-advisor/test/env"
 )
 
+var vmCapacityCPUShare = flag.Float64("vm-capacity-cpu-share", 0.2, "target: the server's CPU per plan that the capacity check adds (with the launchers less without), at most this share of the plan GET p50 with it")
+
 var vmCapacityFactor = flag.Float64("vm-capacity-factor", 1.2, "target: plan GET p50 that runs the capacity check on the VMs' launcher pods at most this many times the same plan without launchers (both right after another pod changed, so that neither reuses an earlier assessment)")
 
 // capacityCheck: what the capacity check (will the migrating VMs fit)
@@ -47,7 +49,15 @@ func (b *bench) capacityCheck(profile string, nodes []string) error {
 	if err != nil {
 		return err
 	}
+	cpu0, err := b.serverCPU()
+	if err != nil {
+		return err
+	}
 	without, _, err := b.planTimesAfterPodChange(profile, nodes[0])
+	if err != nil {
+		return err
+	}
+	cpu1, err := b.serverCPU()
 	if err != nil {
 		return err
 	}
@@ -100,7 +110,15 @@ func (b *bench) capacityCheck(profile string, nodes []string) error {
 	if err != nil {
 		return err
 	}
+	cpu2, err := b.serverCPU()
+	if err != nil {
+		return err
+	}
 	with, stale, err := b.planTimesAfterPodChange(profile, nodes[0])
+	if err != nil {
+		return err
+	}
+	cpu3, err := b.serverCPU()
 	if err != nil {
 		return err
 	}
@@ -120,7 +138,26 @@ func (b *bench) capacityCheck(profile string, nodes []string) error {
 	b.printf("%-24s after a pod change: without launchers p50 %6.1fms, with %d launchers p50 %6.1fms p95 %6.1fms: ratio %.2f (target <= %.2f: %s)\n",
 		profile, ms(w50), launchers, ms(c50), ms(c95), factor, *vmCapacityFactor, verdict(met))
 	b.printf("%-24s plan computation inside the server (mean): without launchers %.1fms, with them %.1fms\n", profile, t1.meanSince(t0), t3.meanSince(t2))
+	// The server's CPU per plan with the capacity check less without it,
+	// against the plan's p50 with it.
+	runs := float64(len(with) + 5)
+	capacityCPU := ((cpu3 - cpu2) - (cpu1 - cpu0)) / runs * 1000
+	b.report.add("server CPU per plan GET after a pod change, without launchers", "ms", (cpu1-cpu0)/runs*1000)
+	b.report.add(fmt.Sprintf("server CPU per plan GET after a pod change, with %d launchers", launchers), "ms", (cpu3-cpu2)/runs*1000)
+	share := capacityCPU / ms(c50)
+	met = b.report.check("capacity check CPU per plan / plan GET p50 with it", "share", share, *vmCapacityCPUShare)
+	b.printf("%-24s the capacity check's CPU per plan %.1fms (the server's CPU with the launchers less without), %.0f%% of the plan's p50 (target <= %.0f%%: %s)\n",
+		profile, capacityCPU, share*100, *vmCapacityCPUShare*100, verdict(met))
 	return nil
+}
+
+// serverCPU is the CPU time the server has used so far, in seconds.
+func (b *bench) serverCPU() (float64, error) {
+	m, err := b.serverMetrics()
+	if err != nil {
+		return 0, err
+	}
+	return m.Sum("process_cpu_seconds_total", nil), nil
 }
 
 // planTimesAfterPodChange times plan GETs, each 200 ms after a pod of

@@ -9,12 +9,13 @@ import (
 )
 
 // figure is one measured number and, when it has one, its target: the
-// figure meets it when Value <= Max.
+// figure meets it when Value <= Max (or, for a saving, Value >= Min).
 type figure struct {
 	Name  string   `json:"name"`
 	Unit  string   `json:"unit"`
 	Value float64  `json:"value"`
 	Max   *float64 `json:"max,omitempty"`
+	Min   *float64 `json:"min,omitempty"`
 	Met   *bool    `json:"met,omitempty"`
 }
 
@@ -38,6 +39,16 @@ func (r *report) check(name, unit string, value, max float64) bool {
 	r.Figures = append(r.Figures, figure{Name: name, Unit: unit, Value: value, Max: &max, Met: &met})
 	if !met {
 		r.Missed = append(r.Missed, fmt.Sprintf("%s: %.2f %s, target <= %.2f %s", name, value, unit, max, unit))
+	}
+	return met
+}
+
+// atLeast records a figure and whether it is at least min.
+func (r *report) atLeast(name, unit string, value, min float64) bool {
+	met := value >= min
+	r.Figures = append(r.Figures, figure{Name: name, Unit: unit, Value: value, Min: &min, Met: &met})
+	if !met {
+		r.Missed = append(r.Missed, fmt.Sprintf("%s: %.2f %s, target >= %.2f %s", name, value, unit, min, unit))
 	}
 	return met
 }

@@ -46,8 +46,9 @@ func (b *bench) storageUpdates() (metricTotals, error) {
 	return metricTotals{sum: m.Sum("etcd_request_duration_seconds", labels), count: float64(m.Count("etcd_request_duration_seconds", labels))}, nil
 }
 
-// reportApprovalFloor adds the floor's figures (storageMean in ms).
-func (b *bench) reportApprovalFloor(storageMean float64, applies []time.Duration) {
+// reportApprovalFloor adds the floor's figures (storageMean in ms) and
+// checks the approval's p50 (written50) against it.
+func (b *bench) reportApprovalFloor(written50 time.Duration, storageMean float64, applies []time.Duration) {
 	a50, _ := percentiles(applies)
 	floor := ms(a50) + storageMean
 	b.report.add("server storage update mean during the approvals", "ms", storageMean)
@@ -56,6 +57,9 @@ func (b *bench) reportApprovalFloor(storageMean float64, applies []time.Duration
 	b.printf("approval floor               %6.1fms: a storage update of the server (mean %.1fms during the approvals), then the approved\n"+
 		"                                        KubeDescheduler applied as the server's ServiceAccount straight to kube-apiserver, to a watch (p50 %.1fms, n=%d)\n",
 		floor, storageMean, ms(a50), len(applies))
+	factor := ms(written50) / floor
+	met := b.report.check("approval to target written p50 / approval floor", "x", factor, *approvalFloorFactor)
+	b.printf("approval -> target written p50 / floor %.2f (target <= %.2f: %s)\n", factor, *approvalFloorFactor, verdict(met))
 }
 
 // serverKubeDeschedulers is the KubeDeschedulers' resource as the

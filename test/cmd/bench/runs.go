@@ -61,7 +61,7 @@ func newRecordedRun(r *report) recordedRun {
 	}
 	targets := 0
 	for _, f := range r.Figures {
-		if f.Max != nil {
+		if f.Max != nil || f.Min != nil {
 			targets++
 		}
 	}
@@ -77,6 +77,9 @@ func newRows(r *report) []figureRow {
 		row := figureRow{Name: f.Name, Cells: []string{quantity(f.Value, f.Unit)}}
 		if f.Max != nil {
 			row.Target = "≤ " + quantity(*f.Max, f.Unit)
+		}
+		if f.Min != nil {
+			row.Target = "≥ " + quantity(*f.Min, f.Unit)
 		}
 		if f.Met != nil && !*f.Met {
 			row.Cells[0] = "**" + row.Cells[0] + "**"
