@@ -18,6 +18,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -295,8 +296,10 @@ func (c *Controller) addHandlers(log klog.Logger) (remove func(), err error) {
 		}
 	}
 	// An admission policy restored lets the writes waiting for it go on.
+	// kube-apiserver writes a policy's status (its type checking) a while
+	// after the policy: that changes nothing of what it confines.
 	for _, informer := range c.AdmissionInformers {
-		if err := add(informer, anyChange(c.enqueueAll), "admission policies"); err != nil {
+		if err := add(informer, specChanged(c.enqueueAll), "admission policies"); err != nil {
 			return remove, err
 		}
 	}
@@ -308,6 +311,22 @@ func anyChange(fn func()) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(interface{}) { fn() },
 		UpdateFunc: func(interface{}, interface{}) { fn() },
+		DeleteFunc: func(interface{}) { fn() },
+	}
+}
+
+// specChanged calls fn on an object added or deleted, and on an update
+// that changed its spec (its generation): not on one of its status only.
+func specChanged(fn func()) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(interface{}) { fn() },
+		UpdateFunc: func(old, obj interface{}) {
+			o, okOld := old.(metav1.Object)
+			n, okNew := obj.(metav1.Object)
+			if !okOld || !okNew || o.GetGeneration() != n.GetGeneration() || o.GetGeneration() == 0 {
+				fn()
+			}
+		},
 		DeleteFunc: func(interface{}) { fn() },
 	}
 }
