@@ -29,14 +29,7 @@ type bound struct {
 // the written objects of its examples.
 func declaredBounds(t *testing.T) []bound {
 	t.Helper()
-	desired := map[string]*unstructured.Unstructured{}
-	for _, vr := range variants() {
-		for _, it := range items(t, vr, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
-			if !it.Absent {
-				desired[it.Name] = it.Desired
-			}
-		}
-	}
+	desired := desiredObjects(t)
 	hp := created(desired["configure-hugepages"], "hugepages")
 	kc := created(desired["configure-dedicated-cpus"], "dedicated-cpus")
 	return []bound{{

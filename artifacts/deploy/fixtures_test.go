@@ -252,3 +252,19 @@ func gvrOf(o *unstructured.Unstructured) schema.GroupVersionResource {
 	gvk := o.GroupVersionKind()
 	return schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: strings.ToLower(gvk.Kind) + "s"}
 }
+
+// desiredObjects are the objects every example of every profile writes,
+// by item name; each example on a cluster of its own, so that the nodes
+// of one are not the pool of another.
+func desiredObjects(t testing.TB) map[string]*unstructured.Unstructured {
+	t.Helper()
+	desired := map[string]*unstructured.Unstructured{}
+	for _, vr := range variants() {
+		for _, it := range items(t, vr, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
+			if !it.Absent {
+				desired[it.Name] = it.Desired
+			}
+		}
+	}
+	return desired
+}

@@ -205,14 +205,7 @@ func (d ruleRecord) missing() []string {
 // its writes leave it.
 func oursPerResource(t testing.TB) []*unstructured.Unstructured {
 	t.Helper()
-	desired := map[string]*unstructured.Unstructured{}
-	for _, vr := range variants() {
-		for _, it := range items(t, vr, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
-			if !it.Absent {
-				desired[it.Name] = it.Desired
-			}
-		}
-	}
+	desired := desiredObjects(t)
 	c := newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])
 	kd, _ := c.Get(context.Background(), profiles.KubeDeschedulerGVK, profiles.DeschedulerNamespace, profiles.DeschedulerName)
 	return []*unstructured.Unstructured{

@@ -860,16 +860,7 @@ func TestDeniesEverythingElse(t *testing.T) {
 	// items manage.
 	hcoOnly := "changes only " + strings.Join(hcoManaged(t), ", ") + " (under spec or spec.virtualization) of the HyperConverged"
 	v := compileDeployed(t)
-	desired := map[string]*unstructured.Unstructured{}
-	for _, vr := range variants() {
-		// Each example on a cluster of its own: the nodes of one are not
-		// the pool of another.
-		for _, it := range items(t, vr, newCluster(t, kubevirt.HCOVersionV1beta1, deschedulerCRDs(t)[0])) {
-			if !it.Absent {
-				desired[it.Name] = it.Desired
-			}
-		}
-	}
+	desired := desiredObjects(t)
 	psi := created(desired["enable-psi-metrics"], "load-aware-rebalancing")
 	swap := created(desired["enable-kubelet-swap"], "virt-higher-density")
 	ksmMC := created(desired["enable-ksm-zero-pages"], "virt-higher-density")

@@ -97,13 +97,9 @@ func hasLabels(s *dto.Metric, match map[string]string) bool {
 // DryRunApplies is kube-apiserver's count of the server-side apply
 // dry-runs (PATCH application/apply-patch?dryRun=All) it has answered.
 func (e *Env) DryRunApplies(ctx context.Context) (float64, error) {
-	c, err := kubernetes.NewForConfig(e.AdminConfig)
+	m, err := e.kubeAPIServerMetrics(ctx)
 	if err != nil {
 		return 0, err
-	}
-	m, err := ScrapeMetrics(ctx, c.CoreV1().RESTClient())
-	if err != nil {
-		return 0, fmt.Errorf("kube-apiserver: %w", err)
 	}
 	return m.Sum("apiserver_request_total", map[string]string{"verb": "APPLY", "dry_run": "All"}), nil
 }
@@ -111,13 +107,22 @@ func (e *Env) DryRunApplies(ctx context.Context) (float64, error) {
 // KubeAPIServerCPU is the CPU time kube-apiserver has used so far
 // (process_cpu_seconds_total of its /metrics), in seconds.
 func (e *Env) KubeAPIServerCPU(ctx context.Context) (float64, error) {
-	c, err := kubernetes.NewForConfig(e.AdminConfig)
+	m, err := e.kubeAPIServerMetrics(ctx)
 	if err != nil {
 		return 0, err
 	}
+	return m.Sum("process_cpu_seconds_total", nil), nil
+}
+
+// kubeAPIServerMetrics scrapes kube-apiserver's /metrics as the admin.
+func (e *Env) kubeAPIServerMetrics(ctx context.Context) (Metrics, error) {
+	c, err := kubernetes.NewForConfig(e.AdminConfig)
+	if err != nil {
+		return nil, err
+	}
 	m, err := ScrapeMetrics(ctx, c.CoreV1().RESTClient())
 	if err != nil {
-		return 0, fmt.Errorf("kube-apiserver: %w", err)
+		return nil, fmt.Errorf("kube-apiserver: %w", err)
 	}
-	return m.Sum("process_cpu_seconds_total", nil), nil
+	return m, nil
 }
