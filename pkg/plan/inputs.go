@@ -33,6 +33,9 @@ type inputReader struct {
 	live    map[cluster.ObjectKey]func() (*unstructured.Unstructured, error)
 	// pools and nodes list once per plan, shared with the reboot notes.
 	pools, nodes func() ([]unstructured.Unstructured, error)
+	// lists are the other kinds the profile lists (NodeResourceTopologies),
+	// each listed once, started with the inputs when the request is live.
+	lists map[schema.GroupVersionKind]func() ([]unstructured.Unstructured, error)
 	// reads are what the notes read of nodes and VMs, once per plan.
 	reads *clusterReads
 
@@ -80,9 +83,11 @@ func newInputReader(ctx context.Context, c Cluster, refs []profiles.ObjectRef, f
 	r := &inputReader{c: c, inputs: sets.New[cluster.ObjectKey](), targets: sets.New[cluster.ObjectKey](), read: map[cluster.ObjectKey]*unstructured.Unstructured{},
 		cached: map[cluster.ObjectKey]string{}, confirmed: sets.New[cluster.ObjectKey](), optimistic: from == optimisticInputs && c.InputWatches() != nil, allCached: from == cachedInputs,
 		pools: listPools, watches: c.InputWatches()}
+	var listed []schema.GroupVersionKind
 	for _, ref := range refs {
 		if ref.Name == "" {
-			continue // every object of a kind: listed, not read by name
+			listed = append(listed, ref.GVK) // every object of a kind: listed, not read by name
+			continue
 		}
 		r.inputs.Insert(cluster.ObjectKey{GVK: ref.GVK, Namespace: ref.Namespace, Name: ref.Name})
 		if ref.Target {
@@ -93,6 +98,7 @@ func newInputReader(ctx context.Context, c Cluster, refs []profiles.ObjectRef, f
 		r.watches.Add(cluster.InputsOwner, r.inputs.UnsortedList())
 	}
 	if from.live() {
+		r.lists = listedInputs(ctx, c, listed)
 		r.live = map[cluster.ObjectKey]func() (*unstructured.Unstructured, error){}
 		for key := range r.inputs {
 			read := sync.OnceValues(func() (*unstructured.Unstructured, error) {
@@ -168,7 +174,31 @@ func (r *inputReader) List(ctx context.Context, gvk schema.GroupVersionKind) ([]
 	case gvk.GroupKind() == profiles.NodeGVK.GroupKind() && r.nodes != nil:
 		return r.nodes()
 	}
+	if list, ok := r.lists[gvk]; ok {
+		return list()
+	}
 	return r.c.List(ctx, gvk)
+}
+
+// listedInputs starts listing the kinds a profile declares it lists whole
+// (other than pools and Nodes, listed for the notes anyway) and that are
+// served: the list is on its way while the profile reads the pools, rather
+// than one more round trip after them.
+func listedInputs(ctx context.Context, c Cluster, kinds []schema.GroupVersionKind) map[schema.GroupVersionKind]func() ([]unstructured.Unstructured, error) {
+	lists := map[schema.GroupVersionKind]func() ([]unstructured.Unstructured, error){}
+	for _, gvk := range kinds {
+		switch gvk.GroupKind() {
+		case machineconfig.MachineConfigPoolGVK.GroupKind(), profiles.NodeGVK.GroupKind():
+			continue
+		}
+		if _, seen := lists[gvk]; seen || !c.ServedNow(gvk) {
+			continue
+		}
+		list := sync.OnceValues(func() ([]unstructured.Unstructured, error) { return c.List(ctx, gvk) })
+		lists[gvk] = list
+		go func() { _, _ = list() }()
+	}
+	return lists
 }
 
 // readLive returns the object the profile read for key, if it did.

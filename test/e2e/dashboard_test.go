@@ -165,6 +165,22 @@ func load(tab context.Context, actions ...chromedp.Action[chromedp.Void]) *netwo
 	return resp
 }
 
+// clickTo clicks an element with the mouse and returns the page it
+// navigates to. A live region of the page may replace the element between
+// finding it and clicking it ("Could not find node with given id"): nothing
+// was clicked then, so it finds it again.
+func clickTo(tab context.Context, css string) *network.Response {
+	GinkgoHelper()
+	for attempt := 1; ; attempt++ {
+		resp, err := chromedp.RunResponse(within(tab, 30*time.Second), chromedp.Click(chromedp.CSS(css)))
+		if err != nil && attempt < 5 && strings.Contains(err.Error(), "Could not find node with given id") {
+			continue
+		}
+		Expect(err).NotTo(HaveOccurred(), "clicking "+css)
+		return resp
+	}
+}
+
 // pageText is what the page shows, for failure messages.
 func pageText(tab context.Context) func() string {
 	return func() string {
@@ -271,7 +287,7 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 		screenshot(tab, "configs")
 
 		By("the plan: the PSI MachineConfig's diff line by line, the settings the hash binds")
-		load(tab, chromedp.Click(chromedp.CSS(row+` th a`)))
+		clickTo(tab, row+` th a`)
 		Expect(textOf(tab, "#plan-hash")).To(Equal(hash[:12]))
 		added := eval[[]string](tab, `[...document.querySelectorAll('#item-enable-psi-metrics pre.diff .l.add')].map(e => e.textContent)`)
 		Expect(added).To(ContainElements("+kind: MachineConfig", "+  kernelArguments:", "+  - psi=1"))
@@ -283,7 +299,7 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 		screenshot(tab, "plan")
 
 		By("approve, confirm with the keyboard")
-		load(tab, chromedp.Click(chromedp.CSS("#approve")))
+		clickTo(tab, "#approve")
 		Expect(textOf(tab, "#confirm")).To(Equal("Yes, approve plan " + hash[:12]))
 		Expect(approvalOf("load-aware-rebalancing")).To(BeNil(), "nothing approved before the confirmation")
 		screenshot(tab, "confirm")
@@ -436,8 +452,8 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 		var live string
 		Eventually(func() string { live = planHashOf("example-profile"); return live }).WithTimeout(10 * time.Second).ShouldNot(Equal(hash))
 
-		load(tab, chromedp.Click(chromedp.CSS("#approve")))
-		resp := load(tab, chromedp.Click(chromedp.CSS("#confirm")))
+		clickTo(tab, "#approve")
+		resp := clickTo(tab, "#confirm")
 		Expect(resp.Status).To(BeEquivalentTo(409))
 		Expect(textOf(tab, "#banner")).To(SatisfyAll(
 			ContainSubstring("The plan changed since you loaded it: nothing was approved."),

@@ -51,6 +51,9 @@ var _ = Describe("KubeletConfigs in the fake MachineConfig operator", Label("kub
 			}
 			waitPoolSettled("00-worker")
 		})
+		// An earlier spec's rollout may still be walking the nodes: its
+		// updates would be counted as this one's.
+		waitPoolSettled("00-worker")
 		before := testEnv.FakeMCORollouts("worker")
 		_, err := dyn().Resource(names.KubeletConfigs).Create(suiteCtx, kubeletConfigObj(first, map[string]interface{}{"cpuManagerPolicy": "static", "reservedSystemCPUs": "0,32"}), metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())

@@ -67,24 +67,24 @@ var _ = Describe("storage only the server reaches", func() {
 	It("a second replica on a store of its own reports not ready (embedded etcd allows one replica); the first stays ready and leads", func() {
 		main := testEnv.Advisor()
 		mainStore := etcdClusterID("unix://" + filepath.Join(main.EtcdDir, "etcd.sock"))
-		leaseOf := func() (holder, store string) {
+		leaseOf := func(g Gomega) (holder, store string) {
 			l, err := kube.CoordinationV1().Leases(leaseNamespace).Get(suiteCtx, leaseName, metav1.GetOptions{})
-			Expect(err).NotTo(HaveOccurred())
+			g.Expect(err).NotTo(HaveOccurred())
 			if l.Spec.HolderIdentity != nil {
 				holder = *l.Spec.HolderIdentity
 			}
 			return holder, l.Labels[sharedstorage.LeaseLabel]
 		}
 		// A Lease released by an instance an earlier spec stopped keeps its
-		// label and has no holder until the leader takes it again.
+		// label and has no holder until the leader takes it again; one an
+		// earlier spec deleted is created again by the leader.
 		var leader string
-		Eventually(func() string {
-			holder, store := leaseOf()
-			if leader = holder; holder == "" {
-				return "no holder"
-			}
-			return store
-		}).WithTimeout(20*time.Second).Should(Equal(mainStore), "the leader holds the Lease and publishes its store's etcd cluster ID on it")
+		Eventually(func(g Gomega) {
+			holder, store := leaseOf(g)
+			leader = holder
+			g.Expect(holder).NotTo(BeEmpty(), "no holder")
+			g.Expect(store).To(Equal(mainStore))
+		}).WithTimeout(20*time.Second).Should(Succeed(), "the leader holds the Lease and publishes its store's etcd cluster ID on it")
 
 		// Same flags, same Lease, its own embedded etcd (Dir/advisor-etcd-second-replica).
 		second, err := testEnv.StartAdvisorServing(suiteCtx, "second-replica")
@@ -98,7 +98,7 @@ var _ = Describe("storage only the server reaches", func() {
 		Expect(probe(second, "/readyz/shared-storage")).To(ContainSubstring("which leads the controller (etcd cluster " + mainStore))
 		Expect(probe(second, "/readyz?verbose")).To(ContainSubstring("[-]shared-storage failed"))
 		Consistently(func() string { return probe(main, "/readyz") }).WithTimeout(3*time.Second).Should(Equal("ok"), "the first replica stays ready")
-		holder, store := leaseOf()
+		holder, store := leaseOf(Default)
 		Expect(holder).To(Equal(leader), "the first replica still leads")
 		Expect(store).To(Equal(mainStore))
 	})

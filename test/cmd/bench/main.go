@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,6 +39,8 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
+	"github.com/kubevirt/virt-advisor/pkg/hardware"
+	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/test/env"
 	"github.com/kubevirt/virt-advisor/test/env/fakemco"
@@ -312,6 +315,10 @@ func (b *bench) planLatency() error {
 		if err := b.createConfig(profile, spec); err != nil {
 			return err
 		}
+		lists, err := b.listedReads(profile)
+		if err != nil {
+			return err
+		}
 		// The plan GETs and the floors take turns, so that both see the
 		// same machine: a slow spell (a GC, a compaction, other work)
 		// falls on both rather than on one of two blocks.
@@ -325,7 +332,7 @@ func (b *bench) planLatency() error {
 			}
 			took := time.Since(start)
 			plan = p
-			floor, err := b.floor(plan)
+			floor, err := b.floor(plan, lists)
 			if err != nil {
 				return err
 			}
@@ -426,44 +433,90 @@ func (b *bench) serverPlanTotals(profile string) (metricTotals, error) {
 	return metricTotals{sum: m.Sum("virt_advisor_plan_duration_seconds", labels), count: float64(m.Count("virt_advisor_plan_duration_seconds", labels))}, nil
 }
 
+// floorLists are the kinds a plan lists whole from kube-apiserver before
+// its desired state exists, when the profile reads them (its
+// Metadata().Reads): the pools, and the nodes' NUMA zones. (The Nodes
+// themselves come from the server's informer, not from a request.)
+var floorLists = []schema.GroupResource{profiles.PoolsResource,
+	{Group: hardware.NodeResourceTopologyGVK.Group, Resource: "noderesourcetopologies"}}
+
+// listedReads are the resources of floorLists that profile reads.
+func (b *bench) listedReads(profile string) ([]dynamic.ResourceInterface, error) {
+	p, ok := catalog.Default().Get(profile)
+	if !ok {
+		return nil, fmt.Errorf("no profile %s in the catalogue", profile)
+	}
+	var lists []dynamic.ResourceInterface
+	for _, r := range p.Metadata().Reads {
+		if !slices.Contains(floorLists, r.Resource) {
+			continue
+		}
+		gvr, err := b.mapper.ResourceFor(r.Resource.WithVersion(""))
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s: %w", r.Resource, err)
+		}
+		lists = append(lists, b.dyn.Resource(gvr))
+	}
+	return lists, nil
+}
+
 // floor is the least a plan GET can cost: one trip through the
 // aggregator (a GET of the config itself, which every aggregated request
-// pays) and then the plan's own reads and dry-runs, all items in
-// parallel, straight to kube-apiserver.
-func (b *bench) floor(p *v1alpha1.Plan) (time.Duration, error) {
+// pays), then the plan's own requests straight to kube-apiserver in the
+// order they depend on each other: the lists its desired states derive
+// from (listedReads) together with each item's GET, then each item's
+// server-side apply dry-run, which needs the desired state. An item whose
+// target is an input of its desired state (load-aware-rebalancing's
+// KubeDescheduler) has its GET among the reads too.
+func (b *bench) floor(p *v1alpha1.Plan, lists []dynamic.ResourceInterface) (time.Duration, error) {
 	start := time.Now()
 	if _, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Get(b.ctx, p.Name, metav1.GetOptions{}); err != nil {
 		return 0, err
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(p.Status.Items))
+	type target struct {
+		ri  dynamic.ResourceInterface
+		obj *unstructured.Unstructured
+	}
+	var targets []target
 	for _, it := range p.Status.Items {
 		if it.DesiredState == nil {
 			continue
 		}
-		wg.Go(func() {
-			obj := &unstructured.Unstructured{}
-			if err := json.Unmarshal(it.DesiredState.Raw, &obj.Object); err != nil {
-				errs <- err
-				return
-			}
-			ri, err := b.resource(obj.GroupVersionKind(), it.TargetRef.Namespace)
-			if err != nil {
-				errs <- err
-				return
-			}
-			if _, err := ri.Get(b.ctx, it.TargetRef.Name, metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				errs <- err
-				return
-			}
-			if _, err := ri.Apply(b.ctx, it.TargetRef.Name, obj, metav1.ApplyOptions{FieldManager: "bench-floor", Force: true, DryRun: []string{metav1.DryRunAll}}); err != nil {
-				errs <- err
-			}
+		obj := &unstructured.Unstructured{}
+		if err := json.Unmarshal(it.DesiredState.Raw, &obj.Object); err != nil {
+			return 0, err
+		}
+		ri, err := b.resource(obj.GroupVersionKind(), it.TargetRef.Namespace)
+		if err != nil {
+			return 0, err
+		}
+		targets = append(targets, target{ri: ri, obj: obj})
+	}
+	var g errgroup.Group
+	for _, l := range lists {
+		g.Go(func() error {
+			_, err := l.List(b.ctx, metav1.ListOptions{})
+			return err
 		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	for _, t := range targets {
+		g.Go(func() error {
+			if _, err := t.ri.Get(b.ctx, t.obj.GetName(), metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	for _, t := range targets {
+		g.Go(func() error {
+			_, err := t.ri.Apply(b.ctx, t.obj.GetName(), t.obj, metav1.ApplyOptions{FieldManager: "bench-floor", Force: true, DryRun: []string{metav1.DryRunAll}})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return 0, err
 	}
 	return time.Since(start), nil
