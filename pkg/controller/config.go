@@ -146,6 +146,10 @@ type Planner interface {
 	// computed against; on a check.Retry it returns the live target when
 	// our earlier write made it.
 	CheckReadTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, live *unstructured.Unstructured, check plan.TargetCheck) (*unstructured.Unstructured, error)
+	// ExpectedTarget is what the checks before an approved item's first
+	// write will most likely read of its target, from a watch cache and
+	// without a request; ok is false when nothing is expected.
+	ExpectedTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem) (obj *unstructured.Unstructured, ok bool)
 	// Apply writes one item to the main cluster, conditional on the read
 	// its checks judged (at), and returns what it wrote.
 	Apply(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, it v1alpha1.VirtPlatformConfigItem, at plan.Target) (*unstructured.Unstructured, error)

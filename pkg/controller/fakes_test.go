@@ -137,6 +137,9 @@ type fakePlanner struct {
 	// write the checks find there (a retry after a crash).
 	targets map[string]*unstructured.Unstructured
 	found   map[string]*unstructured.Unstructured
+	// cached, by item name, is the target a watch cache holds
+	// (ExpectedTarget; none: no cache holds it).
+	cached map[string]*unstructured.Unstructured
 }
 
 func (p *fakePlanner) DriftFromCaches(context.Context, *v1alpha1.VirtPlatformConfig, []v1alpha1.VirtPlatformConfigItem) (map[string][]string, bool, error) {
@@ -179,6 +182,16 @@ func (p *fakePlanner) readOf(item string) plan.Target {
 	t := readAt(item)
 	t.Object = p.targets[item]
 	return t
+}
+
+func (p *fakePlanner) ExpectedTarget(_ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem) (*unstructured.Unstructured, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	obj, ok := p.cached[it.Name]
+	if _, stale := p.stale[it.Name]; stale {
+		return nil, false
+	}
+	return obj, ok
 }
 
 func (p *fakePlanner) CheckReadTarget(_ *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem, _ *unstructured.Unstructured, _ plan.TargetCheck) (*unstructured.Unstructured, error) {

@@ -89,6 +89,7 @@ func (p *preWriteChecks) checkBeforeWrite(ctx context.Context, cfg *v1alpha1.Vir
 		// must not say it is (a write in progress skips the whole-plan
 		// check when it is tried again).
 		cfg.Status.Items[i] = view.Status.Items[i]
+		cfg.Status.Replaced = view.Status.Replaced
 		if reads.intentErr == nil {
 			if werr := p.writes.write(ctx, cfg, cfg.Status.DeepCopy()); werr != nil {
 				return false, checkedTarget{}, fmt.Errorf("%w: taking back the intent to write item '%s' (%v): %v", errLookAgain, view.Status.Items[i].Name, err, werr)
@@ -139,8 +140,16 @@ func (p *preWriteChecks) readBeforeWrite(ctx context.Context, cfg, view *v1alpha
 	return r
 }
 
-// recordIntent stores item i InProgress before it is written.
+// recordIntent stores item i InProgress before it is written. What the
+// write replaces is recorded with it, from the target the checks will
+// most likely read (ExpectedTarget): when they do read that, the write
+// needs no second status write before it (recordReplacing finds the
+// record as it would make it); when they read something else, that
+// records again, and when they fail, both are taken back.
 func (p *preWriteChecks) recordIntent(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int) error {
+	if before, ok := p.planner.ExpectedTarget(cfg, &cfg.Status.Items[i]); ok && recordsReplaced(cfg, &cfg.Status.Items[i]) {
+		plan.RecordReplacing(&cfg.Status, &cfg.Status.Items[i], before)
+	}
 	p.out.setItem(&cfg.Status.Items[i], v1alpha1.ItemStateInProgress, applyingMessage)
 	if err := p.writes.write(ctx, cfg, cfg.Status.DeepCopy()); err != nil {
 		return fmt.Errorf("%w: recording the intent to write item '%s': %v", errLookAgain, cfg.Status.Items[i].Name, err)

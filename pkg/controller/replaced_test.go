@@ -137,3 +137,86 @@ func TestACreateIsRecordedBeforeTheWrite(t *testing.T) {
 		t.Errorf("recorded after the retry: %+v, want one record of the object created, with its UID", got)
 	}
 }
+
+// What a write replaces is recorded with the intent to write it when a
+// watch cache holds the target the checks then read: one status write
+// before the write instead of two. A cache behind the cluster costs the
+// second write (the record is made again from what the checks read), and
+// checks that fail take both back.
+func TestWhatAWriteReplacesGoesWithItsIntent(t *testing.T) {
+	const (
+		overTwo   = `[{"targetRef":{"apiVersion":"hco.kubevirt.io/v1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"openshift-cnv"},"uid":"hco-uid","fields":[{"path":"spec.liveMigrationConfig","previous":{"parallelMigrationsPerCluster":2},"written":{"parallelMigrationsPerCluster":5},"pending":true}]}]`
+		overThree = `[{"targetRef":{"apiVersion":"hco.kubevirt.io/v1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"openshift-cnv"},"uid":"hco-uid","fields":[{"path":"spec.liveMigrationConfig","previous":{"parallelMigrationsPerCluster":3},"written":{"parallelMigrationsPerCluster":5},"pending":true}]}]`
+		created   = `[{"targetRef":{"apiVersion":"hco.kubevirt.io/v1","kind":"HyperConverged","name":"kubevirt-hyperconverged","namespace":"openshift-cnv"},"uid":"","created":true}]`
+	)
+	three := liveHCO()
+	_ = unstructured.SetNestedField(three.Object, int64(3), "spec", "liveMigrationConfig", "parallelMigrationsPerCluster")
+	for _, tc := range []struct {
+		name         string
+		op           v1alpha1.Operation
+		live, cached *unstructured.Unstructured
+		noCache      bool
+		// writes are the status writes from the approval to the write;
+		// stored is the record then.
+		writes int
+		stored string
+	}{
+		{name: "no cache holds the target", op: v1alpha1.OperationUpdate, live: liveHCO(), noCache: true, writes: 2, stored: overTwo},
+		{name: "the cache holds what the checks read", op: v1alpha1.OperationUpdate, live: liveHCO(), cached: liveHCO(), writes: 1, stored: overTwo},
+		{name: "the cache is behind the cluster", op: v1alpha1.OperationUpdate, live: three, cached: liveHCO(), writes: 2, stored: overThree},
+		{name: "a create: nothing to read", op: v1alpha1.OperationCreate, noCache: true, writes: 2, stored: created},
+		{name: "a create the review expects absent", op: v1alpha1.OperationCreate, writes: 1, stored: created},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "v1", false)
+			if tc.live != nil {
+				h.planner.targets = map[string]*unstructured.Unstructured{hcoItem: tc.live}
+			}
+			if !tc.noCache {
+				h.planner.cached = map[string]*unstructured.Unstructured{hcoItem: tc.cached}
+			}
+			h.planner.result = planOf("snap-1", hcoPlanItem(tc.op))
+			h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
+			h.mustReconcile(v1alpha1.PhaseReviewRequired)
+			h.approve("bob")
+			before := h.status.writes
+			writes, stored := -1, ""
+			h.planner.onApply = func() {
+				writes, stored = h.status.writes-before, replacedJSON(t, h.get().Status.Replaced)
+			}
+			h.mustReconcile(v1alpha1.PhaseCompleted)
+			if writes != tc.writes {
+				t.Errorf("%d status writes before the write, want %d", writes, tc.writes)
+			}
+			if stored != tc.stored {
+				t.Errorf("stored as the write started:\n got %s\nwant %s", stored, tc.stored)
+			}
+		})
+	}
+}
+
+// Checks that fail before the write take back the record made with the
+// intent: nothing was written, nothing is there to revert.
+func TestFailedChecksTakeBackWhatTheIntentRecorded(t *testing.T) {
+	h := newHarness(t, "v1", false)
+	h.planner.targets = map[string]*unstructured.Unstructured{hcoItem: liveHCO()}
+	h.planner.cached = map[string]*unstructured.Unstructured{hcoItem: liveHCO()}
+	h.planner.result = planOf("snap-1", hcoPlanItem(v1alpha1.OperationUpdate))
+	h.create(v1alpha1.VirtPlatformConfigSpec{Action: v1alpha1.PlanActionDryRun}, "alice")
+	h.mustReconcile(v1alpha1.PhaseReviewRequired)
+	h.approve("bob")
+	// The checks find the reviewed target changed after the cache had it
+	// (the plan's snapshot too).
+	h.planner.snapshot = "snap-2"
+	h.reconcile()
+	c := h.get()
+	if len(h.planner.applied) != 0 {
+		t.Fatalf("written: %v", h.planner.applied)
+	}
+	if len(c.Status.Replaced) != 0 {
+		t.Errorf("recorded as replaced though nothing was written: %s", replacedJSON(t, c.Status.Replaced))
+	}
+	if c.Status.Items[0].State == v1alpha1.ItemStateInProgress {
+		t.Errorf("item %s: the intent was not taken back", c.Status.Items[0].State)
+	}
+}

@@ -211,7 +211,7 @@ func noteReplaced(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformCon
 // nothing here.
 func (w *writer) recordReplacing(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i int, before plan.Target) error {
 	it := &cfg.Status.Items[i]
-	if reverting(cfg) || it.Operation == v1alpha1.OperationDelete || !before.Read {
+	if !recordsReplaced(cfg, it) || !before.Read {
 		return nil
 	}
 	if !plan.RecordReplacing(&cfg.Status, it, before.Object) {
@@ -223,6 +223,12 @@ func (w *writer) recordReplacing(ctx context.Context, cfg *v1alpha1.VirtPlatform
 	// As the intent's: this reconcile goes on to the write.
 	w.writes.own(cfg)
 	return nil
+}
+
+// recordsReplaced: a write of item it records what it replaces (a revert
+// restores what was recorded, and a Delete forgets the object).
+func recordsReplaced(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem) bool {
+	return !reverting(cfg) && it.Operation != v1alpha1.OperationDelete
 }
 
 // retriesOf is how many times an item's write has failed and been retried.

@@ -94,16 +94,28 @@ func (e *Engine) readTarget(ctx context.Context, it *v1alpha1.VirtPlatformConfig
 		obj, at, err := e.Cluster.GetAbsentAt(ctx, gvk, it.TargetRef.Namespace, it.TargetRef.Name)
 		return Target{Object: obj, ReadAt: at, Read: true}, err
 	}
-	if w := e.Cluster.InputWatches(); w != nil {
-		if obj, ok := w.Cached(cluster.ObjectKey{GVK: gvk, Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name}); ok && obj != nil {
-			return Target{Object: obj.DeepCopy(), ReadAt: obj.GetResourceVersion(), Read: true}, nil
-		}
+	if obj := e.cachedTarget(it); obj != nil {
+		return Target{Object: obj, ReadAt: obj.GetResourceVersion(), Read: true}, nil
 	}
 	obj, err := e.Cluster.Get(ctx, gvk, it.TargetRef.Namespace, it.TargetRef.Name)
 	if err != nil || obj == nil {
 		return Target{Read: true}, err
 	}
 	return Target{Object: obj, ReadAt: obj.GetResourceVersion(), Read: true}, nil
+}
+
+// cachedTarget is a copy of an item's target from the watch that keeps
+// it, nil when none does or it holds no such object.
+func (e *Engine) cachedTarget(it *v1alpha1.VirtPlatformConfigItem) *unstructured.Unstructured {
+	w := e.Cluster.InputWatches()
+	if w == nil {
+		return nil
+	}
+	obj, ok := w.Cached(cluster.ObjectKey{GVK: TargetGVK(it.TargetRef), Namespace: it.TargetRef.Namespace, Name: it.TargetRef.Name})
+	if !ok || obj == nil {
+		return nil
+	}
+	return obj.DeepCopy()
 }
 
 // ReadTargets reads the live targets of a plan's items, all at the same

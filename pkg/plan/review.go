@@ -57,6 +57,26 @@ func (e *Engine) CheckTarget(ctx context.Context, cfg *v1alpha1.VirtPlatformConf
 	return t, ours, err
 }
 
+// ExpectedTarget is what the checks right before an approved item's
+// first write will most likely read of its target, without reading:
+// absent for a target reviewed as absent, else the target as its watch
+// cache holds it when that is still the one reviewed. ok is false when
+// there is no such expectation (no cache holds it, or it changed). The
+// controller records what the write replaces from it together with its
+// intent to write; the checks' own read confirms it or records again.
+func (e *Engine) ExpectedTarget(cfg *v1alpha1.VirtPlatformConfig, it *v1alpha1.VirtPlatformConfigItem) (obj *unstructured.Unstructured, ok bool) {
+	switch {
+	case it.ReviewedTarget == nil || LeftInPlace(it):
+		return nil, false
+	case it.ReviewedTarget.UID == "":
+		return nil, true
+	}
+	if obj = e.cachedTarget(it); obj == nil || checkTarget(it, obj, CheckOf(cfg, it)) != nil {
+		return nil, false
+	}
+	return obj, true
+}
+
 // CheckReadTarget checks an approved item's target as read from the main
 // cluster just before the write (live, nil when it does not exist) and
 // returns a *StaleTargetError when it is not the one reviewed: it appeared

@@ -124,3 +124,28 @@ func TestCheckTarget(t *testing.T) {
 		})
 	}
 }
+
+// Without a watch cache, the checks before a first write are expected to
+// read only what needs no read: a target reviewed as absent.
+func TestExpectedTargetWithoutACache(t *testing.T) {
+	e := &Engine{Cluster: &fakeCluster{}}
+	cfg := &v1alpha1.VirtPlatformConfig{}
+	for _, tc := range []struct {
+		name     string
+		reviewed *v1alpha1.ReviewedTarget
+		ok       bool
+	}{
+		{name: "approved before targets were recorded", reviewed: nil, ok: false},
+		{name: "reviewed absent: expected absent", reviewed: &v1alpha1.ReviewedTarget{}, ok: true},
+		{name: "reviewed present, no cache holds it", reviewed: &v1alpha1.ReviewedTarget{UID: "uid-1"}, ok: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			it := &v1alpha1.VirtPlatformConfigItem{Name: "item", Operation: v1alpha1.OperationUpdate, ReviewedTarget: tc.reviewed,
+				TargetRef: v1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "cm"}}
+			obj, ok := e.ExpectedTarget(cfg, it)
+			if ok != tc.ok || obj != nil {
+				t.Errorf("ExpectedTarget = %v, %t; want nil, %t", obj, ok, tc.ok)
+			}
+		})
+	}
+}

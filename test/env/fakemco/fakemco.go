@@ -36,6 +36,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -223,7 +224,11 @@ func (o Options) withDefaults() Options {
 // CRDs are missing: it then idles until they appear).
 func Start(ctx context.Context, cfg *rest.Config, o Options) (*Operator, error) {
 	o = o.withDefaults()
-	watch, err := dynamic.NewForConfig(cfg)
+	watchCfg := rest.CopyConfig(cfg)
+	watchCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return waitWhileRefused{next: rt, every: 100 * time.Millisecond}
+	})
+	watch, err := dynamic.NewForConfig(watchCfg)
 	if err != nil {
 		return nil, fmt.Errorf("fake MCO: dynamic client: %w", err)
 	}
