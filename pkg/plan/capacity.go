@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -99,8 +100,10 @@ func (r *clusterReads) checkCapacity(reboot *v1alpha1.PoolReboot, pool *unstruct
 		reboot.Capacity = "unknown: cannot list pods: " + apiMessage(err)
 		return nil, nil
 	}
+	paired := time.Now()
 	inputs, release := capacityInputsOf(reboot, pool, c, pods, kept, keep)
 	defer release()
+	r.timeCapacityCheck(paired)
 	read := inputs
 	if !keep {
 		read = nil
@@ -149,6 +152,7 @@ func markUnfit(reboot *v1alpha1.PoolReboot, unfits []capacity.Unfit) {
 // simulate drains the pool's nodes with the VMs of in on the nodes as
 // their pods leave them now.
 func (r *clusterReads) simulate(in *capacityInputs, pool *unstructured.Unstructured, c *disruption.Cluster, pods cluster.PodRequests) capacity.Result {
+	defer r.timeCapacityCheck(time.Now())
 	nodes := capacityNodes(c.Nodes, pods.Requested, r.placement.nodesMemo())
 	return in.classified.Simulate(nodes, capacity.Rollout{Pool: pool.GetName(), Nodes: in.order, MaxUnavailable: maxUnavailable(pool, len(in.order))})
 }

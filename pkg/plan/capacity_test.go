@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -150,11 +151,18 @@ func TestCheckCapacity(t *testing.T) {
 			}
 			r := &v1alpha1.PoolReboot{Pool: "worker", Drains: true, VMImpacts: tc.impacts}
 			c := &disruption.Cluster{Pools: []unstructured.Unstructured{*pool}, Nodes: tc.nodes}
-			if _, err := capReads(tc.launchers...).checkCapacity(r, pool, c, nil, nil, false, true); err != nil {
+			reads := capReads(tc.launchers...)
+			timed := 0
+			reads.capacityChecked = func(time.Duration) { timed++ }
+			if _, err := reads.checkCapacity(r, pool, c, nil, nil, false, true); err != nil {
 				t.Fatal(err)
 			}
 			if r.Capacity != tc.capacity {
 				t.Errorf("capacity = %q, want %q", r.Capacity, tc.capacity)
+			}
+			// The pairing and the simulation, when a VM has a launcher.
+			if len(tc.launchers) > 0 && timed != 2 {
+				t.Errorf("the check's computation timed %d times, want 2", timed)
 			}
 			for _, v := range r.VMImpacts {
 				key := v.Namespace + "/" + v.Name

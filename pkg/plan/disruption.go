@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,6 +40,16 @@ type clusterReads struct {
 	memo *assessMemo
 	// podsCached says whether pods reads the pod cache (synced).
 	podsCached func() bool
+	// capacityChecked records the time of a capacity check's computation
+	// (nil: not recorded).
+	capacityChecked func(time.Duration)
+}
+
+// timeCapacityCheck records the time since start as capacity check time.
+func (r *clusterReads) timeCapacityCheck(start time.Time) {
+	if r.capacityChecked != nil {
+		r.capacityChecked(time.Since(start))
+	}
 }
 
 // newClusterReads reads through inputs where it can (the HyperConverged a
@@ -48,10 +59,15 @@ func (e *Engine) newClusterReads(ctx context.Context, get func(ctx context.Conte
 	c := e.Cluster
 	at := &readAt{}
 	nodes, vmis := e.nodeReads(ctx, cached, at)
+	var checked func(time.Duration)
+	if e.Metrics != nil {
+		checked = e.Metrics.CapacityChecked
+	}
 	return &clusterReads{
-		at:    at,
-		nodes: sync.OnceValues(nodes),
-		vmis:  onceValues3(vmis),
+		capacityChecked: checked,
+		at:              at,
+		nodes:           sync.OnceValues(nodes),
+		vmis:            onceValues3(vmis),
 		policies: onceValues3(func() (*disruption.Policies, string, error) {
 			mc, err := c.Get(ctx, machineconfig.MachineConfigurationGVK, "", machineconfig.MachineConfigurationName)
 			if err != nil {

@@ -60,6 +60,8 @@ type Profiles interface {
 type Metrics interface {
 	// PlanComputed records the outcome of a plan computation of profile.
 	PlanComputed(profile string, failed bool)
+	// CapacityChecked records the time a capacity check computed.
+	CapacityChecked(d time.Duration)
 }
 
 // Engine computes plans.

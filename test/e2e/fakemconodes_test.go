@@ -117,9 +117,14 @@ func rollOut(pool, mc, before string, nodes []string, held func(Gomega, *unstruc
 	addMachineConfig(mc, pool, []interface{}{"e2e=" + mc})
 	most := 0
 	Eventually(func(g Gomega) {
+		// One list: the nodes as they all were at one instant (Nodes read
+		// one by one may count a node done before the next one started).
+		list, err := kube.CoreV1().Nodes().List(suiteCtx, metav1.ListOptions{LabelSelector: "node-role.kubernetes.io/" + pool})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(list.Items).To(HaveLen(len(nodes)))
 		unavailable := 0
-		for _, name := range nodes {
-			n := getNode(name)
+		for i := range list.Items {
+			n := &list.Items[i]
 			if n.Spec.Unschedulable || !readyOf(n) || n.Annotations[fakemco.DesiredConfigAnnotation] != n.Annotations[fakemco.CurrentConfigAnnotation] {
 				unavailable++
 			}
