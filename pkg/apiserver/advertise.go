@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,10 @@ func advertiseProfiles(ctx context.Context, client versioned.Interface, known *c
 				return true, nil
 			case apierrors.IsAlreadyExists(err):
 				return true, nil
+			case notReadyYet(err):
+				// Right after the start: nothing to report to anyone.
+				logger.V(4).Info("Advertising profile once the server handles requests", "profile", md.Name)
+				return false, nil
 			default:
 				logger.Error(err, "Advertising profile, will retry", "profile", md.Name)
 				return false, nil
@@ -47,6 +52,14 @@ func advertiseProfiles(ctx context.Context, client versioned.Interface, known *c
 		}
 	}
 	return nil
+}
+
+// notReadyYet is the refusal of a request made before the server's
+// admission has its caches (the NamespaceLifecycle plugin answers 403 "not
+// yet ready to handle request" until it has synced): no permission is
+// missing, and the same request succeeds a moment later.
+func notReadyYet(err error) bool {
+	return apierrors.IsForbidden(err) && strings.HasSuffix(err.Error(), "not yet ready to handle request")
 }
 
 // advertisedConfig is the config advertising a profile. It is created as

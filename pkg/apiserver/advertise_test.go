@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,9 +10,11 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 )
@@ -94,6 +97,27 @@ func TestAdvertisedConfigTakesKubectlApplyOfItsSample(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got.Spec, mod["spec"]) {
 				t.Errorf("kubectl apply of %s: spec %v, want the sample's %v (patch %s)", sample, got.Spec, mod["spec"], patch)
+			}
+		})
+	}
+}
+
+// A refusal because the server's admission is not ready yet is retried
+// quietly; any other refusal is an error worth logging.
+func TestNotReadyYet(t *testing.T) {
+	gr := v1alpha1.Resource("virtplatformconfigs")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{name: "NamespaceLifecycle before its caches", err: apierrors.NewForbidden(gr, "dedicated-cpus", errors.New("not yet ready to handle request")), want: true},
+		{name: "RBAC", err: apierrors.NewForbidden(gr, "dedicated-cpus", errors.New(`User "x" cannot create resource`)), want: false},
+		{name: "unavailable", err: apierrors.NewServiceUnavailable("not yet ready to handle request"), want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := notReadyYet(tc.err); got != tc.want {
+				t.Errorf("notReadyYet(%v) = %t, want %t", tc.err, got, tc.want)
 			}
 		})
 	}
