@@ -326,6 +326,10 @@ var _ = Describe("kubectl advisor dashboard in a browser", Ordered, func() {
 		Expect(eval[bool](tab, `window.sameDocument === true`)).To(BeTrue(), "the page was not reloaded")
 		Expect(eval[[]string](tab, `[...window.seen]`)).To(ContainElements("node updating", "node updated"))
 		Expect(textOf(tab, `[data-pool="worker"] h3`)).To(ContainSubstring("Updated (3 of 3 nodes)"))
+		// The items and the events are live regions of their own: each
+		// shows the end on its own refresh.
+		waitFor(tab, `document.getElementById('items').textContent.includes("MachineConfigPool 'worker' is ready (all 3 nodes updated)") &&
+			document.getElementById('events').textContent.includes('Completed')`, 15*time.Second)
 		Expect(textOf(tab, "#items")).To(ContainSubstring("MachineConfigPool 'worker' is ready (all 3 nodes updated)"))
 		Expect(textOf(tab, "#events")).To(SatisfyAll(ContainSubstring("Approved"), ContainSubstring("Plan "+hash+" approved by "+approver), ContainSubstring("Completed")))
 		// Nothing is left to abort: the live page drops the button.

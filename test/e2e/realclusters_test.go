@@ -388,7 +388,7 @@ var _ = Describe("real clusters: pools and nodes", Ordered, startFirst, func() {
 			p, err := advisor.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(suiteCtx, "load-aware-rebalancing", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(p.Status.Items).To(ContainElement(HaveField("Name", "enable-psi-metrics-master"), &master))
-		}).WithTimeout(10 * time.Second).Should(Succeed())
+		}).WithTimeout(30*time.Second).Should(Succeed(), "the plan follows mastersSchedulable: true on a Scheduler CRD installed moments ago")
 		Expect(master.Operation).To(Equal(v1alpha1.OperationCreate))
 		Expect(master.ImpactSeverity).To(Equal(v1alpha1.ImpactHigh))
 		Expect(master.TargetRef.Name).To(Equal("99-master-psi-karg"))
