@@ -114,6 +114,31 @@ func (e *Env) KubeAPIServerCPU(ctx context.Context) (float64, error) {
 	return m.Sum("process_cpu_seconds_total", nil), nil
 }
 
+// PolicyAdmissionTime is the time kube-apiserver's ValidatingAdmissionPolicy
+// admission plugin has spent so far on requests of operation (its
+// apiserver_admission_controller_admission_duration_seconds: sum in
+// seconds, and count), whichever policies it evaluated.
+func (e *Env) PolicyAdmissionTime(ctx context.Context, operation string) (float64, uint64, error) {
+	m, err := e.kubeAPIServerMetrics(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	match := map[string]string{"name": "ValidatingAdmissionPolicy", "type": "validate", "operation": operation}
+	const family = "apiserver_admission_controller_admission_duration_seconds"
+	return m.Sum(family, match), m.Count(family, match), nil
+}
+
+// KubeAPIServerPid is kube-apiserver's process ID, 0 while it is not
+// running.
+func (e *Env) KubeAPIServerPid() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.apiserver == nil || e.apiserver.exited() {
+		return 0
+	}
+	return e.apiserver.cmd.Process.Pid
+}
+
 // kubeAPIServerMetrics scrapes kube-apiserver's /metrics as the admin.
 func (e *Env) kubeAPIServerMetrics(ctx context.Context) (Metrics, error) {
 	c, err := kubernetes.NewForConfig(e.AdminConfig)

@@ -105,3 +105,36 @@ func statCPUTicks(stat string) (int64, error) {
 	}
 	return total, nil
 }
+
+// threadsCPU is the CPU time (ns) the threads of process pid now running
+// have used so far: the sum of their /proc/<pid>/task/<tid>/schedstat,
+// which the scheduler counts in nanoseconds where /proc/<pid>/stat counts
+// in clock ticks (10 ms). A thread that exits takes its time with it; Go
+// keeps its threads.
+func threadsCPU(pid int) (int64, error) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, t := range tasks {
+		raw, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat"))
+		if os.IsNotExist(err) {
+			continue // exited since the listing
+		}
+		if err != nil {
+			return 0, err
+		}
+		fields := strings.Fields(string(raw))
+		if len(fields) == 0 {
+			return 0, fmt.Errorf("%s/%s/schedstat: empty", dir, t.Name())
+		}
+		n, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/schedstat: %w", dir, t.Name(), err)
+		}
+		total += n
+	}
+	return total, nil
+}

@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"os"
+	"testing"
+	"time"
+)
 
 func TestStatCPUTicks(t *testing.T) {
 	for _, tc := range []struct {
@@ -20,5 +24,30 @@ func TestStatCPUTicks(t *testing.T) {
 				t.Errorf("statCPUTicks(%q) = %d, %v; want %d, error %v", tc.stat, got, err, tc.want, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestThreadsCPUCountsWhatThisProcessBurns(t *testing.T) {
+	pid := os.Getpid()
+	before, err := threadsCPU(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	x := 0
+	for time.Since(start) < 50*time.Millisecond {
+		x++
+	}
+	after, err := threadsCPU(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The loop ran on one thread for 50 ms of wall time; allow for being
+	// scheduled out on a busy machine.
+	if got := time.Duration(after - before); got < 20*time.Millisecond {
+		t.Errorf("threadsCPU grew by %v over a 50 ms busy loop (%d iterations), want at least 20ms", got, x)
+	}
+	if _, err := threadsCPU(1 << 30); err == nil {
+		t.Error("threadsCPU of a process that does not exist: no error")
 	}
 }
