@@ -103,22 +103,29 @@ func (x *LauncherIndex) Add(l Launcher) {
 	x.generation++
 }
 
-// remove takes out the launcher NewLauncher made as l.
+// remove takes out the launcher NewLauncher made as l or, when the index
+// holds another launcher of the same pod, that one: a pod's update that
+// changes nothing placement reads (a status update) is not applied to the
+// index, but the informer's store then holds the new copy, and its
+// deletion hands over that copy, whose launcher the index never held.
 func (x *LauncherIndex) remove(l *Launcher) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.generation++
-	kept := make([]Launcher, 0, len(x.byNode[l.Node]))
-	for _, k := range x.byNode[l.Node] {
-		if k.derived != l.derived || k.Pod != l.Pod {
-			kept = append(kept, k)
-		}
+	on := x.byNode[l.Node]
+	i := slices.IndexFunc(on, func(k Launcher) bool { return k.derived == l.derived && k.Pod == l.Pod })
+	if i < 0 {
+		i = slices.IndexFunc(on, func(k Launcher) bool { return k.Namespace == l.Namespace && k.VMI == l.VMI })
 	}
-	if len(kept) == 0 {
+	if i < 0 {
+		return
+	}
+	x.generation++
+	if len(on) == 1 {
 		delete(x.byNode, l.Node)
 		return
 	}
-	x.byNode[l.Node] = kept
+	// A new slice: readers hold the old one.
+	x.byNode[l.Node] = slices.Concat(on[:i], on[i+1:])
 }
 
 // OnNode returns the launchers on node, in namespace and VMI name order.
@@ -410,16 +417,9 @@ func (c *PodCache) Start(ctx context.Context) {
 		return p
 	}
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(o interface{}) { c.change(asPod(o), 1); c.changes.Add(1) },
-		UpdateFunc: func(old, o interface{}) {
-			if !podChanged(asPod(old), asPod(o)) {
-				return // a status update: nothing placement reads
-			}
-			c.change(asPod(old), -1)
-			c.change(asPod(o), 1)
-			c.changes.Add(1)
-		},
-		DeleteFunc: func(o interface{}) { c.change(asPod(o), -1); c.changes.Add(1) },
+		AddFunc:    func(o interface{}) { c.added(asPod(o)) },
+		UpdateFunc: func(old, o interface{}) { c.updated(asPod(old), asPod(o)) },
+		DeleteFunc: func(o interface{}) { c.deleted(asPod(o)) },
 	}); err != nil {
 		logger.Error(err, "Cannot follow the pod cache")
 	}
@@ -428,6 +428,20 @@ func (c *PodCache) Start(ctx context.Context) {
 	c.mu.Unlock()
 	go informer.RunWithContext(ctx)
 }
+
+// added, updated and deleted follow the informer's events.
+func (c *PodCache) added(p *cachedPod) { c.change(p, 1); c.changes.Add(1) }
+
+func (c *PodCache) updated(old, p *cachedPod) {
+	if !podChanged(old, p) {
+		return // a status update: nothing placement reads
+	}
+	c.change(old, -1)
+	c.change(p, 1)
+	c.changes.Add(1)
+}
+
+func (c *PodCache) deleted(p *cachedPod) { c.change(p, -1); c.changes.Add(1) }
 
 // change adds p to the cache's sums and launchers (sign 1) or takes it
 // away (-1).

@@ -232,3 +232,54 @@ func TestLauncherPlacementsShared(t *testing.T) {
 		t.Errorf("placements still kept after their pods were dropped")
 	}
 }
+
+// TestPodCacheForgetsALauncherDeletedAfterAStatusUpdate: a status update
+// is not applied to the index, so the informer deletes a copy of the pod
+// whose launcher the index never held; the launcher the index holds for
+// that pod goes all the same (it stayed there before, and the capacity
+// check counted a VM's launcher that no longer existed).
+func TestPodCacheForgetsALauncherDeletedAfterAStatusUpdate(t *testing.T) {
+	c := NewPodCache(nil)
+	slim := func(name, vmi, node, phase, rv string) *cachedPod {
+		labels := map[string]interface{}{LauncherLabel: LauncherLabelValue, LauncherVMILabel: vmi}
+		u := podObject(name, node, phase, labels, "8Gi", nil)
+		u.SetResourceVersion(rv)
+		o, _ := slimPod(&u)
+		return o.(*cachedPod)
+	}
+	for _, tc := range []struct {
+		name   string
+		events func()
+		want   []string
+	}{
+		{"status update, then deleted", func() {
+			created := slim("virt-launcher-db-0", "db-0", "w1", "Pending", "1")
+			running := slim("virt-launcher-db-0", "db-0", "w1", "Running", "2")
+			c.added(created)
+			c.updated(created, running)
+			c.deleted(running)
+		}, nil},
+		{"another VM's launcher on the node stays", func() {
+			c.added(slim("virt-launcher-web", "web", "w1", "Running", "3"))
+			created := slim("virt-launcher-db-1", "db-1", "w1", "Pending", "4")
+			running := slim("virt-launcher-db-1", "db-1", "w1", "Running", "5")
+			c.added(created)
+			c.updated(created, running)
+			c.deleted(running)
+		}, []string{"web"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.events()
+			var got []string
+			for _, l := range c.launchers.OnNode("w1") {
+				got = append(got, l.VMI)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("launchers on w1: %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if n := c.totals.snapshot()["w1"]; n.Memory().String() != "100Gi" {
+		t.Errorf("memory requested on w1: %v, want 100Gi (the web launcher's: its init container asks the most)", n.Memory())
+	}
+}
