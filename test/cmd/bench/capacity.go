@@ -179,10 +179,11 @@ func (b *bench) capacityCheck(profile string, nodes []string) error {
 
 // plansWithoutLaunchersAgain deletes the launchers and times the plans
 // after a pod change without them again, once the plan says of the
-// pool's capacity what it said before they were created: the side without launchers then brackets the side
-// with them in time, so that the machine's drift over the step (its
-// load, the heaps' growth with 9 700 pods created and deleted) falls on
-// both sides of the ratio, as in the VM ratios.
+// pool's capacity what it said before they were created: the side
+// without launchers then brackets the side with them in time, so that
+// the machine's drift over the step (its load, the heaps' growth with
+// 9 700 pods created and deleted) falls on both sides of the ratio, as
+// in the VM ratios.
 func (b *bench) plansWithoutLaunchersAgain(profile, node, withoutCapacity string) ([]time.Duration, error) {
 	start := time.Now()
 	if err := b.parallel(*vmCount, func(i int) error {
