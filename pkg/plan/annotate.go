@@ -88,7 +88,8 @@ func (n notes) annotateItem(ctx context.Context, it *v1alpha1.PlanItem, change i
 	it.Reboots, note = machineconfig.ItemReboots(pools, change.rolls)
 	if len(it.Reboots) > 0 && n.reads != nil {
 		note, _ = n.reads.assess(ctx, it.Reboots, pools, change.spec, false)
-		warning, vms = disruption.Warning(it.Name, it.Reboots, n.allowBlocking), disruption.Disrupted(it.Reboots)
+		vms = disruption.Disrupted(it.Reboots)
+		warning = disruption.Warning(it.Name, vms, n.allowBlocking)
 	}
 	it.Message += "; " + note
 	if n.windows != nil {
