@@ -155,7 +155,7 @@ func (c *NodeVMCache) startLocked(gvr schema.GroupVersionResource, transform cac
 	}
 	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c.dynamic), &unstructured.Unstructured{}, 0, cache.Indexers{})
 	if err := informer.SetTransform(transform); err != nil {
-		klog.ErrorS(err, "Cannot cut down the cached objects", "resource", gvr.Resource)
+		klog.FromContext(c.ctx).Error(err, "Cannot cut down the cached objects", "resource", gvr.Resource)
 	}
 	s := &slimInformer{informer: informer}
 	bump := func() { s.changes.Add(1) }
@@ -168,7 +168,7 @@ func (c *NodeVMCache) startLocked(gvr schema.GroupVersionResource, transform cac
 		},
 		DeleteFunc: func(interface{}) { bump() },
 	}); err != nil {
-		klog.ErrorS(err, "Cannot follow the cache", "resource", gvr.Resource)
+		klog.FromContext(c.ctx).Error(err, "Cannot follow the cache", "resource", gvr.Resource)
 	}
 	go informer.RunWithContext(c.ctx)
 	return s
