@@ -23,7 +23,7 @@ func (e *Engine) annotate(ctx context.Context, res *Result, planned []plannedIte
 	n := notes{pools: snap.pools, reads: snap.reads, allowBlocking: allowBlocking}
 	if l := e.windows.Load(); l != nil {
 		// Listed at most once per plan, and only for a plan that rolls a pool.
-		n.windows, n.now = sync.OnceValues((*l).Windows), e.now()
+		n.windows, n.now = sync.OnceValues(func() ([]*maintenance.Window, error) { return (*l).Windows(ctx) }), e.now()
 	}
 	warnings, disrupted := n.annotate(ctx, res.Status.Items, rollChanges(planned))
 	res.Status.Warnings = append(res.Status.Warnings, warnings...)

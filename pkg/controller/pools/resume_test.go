@@ -82,7 +82,7 @@ func (d *fakeDrains) PendingDrainImpact(context.Context, *unstructured.Unstructu
 
 type fakeLister []*maintenance.Window
 
-func (l fakeLister) Windows() ([]*maintenance.Window, error) { return l, nil }
+func (l fakeLister) Windows(context.Context) ([]*maintenance.Window, error) { return l, nil }
 
 // pausedWorker is the worker pool of three nodes, one updated to
 // rendered-b, paused by us until until (for window, "" for coalescing).
