@@ -130,7 +130,7 @@ test: unit test-alerts e2e
 
 # -race: the controller, the plan engine and the watches run concurrently.
 unit:
-	go test -race $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./artifacts/... ./test/cmd/... ./docs/... ./hack/ ./hack/funcbounds/
+	go test -race $(GO_TEST_FLAGS) ./pkg/... ./cmd/... ./test/env/... ./artifacts/... ./test/cmd/... ./docs/... ./hack/ ./hack/funcbounds/ ./hack/optionsgen/
 
 # The alerting rules: valid, and every alert tested firing and not firing.
 test-alerts: $(BIN)/promtool

@@ -63,13 +63,21 @@ var profileInDoc = regexp.MustCompile(`tunes the ([a-z0-9-]+) profile`)
 func main() {
 	root := flag.String("root", ".", "the repository")
 	flag.Parse()
-	structs, order, err := parseStructs(filepath.Join(*root, "pkg/apis/advisor/v1alpha1/types.go"))
-	if err != nil {
+	if err := generate(*root); err != nil {
 		log.Fatal(err)
+	}
+}
+
+// generate writes every output of the declaration in the repository at
+// root.
+func generate(root string) error {
+	structs, order, err := parseStructs(filepath.Join(root, "pkg/apis/advisor/v1alpha1/types.go"))
+	if err != nil {
+		return err
 	}
 	blocks, err := blocksOf(structs["ProfileOptions"])
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	outputs := map[string][]byte{
 		"pkg/apis/advisor/zz_generated.options.go":            internalTypes(structs, order),
@@ -79,17 +87,18 @@ func main() {
 	for path, src := range outputs {
 		formatted, err := format.Source(src)
 		if err != nil {
-			log.Fatalf("%s: %v\n%s", path, err, src)
+			return fmt.Errorf("%s: %w\n%s", path, err, src)
 		}
-		if err := os.WriteFile(filepath.Join(*root, path), formatted, 0o644); err != nil {
-			log.Fatal(err)
+		if err := os.WriteFile(filepath.Join(root, path), formatted, 0o644); err != nil {
+			return err
 		}
 	}
 	for _, b := range blocks {
-		if err := writeDocsTable(*root, b, structs); err != nil {
-			log.Fatal(err)
+		if err := writeDocsTable(root, b, structs); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // parseStructs reads ProfileOptions and every struct of the file it reaches,

@@ -340,7 +340,7 @@ func (st *starter) start(ctx genericapiserver.PostStartHookContext) error {
 	configs := externalversions.NewSharedInformerFactory(client, 10*time.Minute)
 	crds := metadatainformer.NewSharedInformerFactory(d.metadata, 0)
 	ctrl := st.newController(configs, crds)
-	st.confined.Start(ctx.Done())
+	st.confined.Start(ctx)
 	st.storage.Abort.SetPauser(ctrl)
 	metrics.RegisterConfigs(configs.Advisor().V1alpha1().VirtPlatformConfigs().Lister(), ctrl.Leading)
 	if st.leases != nil {

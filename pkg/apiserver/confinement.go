@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -38,6 +39,8 @@ type guard struct {
 	mu sync.Mutex
 	// said is what was last logged, so that a change is logged once.
 	said string
+	// logger is that of the context Start runs under.
+	logger klog.Logger
 }
 
 // newGuard builds the guard over the shipped manifest; Start starts its
@@ -66,9 +69,13 @@ func newGuard(kube kubernetes.Interface, mapper meta.RESTMapper) (*guard, error)
 	return g, nil
 }
 
-// Start starts the informers, and reports every shipped object once they
-// have listed (with none installed, no event would).
-func (g *guard) Start(stop <-chan struct{}) {
+// Start starts the informers until ctx ends, and reports every shipped
+// object once they have listed (with none installed, no event would).
+func (g *guard) Start(ctx context.Context) {
+	g.mu.Lock()
+	g.logger = klog.FromContext(ctx)
+	g.mu.Unlock()
+	stop := ctx.Done()
 	g.factory.Start(stop)
 	go func() {
 		if cache.WaitForCacheSync(stop, g.informers[0].HasSynced, g.informers[1].HasSynced) {
@@ -121,10 +128,10 @@ func (g *guard) report() {
 	}
 	g.said = said
 	if said == "" {
-		klog.InfoS("The admission policies that confine the server's writes are in force")
+		g.logger.Info("The admission policies that confine the server's writes are in force")
 		return
 	}
-	klog.InfoS("Writing nothing the admission policies confine until they are in force", "problems", said)
+	g.logger.Info("Writing nothing the admission policies confine until they are in force", "problems", said)
 }
 
 func say(problems []confinement.Problem) string {

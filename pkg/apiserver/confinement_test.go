@@ -71,9 +71,9 @@ func TestGuardFollowsTheCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	defer close(stop)
-	g.Start(stop)
+	started, stop := context.WithCancel(ctx)
+	defer stop()
+	g.Start(started)
 
 	eventually(t, func() error { return g.Writable(deschedulerGVK) })
 	err = g.Writable(machineConfigGVK)

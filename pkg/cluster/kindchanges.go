@@ -76,7 +76,7 @@ func (k *KindChanges) Watch(gk schema.GroupKind) {
 	}
 	mapping, err := k.mapper.RESTMapping(gk)
 	if err != nil {
-		klog.V(2).InfoS("Not watching the kind yet", "kind", gk.String(), "reason", err)
+		klog.FromContext(k.ctx).V(2).Info("Not watching the kind yet", "kind", gk.String(), "reason", err)
 		return
 	}
 	k.watched[gk] = true
@@ -89,7 +89,7 @@ func (k *KindChanges) Watch(gk schema.GroupKind) {
 	}
 	informer := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	if err := informer.SetTransform(transform); err != nil {
-		klog.ErrorS(err, "Cannot cut down the watched objects", "kind", gk.String())
+		klog.FromContext(k.ctx).Error(err, "Cannot cut down the watched objects", "kind", gk.String())
 	}
 	tell := func() {
 		k.mu.Lock()
@@ -108,7 +108,7 @@ func (k *KindChanges) Watch(gk schema.GroupKind) {
 		},
 		DeleteFunc: func(interface{}) { tell() },
 	}); err != nil {
-		klog.ErrorS(err, "Cannot follow the kind", "kind", gk.String())
+		klog.FromContext(k.ctx).Error(err, "Cannot follow the kind", "kind", gk.String())
 	}
 	go informer.RunWithContext(k.ctx)
 }

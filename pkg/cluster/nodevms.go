@@ -150,12 +150,12 @@ func (c *NodeVMCache) startLocked(gvr schema.GroupVersionResource, transform cac
 			if err != nil || !held {
 				return w, err
 			}
-			return heldWatch(w), nil
+			return heldWatch(ctx, w), nil
 		},
 	}
 	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c.dynamic), &unstructured.Unstructured{}, 0, cache.Indexers{})
 	if err := informer.SetTransform(transform); err != nil {
-		klog.ErrorS(err, "Cannot cut down the cached objects", "resource", gvr.Resource)
+		klog.FromContext(c.ctx).Error(err, "Cannot cut down the cached objects", "resource", gvr.Resource)
 	}
 	s := &slimInformer{informer: informer}
 	bump := func() { s.changes.Add(1) }
@@ -168,7 +168,7 @@ func (c *NodeVMCache) startLocked(gvr schema.GroupVersionResource, transform cac
 		},
 		DeleteFunc: func(interface{}) { bump() },
 	}); err != nil {
-		klog.ErrorS(err, "Cannot follow the cache", "resource", gvr.Resource)
+		klog.FromContext(c.ctx).Error(err, "Cannot follow the cache", "resource", gvr.Resource)
 	}
 	go informer.RunWithContext(c.ctx)
 	return s
@@ -218,7 +218,7 @@ func equalBut(a, b map[string]interface{}, field string) bool {
 
 // heldWatch passes each change (Modified, Deleted) of w through the
 // failpoint VMIWatchFailpoint; with the failpoint unarmed it is w.
-func heldWatch(w watch.Interface) watch.Interface {
+func heldWatch(ctx context.Context, w watch.Interface) watch.Interface {
 	if !failpoint.Armed(VMIWatchFailpoint) {
 		return w
 	}
@@ -227,7 +227,7 @@ func heldWatch(w watch.Interface) watch.Interface {
 		defer close(h.out)
 		for ev := range w.ResultChan() {
 			if ev.Type == watch.Modified || ev.Type == watch.Deleted {
-				failpoint.Hit(VMIWatchFailpoint)
+				failpoint.Hit(ctx, VMIWatchFailpoint)
 			}
 			select {
 			case h.out <- ev:

@@ -175,7 +175,7 @@ func (p *cachedPod) DeepCopyObject() runtime.Object {
 
 // slimPod cuts a pod down as it enters the cache. A pod that has ended
 // (Succeeded, Failed) or is not bound to a node asks nothing of a node.
-func slimPod(obj interface{}) (interface{}, error) {
+func slimPod(logger klog.Logger, obj interface{}) (interface{}, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
@@ -189,7 +189,7 @@ func slimPod(obj interface{}) (interface{}, error) {
 	}
 	pod := &corev1.Pod{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(placementFields(u), pod); err != nil {
-		klog.V(2).InfoS("Cannot read a pod's requests", "pod", u.GetNamespace()+"/"+u.GetName(), "err", err)
+		logger.V(2).Info("Cannot read a pod's requests", "pod", u.GetNamespace()+"/"+u.GetName(), "err", err)
 		return out, nil
 	}
 	out.requests = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
@@ -406,7 +406,7 @@ func (c *PodCache) Start(ctx context.Context) {
 		},
 	}
 	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c.dynamic), &unstructured.Unstructured{}, 0, cache.Indexers{})
-	if err := informer.SetTransform(slimPod); err != nil {
+	if err := informer.SetTransform(func(obj interface{}) (interface{}, error) { return slimPod(logger, obj) }); err != nil {
 		logger.Error(err, "Cannot cut down the cached pods")
 	}
 	asPod := func(o interface{}) *cachedPod {
@@ -479,11 +479,12 @@ func (c *PodCache) Pods() (PodRequests, bool) {
 
 // ReadPodRequests is PodRequests from a live list of pods (items as the
 // API returns them), as the check right before a drain reads them.
-func ReadPodRequests(items []unstructured.Unstructured) PodRequests {
+func ReadPodRequests(ctx context.Context, items []unstructured.Unstructured) PodRequests {
+	logger := klog.FromContext(ctx)
 	totals := podTotals{requested: map[string]corev1.ResourceList{}}
 	launchers := &LauncherIndex{}
 	for i := range items {
-		o, _ := slimPod(&items[i])
+		o, _ := slimPod(logger, &items[i])
 		p := o.(*cachedPod)
 		totals.change(p, 1)
 		if p.launcher != nil {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"reflect"
 	"runtime"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 )
 
 func podObject(name, node, phase string, labels map[string]interface{}, mem string, extra map[string]interface{}) unstructured.Unstructured {
@@ -35,7 +37,7 @@ var launcherLabels = map[string]interface{}{LauncherLabel: LauncherLabelValue, L
 
 func TestSlimPod(t *testing.T) {
 	u := podObject("virt-launcher-db-0-abc", "w1", "Running", launcherLabels, "8Gi", map[string]interface{}{"overhead": map[string]interface{}{"memory": "200Mi"}})
-	o, err := slimPod(&u)
+	o, err := slimPod(klog.Background(), &u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func TestSlimPod(t *testing.T) {
 func TestSlimPodEndedOrUnbound(t *testing.T) {
 	for _, tc := range []struct{ node, phase string }{{"w1", "Succeeded"}, {"w1", "Failed"}, {"", "Pending"}} {
 		u := podObject("p", tc.node, tc.phase, launcherLabels, "8Gi", nil)
-		o, _ := slimPod(&u)
+		o, _ := slimPod(klog.Background(), &u)
 		if p := o.(*cachedPod); p.node != "" || p.launcher != nil || len(p.requests) != 0 {
 			t.Errorf("%s on %q: kept %+v, want nothing asked of a node", tc.phase, tc.node, p)
 		}
@@ -77,7 +79,10 @@ func TestSlimPodEndedOrUnbound(t *testing.T) {
 
 func TestPodTotalsIncremental(t *testing.T) {
 	totals := podTotals{requested: map[string]corev1.ResourceList{}}
-	slim := func(u unstructured.Unstructured) *cachedPod { o, _ := slimPod(&u); return o.(*cachedPod) }
+	slim := func(u unstructured.Unstructured) *cachedPod {
+		o, _ := slimPod(klog.Background(), &u)
+		return o.(*cachedPod)
+	}
 	a := slim(podObject("a", "w1", "Running", nil, "200Gi", nil))
 	b := slim(podObject("b", "w1", "Running", launcherLabels, "300Gi", nil))
 	totals.change(a, 1)
@@ -108,7 +113,7 @@ func TestReadPodRequests(t *testing.T) {
 		podObject("virt-launcher-db-0-dst", "w2", "Pending", launcherLabels, "8Gi", nil),
 		podObject("other", "w1", "Running", nil, "1Gi", nil),
 	}
-	got := ReadPodRequests(items)
+	got := ReadPodRequests(context.Background(), items)
 	if src, dst := got.Launchers.OnNode("w1"), got.Launchers.OnNode("w2"); len(src) != 1 || len(dst) != 1 || src[0].VMI != "db-0" || dst[0].VMI != "db-0" {
 		t.Errorf("launchers on w1 %+v and w2 %+v, want db-0's source on w1 and its target on w2", src, dst)
 	}
@@ -125,7 +130,7 @@ func TestPodCacheLaunchersFollowEvents(t *testing.T) {
 	slim := func(name, vmi, node string) *cachedPod {
 		labels := map[string]interface{}{LauncherLabel: LauncherLabelValue, LauncherVMILabel: vmi}
 		u := podObject(name, node, "Running", labels, "8Gi", nil)
-		o, _ := slimPod(&u)
+		o, _ := slimPod(klog.Background(), &u)
 		return o.(*cachedPod)
 	}
 	vmis := func(ls []Launcher) []string {
@@ -201,7 +206,7 @@ func TestLauncherPlacementsShared(t *testing.T) {
 	slim := func(name, node, overhead string) *cachedPod {
 		u := podObject(name, node, "Running", map[string]interface{}{LauncherLabel: LauncherLabelValue, LauncherVMILabel: name}, "8Gi",
 			map[string]interface{}{"overhead": map[string]interface{}{"memory": overhead}})
-		o, err := slimPod(&u)
+		o, err := slimPod(klog.Background(), &u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +249,7 @@ func TestPodCacheForgetsALauncherDeletedAfterAStatusUpdate(t *testing.T) {
 		labels := map[string]interface{}{LauncherLabel: LauncherLabelValue, LauncherVMILabel: vmi}
 		u := podObject(name, node, phase, labels, "8Gi", nil)
 		u.SetResourceVersion(rv)
-		o, _ := slimPod(&u)
+		o, _ := slimPod(klog.Background(), &u)
 		return o.(*cachedPod)
 	}
 	for _, tc := range []struct {

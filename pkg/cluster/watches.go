@@ -115,7 +115,7 @@ func (w *Watches) Set(config string, keys []ObjectKey) {
 func (w *Watches) acquireAll(config string, keys sets.Set[ObjectKey]) {
 	for key := range keys {
 		if err := w.acquire(config, key); err != nil {
-			klog.V(2).InfoS("Not watching yet", "config", config, "kind", key.GVK.Kind, "name", key.Name, "reason", err)
+			klog.FromContext(w.ctx).V(2).Info("Not watching yet", "config", config, "kind", key.GVK.Kind, "name", key.Name, "reason", err)
 			keys.Delete(key)
 		}
 	}

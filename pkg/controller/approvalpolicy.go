@@ -282,7 +282,7 @@ func (ap *approvals) policyFacts(ctx context.Context, cfg *v1alpha1.VirtPlatform
 		PoolLabels:              map[string]map[string]string{},
 	}
 	if ap.windows != nil {
-		windows, err := ap.windows.Windows()
+		windows, err := ap.windows.Windows(ctx)
 		if err != nil {
 			return f, fmt.Errorf("reading maintenance windows: %w", err)
 		}

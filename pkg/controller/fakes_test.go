@@ -330,7 +330,7 @@ func (c *fakeCluster) ApplyPool(_ context.Context, applied *unstructured.Unstruc
 // fakeWindows are the maintenance windows.
 type fakeWindows []*maintenance.Window
 
-func (w fakeWindows) Windows() ([]*maintenance.Window, error) { return w, nil }
+func (w fakeWindows) Windows(context.Context) ([]*maintenance.Window, error) { return w, nil }
 
 // fakeWatches records what each config watches.
 type fakeWatches struct {
@@ -415,11 +415,11 @@ func (w *harnessWindows) set(l maintenance.Lister) {
 	w.lister = l
 }
 
-func (w *harnessWindows) Windows() ([]*maintenance.Window, error) {
+func (w *harnessWindows) Windows(ctx context.Context) ([]*maintenance.Window, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.lister == nil {
 		return nil, nil
 	}
-	return w.lister.Windows()
+	return w.lister.Windows(ctx)
 }

@@ -87,7 +87,7 @@ func (w *writer) writeItem(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig
 		if err != nil || gate != gateOpen {
 			return gate, left, wait, err
 		}
-		failpoint.Hit("after-pool-pause")
+		failpoint.Hit(ctx, "after-pool-pause")
 		// The pause and the pools' reads took time, and the spec or the
 		// approval may have changed meanwhile: the target once more, and
 		// the approval as stored (a retry records no intent to prove it).
@@ -158,7 +158,7 @@ func (w *writer) write(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i 
 			// and the next look waits for them.
 			return fmt.Errorf("%w: %v", errLookAgain, err)
 		}
-		failpoint.Hit("before-write")
+		failpoint.Hit(ctx, "before-write")
 		var err error
 		if written, err = w.planner.Apply(ctx, cfg, *it, target.read); apierrors.IsConflict(err) {
 			// The target changed (or appeared) after the checks read it:
@@ -171,7 +171,7 @@ func (w *writer) write(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, i 
 	}
 	// After the write, before the status records it: a crash here must
 	// not lead to a second write.
-	failpoint.Hit("after-write")
+	failpoint.Hit(ctx, "after-write")
 	it.Retry = nil
 	if it.Operation == v1alpha1.OperationDelete {
 		if it.ReviewedTarget != nil {

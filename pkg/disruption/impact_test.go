@@ -284,17 +284,23 @@ func TestNote(t *testing.T) {
 
 func TestWarning(t *testing.T) {
 	r := []v1alpha1.PoolReboot{{Pool: "worker", Drains: true, VMImpacts: impacts(3, 1, 1)}}
-	got := Warning("enable-psi-metrics", r, false)
+	got := Warning("enable-psi-metrics", Disrupted(r), false)
 	for _, want := range []string{"item 'enable-psi-metrics': draining the nodes shuts down 1 VM: default/s-a (shuts down, EvictionStrategyNone, pool worker)",
 		"would block on 1 VM: default/gpu-a (blocks the drain, HostDeviceNotLiveMigratable, pool worker)", "waits, unwritten, until no VM blocks"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("warning %q lacks %q", got, want)
 		}
 	}
-	if got := Warning("x", r, true); !strings.Contains(got, "is written anyway (spec.rollout.allowBlockingDrains: true)") {
+	many := Warning("x", Disrupted([]v1alpha1.PoolReboot{{Pool: "worker", Drains: true, VMImpacts: impacts(0, 7, 0)}}), false)
+	if want := "shuts down 7 VMs: default/s-a (shuts down, EvictionStrategyNone, pool worker), default/s-b (shuts down, EvictionStrategyNone, pool worker), " +
+		"default/s-c (shuts down, EvictionStrategyNone, pool worker), default/s-d (shuts down, EvictionStrategyNone, pool worker), " +
+		"default/s-e (shuts down, EvictionStrategyNone, pool worker), … (2 more)"; !strings.Contains(many, want) {
+		t.Errorf("warning %q lacks %q", many, want)
+	}
+	if got := Warning("x", Disrupted(r), true); !strings.Contains(got, "is written anyway (spec.rollout.allowBlockingDrains: true)") {
 		t.Errorf("with the opt-out: %q", got)
 	}
-	if got := Warning("x", []v1alpha1.PoolReboot{{Pool: "worker", Drains: true, VMImpacts: impacts(3, 0, 0)}}, false); got != "" {
+	if got := Warning("x", Disrupted([]v1alpha1.PoolReboot{{Pool: "worker", Drains: true, VMImpacts: impacts(3, 0, 0)}}), false); got != "" {
 		t.Errorf("only migrations warn: %q", got)
 	}
 }

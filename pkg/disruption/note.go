@@ -63,10 +63,11 @@ func vmNote(reboots []v1alpha1.PoolReboot) string {
 }
 
 // Warning is the plan's warning about an item whose drains shut VMs down
-// or would block on them; "" when every VM migrates.
-func Warning(item string, reboots []v1alpha1.PoolReboot, allowBlocking bool) string {
+// or would block on them (disrupted: Disrupted of its reboots); "" when
+// every VM migrates.
+func Warning(item string, disrupted []v1alpha1.DisruptedVM, allowBlocking bool) string {
 	var shut, block []v1alpha1.DisruptedVM
-	for _, v := range Disrupted(reboots) {
+	for _, v := range disrupted {
 		if v.Fate == v1alpha1.VMFateShutDown {
 			shut = append(shut, v)
 		} else {

@@ -5,8 +5,8 @@
 //
 //	VIRT_ADVISOR_FAILPOINTS=after-write,before-status@3
 //
-// kills the process at the first Hit("after-write") or at the third
-// Hit("before-status"), whichever comes first. A point armed with a
+// kills the process at the first Hit(ctx, "after-write") or at the third
+// Hit(ctx, "before-status"), whichever comes first. A point armed with a
 // duration, "before-write~3s" (every hit) or "before-write@2~3s" (the
 // second hit only), holds the goroutine that reaches it for that long
 // instead, so that a test can change the cluster between a check and the
@@ -16,6 +16,7 @@
 package failpoint
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -47,8 +48,9 @@ var armed = mustParse(os.Getenv(EnvVar))
 // Hit kills the process with SIGKILL if the point name is armed and this is
 // the hit it waits for; otherwise it does nothing. Nothing after a killing
 // Hit runs, deferred functions included, as in a real crash. A point armed
-// with a duration sleeps for it instead (and says so in the log first).
-func Hit(name string) {
+// with a duration sleeps for it instead. Either is said first with ctx's
+// logger (the reconcile's, or the watch's).
+func Hit(ctx context.Context, name string) {
 	if armed == nil {
 		return
 	}
@@ -61,12 +63,14 @@ func Hit(name string) {
 		return
 	}
 	if p.sleep > 0 {
-		klog.Warningf("failpoint %s: sleeping %v (hit %d)", name, p.sleep, n)
+		logger := klog.FromContext(ctx)
+		// The e2e tests wait for these words in the server's log.
+		logger.Info(fmt.Sprintf("failpoint %s: sleeping %v (hit %d)", name, p.sleep, n))
 		time.Sleep(p.sleep)
-		klog.Warningf("failpoint %s: slept %v (hit %d)", name, p.sleep, n)
+		logger.Info(fmt.Sprintf("failpoint %s: slept %v (hit %d)", name, p.sleep, n))
 		return
 	}
-	klog.Warningf("failpoint %s: killing the process (hit %d)", name, p.at)
+	klog.FromContext(ctx).Info(fmt.Sprintf("failpoint %s: killing the process (hit %d)", name, p.at))
 	klog.Flush()
 	kill()
 }

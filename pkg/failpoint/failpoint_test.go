@@ -1,6 +1,7 @@
 package failpoint
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -78,7 +79,7 @@ func TestReadOnce(t *testing.T) {
 		t.Fatalf("%s is set for the whole test run: unset it, the unit tests arm failpoints themselves", EnvVar)
 	}
 	t.Setenv(EnvVar, "late")
-	Hit("late")
+	Hit(context.Background(), "late")
 }
 
 // childEnv makes the test binary play the crashing process.
@@ -142,9 +143,9 @@ func TestHitKills(t *testing.T) {
 // child hits "other" once and "crash" four times, saying so after each.
 func child() {
 	defer fmt.Println("deferred")
-	Hit("other")
+	Hit(context.Background(), "other")
 	for i := 1; i <= 4; i++ {
-		Hit("crash")
+		Hit(context.Background(), "crash")
 		fmt.Printf("after hit %d\n", i)
 	}
 }
@@ -155,7 +156,7 @@ func BenchmarkHitDisarmed(b *testing.B) {
 		b.Fatalf("%s is set: unset it to measure a disarmed failpoint", EnvVar)
 	}
 	for b.Loop() {
-		Hit("after-write")
+		Hit(context.Background(), "after-write")
 	}
 }
 

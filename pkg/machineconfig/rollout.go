@@ -100,6 +100,27 @@ func ConditionTrue(obj *unstructured.Unstructured, condType string) bool {
 	return false
 }
 
+// Renders is true when the render controller rendered a written item for
+// pool: the configuration its spec names includes the MachineConfig the
+// item creates and excludes the one it deletes; for a changed
+// MachineConfig and for a KubeletConfig (whose generated MachineConfig
+// keeps its name), the spec names another rendered configuration than
+// the one noted before the write. An item with nothing noted for the pool
+// is taken as rendered.
+func Renders(pool *unstructured.Unstructured, it *v1alpha1.VirtPlatformConfigItem) bool {
+	if !IsKubeletConfig(it.TargetRef) {
+		switch it.Operation {
+		case v1alpha1.OperationCreate:
+			return HasSource(pool, "spec", it.TargetRef.Name)
+		case v1alpha1.OperationDelete:
+			return !HasSource(pool, "spec", it.TargetRef.Name)
+		}
+	}
+	before := ConfigBefore(it, pool.GetName())
+	spec, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
+	return before == "" || spec != before
+}
+
 // HasSource reports whether <part>.configuration.source lists the MachineConfig.
 func HasSource(pool *unstructured.Unstructured, part, mcName string) bool {
 	sources, _, _ := unstructured.NestedSlice(pool.Object, part, "configuration", "source")

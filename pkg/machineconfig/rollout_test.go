@@ -147,3 +147,39 @@ func TestEvaluateRolloutEmptyPool(t *testing.T) {
 		t.Errorf("got %+v, want done: a pool without machines has nothing to roll out", r)
 	}
 }
+
+// An item written to a pool is rendered once the configuration the pool's
+// spec names reflects it: before that, the spec still names what the nodes
+// would be updated to without it.
+func TestRenders(t *testing.T) {
+	mc := v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "50-psi"}
+	kc := v1alpha1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "KubeletConfig", Name: "virt-kubelet"}
+	before := []v1alpha1.PoolConfiguration{{Pool: "worker", Configuration: "rendered-a"}}
+	for _, tc := range []struct {
+		name    string
+		ref     v1alpha1.ObjectReference
+		op      v1alpha1.Operation
+		before  []v1alpha1.PoolConfiguration
+		spec    string
+		sources []string
+		want    bool
+	}{
+		{"a created MachineConfig the spec does not list yet", mc, v1alpha1.OperationCreate, before, "rendered-a", []string{"00-worker"}, false},
+		{"a created MachineConfig the spec lists", mc, v1alpha1.OperationCreate, before, "rendered-b", []string{"00-worker", "50-psi"}, true},
+		{"a deleted MachineConfig the spec still lists (a revert before its render)", mc, v1alpha1.OperationDelete, before, "rendered-b", []string{"00-worker", "50-psi"}, false},
+		{"a deleted MachineConfig the spec no longer lists", mc, v1alpha1.OperationDelete, before, "rendered-a", []string{"00-worker"}, true},
+		{"a changed MachineConfig, the spec on the configuration before", mc, v1alpha1.OperationUpdate, before, "rendered-a", []string{"00-worker", "50-psi"}, false},
+		{"a changed MachineConfig, the spec on another configuration", mc, v1alpha1.OperationUpdate, before, "rendered-c", []string{"00-worker", "50-psi"}, true},
+		{"a KubeletConfig, the spec on the configuration before", kc, v1alpha1.OperationCreate, before, "rendered-a", []string{"00-worker"}, false},
+		{"a KubeletConfig, the spec on another configuration", kc, v1alpha1.OperationDelete, before, "rendered-c", []string{"00-worker"}, true},
+		{"a changed MachineConfig with nothing noted for the pool", mc, v1alpha1.OperationUpdate, nil, "rendered-a", []string{"00-worker", "50-psi"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := poolState{specName: tc.spec, specSources: tc.sources}.obj()
+			it := &v1alpha1.VirtPlatformConfigItem{Name: "item", TargetRef: tc.ref, Operation: tc.op, PoolConfigsBefore: tc.before}
+			if got := Renders(pool, it); got != tc.want {
+				t.Errorf("Renders = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

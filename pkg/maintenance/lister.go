@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"context"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -10,9 +11,10 @@ import (
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 )
 
-// Lister lists the maintenance windows.
+// Lister lists the maintenance windows; ctx's logger (the reconcile's
+// or the request's) says what it leaves out.
 type Lister interface {
-	Windows() ([]*Window, error)
+	Windows(ctx context.Context) ([]*Window, error)
 }
 
 // CacheLister lists the windows of an informer's cache. A stored window
@@ -32,7 +34,7 @@ type parsedWindow struct {
 }
 
 // Windows implements Lister.
-func (l *CacheLister) Windows() ([]*Window, error) {
+func (l *CacheLister) Windows(ctx context.Context) ([]*Window, error) {
 	list, err := l.Lister.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -41,7 +43,7 @@ func (l *CacheLister) Windows() ([]*Window, error) {
 	for _, mw := range list {
 		w, err := l.parse(mw)
 		if err != nil {
-			klog.ErrorS(err, "Ignoring a MaintenanceWindow that cannot be read", "window", mw.Name)
+			klog.FromContext(ctx).Error(err, "Ignoring a MaintenanceWindow that cannot be read", "window", mw.Name)
 			continue
 		}
 		out = append(out, w)

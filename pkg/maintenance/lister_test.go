@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestCacheListerParsesEachRevisionOnce(t *testing.T) {
 	l := &CacheLister{Lister: listers.NewMaintenanceWindowLister(indexer)}
 	list := func() []*Window {
 		t.Helper()
-		ws, err := l.Windows()
+		ws, err := l.Windows(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

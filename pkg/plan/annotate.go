@@ -23,7 +23,7 @@ func (e *Engine) annotate(ctx context.Context, res *Result, planned []plannedIte
 	n := notes{pools: snap.pools, reads: snap.reads, allowBlocking: allowBlocking}
 	if l := e.windows.Load(); l != nil {
 		// Listed at most once per plan, and only for a plan that rolls a pool.
-		n.windows, n.now = sync.OnceValues((*l).Windows), e.now()
+		n.windows, n.now = sync.OnceValues(func() ([]*maintenance.Window, error) { return (*l).Windows(ctx) }), e.now()
 	}
 	warnings, disrupted := n.annotate(ctx, res.Status.Items, rollChanges(planned))
 	res.Status.Warnings = append(res.Status.Warnings, warnings...)
@@ -88,7 +88,8 @@ func (n notes) annotateItem(ctx context.Context, it *v1alpha1.PlanItem, change i
 	it.Reboots, note = machineconfig.ItemReboots(pools, change.rolls)
 	if len(it.Reboots) > 0 && n.reads != nil {
 		note, _ = n.reads.assess(ctx, it.Reboots, pools, change.spec, false)
-		warning, vms = disruption.Warning(it.Name, it.Reboots, n.allowBlocking), disruption.Disrupted(it.Reboots)
+		vms = disruption.Disrupted(it.Reboots)
+		warning = disruption.Warning(it.Name, vms, n.allowBlocking)
 	}
 	it.Message += "; " + note
 	if n.windows != nil {

@@ -139,7 +139,10 @@ func TestRebootNotes(t *testing.T) {
 
 type windowList []*maintenance.Window
 
-func (l windowList) Windows() ([]*maintenance.Window, error) { return l, nil }
+func (l windowList) Windows(context.Context) ([]*maintenance.Window, error) { return l, nil }
+
+// listed is the list as the plan's notes read it, once per plan.
+func (l windowList) listed() ([]*maintenance.Window, error) { return l, nil }
 
 // The plan says when a MachineConfig item would be written: pools no window
 // selects say nothing.
@@ -167,7 +170,7 @@ func TestWindowNotes(t *testing.T) {
 			if strings.Contains(tc.name, "request ended") {
 				cancel()
 			}
-			got := "m" + windowNote(ctx, []v1alpha1.PoolReboot{{Pool: tc.pool, Nodes: 3}}, pools, windowList{weekend}.Windows, tc.now)
+			got := "m" + windowNote(ctx, []v1alpha1.PoolReboot{{Pool: tc.pool, Nodes: 3}}, pools, windowList{weekend}.listed, tc.now)
 			if got != tc.want {
 				t.Errorf("message %q\nwant    %q", got, tc.want)
 			}
@@ -281,7 +284,7 @@ func TestAnnotateInOnePass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n := notes{pools: tc.pools, reads: fakeReads(workers, e2eVMIs, true, nil, nil), now: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
 			if tc.windows {
-				n.windows = windowList{weekend}.Windows
+				n.windows = windowList{weekend}.listed
 			}
 			items := []v1alpha1.PlanItem{tc.item}
 			warnings, disrupted := n.annotate(context.Background(), items, []itemChange{{rolls: machineconfig.Change{Name: "99-worker-psi-karg", Labels: workerLabels}, spec: mcChange{after: psiSpec}}})

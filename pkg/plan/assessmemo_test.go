@@ -209,3 +209,32 @@ func TestCapacityInputsKept(t *testing.T) {
 		}
 	}
 }
+
+// Whether a running VMI leaves its eviction strategy to the cluster is
+// answered once per view of the VMIs: a view handed out again reuses the
+// answer, another view is scanned.
+func TestUnsetStrategyPerView(t *testing.T) {
+	set := []kubevirt.VMI{{Namespace: "default", Name: "a", Phase: "Running", Strategy: "LiveMigrate"}}
+	unset := []kubevirt.VMI{{Namespace: "default", Name: "a", Phase: "Running", Node: "worker-0"}}
+	stopped := []kubevirt.VMI{{Namespace: "default", Name: "a", Phase: "Succeeded", Node: "worker-0"}}
+	m := &assessMemo{}
+	for _, tc := range []struct {
+		name string
+		vmis []kubevirt.VMI
+		want bool
+	}{
+		{"every strategy set", set, false},
+		{"the same view again", set, false},
+		{"another view: one unset", unset, true},
+		{"a stopped VMI's strategy does not matter", stopped, false},
+		{"no VMIs", nil, false},
+	} {
+		if got := m.unsetStrategy(tc.vmis); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	var none *assessMemo // live reads keep no memo
+	if !none.unsetStrategy(unset) {
+		t.Error("without a memo: want the unset strategy seen")
+	}
+}

@@ -49,7 +49,7 @@ func (e *Engine) podReads(ctx context.Context, cached bool) func() (cluster.PodR
 		if err != nil {
 			return cluster.PodRequests{}, err
 		}
-		return cluster.ReadPodRequests(items), nil
+		return cluster.ReadPodRequests(ctx, items), nil
 	}
 }
 

@@ -139,11 +139,7 @@ func (r *clusterReads) cluster(ctx context.Context, pools []unstructured.Unstruc
 		c.VMIsUnknown = disruption.VMIsNotServed
 	}
 	c.VMIs = vmis
-	unset := false
-	for _, v := range vmis {
-		unset = unset || (v.Strategy == "" && v.Running())
-	}
-	if unset {
+	if r.memo.unsetStrategy(vmis) {
 		// Only then does the cluster default matter.
 		hco, err := r.hco()
 		if err != nil && strict {

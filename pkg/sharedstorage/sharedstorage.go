@@ -84,8 +84,9 @@ func (c *Check) SetClusterID(id string) {
 	c.own = id
 }
 
-// Check fails while the replica leading the controller runs on another store.
-func (c *Check) Check(*http.Request) error {
+// Check fails while the replica leading the controller runs on another
+// store; a change of verdict is logged with the request's logger.
+func (c *Check) Check(r *http.Request) error {
 	c.mu.Lock()
 	own := c.own
 	c.mu.Unlock()
@@ -101,12 +102,12 @@ func (c *Check) Check(*http.Request) error {
 		now = c.Now
 	}
 	err = verdict(lease, own, c.Embedded, now())
-	c.log(err)
+	c.log(klog.FromContext(r.Context()), err)
 	return err
 }
 
 // log says it once when the verdict changes.
-func (c *Check) log(err error) {
+func (c *Check) log(logger klog.Logger, err error) {
 	msg := ""
 	if err != nil {
 		msg = err.Error()
@@ -118,9 +119,9 @@ func (c *Check) log(err error) {
 	switch {
 	case !changed:
 	case err != nil:
-		klog.ErrorS(err, "Not ready: this replica does not share the leader's storage")
+		logger.Error(err, "Not ready: this replica does not share the leader's storage")
 	default:
-		klog.InfoS("This replica shares the storage of the replica leading the controller")
+		logger.Info("This replica shares the storage of the replica leading the controller")
 	}
 }
 

@@ -3,6 +3,7 @@ package sharedstorage
 import (
 	"context"
 	"errors"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,19 +83,19 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Name() = %q", c.Name())
 	}
 	current = lease("pod-0_a", "def", time.Second)
-	if err := c.Check(nil); err != nil {
+	if err := c.Check(readyz); err != nil {
 		t.Fatalf("failed before knowing its own store: %v", err)
 	}
 	c.SetClusterID("abc")
-	if err := c.Check(nil); err == nil || !strings.Contains(err.Error(), "embedded etcd allows one replica") {
+	if err := c.Check(readyz); err == nil || !strings.Contains(err.Error(), "embedded etcd allows one replica") {
 		t.Fatalf("Check() = %v, want the one-replica message", err)
 	}
 	current = lease("pod-1_b", "abc", time.Second) // this replica took over
-	if err := c.Check(nil); err != nil {
+	if err := c.Check(readyz); err != nil {
 		t.Fatalf("Check() = %v once its own store leads", err)
 	}
 	readErr = errors.New("leases.coordination.k8s.io is forbidden")
-	if err := c.Check(nil); err == nil || !strings.Contains(err.Error(), "reading the controller's Lease: leases.coordination.k8s.io is forbidden") {
+	if err := c.Check(readyz); err == nil || !strings.Contains(err.Error(), "reading the controller's Lease: leases.coordination.k8s.io is forbidden") {
 		t.Fatalf("Check() = %v, want the read error", err)
 	}
 }
@@ -127,3 +128,6 @@ func TestClusterIDTellsStoresApart(t *testing.T) {
 		t.Errorf("one store, two cluster IDs: %s, %s", a, again)
 	}
 }
+
+// readyz is a request of the check.
+var readyz = httptest.NewRequest("GET", "/readyz/shared-storage", nil)

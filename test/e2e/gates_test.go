@@ -159,6 +159,7 @@ var _ = Describe("gates between node reboots", func() {
 
 	It("halt, then revert: the MachineConfig is deleted and every node returns to the config it ran, stepped", func() {
 		nodes, initial, _ := haltFirstNode()
+		before := testEnv.FakeMCORollouts(pool)
 		revertToEarlier(pp)
 		Expect(getObject(mcGVR, "", mcName)).To(BeNil(), "the revert deleted the MachineConfig")
 		Eventually(func(g Gomega) {
@@ -170,6 +171,19 @@ var _ = Describe("gates between node reboots", func() {
 			g.Expect(poolPaused(pool)).To(BeFalse())
 		}).WithTimeout(60 * time.Second).Should(Succeed())
 		Expect(getObject(mcpGVR, "", pool).GetAnnotations()).NotTo(HaveKey(machineconfig.HaltAnnotation))
+		// The pool stayed paused until the MCO rendered the deletion: no
+		// node was updated to the configuration reverted, and only the
+		// halted node was updated again, back to the one it ran.
+		now := testEnv.FakeMCORollouts(pool)
+		updated := 0
+		for i := range now.NodeUpdates {
+			n := now.NodeUpdates[i]
+			if i < len(before.NodeUpdates) {
+				n -= before.NodeUpdates[i]
+			}
+			updated += n
+		}
+		Expect(updated).To(Equal(1), "node updates since the halt %v, before %v: only the halted node is updated, once", now.NodeUpdates, before.NodeUpdates)
 	})
 
 	It("waits for a VM the step moved to be Ready again where it was, then goes on", func() {

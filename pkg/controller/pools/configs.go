@@ -10,6 +10,7 @@ package pools
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -101,6 +102,34 @@ func (v configView) rollingOn(pool *unstructured.Unstructured, all []unstructure
 	}
 	sortKeys(out)
 	return out
+}
+
+// unrendered says why pool, which has nodes to update, must stay paused
+// because the MachineConfig operator has not rendered an item written to
+// it yet ("" when it renders every item rolling out on it): its
+// spec.configuration still names the configuration before the write, so
+// an unpause would roll that one out, rebooting nodes into what the item
+// changes (after a revert, into what it takes back) and again once it
+// renders. A pool with nothing to roll out is never held for it: nothing
+// reboots, whatever the render.
+func (v configView) unrendered(pool *unstructured.Unstructured, rolling []itemKey) string {
+	if !machineconfig.RollingOut(pool) {
+		return ""
+	}
+	for _, k := range rolling {
+		cfg := v.named(k.config)
+		if cfg == nil {
+			continue
+		}
+		for i := range cfg.Status.Items {
+			if it := &cfg.Status.Items[i]; it.Name == k.item && !machineconfig.Renders(pool, it) {
+				spec, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
+				return fmt.Sprintf("the MachineConfig operator has not rendered item '%s' of VirtPlatformConfig '%s' (%s %s '%s') for MachineConfigPool '%s' yet: its spec.configuration still names %s; the pool stays paused until it does, so that no node is updated to that configuration",
+					it.Name, cfg.Name, strings.ToLower(string(it.Operation)), it.TargetRef.Kind, it.TargetRef.Name, pool.GetName(), spec)
+			}
+		}
+	}
+	return ""
 }
 
 // rollsOn is true when a written item rolls out on pool.

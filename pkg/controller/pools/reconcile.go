@@ -147,11 +147,15 @@ func (c *Controller) apply(ctx context.Context, pool *unstructured.Unstructured,
 	configs := configsOf(rolling, due)
 	switch d.action {
 	case unpause:
-		held, err := c.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs))
+		unrendered := v.unrendered(pool, rolling)
+		held, err := c.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs), unrendered)
 		if err != nil {
 			return err
 		}
-		if held {
+		switch {
+		case unrendered != "":
+			d.after = soonest(d.after, StepPoll) // a render takes a moment
+		case held:
 			d.after = soonest(d.after, PreflightRetry) // VMs are not watched
 		}
 		return nil

@@ -36,24 +36,29 @@ type resumer struct {
 	wake     func(config string)
 	mu       sync.Mutex
 	reasons  map[string]string
-	// busy: the reason is someone else's maintenance (hold), not the VMs.
+	// busy: the reason is not the VMs (hold).
 	busy map[string]bool
 }
 
-// resume ends our pause of a pool whose pause is over, unless the live
-// look at the drains it starts holds it (allowBlocking: every config of
-// configs allows blocking drains); held says so. configs are those whose
-// items roll out on, or wait for, the pool: they are woken when the
+// resume ends our pause of a pool whose pause is over, unless the pool
+// does not render the items written yet (unrendered says which) or the
+// live look at the drains it starts holds it (allowBlocking: every config
+// of configs allows blocking drains); held says so. configs are those
+// whose items roll out on, or wait for, the pool: they are woken when the
 // reason it is held changes.
-func (r *resumer) resume(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking bool) (bool, error) {
-	return r.resumeFor(ctx, pool, configs, allowBlocking, false)
+func (r *resumer) resume(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking bool, unrendered string) (bool, error) {
+	return r.resumeFor(ctx, pool, configs, allowBlocking, false, unrendered)
 }
 
 // resumeFor is resume; step: the pause ends between two steps of a
 // stepped rollout (the next step starts), which its log and Event say.
-func (r *resumer) resumeFor(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking, step bool) (bool, error) {
+func (r *resumer) resumeFor(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking, step bool, unrendered string) (bool, error) {
 	name := pool.GetName()
 	log := klog.FromContext(ctx)
+	if unrendered != "" {
+		r.hold(ctx, pool, configs, unrendered)
+		return true, nil
+	}
 	reason := r.look(ctx, pool, allowBlocking)
 	if r.set(name, reason) {
 		if reason != "" {
@@ -169,12 +174,13 @@ func (r *resumer) get(pool string) string {
 	return r.reasons[pool]
 }
 
-// hold keeps pool paused between two steps for reason, someone else's
-// maintenance of its nodes; configs are woken when the reason changes.
+// hold keeps pool paused for reason, not the VMs: someone else's
+// maintenance of its nodes between two steps, or a render the MachineConfig
+// operator has not made yet; configs are woken when the reason changes.
 func (r *resumer) hold(ctx context.Context, pool *unstructured.Unstructured, configs []string, reason string) {
 	name := pool.GetName()
 	if r.set(name, reason) {
-		klog.FromContext(ctx).Info("Kept MachineConfigPool paused between two steps of its rollout", "pool", name, "reason", reason)
+		klog.FromContext(ctx).Info("Kept MachineConfigPool paused", "pool", name, "reason", reason)
 		r.recorder.Event(pool, corev1.EventTypeNormal, "ResumeHeldByVirtAdvisor", "Kept paused by virt-advisor: "+reason)
 		for _, config := range configs {
 			r.wake(config)
@@ -185,7 +191,7 @@ func (r *resumer) hold(ctx context.Context, pool *unstructured.Unstructured, con
 	r.busy[name] = true
 }
 
-// isBusy is true when pool is held for someone else's maintenance.
+// isBusy is true when pool is held for another reason than the VMs.
 func (r *resumer) isBusy(pool string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

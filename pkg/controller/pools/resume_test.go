@@ -82,7 +82,7 @@ func (d *fakeDrains) PendingDrainImpact(context.Context, *unstructured.Unstructu
 
 type fakeLister []*maintenance.Window
 
-func (l fakeLister) Windows() ([]*maintenance.Window, error) { return l, nil }
+func (l fakeLister) Windows(context.Context) ([]*maintenance.Window, error) { return l, nil }
 
 // pausedWorker is the worker pool of three nodes, one updated to
 // rendered-b, paused by us until until (for window, "" for coalescing).
@@ -232,5 +232,51 @@ func drainEvents(r *record.FakeRecorder) []string {
 		default:
 			return out
 		}
+	}
+}
+
+// A revert deletes the MachineConfig a halted rollout was rolling out:
+// until the MachineConfig operator renders the deletion, the pool's spec
+// still names the configuration with it, and an unpause would update more
+// nodes to what the revert takes back. The pool stays paused, saying why,
+// without a look at the drains, and ends its pause once the render is made.
+func TestResumeWaitsForTheRender(t *testing.T) {
+	now := time.Date(2026, 11, 20, 22, 0, 1, 0, time.UTC)
+	worker := pausedWorker(now.Add(-time.Minute), "")
+	source := []interface{}{map[string]interface{}{"kind": "MachineConfig", "name": "00-worker"}, map[string]interface{}{"kind": "MachineConfig", "name": "99-worker-psi"}}
+	_ = unstructured.SetNestedSlice(worker.Object, source, "spec", "configuration", "source")
+	cfg := rollingConfig(t, "load-aware-rebalancing", false)
+	cfg.Status.Items[0].Operation = v1alpha1.OperationDelete
+	cfg.Status.Items[0].PoolConfigsBefore = []v1alpha1.PoolConfiguration{{Pool: machineconfig.WorkerPool, Configuration: "rendered-b"}}
+	reader := &fakeReader{pools: map[string]*unstructured.Unstructured{machineconfig.WorkerPool: worker}}
+	pauser, drains := &fakePauser{reader: reader}, &fakeDrains{}
+	recorder := record.NewFakeRecorder(10)
+	c := New(Config{Cluster: reader, Pauser: pauser, Drains: drains, Recorder: recorder, Clock: clocktesting.NewFakeClock(now),
+		CoalesceWindow: time.Minute, Wake: func(string) {}, Configs: listerOf(t, cfg)})
+
+	after, err := c.Reconcile(context.Background(), machineconfig.WorkerPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := c.resumer.heldMessage(worker, false)
+	if len(pauser.applies) != 0 || drains.looks != 0 || after != StepPoll {
+		t.Errorf("applies %v, looks %d, after %v; want the pool left paused, no look, looked at again in %v", pauser.applies, drains.looks, after, StepPoll)
+	}
+	if !strings.Contains(held, "has not rendered item 'enable-psi-metrics' of VirtPlatformConfig 'load-aware-rebalancing' (delete MachineConfig '99-worker-psi')") {
+		t.Errorf("held %q", held)
+	}
+	if w := heldWait("enable-psi-metrics", held, c.resumer.isBusy(machineconfig.WorkerPool)); w.Reason != status.WaitingPoolBusy {
+		t.Errorf("waiting reason %s, want %s", w.Reason, status.WaitingPoolBusy)
+	}
+
+	// Rendered: the spec names the configuration without it.
+	_ = unstructured.SetNestedSlice(worker.Object, source[:1], "spec", "configuration", "source")
+	_ = unstructured.SetNestedField(worker.Object, "rendered-a", "spec", "configuration", "name")
+	_ = unstructured.SetNestedField(worker.Object, "rendered-b", "status", "configuration", "name")
+	if _, err := c.Reconcile(context.Background(), machineconfig.WorkerPool); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pauser.applies, []bool{false}) || drains.looks != 1 {
+		t.Errorf("applies %v, looks %d; want unpaused after one look at the drains", pauser.applies, drains.looks)
 	}
 }

@@ -329,7 +329,7 @@ func (s *stepper) nextStep(ctx context.Context, pool *unstructured.Unstructured,
 		s.resumer.hold(ctx, pool, configs, others)
 		return nil
 	}
-	held, err := s.resumer.resumeFor(ctx, pool, configs, v.allowsBlocking(configs), true)
+	held, err := s.resumer.resumeFor(ctx, pool, configs, v.allowsBlocking(configs), true, v.unrendered(pool, rolling))
 	if err == nil && !held {
 		s.wakeAll(rolling)
 	}

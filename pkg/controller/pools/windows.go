@@ -71,7 +71,7 @@ func (w *windows) trustedWindowFor(ctx context.Context, pool *unstructured.Unstr
 	if w.lister == nil {
 		return allowed
 	}
-	windows, err := w.lister.Windows()
+	windows, err := w.lister.Windows(ctx)
 	if err != nil {
 		return windowCheck{Decision: maintenance.Decision{Reason: "maintenance windows cannot be read: " + err.Error()}, loc: time.UTC}
 	}

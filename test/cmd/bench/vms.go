@@ -24,6 +24,7 @@ var (
 	vmBurstP95       = flag.Duration("vm-burst-p95", 250*time.Millisecond, "target: p95 of a burst of concurrent plan GETs on the cluster with the VMs (no answer 5xx)")
 	vmHeapProfile    = flag.String("vm-heap-profile", "", "write the server's heap profile (/debug/pprof/heap) after the VM figures to this file, to read with go tool pprof")
 	vmApprovalFactor = flag.Float64("vm-approval-factor", 1.2, "target: approval to target written p50 with the VMs at most this many times the same without them")
+	vmCPUProfile     = flag.String("vm-cpu-profile", "", "after each side's plan figures (without the VMs, with them), profile the server's CPU (/debug/pprof/profile) over 10 s of plan GETs and write it to this prefix + -without.pprof and -with.pprof, to compare with go tool pprof -diff_base")
 )
 
 // vmImpact: the plan of a profile that writes a MachineConfig reads the
@@ -41,11 +42,7 @@ func (b *bench) vmImpact() error {
 	if err := b.warmUp(profile); err != nil {
 		return err
 	}
-	rssBefore, err := rss(b.e.Advisor().Pid())
-	if err != nil {
-		return err
-	}
-	inUseBefore, keptBefore, err := b.goHeap()
+	rssBefore, inUseBefore, keptBefore, err := b.collectedMemory()
 	if err != nil {
 		return err
 	}
@@ -73,6 +70,9 @@ func (b *bench) vmImpact() error {
 	}
 	t1, err := b.serverPlanTotals(profile)
 	if err != nil {
+		return err
+	}
+	if err := b.profilePlans(profile, "-without.pprof"); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -117,6 +117,9 @@ func (b *bench) vmImpact() error {
 	if err != nil {
 		return err
 	}
+	if err := b.profilePlans(profile, "-with.pprof"); err != nil {
+		return err
+	}
 	// What one list costs by itself: the same GET straight to
 	// kube-apiserver, read but not decoded.
 	rawClient, err := kubernetes.NewForConfig(b.e.AdminConfig)
@@ -159,12 +162,7 @@ func (b *bench) vmImpact() error {
 	b.report.add(fmt.Sprintf("approval to target written p50 with %d VMIs", *vmCount), "ms", ms(a1))
 	b.printf("approval -> target written p50 without VMIs %6.1fms, with %d VMIs %6.1fms\n", ms(a0), *vmCount, ms(a1))
 
-	time.Sleep(5 * time.Second)
-	rssAfter, err := rss(b.e.Advisor().Pid())
-	if err != nil {
-		return err
-	}
-	inUseAfter, keptAfter, err := b.goHeap()
+	rssAfter, inUseAfter, keptAfter, err := b.collectedMemory()
 	if err != nil {
 		return err
 	}
@@ -357,16 +355,70 @@ func benchVMName(i int) string { return fmt.Sprintf("bench-vm-%04d", i) }
 // benchVMMigrates is true for the VMIs of createVMIs that live-migrate.
 func benchVMMigrates(i int) bool { return i%50 != 0 && i%100 != 1 }
 
-// saveHeapProfile writes the server's heap profile to path.
-func (b *bench) saveHeapProfile(path string) error {
+// collectedMemory is the server's RSS (KiB) and its Go heap in use and
+// free but kept (MiB) right after a forced collection (/debug/pprof/heap
+// with gc=1) and a pause for the scavenger: both sides of the memory
+// figure are read at the same point of the collector's cycle, so that the
+// garbage of the last requests (tens of MiB with 10 000 VMs, as much as
+// the VMs themselves) is not counted on one side only.
+func (b *bench) collectedMemory() (rssKiB int64, inUse, kept float64, err error) {
+	time.Sleep(5 * time.Second)
+	for i := 0; i < 2; i++ { // the second collects what the first left for finalizers
+		if _, err := b.serverDebug().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(b.ctx); err != nil {
+			return 0, 0, 0, fmt.Errorf("collecting the server's garbage: %w", err)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	if rssKiB, err = rss(b.e.Advisor().Pid()); err != nil {
+		return 0, 0, 0, err
+	}
+	inUse, kept, err = b.goHeap()
+	return rssKiB, inUse, kept, err
+}
+
+// profilePlans writes the server's CPU profile over 10 s of plan GETs of
+// profile to *vmCPUProfile + suffix, when that flag is set.
+func (b *bench) profilePlans(profile, suffix string) error {
+	if *vmCPUProfile == "" {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		raw, err := b.serverDebug().Get().AbsPath("/debug/pprof/profile").Param("seconds", "10").DoRaw(b.ctx)
+		if err == nil {
+			err = os.WriteFile(*vmCPUProfile+suffix, raw, 0o644)
+		}
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("the server's CPU profile: %w", err)
+			}
+			b.printf("CPU profile of the server over plan GETs written to %s\n", *vmCPUProfile+suffix)
+			return nil
+		default:
+		}
+		if _, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, profile, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("plan of %s: %w", profile, err)
+		}
+	}
+}
+
+// serverDebug is a client of the server itself, not through the
+// aggregator (its /debug endpoints).
+func (b *bench) serverDebug() rest.Interface {
 	cfg := rest.CopyConfig(b.e.AdminConfig)
 	cfg.Host = b.e.Advisor().URL
 	cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = nil, b.e.ServingCAFile
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	raw, err := c.Discovery().RESTClient().Get().AbsPath("/debug/pprof/heap").DoRaw(b.ctx)
+	cfg.Timeout = time.Minute
+	return kubernetes.NewForConfigOrDie(cfg).Discovery().RESTClient()
+}
+
+// saveHeapProfile writes the server's heap profile to path.
+func (b *bench) saveHeapProfile(path string) error {
+	raw, err := b.serverDebug().Get().AbsPath("/debug/pprof/heap").DoRaw(b.ctx)
 	if err != nil {
 		return fmt.Errorf("the server's heap profile: %w", err)
 	}
