@@ -24,6 +24,7 @@ var (
 	vmBurstP95       = flag.Duration("vm-burst-p95", 250*time.Millisecond, "target: p95 of a burst of concurrent plan GETs on the cluster with the VMs (no answer 5xx)")
 	vmHeapProfile    = flag.String("vm-heap-profile", "", "write the server's heap profile (/debug/pprof/heap) after the VM figures to this file, to read with go tool pprof")
 	vmApprovalFactor = flag.Float64("vm-approval-factor", 1.2, "target: approval to target written p50 with the VMs at most this many times the same without them")
+	vmApprovalRuns   = flag.Int("vm-approval-runs", 40, "approvals measured on each side of the VM approval ratio (with 20, the two sides without VMIs of one run differed by up to 34 %)")
 	vmCPUProfile     = flag.String("vm-cpu-profile", "", "after each side's plan figures (without the VMs, with them), profile the server's CPU (/debug/pprof/profile) over 10 s of plan GETs and write it to this prefix + -without.pprof and -with.pprof, to compare with go tool pprof -diff_base")
 )
 
@@ -50,7 +51,7 @@ func (b *bench) vmImpact() error {
 	if err != nil {
 		return err
 	}
-	approvalsWithout, err := b.approvals(*applyRuns, false)
+	approvalsWithout, err := b.approvals(*vmApprovalRuns, false)
 	if err != nil {
 		return err
 	}
@@ -152,7 +153,7 @@ func (b *bench) vmImpact() error {
 		return err
 	}
 
-	approvalsWith, err := b.approvals(*applyRuns, false)
+	approvalsWith, err := b.approvals(*vmApprovalRuns, false)
 	if err != nil {
 		return err
 	}
@@ -237,7 +238,7 @@ func (b *bench) vmRatios(profile string, nodes []string, before, with vmSides) e
 	if err != nil {
 		return err
 	}
-	approvals, err := b.approvals(*applyRuns, false)
+	approvals, err := b.approvals(*vmApprovalRuns, false)
 	if err != nil {
 		return err
 	}
