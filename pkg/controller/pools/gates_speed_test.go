@@ -68,7 +68,8 @@ func stepOf10000VMIs(started time.Time) (*bigCluster, *unstructured.Unstructured
 		c.nodes = append(c.nodes, n)
 		for j := range perNode {
 			vm := fmt.Sprintf("vm-%d-%d", i, j)
-			v := &unstructured.Unstructured{Object: map[string]interface{}{"status": map[string]interface{}{"phase": "Running", "nodeName": name}}}
+			v := &unstructured.Unstructured{Object: map[string]interface{}{"status": map[string]interface{}{"phase": "Running", "nodeName": name,
+				"conditions": []interface{}{map[string]interface{}{"type": "Ready", "status": "True"}}}}}
 			c.vmis["default/"+vm] = v
 			m := unstructured.Unstructured{Object: map[string]interface{}{"spec": map[string]interface{}{"vmiName": vm},
 				"status": map[string]interface{}{"phase": "Succeeded", "migrationState": map[string]interface{}{"sourceNode": name}}}}
