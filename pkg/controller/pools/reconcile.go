@@ -147,15 +147,16 @@ func (c *Controller) apply(ctx context.Context, pool *unstructured.Unstructured,
 	configs := configsOf(rolling, due)
 	switch d.action {
 	case unpause:
-		unrendered := v.unrendered(pool, rolling)
-		held, err := c.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs), unrendered)
+		if reason := v.unrendered(pool, rolling); reason != "" {
+			c.resumer.hold(ctx, pool, configs, reason)
+			d.after = soonest(d.after, StepPoll) // a render takes a moment
+			return nil
+		}
+		held, err := c.resumer.resume(ctx, pool, configs, v.allowsBlocking(configs))
 		if err != nil {
 			return err
 		}
-		switch {
-		case unrendered != "":
-			d.after = soonest(d.after, StepPoll) // a render takes a moment
-		case held:
+		if held {
 			d.after = soonest(d.after, PreflightRetry) // VMs are not watched
 		}
 		return nil

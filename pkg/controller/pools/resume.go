@@ -40,25 +40,20 @@ type resumer struct {
 	busy map[string]bool
 }
 
-// resume ends our pause of a pool whose pause is over, unless the pool
-// does not render the items written yet (unrendered says which) or the
-// live look at the drains it starts holds it (allowBlocking: every config
-// of configs allows blocking drains); held says so. configs are those
-// whose items roll out on, or wait for, the pool: they are woken when the
+// resume ends our pause of a pool whose pause is over, unless the live
+// look at the drains it starts holds it (allowBlocking: every config of
+// configs allows blocking drains); held says so. configs are those whose
+// items roll out on, or wait for, the pool: they are woken when the
 // reason it is held changes.
-func (r *resumer) resume(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking bool, unrendered string) (bool, error) {
-	return r.resumeFor(ctx, pool, configs, allowBlocking, false, unrendered)
+func (r *resumer) resume(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking bool) (bool, error) {
+	return r.resumeFor(ctx, pool, configs, allowBlocking, false)
 }
 
 // resumeFor is resume; step: the pause ends between two steps of a
 // stepped rollout (the next step starts), which its log and Event say.
-func (r *resumer) resumeFor(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking, step bool, unrendered string) (bool, error) {
+func (r *resumer) resumeFor(ctx context.Context, pool *unstructured.Unstructured, configs []string, allowBlocking, step bool) (bool, error) {
 	name := pool.GetName()
 	log := klog.FromContext(ctx)
-	if unrendered != "" {
-		r.hold(ctx, pool, configs, unrendered)
-		return true, nil
-	}
 	reason := r.look(ctx, pool, allowBlocking)
 	if r.set(name, reason) {
 		if reason != "" {

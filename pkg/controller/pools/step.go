@@ -321,15 +321,20 @@ func (s *stepper) nextStep(ctx context.Context, pool *unstructured.Unstructured,
 		return nil // the window's pause holds it; the step starts as it opens
 	}
 	configs := configsOf(rolling, nil)
-	others, err := s.othersMaintenance(ctx, pool, all, nil)
+	// Someone else's maintenance holds it, then a write the MCO has not
+	// rendered yet.
+	reason, err := s.othersMaintenance(ctx, pool, all, nil)
 	if err != nil {
 		return err
 	}
-	if others != "" {
-		s.resumer.hold(ctx, pool, configs, others)
+	if reason == "" {
+		reason = v.unrendered(pool, rolling)
+	}
+	if reason != "" {
+		s.resumer.hold(ctx, pool, configs, reason)
 		return nil
 	}
-	held, err := s.resumer.resumeFor(ctx, pool, configs, v.allowsBlocking(configs), true, v.unrendered(pool, rolling))
+	held, err := s.resumer.resumeFor(ctx, pool, configs, v.allowsBlocking(configs), true)
 	if err == nil && !held {
 		s.wakeAll(rolling)
 	}
