@@ -319,27 +319,9 @@ func (b *bench) planLatency() error {
 		if err != nil {
 			return err
 		}
-		// The plan GETs and the floors take turns, so that both see the
-		// same machine: a slow spell (a GC, a compaction, other work)
-		// falls on both rather than on one of two blocks.
-		var plan *v1alpha1.Plan
-		var planTimes, floorTimes []time.Duration
-		for i := 0; i < *planRuns+5; i++ {
-			start := time.Now()
-			p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, profile, metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("plan of %s: %w", profile, err)
-			}
-			took := time.Since(start)
-			plan = p
-			floor, err := b.floor(plan, lists)
-			if err != nil {
-				return err
-			}
-			if i >= 5 { // warm-up
-				planTimes = append(planTimes, took)
-				floorTimes = append(floorTimes, floor)
-			}
+		plan, planTimes, floorTimes, err := b.plansWithFloor(profile, lists)
+		if err != nil {
+			return err
 		}
 		var getTimes []time.Duration
 		for i := 0; i < *planRuns; i++ {
@@ -368,6 +350,32 @@ func (b *bench) planLatency() error {
 			profile, len(plan.Status.Items), ms(p50), ms(p95), ms(f50), ms(f95), factor, *planP50Factor, verdict(met))
 	}
 	return nil
+}
+
+// plansWithFloor measures planRuns GETs of profile's plan and as many
+// floors (lists: the profile's listedReads), after five of each to warm
+// up, and returns the last plan. The plan GETs and the floors take turns,
+// so that both see the same machine: a slow spell (a GC, a compaction,
+// other work) falls on both rather than on one of two blocks.
+func (b *bench) plansWithFloor(profile string, lists []dynamic.ResourceInterface) (plan *v1alpha1.Plan, plans, floors []time.Duration, err error) {
+	for i := 0; i < *planRuns+5; i++ {
+		start := time.Now()
+		p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, profile, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("plan of %s: %w", profile, err)
+		}
+		took := time.Since(start)
+		plan = p
+		floor, err := b.floor(plan, lists)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if i >= 5 { // warm-up
+			plans = append(plans, took)
+			floors = append(floors, floor)
+		}
+	}
+	return plan, plans, floors, nil
 }
 
 // serverPlanMean reads the mean plan computation time of a profile from
