@@ -51,10 +51,10 @@ var (
 	planRuns    = flag.Int("plan-runs", 100, "plan GETs per profile")
 	burstSize   = flag.Int("burst-requests", 50, "plan GETs sent at once in each burst")
 	burstRounds = flag.Int("burst-rounds", 5, "bursts measured")
-	applyRuns   = flag.Int("apply-runs", 20, "approvals measured")
-	driftRuns   = flag.Int("drift-runs", 60, "external edits measured")
+	applyRuns   = flag.Int("apply-runs", 40, "approvals measured (20 before 2026-12-03)")
+	driftRuns   = flag.Int("drift-runs", 120, "external edits measured (60 before 2026-12-03)")
 	objects     = flag.Int("objects", 10000, "unrelated MachineConfigs and ConfigMaps (each) for the memory figure; 0 skips it")
-	dir         = flag.String("dir", "", "environment directory (default: a temporary one)")
+	dir         = flag.String("dir", "", "environment directory (default: a temporary one in /dev/shm, when there is one)")
 	asJSON      = flag.Bool("json", false, "print the figures as JSON on stdout (progress goes to stderr)")
 	readme      = flag.String("readme", "", "measure nothing: record the run of the -figures-json file in this Markdown file, between its markers, as the newest of the latest five runs (make bench-figures)")
 	figuresJSON = flag.String("figures-json", "", "with -readme: the -json output of a run")
@@ -134,12 +134,24 @@ func main() {
 	fmt.Fprintln(out, "\nevery figure met its target")
 }
 
+// memoryDir is where the control plane's files go by default: /dev/shm
+// when the machine has it, so that etcd's writes (tens of thousands of
+// objects in the memory and vms steps) never wait for the disk's
+// writeback, which put up to a third of the CPU time in I/O wait under
+// the figures; else the temporary directory.
+func memoryDir() string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		return "/dev/shm"
+	}
+	return ""
+}
+
 func run(out io.Writer) (_ *bench, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	d := *dir
 	if d == "" {
-		tmp, err := os.MkdirTemp("", "virt-advisor-bench-")
+		tmp, err := os.MkdirTemp(memoryDir(), "virt-advisor-bench-")
 		if err != nil {
 			return nil, err
 		}
@@ -180,9 +192,20 @@ func run(out io.Writer) (_ *bench, err error) {
 		return nil, err
 	}
 	for _, name := range chosen {
+		before, err := readStolen()
+		if err != nil {
+			return nil, err
+		}
 		if err := all[name](); err != nil {
 			return nil, err
 		}
+		after, err := readStolen()
+		if err != nil {
+			return nil, err
+		}
+		// A step's figures are only as steady as the machine under it: on
+		// a virtual machine the host may take CPU time away (steal).
+		b.report.add(fmt.Sprintf("CPU time the host took (steal) during step %s", name), "share", after.shareSince(before))
 	}
 	return b, nil
 }
@@ -319,27 +342,9 @@ func (b *bench) planLatency() error {
 		if err != nil {
 			return err
 		}
-		// The plan GETs and the floors take turns, so that both see the
-		// same machine: a slow spell (a GC, a compaction, other work)
-		// falls on both rather than on one of two blocks.
-		var plan *v1alpha1.Plan
-		var planTimes, floorTimes []time.Duration
-		for i := 0; i < *planRuns+5; i++ {
-			start := time.Now()
-			p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, profile, metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("plan of %s: %w", profile, err)
-			}
-			took := time.Since(start)
-			plan = p
-			floor, err := b.floor(plan, lists)
-			if err != nil {
-				return err
-			}
-			if i >= 5 { // warm-up
-				planTimes = append(planTimes, took)
-				floorTimes = append(floorTimes, floor)
-			}
+		plan, planTimes, floorTimes, err := b.plansWithFloor(profile, lists)
+		if err != nil {
+			return err
 		}
 		var getTimes []time.Duration
 		for i := 0; i < *planRuns; i++ {
@@ -368,6 +373,32 @@ func (b *bench) planLatency() error {
 			profile, len(plan.Status.Items), ms(p50), ms(p95), ms(f50), ms(f95), factor, *planP50Factor, verdict(met))
 	}
 	return nil
+}
+
+// plansWithFloor measures planRuns GETs of profile's plan and as many
+// floors (lists: the profile's listedReads), after five of each to warm
+// up, and returns the last plan. The plan GETs and the floors take turns,
+// so that both see the same machine: a slow spell (a GC, a compaction,
+// other work) falls on both rather than on one of two blocks.
+func (b *bench) plansWithFloor(profile string, lists []dynamic.ResourceInterface) (plan *v1alpha1.Plan, plans, floors []time.Duration, err error) {
+	for i := 0; i < *planRuns+5; i++ {
+		start := time.Now()
+		p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, profile, metav1.GetOptions{})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("plan of %s: %w", profile, err)
+		}
+		took := time.Since(start)
+		plan = p
+		floor, err := b.floor(plan, lists)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if i >= 5 { // warm-up
+			plans = append(plans, took)
+			floors = append(floors, floor)
+		}
+	}
+	return plan, plans, floors, nil
 }
 
 // serverPlanMean reads the mean plan computation time of a profile from
@@ -737,6 +768,12 @@ func (b *bench) approval(kd dynamic.ResourceInterface, name string, interval int
 		return 0, 0, nil, err
 	}
 	defer cw.Stop()
+	// As before each floor apply: the approval starts on a quiet control
+	// plane, not in the wake of the config's creation and first plans, so
+	// that the approval and its floor see the same machine.
+	if _, _, err := b.quiet(floorQuietWindow, floorQuietBudget); err != nil {
+		return 0, 0, nil, err
+	}
 	if _, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().Approve(b.ctx, name,
 		&v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: p.Status.PlanHash}}, metav1.CreateOptions{}); err != nil {
 		return 0, 0, nil, err
@@ -849,6 +886,12 @@ func (b *bench) drift(kd dynamic.ResourceInterface, name string) (toDrifted, del
 	type seen struct {
 		at  time.Time
 		err error
+	}
+	// The edit is made on a quiet control plane, not in the wake of the
+	// last edit's revert and its Completed, which the floor's plain watch
+	// would not pay.
+	if _, _, err := b.quiet(floorQuietWindow, floorQuietBudget); err != nil {
+		return 0, 0, err
 	}
 	edited, drifted := make(chan seen, 1), make(chan seen, 1)
 	go func() {

@@ -138,3 +138,47 @@ func threadsCPU(pid int) (int64, error) {
 	}
 	return total, nil
 }
+
+// stolen is the machine's CPU time so far (/proc/stat's first line): all
+// of it and what the hypervisor took (steal), in clock ticks.
+type stolen struct{ total, steal int64 }
+
+// shareSince is the share of the CPU time since before that was stolen.
+func (s stolen) shareSince(before stolen) float64 {
+	if s.total == before.total {
+		return 0
+	}
+	return float64(s.steal-before.steal) / float64(s.total-before.total)
+}
+
+// readStolen reads the machine's CPU times.
+func readStolen() (stolen, error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return stolen{}, err
+	}
+	return parseStolen(string(raw))
+}
+
+// parseStolen parses /proc/stat's "cpu" line: user nice system idle
+// iowait irq softirq steal guest guest_nice; guest time is counted in
+// user already.
+func parseStolen(stat string) (stolen, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return stolen{}, fmt.Errorf("/proc/stat: no cpu line with a steal column in %q", line)
+	}
+	var s stolen
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return stolen{}, fmt.Errorf("/proc/stat: column %d of %q: %w", i+1, line, err)
+		}
+		s.total += n
+		if i == 7 {
+			s.steal = n
+		}
+	}
+	return s, nil
+}

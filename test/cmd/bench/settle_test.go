@@ -51,3 +51,30 @@ func TestThreadsCPUCountsWhatThisProcessBurns(t *testing.T) {
 		t.Error("threadsCPU of a process that does not exist: no error")
 	}
 }
+
+func TestParseStolen(t *testing.T) {
+	for _, tc := range []struct {
+		name, stat string
+		want       stolen
+		wantErr    bool
+	}{
+		{name: "a virtual machine", stat: "cpu  2134135 7448 245032 6340172 7286 0 27646 168373 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n",
+			want: stolen{total: 2134135 + 7448 + 245032 + 6340172 + 7286 + 27646 + 168373, steal: 168373}},
+		{name: "no steal column", stat: "cpu  1 2 3 4 5 6 7\n", wantErr: true},
+		{name: "not the cpu line", stat: "intr 1 2 3 4 5 6 7 8 9\n", wantErr: true},
+		{name: "not a number", stat: "cpu  1 2 3 4 5 6 7 x 0 0\n", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseStolen(tc.stat)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	if share := (stolen{total: 300, steal: 30}).shareSince(stolen{total: 100, steal: 10}); share != 0.1 {
+		t.Errorf("share = %v, want 0.1", share)
+	}
+}
