@@ -191,7 +191,7 @@ screenshots: tools build chromium
 # Figures on the real control plane: plan latency vs. floor, approval to
 # apply, drift detection, memory with 10 000 unrelated objects of each kind.
 # First the in-process targets: one evaluation of maintenance windows
-# (up to 100 on a pool, the worst schedules) under 10 ms; a miss fails.
+# (up to 100 on a pool, the worst schedules) under 10 ms of CPU time; a miss fails.
 bench: bench-windows bench-capacity bench-gates tools build
 	go run ./test/cmd/bench $(BENCH_FLAGS)
 

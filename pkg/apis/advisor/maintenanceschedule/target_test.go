@@ -4,6 +4,7 @@ package maintenanceschedule
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -14,9 +15,12 @@ import (
 const evaluationTarget = 10 * time.Millisecond
 
 // TestEvaluationSpeedTarget fails when one evaluation of a case of
-// BenchmarkEvaluate takes evaluationTarget or more. make bench runs it
-// (go test -tags bench): timings mean little under -race or on a loaded
-// machine, so make unit does not.
+// BenchmarkEvaluate takes evaluationTarget or more of CPU time (as the
+// capacity and gates targets do: an evaluation is CPU-bound, and on a
+// shared virtual machine the wall clock measures the neighbours too; one
+// case read 10.3 ms of wall time with 15 % of the CPU stolen by the
+// host, against 3.4 ms before). make bench runs it (go test -tags
+// bench): timings mean little under -race, so make unit does not.
 func TestEvaluationSpeedTarget(t *testing.T) {
 	worker := Pool{Name: "worker"}
 	for _, c := range evaluationCases {
@@ -28,7 +32,13 @@ func TestEvaluationSpeedTarget(t *testing.T) {
 				_, _ = Evaluate(context.Background(), now, worker, windows)
 			}
 		})
-		per := time.Duration(r.NsPerOp())
+		// testing.Benchmark found how many evaluations take about a
+		// second; as many again are timed in CPU time.
+		start := cpuTime(t)
+		for i := 0; i < r.N; i++ {
+			_, _ = Evaluate(context.Background(), now, worker, windows)
+		}
+		per := (cpuTime(t) - start) / time.Duration(r.N)
 		outcome := d.Reason
 		if err != nil {
 			outcome = "bounded: " + err.Error()
@@ -38,4 +48,13 @@ func TestEvaluationSpeedTarget(t *testing.T) {
 			t.Errorf("%s: %s per evaluation, the target is < %s", c.name, per, evaluationTarget)
 		}
 	}
+}
+
+// cpuTime is the CPU time the process has used.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
