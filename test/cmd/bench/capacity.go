@@ -22,7 +22,7 @@ import (
 
 var vmCapacityCPUShare = flag.Float64("vm-capacity-cpu-share", 0.2, "target: the capacity check's own computation per plan (virt_advisor_capacity_check_duration_seconds, at least its CPU), at most this share of the plan GET p50 with it")
 
-var vmCapacityFactor = flag.Float64("vm-capacity-factor", 1.2, "target: plan GET p50 that runs the capacity check on the VMs' launcher pods at most this many times the same plan without launchers (both right after another pod changed, so that neither reuses an earlier assessment)")
+var vmCapacityFactor = flag.Float64("vm-capacity-factor", 1.2, "target: plan GET p50 per its floor, that runs the capacity check on the VMs' launcher pods, at most this many times the same plan per its floor without launchers (both right after another pod changed, so that neither reuses an earlier assessment)")
 
 // capacityCheck: what the capacity check (will the migrating VMs fit)
 // adds to the plan of the VM figures. Each Node gets resources and each
@@ -141,23 +141,31 @@ func (b *bench) capacityCheck(profile string, nodes []string) error {
 	if err != nil {
 		return err
 	}
-	if stale > len(with)/10 {
-		return fmt.Errorf("%d of %d plans did not see the pod changed before them: the capacity check was not measured", stale, len(with))
+	if stale > len(with.times)/10 {
+		return fmt.Errorf("%d of %d plans did not see the pod changed before them: the capacity check was not measured", stale, len(with.times))
 	}
 	after, err := b.plansWithoutLaunchersAgain(profile, nodes[0], withoutCapacity)
 	if err != nil {
 		return err
 	}
-	w50, _ := percentiles(without)
-	c50, c95 := percentiles(with)
-	a50, _ := percentiles(after)
-	b.report.add("plan GET p50 after a pod change, without launchers", "ms", ms(w50))
-	b.report.add(fmt.Sprintf("plan GET p50 after a pod change, with %d launchers (capacity checked)", launchers), "ms", ms(c50))
-	b.report.add("plan GET p50 after a pod change, without launchers, after them", "ms", ms(a50))
-	factor := ms(c50) / ((ms(w50) + ms(a50)) / 2)
-	met := b.report.check("plan GET p50 with the capacity check / without (mean of before and after)", "x", factor, *vmCapacityFactor)
-	b.printf("%-24s after a pod change: without launchers p50 %6.1fms, with %d launchers p50 %6.1fms p95 %6.1fms, without them after %6.1fms: ratio %.2f (target <= %.2f: %s)\n",
-		profile, ms(w50), launchers, ms(c50), ms(c95), ms(a50), factor, *vmCapacityFactor, verdict(met))
+	w50, wf := without.p50()
+	c50, cf := with.p50()
+	_, c95 := percentiles(with.times)
+	a50, af := after.p50()
+	b.report.add("plan GET p50 after a pod change, without launchers", "ms", w50)
+	b.report.add(fmt.Sprintf("plan GET p50 after a pod change, with %d launchers (capacity checked)", launchers), "ms", c50)
+	b.report.add("plan GET p50 after a pod change, without launchers, after them", "ms", a50)
+	b.report.add("plan GET p50 with the capacity check / without (mean of before and after), each as measured", "x", c50/((w50+a50)/2))
+	for _, side := range []struct {
+		name string
+		t    timesAndFloor
+	}{{"without launchers", without}, {fmt.Sprintf("with %d launchers", launchers), with}, {"without launchers, after them", after}} {
+		b.report.add("plan GET after a pod change floor, "+side.name, "ms", side.t.floor)
+	}
+	factor := cf / ((wf + af) / 2)
+	met := b.report.check("plan GET p50 / its floor, with the capacity check / without (mean of before and after)", "x", factor, *vmCapacityFactor)
+	b.printf("%-24s after a pod change: without launchers p50 %6.1fms (floor %.1fms), with %d launchers p50 %6.1fms p95 %6.1fms (floor %.1fms), without them after %6.1fms (floor %.1fms): ratio of the p50s per floor %.2f (target <= %.2f: %s), as measured %.2f\n",
+		profile, w50, without.floor, launchers, c50, ms(c95), with.floor, a50, after.floor, factor, *vmCapacityFactor, verdict(met), c50/((w50+a50)/2))
 	b.printf("%-24s plan computation inside the server (mean): without launchers %.1fms, with them %.1fms\n", profile, t1.meanSince(t0), t3.meanSince(t2))
 	// The capacity check's own computation per plan, as the server times
 	// it (CPU-bound: its wall time bounds its CPU from above), against the
@@ -165,12 +173,12 @@ func (b *bench) capacityCheck(profile string, nodes []string) error {
 	// beside it: with and without the launchers it differs by more than
 	// the check (the pod informer's events, the collector on a larger
 	// heap), in either direction from run to run.
-	runs := float64(len(with) + 5)
+	runs := float64(len(with.times) + 5)
 	checked := (checked3 - checked2) / runs * 1000
 	b.report.add("server CPU per plan GET after a pod change, without launchers", "ms", (cpu1-cpu0)/runs*1000)
 	b.report.add(fmt.Sprintf("server CPU per plan GET after a pod change, with %d launchers", launchers), "ms", (cpu3-cpu2)/runs*1000)
 	b.report.add("capacity check's own computation per plan", "ms", checked)
-	share := checked / ms(c50)
+	share := checked / c50
 	met = b.report.check("capacity check per plan / plan GET p50 with it", "share", share, *vmCapacityCPUShare)
 	b.printf("%-24s the capacity check's own computation per plan %.1fms (virt_advisor_capacity_check_duration_seconds), %.0f%% of the plan's p50 (target <= %.0f%%: %s)\n",
 		profile, checked, share*100, *vmCapacityCPUShare*100, verdict(met))
@@ -184,7 +192,7 @@ func (b *bench) capacityCheck(profile string, nodes []string) error {
 // the machine's drift over the step (its load, the heaps' growth with
 // 9 700 pods created and deleted) falls on both sides of the ratio, as
 // in the VM ratios.
-func (b *bench) plansWithoutLaunchersAgain(profile, node, withoutCapacity string) ([]time.Duration, error) {
+func (b *bench) plansWithoutLaunchersAgain(profile, node, withoutCapacity string) (timesAndFloor, error) {
 	start := time.Now()
 	if err := b.parallel(*vmCount, func(i int) error {
 		if !benchVMMigrates(i) {
@@ -192,7 +200,7 @@ func (b *bench) plansWithoutLaunchersAgain(profile, node, withoutCapacity string
 		}
 		return b.e.DeleteLauncherPod(b.ctx, "default", benchVMName(i))
 	}); err != nil {
-		return nil, err
+		return timesAndFloor{}, err
 	}
 	b.printf("deleted the virt-launcher pods in %v\n", time.Since(start).Round(time.Second))
 	var capacity string
@@ -204,10 +212,10 @@ func (b *bench) plansWithoutLaunchersAgain(profile, node, withoutCapacity string
 		capacity = workerCapacity(p)
 		return capacity == withoutCapacity, nil
 	}); err != nil {
-		return nil, fmt.Errorf("the plan of %s does not say again what it said before the launchers once they are deleted (worker pool capacity %q, before them %q): %w", profile, capacity, withoutCapacity, err)
+		return timesAndFloor{}, fmt.Errorf("the plan of %s does not say again what it said before the launchers once they are deleted (worker pool capacity %q, before them %q): %w", profile, capacity, withoutCapacity, err)
 	}
 	if err := b.settle("plans without launchers, again"); err != nil {
-		return nil, err
+		return timesAndFloor{}, err
 	}
 	times, _, err := b.planTimesAfterPodChange(profile, node)
 	return times, err
@@ -235,13 +243,20 @@ func (b *bench) serverCPU() (float64, error) {
 // planTimesAfterPodChange times plan GETs, each 200 ms after a pod of
 // the bench's own on node replaced the one before (asking 1 or 2 GiB in
 // turn): the server's pod cache has changed, and the plan assesses the
-// drains again. stale counts the plans whose capacity says the same as the
-// plan before (none expected with launchers: the memory free changes).
-func (b *bench) planTimesAfterPodChange(profile, node string) (times []time.Duration, stale int, err error) {
+// drains again. Each GET is followed by its floor (as in the plan step),
+// whose p50 is the result's floor. stale counts the plans whose capacity
+// says the same as the plan before (none expected with launchers: the
+// memory free changes).
+func (b *bench) planTimesAfterPodChange(profile, node string) (_ timesAndFloor, stale int, err error) {
 	kube, err := kubernetes.NewForConfig(b.e.AdminConfig)
 	if err != nil {
-		return nil, 0, err
+		return timesAndFloor{}, 0, err
 	}
+	lists, err := b.listedReads(profile)
+	if err != nil {
+		return timesAndFloor{}, 0, err
+	}
+	var times, floors []time.Duration
 	pods := kube.CoreV1().Pods("default")
 	var last string
 	for i := 0; i < *planRuns+5; i++ {
@@ -251,30 +266,35 @@ func (b *bench) planTimesAfterPodChange(profile, node string) (times []time.Dura
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", 1+i%2))}}}}},
 		}
 		if _, err := pods.Create(b.ctx, pod, metav1.CreateOptions{}); err != nil {
-			return nil, 0, fmt.Errorf("creating pod %s: %w", pod.Name, err)
+			return timesAndFloor{}, 0, fmt.Errorf("creating pod %s: %w", pod.Name, err)
 		}
 		if i > 0 {
 			if err := pods.Delete(b.ctx, fmt.Sprintf("bench-churn-%d", i-1), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-				return nil, 0, err
+				return timesAndFloor{}, 0, err
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
 		start := time.Now()
 		p, err := b.adv.AdvisorV1alpha1().VirtPlatformConfigs().GetPlan(b.ctx, profile, metav1.GetOptions{})
 		if err != nil {
-			return nil, 0, fmt.Errorf("plan of %s: %w", profile, err)
+			return timesAndFloor{}, 0, fmt.Errorf("plan of %s: %w", profile, err)
 		}
 		took := time.Since(start)
+		floor, err := b.floor(p, lists)
+		if err != nil {
+			return timesAndFloor{}, 0, err
+		}
 		now := workerCapacity(p)
 		if i >= 5 {
-			times = append(times, took)
+			times, floors = append(times, took), append(floors, floor)
 			if now == last {
 				stale++
 			}
 		}
 		last = now
 	}
-	return times, stale, pods.Delete(b.ctx, fmt.Sprintf("bench-churn-%d", *planRuns+4), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	f50, _ := percentiles(floors)
+	return timesAndFloor{times: times, floor: ms(f50)}, stale, pods.Delete(b.ctx, fmt.Sprintf("bench-churn-%d", *planRuns+4), metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
 }
 
 // workerCapacity is what a plan says of the worker pool's capacity.
