@@ -8,13 +8,17 @@ BIN := $(CURDIR)/_output/bin
 KUBE_VERSION := v1.36.3
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-# kube-apiserver, kubectl and etcd are built from Go modules (hack/tools);
-# prebuilt binaries cannot be downloaded here.
+# kube-apiserver, kubectl, etcd and kube-controller-manager (which signs
+# the OCM agents' certificates in the fleet specs) are built from Go
+# modules (hack/tools); prebuilt binaries cannot be downloaded here.
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36 \
 	-X k8s.io/component-base/version.gitTreeState=clean \
 	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBE_VERSION)
-TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd
+TOOLS := $(BIN)/kube-apiserver $(BIN)/kubectl $(BIN)/etcd $(BIN)/kube-controller-manager
+# Open Cluster Management's binaries (see $(OCM) below).
+OCM_CMDS := registration work placement registration-operator
+OCM := $(addprefix $(BIN)/ocm/,$(OCM_CMDS))
 GO_TEST_FLAGS ?=
 CHROMIUM ?= /usr/bin/chromium
 # The state of `make run`: PKI, etcd data, kubeconfigs, logs.
@@ -29,7 +33,7 @@ build:
 	go build -ldflags "-X github.com/kubevirt/virt-advisor/pkg/version.Version=$(VERSION)" \
 		-o $(BIN)/ ./cmd/virt-advisor-apiserver ./cmd/kubectl-advisor
 
-tools: $(TOOLS) $(BIN)/prometheus $(BIN)/alertmanager
+tools: $(TOOLS) $(BIN)/prometheus $(BIN)/alertmanager $(OCM)
 
 # The first build downloads the modules and compiles up to 2 300 packages:
 # about 12 minutes on 2 cores (11 min 40 s measured on 2 busy ones); later
@@ -51,16 +55,16 @@ from_cache = [ -n "$(TOOLS_CACHE)" ] && (cd $(1) 2>/dev/null && ls $(notdir $(2)
 to_cache = if [ -n "$(TOOLS_CACHE)" ]; then mkdir -p $(1) && for b in $(2); do \
 	cp $$b $(1)/.$$(basename $$b).$$$$ && mv $(1)/.$$(basename $$b).$$$$ $(1)/$$(basename $$b); done; fi
 
-TOOLS_PKGS := k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd
+TOOLS_PKGS := k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl ./etcd k8s.io/kubernetes/cmd/kube-controller-manager
 TOOLS_INPUTS := hack/tools/go.mod hack/tools/go.sum hack/tools/etcd/main.go
 $(TOOLS) &: $(TOOLS_INPUTS)
 	@mkdir -p $(BIN)
 	@key=$(call tools_key,$(TOOLS_INPUTS)); if ! { $(call from_cache,$$key,$(TOOLS)); }; then \
-		echo ">> building kube-apiserver, kubectl $(KUBE_VERSION) and etcd from Go modules into $(BIN)" && \
+		echo ">> building kube-apiserver, kubectl, kube-controller-manager $(KUBE_VERSION) and etcd from Go modules into $(BIN)" && \
 		echo ">> the first build takes about 12 minutes on 2 cores (later ones reuse Go's cache); progress every 20s" && \
 		echo ">> listing the packages (downloads the modules the first time)" && \
 		set -o pipefail && cd hack/tools && total=$$(go list -deps $(TOOLS_PKGS) | wc -l) && \
-		go build -v -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ $(TOOLS_PKGS) 2>&1 | ../build-progress.sh "kube-apiserver, kubectl, etcd" $$total && \
+		go build -v -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ $(TOOLS_PKGS) 2>&1 | ../build-progress.sh "kube-apiserver, kubectl, kube-controller-manager, etcd" $$total && \
 		cd $(CURDIR) && $(call to_cache,$$key,$(TOOLS)); fi
 	@touch $(TOOLS)
 
@@ -110,11 +114,50 @@ $(BIN)/alertmanager: $(ALERTMANAGER_INPUTS)
 		cd $(CURDIR) && $(call to_cache,$$key,$@); fi
 	@touch $@
 
+# Open Cluster Management runs as processes in the fleet e2e specs
+# (test/env/ocm.go): its hub controllers and its klusterlet agent, built
+# from its Go module in a module of its own (hack/tools/ocm: OCM is on
+# another Kubernetes minor), into $(BIN)/ocm, with the CRDs they serve
+# copied from its API module (OCM_HUB_CRDS on the hub, OCM_SPOKE_CRDS on
+# each spoke). Kept in TOOLS_CACHE like the tools above; the first build
+# takes several minutes on 2 cores.
+OCM_INPUTS := hack/tools/ocm/go.mod hack/tools/ocm/go.sum
+OCM_HUB_CRDS := cluster/v1/0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml \
+	cluster/v1beta2/0000_00_clusters.open-cluster-management.io_managedclustersets.crd.yaml \
+	cluster/v1beta2/0000_01_clusters.open-cluster-management.io_managedclustersetbindings.crd.yaml \
+	cluster/v1beta1/0000_02_clusters.open-cluster-management.io_placements.crd.yaml \
+	cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml \
+	cluster/v1alpha1/0000_05_clusters.open-cluster-management.io_addonplacementscores.crd.yaml \
+	work/v1/0000_00_work.open-cluster-management.io_manifestworks.crd.yaml \
+	work/v1alpha1/0000_00_work.open-cluster-management.io_manifestworkreplicasets.crd.yaml \
+	addon/v1alpha1/0000_01_addon.open-cluster-management.io_managedclusteraddons.crd.yaml
+OCM_SPOKE_CRDS := work/v1/0000_01_work.open-cluster-management.io_appliedmanifestworks.crd.yaml \
+	cluster/v1alpha1/0000_02_clusters.open-cluster-management.io_clusterclaims.crd.yaml
+$(OCM) &: $(OCM_INPUTS)
+	@mkdir -p $(BIN)
+	@key=$(call tools_key,$(OCM_INPUTS)); \
+	if [ -n "$(TOOLS_CACHE)" ] && [ -d $$key/ocm/crds ]; then \
+		rm -rf $(BIN)/ocm && cp -r $$key/ocm $(BIN)/ocm && echo ">> OCM copied from $$key (built before from the same sources)"; \
+	else \
+		echo ">> building Open Cluster Management (registration, work, placement, klusterlet agent) from its Go module (first time: several minutes on 2 cores); progress every 20s" && \
+		set -o pipefail && cd hack/tools/ocm && pkgs="$(addprefix open-cluster-management.io/ocm/cmd/,$(OCM_CMDS))" && \
+		total=$$(go list -deps $$pkgs | wc -l) && rm -rf $(BIN)/ocm && mkdir -p $(BIN)/ocm/crds/hub $(BIN)/ocm/crds/spoke && \
+		go build -v -o $(BIN)/ocm/ $$pkgs 2>&1 | ../../build-progress.sh OCM $$total && \
+		api=$$(go list -m -f '{{.Dir}}' open-cluster-management.io/api) && \
+		for f in $(OCM_HUB_CRDS); do cp $$api/$$f $(BIN)/ocm/crds/hub/; done && \
+		for f in $(OCM_SPOKE_CRDS); do cp $$api/$$f $(BIN)/ocm/crds/spoke/; done && \
+		chmod -R u+w $(BIN)/ocm && cd $(CURDIR) && \
+		if [ -n "$(TOOLS_CACHE)" ]; then mkdir -p $$key && rm -rf $$key/.ocm.$$$$ && cp -r $(BIN)/ocm $$key/.ocm.$$$$ && \
+			rm -rf $$key/ocm && mv $$key/.ocm.$$$$ $$key/ocm; fi; \
+	fi
+	@touch $(OCM)
+
 # exec: the recipe's process is local-up itself, which stops the control
 # plane on SIGINT or SIGTERM. make forwards SIGTERM to it; SIGINT, as a
 # terminal's Ctrl-C, must reach the process group (make forwards no SIGINT).
-# It needs the control plane's tools only (it starts no Prometheus).
-run: $(TOOLS) build
+# It needs the control plane's tools only (it starts no Prometheus), and
+# OCM with RUN_FLAGS=--fleet (docs/fleet.md).
+run: $(TOOLS) build $(if $(findstring --fleet,$(RUN_FLAGS)),$(OCM))
 	@go build -o $(BIN)/local-up ./test/cmd/local-up
 	@exec $(BIN)/local-up --dir $(LOCAL_DIR) --bin-dir $(BIN) $(RUN_FLAGS)
 

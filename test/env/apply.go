@@ -93,30 +93,39 @@ func readManifests(files ...string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading manifests: %w", err)
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-		for i := 0; ; i++ {
-			var m map[string]any
-			err := dec.Decode(&m)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				_ = f.Close()
-				return nil, fmt.Errorf("%s: document %d: %w", file, i+1, err)
-			}
-			if len(m) == 0 {
-				continue
-			}
-			u := &unstructured.Unstructured{Object: m}
-			if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
-				_ = f.Close()
-				return nil, fmt.Errorf("%s: document %d: apiVersion, kind and metadata.name are required", file, i+1)
-			}
-			objs = append(objs, u)
-		}
+		got, err := decodeManifests(file, f)
 		_ = f.Close()
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, got...)
 	}
 	return objs, nil
+}
+
+// decodeManifests decodes every document of a YAML or JSON stream (from
+// source, for errors); empty documents (comments only) are skipped.
+func decodeManifests(source string, r io.Reader) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	for i := 0; ; i++ {
+		var m map[string]any
+		err := dec.Decode(&m)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", source, i+1, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("%s: document %d: apiVersion, kind and metadata.name are required", source, i+1)
+		}
+		objs = append(objs, u)
+	}
 }
 
 // resource maps obj to its dynamic client. A kind the cached discovery does

@@ -37,6 +37,7 @@ func run() error {
 	mcoRenderDelay := flag.Duration("mco-render-delay", fakemco.DefaultRenderDelay, "fake MachineConfig operator: delay before a MachineConfig change is rendered into the pool's spec.configuration")
 	mcoStep := flag.Duration("mco-step", fakemco.DefaultStepTime, "fake MachineConfig operator: time each pool node takes to update")
 	sampleVMs := flag.Bool("sample-vms", false, "give the worker pool its 3 Nodes and run 4 sample VirtualMachineInstances on them (one migrates, two are shut down, one blocks the drain; see docs/disruption.md)")
+	fleet := flag.Bool("fleet", false, "also run two spoke clusters (spoke-a, spoke-b, each with virt-advisor and the fake MCO) joined to this one as their hub by Open Cluster Management (built by make tools; see docs/fleet.md)")
 	hardwareClasses := flag.Bool("hardware-classes", false, "create two classes of Nodes: pool worker, 3 Intel Nodes with 32 CPUs in 1 NUMA zone; pool worker-cnv (created, selecting the worker MachineConfigs too), 3 AMD Nodes with 64 CPUs in 2 NUMA zones and 32Gi of hugepages-1Gi; with node-feature-discovery's vendor label and NodeResourceTopologies")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [-- virt-advisor-apiserver flags]\n", os.Args[0])
@@ -75,6 +76,14 @@ func run() error {
 		}
 	}
 
+	stopFleet := func() {}
+	if *fleet {
+		if stopFleet, err = runFleet(ctx, e, *dir, *binDir); err != nil {
+			return err
+		}
+		defer stopFleet()
+	}
+
 	kubectl := filepath.Join(e.BinDir, "kubectl")
 	fmt.Printf(`
 virt-advisor is running. Logs: %s
@@ -109,6 +118,7 @@ Press Ctrl-C to stop (data stays in %s; make reset removes it).
 
 	<-ctx.Done()
 	fmt.Println("\nstopping…")
+	stopFleet() // OCM and the spokes, before their hub
 	e.Stop()
 	fmt.Println("stopped: etcd, kube-apiserver and virt-advisor have exited")
 	return nil
@@ -148,4 +158,45 @@ func runSampleVMs(ctx context.Context, e *env.Env) error {
 	}
 	fmt.Printf("worker Nodes worker-0..2 run %d sample VMIs (kubectl get virtualmachineinstances -A)\n", len(SampleVMs))
 	return nil
+}
+
+// fleetSpokes are the spokes --fleet runs, in directories of their own
+// under --dir (kept across runs, as the hub's).
+var fleetSpokes = []string{"spoke-a", "spoke-b"}
+
+// runFleet starts the spokes and Open Cluster Management with e as the
+// hub, says how to look at them, and returns what stops them (OCM first).
+func runFleet(ctx context.Context, hub *env.Env, dir, binDir string) (stop func(), err error) {
+	spokes := map[string]*env.Env{}
+	stopSpokes := func() {
+		for _, s := range spokes {
+			s.Stop()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stopSpokes()
+		}
+	}()
+	for _, name := range fleetSpokes {
+		fmt.Printf("starting spoke %s\n", name)
+		spoke, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, name), BinDir: binDir, Log: os.Stdout})
+		if err != nil {
+			return nil, fmt.Errorf("spoke %s: %w", name, err)
+		}
+		spokes[name] = spoke
+	}
+	ocm, err := env.StartOCM(ctx, hub, spokes)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf(`
+Open Cluster Management runs with this cluster as the hub (OCM logs: %s).
+Its managed clusters, and each spoke's own API:
+
+KUBECONFIG=%s kubectl get managedclusters
+KUBECONFIG=%s kubectl get virtplatformconfigs
+KUBECONFIG=%s kubectl get virtplatformconfigs
+`, filepath.Join(ocm.Dir, "logs"), hub.Kubeconfig, spokes["spoke-a"].Kubeconfig, spokes["spoke-b"].Kubeconfig)
+	return func() { ocm.Stop(); stopSpokes() }, nil
 }
