@@ -93,7 +93,17 @@ const AuthorizationRetries = 5
 // from a permission the server's ServiceAccount really lacks, which then
 // fails with the API server's message.
 func Retry(err error, attempts int32) bool {
-	return Is(err) || rbacNotReady(err) || (Authorization(err) && attempts < AuthorizationRetries)
+	return Is(err) || rbacNotReady(err) || admissionNotReady(err) || (Authorization(err) && attempts < AuthorizationRetries)
+}
+
+// admissionNotReady is a 403 of an admission plugin of a kube-apiserver
+// that has just started, before the informers of its policies or
+// webhooks have synced: the plugin refuses every request with this
+// message rather than admit it unjudged (k8s.io/apiserver's policy and
+// webhook plugins). It judges the request once ready, so it is retried
+// like a 503, within the caller's deadline.
+func admissionNotReady(err error) bool {
+	return apierrors.IsForbidden(err) && strings.HasSuffix(err.Error(), "forbidden: not yet ready to handle request")
 }
 
 // rbacNotReady is a 403 of an authorizer whose caches are still empty:

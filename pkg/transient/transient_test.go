@@ -60,6 +60,9 @@ func TestRetry(t *testing.T) {
 	notReady := apierrors.NewForbidden(gr, "cluster", errors.New(`User "system:serviceaccount:virt-advisor:virt-advisor-apiserver" cannot get resource "kubedeschedulers" in API group "operator.openshift.io" in the namespace "openshift-kube-descheduler-operator": RBAC: [clusterrole.rbac.authorization.k8s.io "system:basic-user" not found, clusterrole.rbac.authorization.k8s.io "virt-advisor-apiserver" not found]`))
 	policy := apierrors.NewForbidden(gr, "cluster", errors.New(`ValidatingAdmissionPolicy 'virt-advisor-writes' with binding 'virt-advisor-writes' denied request: virt-advisor writes only what its profiles write`))
 	webhook := apierrors.NewForbidden(gr, "cluster", errors.New(`admission webhook "validate.example.io" denied the request: no`))
+	// As a kube-apiserver restarted a moment ago answered in CI: its
+	// ValidatingAdmissionPolicy plugin had not synced yet.
+	admissionStarting := apierrors.NewForbidden(schema.GroupResource{Group: "hco.kubevirt.io", Resource: "hyperconvergeds"}, "kubevirt-hyperconverged", errors.New("not yet ready to handle request"))
 	for _, tc := range []struct {
 		name     string
 		err      error
@@ -73,6 +76,8 @@ func TestRetry(t *testing.T) {
 		{"an authorizer whose caches are empty (bootstrap roles not found), however often", notReady, 50, true},
 		{"an admission policy's 403", policy, 0, false},
 		{"a webhook's 403", webhook, 0, false},
+		{"an admission plugin not ready yet after a restart, however often", admissionStarting, 50, true},
+		{"a policy whose message merely mentions it: permanent", apierrors.NewForbidden(gr, "cluster", errors.New(`ValidatingAdmissionPolicy 'p' with binding 'b' denied request: not yet ready to handle request, says the policy`)), 0, false},
 		{"a transient error, however often", apierrors.NewServiceUnavailable("starting"), 50, true},
 		{"422", apierrors.NewBadRequest("bad"), 0, false},
 	} {
