@@ -63,6 +63,9 @@ type VirtPlatformConfigStatusApplyConfiguration struct {
 	// values its first write overwrote, or that it created the object;
 	// the revert plan (GET .../revert) restores them.
 	Replaced []ReplacedObjectApplyConfiguration `json:"replaced,omitempty"`
+	// plan summarizes the live plan (its hash, items and what it does to
+	// nodes and VMs) for a fleet's review on its hub.
+	Plan *PlanSummaryApplyConfiguration `json:"plan,omitempty"`
 }
 
 // VirtPlatformConfigStatusApplyConfiguration constructs a declarative configuration of the VirtPlatformConfigStatus type for use with
@@ -205,5 +208,13 @@ func (b *VirtPlatformConfigStatusApplyConfiguration) WithReplaced(values ...*Rep
 		}
 		b.Replaced = append(b.Replaced, *values[i])
 	}
+	return b
+}
+
+// WithPlan sets the Plan field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Plan field is set to the value of the last call.
+func (b *VirtPlatformConfigStatusApplyConfiguration) WithPlan(value *PlanSummaryApplyConfiguration) *VirtPlatformConfigStatusApplyConfiguration {
+	b.Plan = value
 	return b
 }
