@@ -92,6 +92,11 @@ type ExtraConfig struct {
 	// RequireDistinctApprover refuses approvals by the author of the spec
 	// and keeps action Apply from approving by itself (four eyes).
 	RequireDistinctApprover bool
+	// ClusterName is this cluster's name on a fleet's hub: which plan
+	// hash of a delegated approval is its own.
+	ClusterName string
+	// FleetHub serves FleetConfigs and runs their controller.
+	FleetHub bool
 	// RolloutCoalesceWindow is the controller's pool pause (0: none).
 	RolloutCoalesceWindow time.Duration
 	// TransientErrorDeadline bounds the retries of a transiently failing write.
@@ -373,6 +378,7 @@ func (st *starter) newController(configs externalversions.SharedInformerFactory,
 		Profiles: d.profiles, Recorder: d.recorder, Metrics: d.metrics,
 		LeaderElection: c.ExtraConfig.LeaderElection, LeaseClient: d.leaderElectionKube, Version: version.Version,
 		RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
+		ClusterName:             c.ExtraConfig.ClusterName,
 		CoalesceWindow:          c.ExtraConfig.RolloutCoalesceWindow,
 		TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
 		ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),

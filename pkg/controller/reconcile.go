@@ -8,6 +8,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -62,6 +63,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	before := cfg.Status.DeepCopy()
 
 	var requeue time.Duration
+	if abortedByFleet(cfg, metav1.NewTime(c.clock.Now())) {
+		return 0, c.writes.write(ctx, cfg, before)
+	}
 	switch step(cfg) {
 	case workIgnore:
 		ignore(cfg, profile.Metadata().Level)
