@@ -65,6 +65,10 @@ var feedback = []struct{ name, path string }{
 	{"capacity", ".status.plan.capacity"},
 }
 
+// SpokeFieldManager is the manager of what the work agent applies on a
+// cluster (OCM requires the prefix work-agent).
+const SpokeFieldManager = "work-agent-virt-advisor"
+
 // ReplicaSet is the ManifestWorkReplicaSet of fc: its ManifestWork
 // carries spoke, the config every cluster gets, and rolls out by
 // strategy. Its name and namespace are fc's.
@@ -98,7 +102,7 @@ func ReplicaSet(fc *v1alpha1.FleetConfig, spoke *v1alpha1.VirtPlatformConfig, st
 					"resourceIdentifier": map[string]any{"group": v1alpha1.SchemeGroupVersion.Group, "resource": "virtplatformconfigs", "name": spoke.Name},
 					"feedbackRules":      []any{map[string]any{"type": "JSONPaths", "jsonPaths": paths}},
 					"conditionRules":     []any{rule("Progressing", progressingRule), rule("Degraded", degradedRule)},
-					"updateStrategy":     map[string]any{"type": "ServerSideApply", "serverSideApply": map[string]any{"force": true, "fieldManager": "virt-advisor-fleet"}},
+					"updateStrategy":     map[string]any{"type": "ServerSideApply", "serverSideApply": map[string]any{"force": true, "fieldManager": SpokeFieldManager}},
 				}},
 			},
 		},

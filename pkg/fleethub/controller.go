@@ -157,6 +157,15 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 	fc := cached.DeepCopy()
 	if err := c.apply(ctx, fc); err != nil {
+		// Said in the status, not only in the log: nothing reaches the
+		// clusters until it is written.
+		msg := fmt.Sprintf("The ManifestWorkReplicaSet %s/%s cannot be written, so no cluster gets this spec: %v", ns, name, err)
+		if fc.Status.Message != msg {
+			_, _ = c.status.Change(ctx, ns, name, func(latest *v1alpha1.FleetConfig) error {
+				latest.Status.Message = msg
+				return nil
+			})
+		}
 		return err
 	}
 	decisions, err := c.reader.Decisions(ctx, fc)

@@ -246,6 +246,25 @@ func (e *Env) ApplyYAML(ctx context.Context, doc string) error {
 	return nil
 }
 
+// DeleteYAML deletes the objects of a YAML stream, in reverse order; an
+// object already gone is no error.
+func (e *Env) DeleteYAML(ctx context.Context, doc string) error {
+	objs, err := decodeManifests("inline manifests", strings.NewReader(doc))
+	if err != nil {
+		return err
+	}
+	for i := len(objs) - 1; i >= 0; i-- {
+		r, err := e.applier.resource(ctx, objs[i])
+		if err != nil {
+			return err
+		}
+		if err := r.Delete(ctx, objs[i].GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s %s: %w", objs[i].GetKind(), objs[i].GetName(), err)
+		}
+	}
+	return nil
+}
+
 // createNamespace creates namespace name on e unless it exists.
 func createNamespace(ctx context.Context, e *Env, name string) error {
 	c, err := kubernetes.NewForConfig(e.AdminConfig)

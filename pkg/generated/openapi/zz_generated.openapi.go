@@ -26,6 +26,7 @@ import (
 	resource "k8s.io/apimachinery/pkg/api/resource"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	intstr "k8s.io/apimachinery/pkg/util/intstr"
 	version "k8s.io/apimachinery/pkg/version"
 	common "k8s.io/kube-openapi/pkg/common"
 	spec "k8s.io/kube-openapi/pkg/validation/spec"
@@ -172,6 +173,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		runtime.RawExtension{}.OpenAPIModelName():                schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
 		runtime.TypeMeta{}.OpenAPIModelName():                    schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
 		runtime.Unknown{}.OpenAPIModelName():                     schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		intstr.IntOrString{}.OpenAPIModelName():                  schema_apimachinery_pkg_util_intstr_IntOrString(ref),
 		version.Info{}.OpenAPIModelName():                        schema_k8sio_apimachinery_pkg_version_Info(ref),
 	}
 }
@@ -3861,14 +3863,14 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutAll(ref common.ReferenceCallback) c
 					"maxFailures": {
 						SchemaProps: spec.SchemaProps{
 							Description: "maxFailures is how many clusters may fail, a number or a percentage, before the rollout stops. Default 0.",
-							Ref:         ref("k8s.io/apimachinery/pkg/util/intstr.IntOrString"),
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.Duration{}.OpenAPIModelName(), "k8s.io/apimachinery/pkg/util/intstr.IntOrString"},
+			v1.Duration{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
 	}
 }
 
@@ -3895,14 +3897,14 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutConfig(ref common.ReferenceCallback
 					"maxFailures": {
 						SchemaProps: spec.SchemaProps{
 							Description: "maxFailures is how many clusters may fail, a number or a percentage, before the rollout stops. Default 0.",
-							Ref:         ref("k8s.io/apimachinery/pkg/util/intstr.IntOrString"),
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.Duration{}.OpenAPIModelName(), "k8s.io/apimachinery/pkg/util/intstr.IntOrString"},
+			v1.Duration{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
 	}
 }
 
@@ -3971,7 +3973,7 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutProgressive(ref common.ReferenceCal
 					"maxFailures": {
 						SchemaProps: spec.SchemaProps{
 							Description: "maxFailures is how many clusters may fail, a number or a percentage, before the rollout stops. Default 0.",
-							Ref:         ref("k8s.io/apimachinery/pkg/util/intstr.IntOrString"),
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
 						},
 					},
 					"mandatoryDecisionGroups": {
@@ -3996,14 +3998,14 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutProgressive(ref common.ReferenceCal
 					"maxConcurrency": {
 						SchemaProps: spec.SchemaProps{
 							Description: "maxConcurrency is how many clusters roll out at once.",
-							Ref:         ref("k8s.io/apimachinery/pkg/util/intstr.IntOrString"),
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.MandatoryDecisionGroup{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName(), "k8s.io/apimachinery/pkg/util/intstr.IntOrString"},
+			v1alpha1.MandatoryDecisionGroup{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
 	}
 }
 
@@ -4030,7 +4032,7 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutProgressivePerGroup(ref common.Refe
 					"maxFailures": {
 						SchemaProps: spec.SchemaProps{
 							Description: "maxFailures is how many clusters may fail, a number or a percentage, before the rollout stops. Default 0.",
-							Ref:         ref("k8s.io/apimachinery/pkg/util/intstr.IntOrString"),
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
 						},
 					},
 					"mandatoryDecisionGroups": {
@@ -4056,7 +4058,7 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutProgressivePerGroup(ref common.Refe
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.MandatoryDecisionGroup{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName(), "k8s.io/apimachinery/pkg/util/intstr.IntOrString"},
+			v1alpha1.MandatoryDecisionGroup{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
 	}
 }
 
@@ -7453,6 +7455,26 @@ func schema_k8sio_apimachinery_pkg_runtime_Unknown(ref common.ReferenceCallback)
 			},
 		},
 	}
+}
+
+func schema_apimachinery_pkg_util_intstr_IntOrString(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.EmbedOpenAPIDefinitionIntoV2Extension(common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number.",
+				OneOf:       common.GenerateOpenAPIV3OneOfSchema(intstr.IntOrString{}.OpenAPIV3OneOfTypes()),
+				Format:      intstr.IntOrString{}.OpenAPISchemaFormat(),
+			},
+		},
+	}, common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number.",
+				Type:        intstr.IntOrString{}.OpenAPISchemaType(),
+				Format:      intstr.IntOrString{}.OpenAPISchemaFormat(),
+			},
+		},
+	})
 }
 
 func schema_k8sio_apimachinery_pkg_version_Info(ref common.ReferenceCallback) common.OpenAPIDefinition {
