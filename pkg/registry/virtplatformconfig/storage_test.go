@@ -236,7 +236,9 @@ func TestDelegatedApprovalNeedsItsPermission(t *testing.T) {
 		{"an editor forges one", "bob", func(c *advisor.VirtPlatformConfig) { c.Spec.DelegatedApproval = delegated() }, false},
 		{"an approver of this cluster forges one", "alice", func(c *advisor.VirtPlatformConfig) { c.Spec.DelegatedApproval = delegated() }, false},
 		{"the work agent delivers one", workAgent, func(c *advisor.VirtPlatformConfig) { c.Spec.DelegatedApproval = delegated() }, true},
-		{"an editor changes its hash", "bob", func(c *advisor.VirtPlatformConfig) { c.Spec.DelegatedApproval.Clusters[0].PlanHash = strings.Repeat("b", 64) }, false},
+		{"an editor changes its hash", "bob", func(c *advisor.VirtPlatformConfig) {
+			c.Spec.DelegatedApproval.Clusters[0].PlanHash = strings.Repeat("b", 64)
+		}, false},
 		{"an editor changes another field and leaves it", "bob", func(c *advisor.VirtPlatformConfig) { c.Spec.WaitTimeout = "1h" }, true},
 		{"an editor removes it", "bob", func(c *advisor.VirtPlatformConfig) { c.Spec.DelegatedApproval = nil }, true},
 	}
