@@ -68,6 +68,9 @@ func TestDelegatedApproval(t *testing.T) {
 			if cfg.Status.Phase != tt.phase {
 				t.Fatalf("phase %s, want %s (%s)", cfg.Status.Phase, tt.phase, status.PhaseMessage(&cfg.Status))
 			}
+			if cfg.Status.DelegatedFleetHash != strings.Repeat("f", 64) {
+				t.Errorf("status.delegatedFleetHash %q: the status does not say which approval it answers", cfg.Status.DelegatedFleetHash)
+			}
 			if c := findCondition(cfg, tt.phase); c.Reason != tt.reason {
 				t.Errorf("reason %s, want %s (%s)", c.Reason, tt.reason, c.Message)
 			}

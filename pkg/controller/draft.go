@@ -41,6 +41,11 @@ func (d *drafter) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, p
 	lapse := lapseNote(cfg)
 	st.ObservedGeneration = cfg.Generation
 	st.OperatorVersion = d.version
+	st.DelegatedFleetHash = ""
+	if d := cfg.Spec.DelegatedApproval; d != nil {
+		// What this draft decides answers that approval.
+		st.DelegatedFleetHash = d.FleetHash
+	}
 	start := d.out.clock.Now()
 	res, err := d.planner.Compute(ctx, cfg)
 	d.metrics.PlanDuration(cfg.Spec.Profile, d.out.clock.Since(start))

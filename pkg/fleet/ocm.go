@@ -33,23 +33,34 @@ const (
 // fc's ManifestWorkReplicaSet.
 func ReplicaSetKey(fc *v1alpha1.FleetConfig) string { return fc.Namespace + "." + fc.Name }
 
-// conditionRules map a cluster's config onto OCM's rollout: Progressing
-// while a delegated approval is there and the config is not Completed
-// (OCM counts a cluster Succeeded once Progressing is False), Degraded
-// when its plan failed, was aborted, its rollout halted, or the approval
-// approves nothing there (OCM counts a cluster Failed when both are
-// True, and maxFailures stops the rollout). The expressions guard every
-// field they read: an expression that fails reads as False, which for
+// conditionRules map a cluster's config onto OCM's rollout, for the
+// approval of fleet hash H: Progressing until the config says it
+// completed H's plan (OCM counts a cluster Succeeded once Progressing is
+// False), Degraded when it says H's plan failed, was aborted, its rollout
+// halted, or H approves nothing there (OCM counts a cluster Failed when
+// both are True, and maxFailures stops the rollout). Only a status that
+// names H (status.delegatedFleetHash) counts: the work agent may read the
+// config from a cache that has not seen H yet, and a status written
+// before H arrived says nothing of H. The expressions guard every field
+// they read: an expression that fails reads as False, which for
 // Progressing would read as Succeeded.
-const (
-	progressingRule = `has(object.spec.delegatedApproval) && !(has(object.status) && has(object.status.phase) && object.status.phase == 'Completed')`
-	degradedRule    = `has(object.status) && has(object.status.phase) && (object.status.phase in ['Failed', 'Aborted', 'CompletedWithErrors', 'PrerequisiteFailed'] || ` +
+func conditionRules(fleetHash string) (progressing, degraded string) {
+	if fleetHash == "" {
+		// The review: every cluster gets the spec at once (All); there is
+		// no outcome to wait for.
+		return "false", "false"
+	}
+	answers := fmt.Sprintf(`has(object.status) && has(object.status.delegatedFleetHash) && object.status.delegatedFleetHash == '%s' && has(object.status.phase)`, fleetHash)
+	progressing = fmt.Sprintf(`!(%s && object.status.phase == 'Completed')`, answers)
+	degraded = answers + ` && (object.status.phase in ['Failed', 'Aborted', 'CompletedWithErrors', 'PrerequisiteFailed'] || ` +
 		`(has(object.status.conditions) && object.status.conditions.exists(c, c.status == 'True' && ` +
 		`((c.type == 'ReviewRequired' && c.reason in ['DelegatedApprovalMismatch', 'DelegatedApprovalUsed', 'FleetAborted', 'ClusterNameUnset']) || (c.type == 'Waiting' && c.reason == 'RolloutHalted')))))`
-	// phaseMessage is the phase and its condition's message.
-	phaseMessage = `has(object.status) && has(object.status.phase) && has(object.status.conditions) ? ` +
-		`object.status.phase + ': ' + object.status.conditions.filter(c, c.type == object.status.phase).map(c, c.message).join('; ') : 'no status yet'`
-)
+	return progressing, degraded
+}
+
+// phaseMessage is the phase and its condition's message.
+const phaseMessage = `has(object.status) && has(object.status.phase) && has(object.status.conditions) ? ` +
+	`object.status.phase + ': ' + object.status.conditions.filter(c, c.type == object.status.phase).map(c, c.message).join('; ') : 'no status yet'`
 
 // feedback are the fields of a cluster's config its ManifestWork reports:
 // scalars each (a JSON value is at most 1024 bytes there).
@@ -90,6 +101,11 @@ func ReplicaSet(fc *v1alpha1.FleetConfig, spoke *v1alpha1.VirtPlatformConfig, st
 	rule := func(condition, expression string) map[string]any {
 		return map[string]any{"condition": condition, "type": "CEL", "celExpressions": []any{expression}, "messageExpression": phaseMessage}
 	}
+	var fleetHash string
+	if d := spoke.Spec.DelegatedApproval; d != nil {
+		fleetHash = d.FleetHash
+	}
+	progressingRule, degradedRule := conditionRules(fleetHash)
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "work.open-cluster-management.io/v1alpha1",
 		"kind":       "ManifestWorkReplicaSet",

@@ -31,9 +31,18 @@ func TestConditionRules(t *testing.T) {
 		}
 		return out.Value()
 	}
-	delegated := map[string]any{"delegatedApproval": map[string]any{"fleetHash": "f"}}
+	const h = "ffff"
+	progressingRule, degradedRule := conditionRules(h)
+	delegated := map[string]any{"delegatedApproval": map[string]any{"fleetHash": h}}
+	answered := func(phase string, conditions ...any) map[string]any {
+		return map[string]any{"phase": phase, "delegatedFleetHash": h, "conditions": conditions}
+	}
 	cond := func(t, reason string) map[string]any {
 		return map[string]any{"type": t, "status": "True", "reason": reason, "message": t + " says " + reason}
+	}
+	// The review waits for no outcome.
+	if p, d := conditionRules(""); p != "false" || d != "false" {
+		t.Errorf("review rules %q, %q", p, d)
 	}
 	for _, tc := range []struct {
 		name                  string
@@ -41,20 +50,22 @@ func TestConditionRules(t *testing.T) {
 		progressing, degraded bool
 		message               string
 	}{
-		{name: "in review, no approval", object: map[string]any{"spec": map[string]any{}, "status": map[string]any{"phase": "ReviewRequired",
-			"conditions": []any{cond("ReviewRequired", "ReviewRequired")}}}, message: "ReviewRequired: ReviewRequired says ReviewRequired"},
 		{name: "approved, no status yet", object: map[string]any{"spec": delegated}, progressing: true, message: "no status yet"},
-		{name: "approved, writing", object: map[string]any{"spec": delegated, "status": map[string]any{"phase": "InProgress",
-			"conditions": []any{cond("InProgress", "Approved")}}}, progressing: true, message: "InProgress: InProgress says Approved"},
-		{name: "approved, done", object: map[string]any{"spec": delegated, "status": map[string]any{"phase": "Completed", "conditions": []any{}}}},
-		{name: "approved, failed", object: map[string]any{"spec": delegated, "status": map[string]any{"phase": "Failed", "conditions": []any{}}}, progressing: true, degraded: true},
-		{name: "approved, aborted", object: map[string]any{"spec": delegated, "status": map[string]any{"phase": "Aborted"}}, progressing: true, degraded: true},
-		{name: "approval for another plan", object: map[string]any{"spec": delegated, "status": map[string]any{"phase": "ReviewRequired",
-			"conditions": []any{cond("ReviewRequired", ReasonMismatch)}}}, progressing: true, degraded: true},
-		{name: "halted", object: map[string]any{"spec": delegated, "status": map[string]any{"phase": "InProgress",
-			"conditions": []any{cond("InProgress", "Approved"), cond("Waiting", "RolloutHalted")}}}, progressing: true, degraded: true},
-		{name: "waiting for a window is no failure", object: map[string]any{"spec": delegated, "status": map[string]any{"phase": "InProgress",
-			"conditions": []any{cond("Waiting", "MaintenanceWindow")}}}, progressing: true},
+		{name: "a status written before the approval arrived (or a stale read): Completed", object: map[string]any{"spec": map[string]any{},
+			"status": map[string]any{"phase": "Completed", "conditions": []any{}}}, progressing: true},
+		{name: "a status of an earlier approval: Failed", object: map[string]any{"spec": delegated,
+			"status": map[string]any{"phase": "Failed", "delegatedFleetHash": "eeee", "conditions": []any{}}}, progressing: true},
+		{name: "approved, writing", object: map[string]any{"spec": delegated, "status": answered("InProgress", cond("InProgress", "Approved"))},
+			progressing: true, message: "InProgress: InProgress says Approved"},
+		{name: "approved, done", object: map[string]any{"spec": delegated, "status": answered("Completed")}},
+		{name: "approved, failed", object: map[string]any{"spec": delegated, "status": answered("Failed")}, progressing: true, degraded: true},
+		{name: "approved, aborted", object: map[string]any{"spec": delegated, "status": map[string]any{"phase": "Aborted", "delegatedFleetHash": h}}, progressing: true, degraded: true},
+		{name: "approval for another plan", object: map[string]any{"spec": delegated, "status": answered("ReviewRequired", cond("ReviewRequired", ReasonMismatch))},
+			progressing: true, degraded: true},
+		{name: "halted", object: map[string]any{"spec": delegated, "status": answered("InProgress", cond("InProgress", "Approved"), cond("Waiting", "RolloutHalted"))},
+			progressing: true, degraded: true},
+		{name: "waiting for a window is no failure", object: map[string]any{"spec": delegated, "status": answered("InProgress", cond("Waiting", "MaintenanceWindow"))},
+			progressing: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := eval(t, progressingRule, tc.object); got != tc.progressing {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/fleet"
@@ -75,16 +76,23 @@ func fleetConfigSpecs(fleetOCM func() *env.OCM) {
 		// returns its fleet plan once every cluster reported its plan.
 		setFleet := func(ctx context.Context, opts *v1alpha1.LoadAwareConfig) *v1alpha1.FleetPlan {
 			GinkgoHelper()
-			fc, err := advisor.AdvisorV1alpha1().FleetConfigs(fleetNS).Get(ctx, fleetName, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				fc = &v1alpha1.FleetConfig{ObjectMeta: metav1.ObjectMeta{Name: fleetName, Namespace: fleetNS}, Spec: v1alpha1.FleetConfigSpec{
-					Profile: fleetPSI, PlacementRef: v1alpha1.FleetPlacementRef{Name: "virt-clusters"}, RolloutStrategy: strategyProgressiveGroup}}
-				fc.Spec.Options = &v1alpha1.ProfileOptions{LoadAware: opts}
-				_, err = advisor.AdvisorV1alpha1().FleetConfigs(fleetNS).Create(ctx, fc, metav1.CreateOptions{})
-			} else if err == nil {
+			// The hub's controller writes status meanwhile: a conflict is retried.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				fc, err := advisor.AdvisorV1alpha1().FleetConfigs(fleetNS).Get(ctx, fleetName, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					fc = &v1alpha1.FleetConfig{ObjectMeta: metav1.ObjectMeta{Name: fleetName, Namespace: fleetNS}, Spec: v1alpha1.FleetConfigSpec{
+						Profile: fleetPSI, PlacementRef: v1alpha1.FleetPlacementRef{Name: "virt-clusters"}, RolloutStrategy: strategyProgressiveGroup}}
+					fc.Spec.Options = &v1alpha1.ProfileOptions{LoadAware: opts}
+					_, err = advisor.AdvisorV1alpha1().FleetConfigs(fleetNS).Create(ctx, fc, metav1.CreateOptions{})
+					return err
+				}
+				if err != nil {
+					return err
+				}
 				fc.Spec.Options = &v1alpha1.ProfileOptions{LoadAware: opts}
 				_, err = advisor.AdvisorV1alpha1().FleetConfigs(fleetNS).Update(ctx, fc, metav1.UpdateOptions{})
-			}
+				return err
+			})
 			Expect(err).NotTo(HaveOccurred())
 			var plan *v1alpha1.FleetPlan
 			Eventually(func() []string {

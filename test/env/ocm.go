@@ -159,6 +159,13 @@ func (o *OCM) clusterNames() []string {
 	return names
 }
 
+// InstallOCMHubCRDs installs Open Cluster Management's hub CRDs on e
+// (from BinDir, built by make tools), without OCM's processes: a fleet's
+// hub whose clusters the caller simulates (the bench).
+func (e *Env) InstallOCMHubCRDs(ctx context.Context) error {
+	return installCRDs(ctx, e, filepath.Join(e.BinDir, OCMBinDir, "crds", "hub"))
+}
+
 // installCRDs applies the CRDs in dir on e and waits until they are
 // Established.
 func installCRDs(ctx context.Context, e *Env, dir string) error {

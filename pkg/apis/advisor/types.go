@@ -189,6 +189,9 @@ type VirtPlatformConfigStatus struct {
 	Replaced []ReplacedObject
 	// plan summarizes the live plan for a fleet's review.
 	Plan *PlanSummary
+	// delegatedFleetHash is the fleet hash of the delegated approval this
+	// status answers.
+	DelegatedFleetHash string
 }
 
 // ReplacedObject is what virt-advisor's writes of one target replaced.

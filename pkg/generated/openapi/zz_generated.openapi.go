@@ -4780,6 +4780,13 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref common.Refere
 							Ref:         ref(v1alpha1.PlanSummary{}.OpenAPIModelName()),
 						},
 					},
+					"delegatedFleetHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "delegatedFleetHash is the fleet hash of the spec.delegatedApproval this status answers: the fleet's condition rules read the phase as that approval's outcome only when it names it, never a status written before the approval arrived.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},

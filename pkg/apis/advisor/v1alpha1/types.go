@@ -543,6 +543,12 @@ type VirtPlatformConfigStatus struct {
 	// nodes and VMs) for a fleet's review on its hub.
 	// +optional
 	Plan *PlanSummary `json:"plan,omitempty"`
+	// delegatedFleetHash is the fleet hash of the spec.delegatedApproval
+	// this status answers: the fleet's condition rules read the phase as
+	// that approval's outcome only when it names it, never a status
+	// written before the approval arrived.
+	// +optional
+	DelegatedFleetHash string `json:"delegatedFleetHash,omitempty"`
 }
 
 // ReplacedObject is what virt-advisor's writes of one target replaced.

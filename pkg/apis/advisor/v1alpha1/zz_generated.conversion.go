@@ -3153,6 +3153,7 @@ func autoConvert_v1alpha1_VirtPlatformConfigStatus_To_advisor_VirtPlatformConfig
 	out.WrittenObjects = *(*[]advisor.WrittenObject)(unsafe.Pointer(&in.WrittenObjects))
 	out.Replaced = *(*[]advisor.ReplacedObject)(unsafe.Pointer(&in.Replaced))
 	out.Plan = (*advisor.PlanSummary)(unsafe.Pointer(in.Plan))
+	out.DelegatedFleetHash = in.DelegatedFleetHash
 	return nil
 }
 
@@ -3177,6 +3178,7 @@ func autoConvert_advisor_VirtPlatformConfigStatus_To_v1alpha1_VirtPlatformConfig
 	out.WrittenObjects = *(*[]WrittenObject)(unsafe.Pointer(&in.WrittenObjects))
 	out.Replaced = *(*[]ReplacedObject)(unsafe.Pointer(&in.Replaced))
 	out.Plan = (*PlanSummary)(unsafe.Pointer(in.Plan))
+	out.DelegatedFleetHash = in.DelegatedFleetHash
 	return nil
 }
 
