@@ -48,7 +48,7 @@ var _ = Describe("a fleet on Open Cluster Management", Ordered, Serial, Label("f
 			dir, err := os.MkdirTemp("", "virt-advisor-e2e-"+name+"-")
 			Expect(err).NotTo(HaveOccurred())
 			wg.Go(func() {
-				started[i], errs[i] = env.Start(ctx, env.Options{Dir: dir, Log: GinkgoWriter, AdvisorArgs: []string{"--cluster-name=" + name},
+				started[i], errs[i] = env.Start(ctx, env.Options{Dir: dir, Log: GinkgoWriter, AdvisorArgs: []string{"--cluster-name=" + name, "--rollout-coalesce-window=2s"},
 					FakeMCO: fakemco.Options{RenderDelay: 200 * time.Millisecond, StepTime: 300 * time.Millisecond}})
 			})
 			DeferCleanup(func() {
