@@ -214,7 +214,10 @@ func TestProgress(t *testing.T) {
 				t.Errorf("Progress = %s %q, want %s …%s…", phase, message, tc.phase, tc.message)
 			}
 			if len(clusters) != 2 || clusters[0].Name != "spoke-a" {
-				t.Errorf("clusters %+v, want both in wave order", clusters)
+				t.Fatalf("clusters %+v, want both in wave order", clusters)
+			}
+			if r, ok := tc.reports["spoke-b"]; tc.phase != v1alpha1.FleetPhaseReviewRequired && (!ok || r.Approved != hash('f')) && clusters[1].Rollout != RolloutToApply {
+				t.Errorf("spoke-b, which the approval has not reached, shows rollout %q", clusters[1].Rollout)
 			}
 		})
 	}

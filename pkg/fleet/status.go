@@ -42,13 +42,20 @@ func Progress(fc *v1alpha1.FleetConfig, decisions []Decision, reports map[string
 	var clusters []v1alpha1.FleetClusterStatus
 	for _, d := range decisions {
 		r := reports[d.Cluster]
-		clusters = append(clusters, v1alpha1.FleetClusterStatus{Name: d.Cluster, Group: d.Group, Phase: r.Phase, Message: r.Message, Rollout: r.Rollout})
+		clusters = append(clusters, v1alpha1.FleetClusterStatus{Name: d.Cluster, Group: d.Group, GroupIndex: d.GroupIndex, Phase: r.Phase, Message: r.Message, Rollout: r.Rollout})
 	}
 	if !IsApproved(fc) {
 		return v1alpha1.FleetPhaseReviewRequired, fmt.Sprintf(
 			"Each cluster drafts its plan: GET .../fleetconfigs/%s/plan, review it, and approve its fleetHash (POST .../fleetconfigs/%s/approve)", fc.Name, fc.Name), clusters
 	}
 	a := fc.Status.Approval
+	for i := range clusters {
+		// OCM's view of a cluster the approval has not reached is of the
+		// review: its wave has not come yet.
+		if reports[clusters[i].Name].Approved != a.FleetHash {
+			clusters[i].Rollout = RolloutToApply
+		}
+	}
 	if fc.Status.Abort != nil {
 		return v1alpha1.FleetPhaseAborted, fc.Status.Message, clusters
 	}

@@ -173,6 +173,8 @@ type FleetClusterStatus struct {
 	Name string
 	// group is its decision group (wave).
 	Group string
+	// groupIndex is its decision group's index: the wave.
+	GroupIndex int32
 	// phase is its VirtPlatformConfig's phase, as last reported.
 	Phase string
 	// message is that phase's message, as last reported.

@@ -78,10 +78,7 @@ func printFleetPlan(out io.Writer, p *v1alpha1.FleetPlan) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "WAVE\tCLUSTER\tPHASE\tPLAN\tITEMS\tNODES REBOOTED\tVMS MIGRATED\tSHUT DOWN\tBLOCKING\tCAPACITY")
 	for _, c := range st.Clusters {
-		wave := fmt.Sprintf("%d", c.GroupIndex)
-		if c.Group != "" {
-			wave += " (" + c.Group + ")"
-		}
+		wave := wave(c.GroupIndex, c.Group)
 		if c.Plan == nil {
 			fmt.Fprintf(w, "%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\n", wave, c.Name, c.Phase)
 			continue
@@ -103,6 +100,14 @@ func printFleetPlan(out io.Writer, p *v1alpha1.FleetPlan) {
 		return
 	}
 	fmt.Fprintf(out, "\nFleet hash: %s\n", st.FleetHash)
+}
+
+// wave names a decision group: its index, and its name when it has one.
+func wave(index int32, name string) string {
+	if name == "" {
+		return fmt.Sprint(index)
+	}
+	return fmt.Sprintf("%d (%s)", index, name)
 }
 
 func strategyName(s v1alpha1.RolloutStrategy) string {
@@ -178,7 +183,7 @@ func printFleetStatus(out io.Writer, fc *v1alpha1.FleetConfig) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "WAVE\tCLUSTER\tROLLOUT\tPHASE\tMESSAGE")
 	for _, c := range st.Clusters {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", orDash(c.Group), c.Name, orDash(c.Rollout), orDash(c.Phase), c.Message)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", wave(c.GroupIndex, c.Group), c.Name, orDash(c.Rollout), orDash(c.Phase), c.Message)
 	}
 	_ = w.Flush()
 }

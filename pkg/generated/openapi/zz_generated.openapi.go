@@ -1455,9 +1455,17 @@ func schema_pkg_apis_advisor_v1alpha1_FleetClusterStatus(ref common.ReferenceCal
 					},
 					"group": {
 						SchemaProps: spec.SchemaProps{
-							Description: "group is its decision group (wave).",
+							Description: "group is its decision group's name, \"\" for none.",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"groupIndex": {
+						SchemaProps: spec.SchemaProps{
+							Description: "groupIndex is its decision group's index: the wave.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"phase": {
@@ -1482,7 +1490,7 @@ func schema_pkg_apis_advisor_v1alpha1_FleetClusterStatus(ref common.ReferenceCal
 						},
 					},
 				},
-				Required: []string{"name"},
+				Required: []string{"name", "groupIndex"},
 			},
 		},
 	}

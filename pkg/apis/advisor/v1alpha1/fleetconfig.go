@@ -203,9 +203,11 @@ type FleetAbortRecord struct {
 type FleetClusterStatus struct {
 	// name is the managed cluster.
 	Name string `json:"name"`
-	// group is its decision group (wave).
+	// group is its decision group's name, "" for none.
 	// +optional
 	Group string `json:"group,omitempty"`
+	// groupIndex is its decision group's index: the wave.
+	GroupIndex int32 `json:"groupIndex"`
 	// phase is its VirtPlatformConfig's phase, as last reported.
 	// +optional
 	Phase string `json:"phase,omitempty"`

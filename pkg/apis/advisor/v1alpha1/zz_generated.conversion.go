@@ -1500,6 +1500,7 @@ func Convert_advisor_FleetApprovalRecord_To_v1alpha1_FleetApprovalRecord(in *adv
 func autoConvert_v1alpha1_FleetClusterStatus_To_advisor_FleetClusterStatus(in *FleetClusterStatus, out *advisor.FleetClusterStatus, s conversion.Scope) error {
 	out.Name = in.Name
 	out.Group = in.Group
+	out.GroupIndex = in.GroupIndex
 	out.Phase = in.Phase
 	out.Message = in.Message
 	out.Rollout = in.Rollout
@@ -1514,6 +1515,7 @@ func Convert_v1alpha1_FleetClusterStatus_To_advisor_FleetClusterStatus(in *Fleet
 func autoConvert_advisor_FleetClusterStatus_To_v1alpha1_FleetClusterStatus(in *advisor.FleetClusterStatus, out *FleetClusterStatus, s conversion.Scope) error {
 	out.Name = in.Name
 	out.Group = in.Group
+	out.GroupIndex = in.GroupIndex
 	out.Phase = in.Phase
 	out.Message = in.Message
 	out.Rollout = in.Rollout

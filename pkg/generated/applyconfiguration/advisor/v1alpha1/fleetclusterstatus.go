@@ -25,8 +25,10 @@ package v1alpha1
 type FleetClusterStatusApplyConfiguration struct {
 	// name is the managed cluster.
 	Name *string `json:"name,omitempty"`
-	// group is its decision group (wave).
+	// group is its decision group's name, "" for none.
 	Group *string `json:"group,omitempty"`
+	// groupIndex is its decision group's index: the wave.
+	GroupIndex *int32 `json:"groupIndex,omitempty"`
 	// phase is its VirtPlatformConfig's phase, as last reported.
 	Phase *string `json:"phase,omitempty"`
 	// message is that phase's message, as last reported.
@@ -55,6 +57,14 @@ func (b *FleetClusterStatusApplyConfiguration) WithName(value string) *FleetClus
 // If called multiple times, the Group field is set to the value of the last call.
 func (b *FleetClusterStatusApplyConfiguration) WithGroup(value string) *FleetClusterStatusApplyConfiguration {
 	b.Group = &value
+	return b
+}
+
+// WithGroupIndex sets the GroupIndex field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the GroupIndex field is set to the value of the last call.
+func (b *FleetClusterStatusApplyConfiguration) WithGroupIndex(value int32) *FleetClusterStatusApplyConfiguration {
+	b.GroupIndex = &value
 	return b
 }
 
