@@ -83,6 +83,14 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	case workTrack:
 		c.follow.track(ctx, cfg)
 	}
+	return c.finish(ctx, cfg, profile, before, requeue, err)
+}
+
+// finish ends a reconcile of cfg whose status was before: it declares
+// what cfg depends on and writes the status when it changed. requeue and
+// err are the step's.
+func (c *Controller) finish(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, before *v1alpha1.VirtPlatformConfigStatus,
+	requeue time.Duration, err error) (time.Duration, error) {
 	if cfg.Status.Phase != v1alpha1.PhaseInProgress {
 		// Only an approved plan waits (progress says for what).
 		status.ClearWaiting(&cfg.Status, cfg.Generation)

@@ -172,7 +172,7 @@ func TestRolloutOf(t *testing.T) {
 func TestReportOf(t *testing.T) {
 	r := ReportOf(work(map[string]string{"Applied": "True", "Progressing": "True"}, map[string]any{
 		"phase": "InProgress", "planHash": hash('a'), "specHash": hash('s'), "nodeReboots": int64(3), "capacity": "pool worker: fits"}))
-	if r.Phase != "InProgress" || r.Message != "InProgress: Applying" || r.Approved != hash('f') || r.Plan == nil ||
+	if r.Phase != "InProgress" || r.Message != "Applying" || r.Approved != hash('f') || r.Plan == nil ||
 		r.Plan.PlanHash != hash('a') || r.Plan.SpecHash != hash('s') || r.Plan.NodeReboots != 3 || r.Plan.Capacity != "pool worker: fits" {
 		t.Errorf("report %+v, plan %+v", r, r.Plan)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -178,6 +179,8 @@ func ReportOf(work *unstructured.Unstructured) Report {
 			}
 		}
 	}
+	// The rules' message starts with the phase, for OCM's own view.
+	r.Message = strings.TrimPrefix(r.Message, r.Phase+": ")
 	if planHash, specHash := str("planHash"), str("specHash"); planHash != "" && specHash != "" {
 		p := &v1alpha1.PlanSummary{PlanHash: planHash, SpecHash: specHash, NodeReboots: num("nodeReboots"), LiveMigrations: num("liveMigrations"),
 			ShutDownVMs: num("shutDownVMs"), DrainBlockingVMs: num("drainBlockingVMs"), Capacity: str("capacity")}

@@ -33,17 +33,7 @@ func IsApproved(fc *v1alpha1.FleetConfig) bool {
 // once one failed (its rollout stops there: OCM starts no later wave),
 // naming it and why.
 func Progress(fc *v1alpha1.FleetConfig, decisions []Decision, reports map[string]Report) (v1alpha1.FleetPhase, string, []v1alpha1.FleetClusterStatus) {
-	sort.Slice(decisions, func(i, j int) bool {
-		if decisions[i].GroupIndex != decisions[j].GroupIndex {
-			return decisions[i].GroupIndex < decisions[j].GroupIndex
-		}
-		return decisions[i].Cluster < decisions[j].Cluster
-	})
-	var clusters []v1alpha1.FleetClusterStatus
-	for _, d := range decisions {
-		r := reports[d.Cluster]
-		clusters = append(clusters, v1alpha1.FleetClusterStatus{Name: d.Cluster, Group: d.Group, GroupIndex: d.GroupIndex, Phase: r.Phase, Message: r.Message, Rollout: r.Rollout})
-	}
+	clusters := clusterProgress(decisions, reports)
 	if !IsApproved(fc) {
 		return v1alpha1.FleetPhaseReviewRequired, fmt.Sprintf(
 			"Each cluster drafts its plan: GET .../fleetconfigs/%s/plan, review it, and approve its fleetHash (POST .../fleetconfigs/%s/approve)", fc.Name, fc.Name), clusters
@@ -80,4 +70,21 @@ func Progress(fc *v1alpha1.FleetConfig, decisions []Decision, reports map[string
 	}
 	return v1alpha1.FleetPhaseRollingOut, fmt.Sprintf("Fleet plan %s approved by %s: %d of %d clusters completed",
 		v1alpha1.ShortHash(a.FleetHash), a.ApprovedBy, len(done), len(decisions)), clusters
+}
+
+// clusterProgress is each cluster's progress, in wave order (decisions
+// are sorted in place).
+func clusterProgress(decisions []Decision, reports map[string]Report) []v1alpha1.FleetClusterStatus {
+	sort.Slice(decisions, func(i, j int) bool {
+		if decisions[i].GroupIndex != decisions[j].GroupIndex {
+			return decisions[i].GroupIndex < decisions[j].GroupIndex
+		}
+		return decisions[i].Cluster < decisions[j].Cluster
+	})
+	clusters := make([]v1alpha1.FleetClusterStatus, 0, len(decisions))
+	for _, d := range decisions {
+		r := reports[d.Cluster]
+		clusters = append(clusters, v1alpha1.FleetClusterStatus{Name: d.Cluster, Group: d.Group, GroupIndex: d.GroupIndex, Phase: r.Phase, Message: r.Message, Rollout: r.Rollout})
+	}
+	return clusters
 }

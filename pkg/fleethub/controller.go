@@ -168,6 +168,14 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		}
 		return err
 	}
+	return c.writeStatus(ctx, key, fc)
+}
+
+// writeStatus writes fc's status as its clusters report it, unless an
+// approval or an abort landed since fc was read (then fc is looked at
+// again).
+func (c *Controller) writeStatus(ctx context.Context, key string, fc *v1alpha1.FleetConfig) error {
+	ns, name := fc.Namespace, fc.Name
 	decisions, err := c.reader.Decisions(ctx, fc)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -180,6 +181,26 @@ func fleetConfigSpecs(fleetOCM func() *env.OCM) {
 			}
 			Eventually(func() v1alpha1.FleetPhase { return fleetStatus(ctx).Phase }).WithContext(ctx).WithTimeout(30 * time.Second).
 				Should(Equal(v1alpha1.FleetPhaseCompleted))
+		})
+
+		It("shows the fleets, and a fleet by wave, in the dashboard", func(ctx SpecContext) {
+			startBrowser()
+			d := startDashboard(testEnv.Kubeconfig)
+			tab := newTab()
+			resp := load(tab, chromedp.Navigate(d.url))
+			Expect(resp.Status).To(BeEquivalentTo(200), pageText(tab))
+			By("the configs page lists the fleet")
+			Expect(textOf(tab, `tr[data-fleet="`+fleetNS+`/`+fleetName+`"]`)).To(SatisfyAll(ContainSubstring(fleetPSI), ContainSubstring("Completed")))
+			By("the fleet's page: each cluster's plan, by wave")
+			resp = clickTo(tab, `tr[data-fleet="`+fleetNS+`/`+fleetName+`"] th a`)
+			Expect(resp.Status).To(BeEquivalentTo(200), pageText(tab))
+			Expect(textOf(tab, "h1")).To(Equal("Fleet " + fleetNS + "/" + fleetName))
+			Expect(eval[[]string](tab, `[...document.querySelectorAll('h2')].map(e => e.textContent)`)).To(ContainElements("Wave 0 (canary)", "Wave 1"))
+			for _, c := range []string{canary, secondWave} {
+				Expect(textOf(tab, `tr[data-cluster="`+c+`"]`)).To(SatisfyAll(ContainSubstring("Succeeded"), ContainSubstring("Completed")))
+			}
+			Expect(textOf(tab, "#fleet .banner")).To(SatisfyAll(ContainSubstring("Completed"), ContainSubstring("approved by fleet-approver")))
+			screenshot(tab, "fleet")
 		})
 
 		It("stops when the canary fails: the second wave never starts, and the fleet says which cluster and why", func(ctx SpecContext) {

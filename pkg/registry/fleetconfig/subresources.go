@@ -82,15 +82,9 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	if err := requirePermission(ctx, r.authz, ns, name, "get", "plan", "approving a fleet plan takes reviewing it; ask for the virt-advisor-fleet-approver role, which grants both"); err != nil {
 		return nil, err
 	}
-	req, ok := obj.(*advisor.Approval)
-	if !ok {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an Approval, got %T", obj))
-	}
-	if req.Name != "" && req.Name != name {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the Approval must equal the FleetConfig name %q in the URL (or be left out)", req.Name, name))
-	}
-	if errs := validation.ValidateApproval(req); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(advisor.Kind("Approval"), name, errs)
+	req, err := fleetApprovalRequest(name, obj)
+	if err != nil {
+		return nil, err
 	}
 	if createValidation != nil {
 		if err := createValidation(ctx, obj); err != nil {
@@ -135,6 +129,21 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 		return nil, err
 	}
 	return out, nil
+}
+
+// fleetApprovalRequest checks the body of POST .../approve of FleetConfig name.
+func fleetApprovalRequest(name string, obj runtime.Object) (*advisor.Approval, error) {
+	req, ok := obj.(*advisor.Approval)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected an Approval, got %T", obj))
+	}
+	if req.Name != "" && req.Name != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the Approval must equal the FleetConfig name %q in the URL (or be left out)", req.Name, name))
+	}
+	if errs := validation.ValidateApproval(req); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(advisor.Kind("Approval"), name, errs)
+	}
+	return req, nil
 }
 
 // approvable says why fc cannot take an approval now, if it cannot: an
