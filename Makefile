@@ -235,7 +235,7 @@ screenshots: tools build chromium
 # apply, drift detection, memory with 10 000 unrelated objects of each kind.
 # First the in-process targets: one evaluation of maintenance windows
 # (up to 100 on a pool, the worst schedules) under 10 ms of CPU time; a miss fails.
-bench: bench-windows bench-capacity bench-gates tools build
+bench: bench-windows bench-capacity bench-gates tools $(OCM) build
 	go run ./test/cmd/bench $(BENCH_FLAGS)
 
 bench-windows:

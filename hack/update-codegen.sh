@@ -36,7 +36,9 @@ if [[ "${UPDATE_API_KNOWN_VIOLATIONS:-}" == "true" ]]; then
     update_report="--update-report"
 fi
 
+# FleetConfig's rollout strategy has IntOrString fields (OCM's, verbatim).
 kube::codegen::gen_openapi \
+    --extra-pkgs k8s.io/apimachinery/pkg/util/intstr \
     --output-dir "${SCRIPT_ROOT}/pkg/generated/openapi" \
     --output-pkg "${THIS_PKG}/pkg/generated/openapi" \
     --report-filename "${report_filename}" \

@@ -37,8 +37,11 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/alertsource"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/install"
+	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/cluster"
 	"github.com/kubevirt/virt-advisor/pkg/controller"
+	"github.com/kubevirt/virt-advisor/pkg/fleet"
+	"github.com/kubevirt/virt-advisor/pkg/fleethub"
 	"github.com/kubevirt/virt-advisor/pkg/gates"
 	"github.com/kubevirt/virt-advisor/pkg/generated/clientset/versioned"
 	"github.com/kubevirt/virt-advisor/pkg/generated/informers/externalversions"
@@ -49,6 +52,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/profiles/catalog"
 	"github.com/kubevirt/virt-advisor/pkg/registry/approvalpolicy"
+	"github.com/kubevirt/virt-advisor/pkg/registry/fleetconfig"
 	"github.com/kubevirt/virt-advisor/pkg/registry/maintenancewindow"
 	"github.com/kubevirt/virt-advisor/pkg/registry/virtplatformconfig"
 	"github.com/kubevirt/virt-advisor/pkg/sharedstorage"
@@ -92,6 +96,11 @@ type ExtraConfig struct {
 	// RequireDistinctApprover refuses approvals by the author of the spec
 	// and keeps action Apply from approving by itself (four eyes).
 	RequireDistinctApprover bool
+	// ClusterName is this cluster's name on a fleet's hub: which plan
+	// hash of a delegated approval is its own.
+	ClusterName string
+	// FleetHub serves FleetConfigs and runs their controller.
+	FleetHub bool
 	// RolloutCoalesceWindow is the controller's pool pause (0: none).
 	RolloutCoalesceWindow time.Duration
 	// TransientErrorDeadline bounds the retries of a transiently failing write.
@@ -248,7 +257,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	s := &Server{GenericAPIServer: generic, deps: c.deps}
-	storage, err := c.installAPIGroup(generic)
+	storage, fleets, err := c.installAPIGroup(generic)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +266,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	// cluster's watches (synced), the advertised profiles, then the
 	// controller. It returns at once and retries in the background; until
 	// it is done, /readyz says why.
-	st := &starter{c: c, storage: storage, startup: &startup{}}
+	st := &starter{c: c, storage: storage, fleets: fleets, startup: &startup{}}
 	st.shared, st.leases = sharedStorageCheck(c.ExtraConfig, c.deps.kube)
 	// Nothing the shipped admission policies confine is written until
 	// they are in force; /readyz/virt-advisor-admission-policies says
@@ -274,8 +283,9 @@ func (c CompletedConfig) New() (*Server, error) {
 }
 
 // installAPIGroup installs the storage of the advisor.kubevirt.io group's
-// resources; it returns the VirtPlatformConfigs'.
-func (c CompletedConfig) installAPIGroup(generic *genericapiserver.GenericAPIServer) (*virtplatformconfig.Storage, error) {
+// resources; it returns the VirtPlatformConfigs' and, on a fleet's hub,
+// the FleetConfigs'.
+func (c CompletedConfig) installAPIGroup(generic *genericapiserver.GenericAPIServer) (*virtplatformconfig.Storage, *fleetconfig.Storage, error) {
 	d := c.deps
 	storage, err := virtplatformconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, virtplatformconfig.Options{
 		Planner:                 d.engine,
@@ -286,18 +296,18 @@ func (c CompletedConfig) installAPIGroup(generic *genericapiserver.GenericAPISer
 		Profiles:                d.profiles.Validation(),
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	windows, err := maintenancewindow.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, maintenancewindow.Options{})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	policies, err := approvalpolicy.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter, approvalpolicy.Options{
 		Authorizer: c.GenericConfig.Authorization.Authorizer,
 		Configs:    storage.Config,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(advisor.GroupName, Scheme, metav1.ParameterCodec, Codecs)
 	apiGroupInfo.VersionedResourcesStorageMap["v1alpha1"] = map[string]rest.Storage{
@@ -310,10 +320,31 @@ func (c CompletedConfig) installAPIGroup(generic *genericapiserver.GenericAPISer
 		"maintenancewindows":          windows,
 		"approvalpolicies":            policies,
 	}
-	if err := generic.InstallAPIGroup(&apiGroupInfo); err != nil {
-		return nil, err
+	var fleets *fleetconfig.Storage
+	if c.ExtraConfig.FleetHub {
+		fleets, err = fleetconfig.NewStorage(Scheme, c.GenericConfig.RESTOptionsGetter, fleetconfig.Options{
+			Profiles:   d.profiles.Validation(),
+			Planner:    c.fleetReader(),
+			Authorizer: c.GenericConfig.Authorization.Authorizer,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		resources := apiGroupInfo.VersionedResourcesStorageMap["v1alpha1"]
+		resources["fleetconfigs"] = fleets.Fleet
+		resources["fleetconfigs/plan"] = fleets.Plan
+		resources["fleetconfigs/approve"] = fleets.Approve
+		resources["fleetconfigs/abort"] = fleets.Abort
 	}
-	return storage, nil
+	if err := generic.InstallAPIGroup(&apiGroupInfo); err != nil {
+		return nil, nil, err
+	}
+	return storage, fleets, nil
+}
+
+// fleetReader reads fleets from the main cluster, the fleet's hub.
+func (c CompletedConfig) fleetReader() *fleet.Reader {
+	return &fleet.Reader{Hub: c.deps.dynamic, Defaults: func(cfg *v1alpha1.VirtPlatformConfig) { Scheme.Default(cfg) }}
 }
 
 // starter is the post-start hook: what it starts, and the readyz checks
@@ -321,6 +352,7 @@ func (c CompletedConfig) installAPIGroup(generic *genericapiserver.GenericAPISer
 type starter struct {
 	c        CompletedConfig
 	storage  *virtplatformconfig.Storage
+	fleets   *fleetconfig.Storage // nil: not a fleet's hub
 	startup  *startup
 	shared   *sharedstorage.Check
 	leases   informers.SharedInformerFactory // nil: no leader election
@@ -340,6 +372,10 @@ func (st *starter) start(ctx genericapiserver.PostStartHookContext) error {
 	configs := externalversions.NewSharedInformerFactory(client, 10*time.Minute)
 	crds := metadatainformer.NewSharedInformerFactory(d.metadata, 0)
 	ctrl := st.newController(configs, crds)
+	var fleetHub *fleethub.Controller
+	if st.fleets != nil {
+		fleetHub = fleethub.New(configs.Advisor().V1alpha1().FleetConfigs().Informer(), st.c.fleetReader(), st.fleets.Stored)
+	}
 	st.confined.Start(ctx)
 	st.storage.Abort.SetPauser(ctrl)
 	metrics.RegisterConfigs(configs.Advisor().V1alpha1().VirtPlatformConfigs().Lister(), ctrl.Leading)
@@ -351,6 +387,11 @@ func (st *starter) start(ctx genericapiserver.PostStartHookContext) error {
 		crds.Start(ctx.Done())
 		if !cache.WaitForCacheSync(ctx.Done(), ctrl.Informer.HasSynced, ctrl.WindowInformer.HasSynced, ctrl.PolicyInformer.HasSynced) {
 			return
+		}
+		if fleetHub != nil {
+			// Every replica runs it: its writes are server-side applies
+			// of the same object and status writes that retry.
+			go fleetHub.Run(ctx)
 		}
 		ctrl.Run(ctx, controllerWorkers)
 	})
@@ -373,6 +414,7 @@ func (st *starter) newController(configs externalversions.SharedInformerFactory,
 		Profiles: d.profiles, Recorder: d.recorder, Metrics: d.metrics,
 		LeaderElection: c.ExtraConfig.LeaderElection, LeaseClient: d.leaderElectionKube, Version: version.Version,
 		RequireDistinctApprover: c.ExtraConfig.RequireDistinctApprover,
+		ClusterName:             c.ExtraConfig.ClusterName,
 		CoalesceWindow:          c.ExtraConfig.RolloutCoalesceWindow,
 		TransientErrorDeadline:  c.ExtraConfig.TransientErrorDeadline,
 		ApprovalPolicies: controller.ApprovalPolicies{PolicyLister: approvalPolicies.Lister(), PolicyInformer: approvalPolicies.Informer(),

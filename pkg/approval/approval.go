@@ -72,6 +72,9 @@ func Check(cfg *v1alpha1.VirtPlatformConfig) error {
 		return fmt.Errorf("the spec changed after plan %s was approved by %s (generation %d was approved, it is now %d)",
 			v1alpha1.ShortHash(a.PlanHash), a.ApprovedBy, a.Generation, cfg.Generation)
 	}
+	if err := checkDelegated(a, cfg.Spec.DelegatedApproval); err != nil {
+		return err
+	}
 	got, err := plan.ItemsHash(cfg.Status.Items)
 	if err != nil {
 		return fmt.Errorf("the items cannot be read: %v", err)
@@ -79,6 +82,23 @@ func Check(cfg *v1alpha1.VirtPlatformConfig) error {
 	if got != a.ItemsHash {
 		return fmt.Errorf("status.items are not the items of plan %s approved by %s (their hash is %s, the approval is for %s)",
 			v1alpha1.ShortHash(a.PlanHash), a.ApprovedBy, v1alpha1.ShortHash(got), v1alpha1.ShortHash(a.ItemsHash))
+	}
+	return nil
+}
+
+// checkDelegated says why a fleet's approval a no longer holds, if it
+// does not: spec.delegatedApproval, which made it, was withdrawn,
+// replaced or aborted since.
+func checkDelegated(a *v1alpha1.ApprovalRecord, d *v1alpha1.DelegatedApproval) error {
+	if a.Delegated == nil {
+		return nil
+	}
+	switch {
+	case d == nil || d.Fleet != a.Delegated.Fleet || d.FleetHash != a.Delegated.FleetHash || !d.ApprovedAt.Equal(&a.Delegated.ApprovedAt):
+		return fmt.Errorf("plan %s was approved by fleet %s, whose approval spec.delegatedApproval no longer holds: the hub withdrew or replaced it",
+			v1alpha1.ShortHash(a.PlanHash), a.Delegated.Fleet)
+	case d.AbortedBy != "":
+		return fmt.Errorf("the rollout of fleet %s was aborted by %s on the hub", a.Delegated.Fleet, d.AbortedBy)
 	}
 	return nil
 }

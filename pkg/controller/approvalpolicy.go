@@ -61,6 +61,9 @@ type approvals struct {
 	cluster  profiles.Cluster
 	clock    clock.Clock
 	distinct bool // --require-distinct-approver
+	// clusterName is this cluster's name on a fleet's hub
+	// (--cluster-name): which plan hash of a delegated approval is ours.
+	clusterName string
 }
 
 // authorRecheck is how soon a config whose policy's author could not be

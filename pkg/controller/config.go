@@ -69,6 +69,9 @@ type Config struct {
 	Version string
 	// RequireDistinctApprover keeps action Apply from approving by itself.
 	RequireDistinctApprover bool
+	// ClusterName is this cluster's name on a fleet's hub: a delegated
+	// approval approves the plan hash it names for it ("": none).
+	ClusterName string
 	// Nodes reads the Nodes from a cache (the gates between the steps of
 	// a rollout read them every StepPoll); nil: listed live.
 	Nodes func(ctx context.Context) ([]unstructured.Unstructured, error)

@@ -99,7 +99,7 @@ func New(cfg Config) *Controller {
 	}
 	c.writes = &statusWrites{status: cfg.Status, recorder: cfg.Recorder, metrics: cfg.Metrics, lister: c.lister}
 	c.approvals = &approvals{ApprovalPolicies: cfg.ApprovalPolicies, windows: cfg.MaintenanceWindows, cluster: cfg.Cluster,
-		clock: clk, distinct: cfg.RequireDistinctApprover}
+		clock: clk, distinct: cfg.RequireDistinctApprover, clusterName: cfg.ClusterName}
 	c.pools = newPools(cfg, c.lister, clk, c.approvals.trustedWindows, c.wake)
 	c.newSteps(clk)
 	return c

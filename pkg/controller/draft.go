@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
+	"github.com/kubevirt/virt-advisor/pkg/fleet"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
 	"github.com/kubevirt/virt-advisor/pkg/profiles"
 	"github.com/kubevirt/virt-advisor/pkg/status"
@@ -40,6 +41,11 @@ func (d *drafter) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, p
 	lapse := lapseNote(cfg)
 	st.ObservedGeneration = cfg.Generation
 	st.OperatorVersion = d.version
+	st.DelegatedFleetHash = ""
+	if d := cfg.Spec.DelegatedApproval; d != nil {
+		// What this draft decides answers that approval.
+		st.DelegatedFleetHash = d.FleetHash
+	}
 	start := d.out.clock.Now()
 	res, err := d.planner.Compute(ctx, cfg)
 	d.metrics.PlanDuration(cfg.Spec.Profile, d.out.clock.Since(start))
@@ -48,6 +54,7 @@ func (d *drafter) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, p
 		return 0, err
 	}
 	if !res.Satisfied() {
+		st.Plan = nil
 		st.ImpactSeverity = profile.Metadata().Level
 		status.FailPrerequisites(st, res.MissingMessage())
 		return prerequisiteRetry, nil
@@ -58,10 +65,15 @@ func (d *drafter) draft(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, p
 		st.ImpactSeverity = v1alpha1.ImpactLow
 	}
 	st.SourceSnapshotHash = res.SnapshotHash
+	if err := summarize(cfg, res); err != nil {
+		return 0, err
+	}
 	switch {
 	case !res.HasChanges() && st.Abort == nil:
 		d.nothingToApply(ctx, cfg, res, now)
 		return 0, nil
+	case cfg.Spec.DelegatedApproval != nil:
+		return 0, d.approvals.delegated(cfg, res, now)
 	case cfg.Spec.Action == v1alpha1.PlanActionApply:
 		return 0, d.applyAction(ctx, cfg, res, now)
 	}
@@ -178,4 +190,15 @@ func approvedPlanChanged(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result, now
 func distinctApproverMessage(cfg *v1alpha1.VirtPlatformConfig) string {
 	return fmt.Sprintf("action Apply does not approve plans by itself on this server (--require-distinct-approver): a user other than %q must review the plan and approve it (GET .../virtplatformconfigs/%s/plan, then POST its planHash to .../approve)",
 		cfg.Status.SpecChangedBy, cfg.Name)
+}
+
+// summarize publishes the live plan's summary in status.plan, which a
+// fleet's hub reads through the work agent's status feedback.
+func summarize(cfg *v1alpha1.VirtPlatformConfig, res *plan.Result) error {
+	specHash, err := fleet.SpecHash(cfg.Spec)
+	if err != nil {
+		return err
+	}
+	cfg.Status.Plan = fleet.Summarize(res, specHash)
+	return nil
 }

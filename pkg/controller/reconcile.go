@@ -8,6 +8,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
@@ -62,6 +63,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	before := cfg.Status.DeepCopy()
 
 	var requeue time.Duration
+	if abortedByFleet(cfg, metav1.NewTime(c.clock.Now())) {
+		return 0, c.writes.write(ctx, cfg, before)
+	}
 	switch step(cfg) {
 	case workIgnore:
 		ignore(cfg, profile.Metadata().Level)
@@ -79,6 +83,14 @@ func (c *Controller) reconcile(ctx context.Context, name string) (time.Duration,
 	case workTrack:
 		c.follow.track(ctx, cfg)
 	}
+	return c.finish(ctx, cfg, profile, before, requeue, err)
+}
+
+// finish ends a reconcile of cfg whose status was before: it declares
+// what cfg depends on and writes the status when it changed. requeue and
+// err are the step's.
+func (c *Controller) finish(ctx context.Context, cfg *v1alpha1.VirtPlatformConfig, profile profiles.Profile, before *v1alpha1.VirtPlatformConfigStatus,
+	requeue time.Duration, err error) (time.Duration, error) {
 	if cfg.Status.Phase != v1alpha1.PhaseInProgress {
 		// Only an approved plan waits (progress says for what).
 		status.ClearWaiting(&cfg.Status, cfg.Generation)

@@ -48,7 +48,7 @@ var _ = Describe("a fleet on Open Cluster Management", Ordered, Serial, Label("f
 			dir, err := os.MkdirTemp("", "virt-advisor-e2e-"+name+"-")
 			Expect(err).NotTo(HaveOccurred())
 			wg.Go(func() {
-				started[i], errs[i] = env.Start(ctx, env.Options{Dir: dir, Log: GinkgoWriter,
+				started[i], errs[i] = env.Start(ctx, env.Options{Dir: dir, Log: GinkgoWriter, AdvisorArgs: []string{"--cluster-name=" + name, "--rollout-coalesce-window=2s"},
 					FakeMCO: fakemco.Options{RenderDelay: 200 * time.Millisecond, StepTime: 300 * time.Millisecond}})
 			})
 			DeferCleanup(func() {
@@ -144,6 +144,8 @@ var _ = Describe("a fleet on Open Cluster Management", Ordered, Serial, Label("f
 			return feedbackValue(ctx, hubDyn, "spoke-a", "wave-check", "done")
 		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Equal("true"))
 	})
+
+	fleetConfigSpecs(func() *env.OCM { return ocm })
 })
 
 // fleetRolloutYAML (with the hub namespace): a Placement of every cluster

@@ -159,6 +159,13 @@ func (o *OCM) clusterNames() []string {
 	return names
 }
 
+// InstallOCMHubCRDs installs Open Cluster Management's hub CRDs on e
+// (from BinDir, built by make tools), without OCM's processes: a fleet's
+// hub whose clusters the caller simulates (the bench).
+func (e *Env) InstallOCMHubCRDs(ctx context.Context) error {
+	return installCRDs(ctx, e, filepath.Join(e.BinDir, OCMBinDir, "crds", "hub"))
+}
+
 // installCRDs applies the CRDs in dir on e and waits until they are
 // Established.
 func installCRDs(ctx context.Context, e *Env, dir string) error {
@@ -241,6 +248,25 @@ func (e *Env) ApplyYAML(ctx context.Context, doc string) error {
 	for _, obj := range objs {
 		if err := e.applier.apply(ctx, obj); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// DeleteYAML deletes the objects of a YAML stream, in reverse order; an
+// object already gone is no error.
+func (e *Env) DeleteYAML(ctx context.Context, doc string) error {
+	objs, err := decodeManifests("inline manifests", strings.NewReader(doc))
+	if err != nil {
+		return err
+	}
+	for i := len(objs) - 1; i >= 0; i-- {
+		r, err := e.applier.resource(ctx, objs[i])
+		if err != nil {
+			return err
+		}
+		if err := r.Delete(ctx, objs[i].GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s %s: %w", objs[i].GetKind(), objs[i].GetName(), err)
 		}
 	}
 	return nil

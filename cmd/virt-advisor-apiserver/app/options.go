@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -46,6 +47,10 @@ type Options struct {
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 	// RequireDistinctApprover refuses approvals by the author of the spec.
 	RequireDistinctApprover bool
+	// ClusterName is this cluster's name on a fleet's hub (--cluster-name).
+	ClusterName string
+	// FleetHub serves FleetConfigs (--fleet-hub).
+	FleetHub bool
 	// MaxConcurrentPlans bounds the plan computations API requests run at
 	// once; PlanWaitTimeout is how long a request waits for one to start
 	// before it is answered 429.
@@ -121,6 +126,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
 	fs.BoolVar(&o.RequireDistinctApprover, "require-distinct-approver", o.RequireDistinctApprover,
 		"Four eyes: refuse an approval by the user who made the last spec change, and never let action Apply approve by itself (it stops at ReviewRequired).")
+	fs.StringVar(&o.ClusterName, "cluster-name", o.ClusterName,
+		"This cluster's name on the hub of an Open Cluster Management fleet (its ManagedCluster): a fleet's delegated approval approves the plan hash it names for this name. Unset, delegated approvals approve nothing.")
+	fs.BoolVar(&o.FleetHub, "fleet-hub", o.FleetHub,
+		"Serve FleetConfigs: this cluster is an Open Cluster Management hub, and fleet plans are reviewed and approved here (docs/fleet.md).")
 	fs.IntVar(&o.MaxConcurrentPlans, "max-concurrent-plans", o.MaxConcurrentPlans,
 		"Plan computations (GET …/plan, approvals) run at once; each sends a GET and a dry-run per item to the main API server. "+
 			"Concurrent GETs of the same config revision share one computation. The controller's own plans are not counted.")
@@ -170,6 +179,11 @@ func (o *Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--rollout-coalesce-window must be 0 (no pause) or more, got %s", o.RolloutCoalesceWindow))
 	}
 	errs = append(errs, o.Gates.validate()...)
+	if o.ClusterName != "" {
+		for _, msg := range validation.IsDNS1123Label(o.ClusterName) {
+			errs = append(errs, fmt.Errorf("--cluster-name %q: %s (it is the cluster's ManagedCluster name on the hub)", o.ClusterName, msg))
+		}
+	}
 	if o.TransientErrorDeadline <= 0 {
 		errs = append(errs, fmt.Errorf("--transient-error-deadline must be more than 0, got %s", o.TransientErrorDeadline))
 	}
@@ -291,6 +305,8 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		MaxConcurrentPlans:      o.MaxConcurrentPlans,
 		PlanWaitTimeout:         o.PlanWaitTimeout,
 		RequireDistinctApprover: o.RequireDistinctApprover,
+		ClusterName:             o.ClusterName,
+		FleetHub:                o.FleetHub,
 		RolloutCoalesceWindow:   o.RolloutCoalesceWindow,
 		TransientErrorDeadline:  o.TransientErrorDeadline,
 		Gates:                   gateDefaults,

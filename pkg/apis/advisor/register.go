@@ -39,6 +39,9 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&MaintenanceWindowList{},
 		&ApprovalPolicy{},
 		&ApprovalPolicyList{},
+		&FleetConfig{},
+		&FleetConfigList{},
+		&FleetPlan{},
 	)
 	return nil
 }

@@ -113,6 +113,8 @@ type VirtPlatformConfigSpec struct {
 	Options *ProfileOptions
 	// rollout tunes how approved MachineConfig changes are rolled out onto nodes.
 	Rollout *RolloutSpec
+	// delegatedApproval is a fleet's approval, set by the fleet's work agent.
+	DelegatedApproval *DelegatedApproval
 }
 
 // RolloutSpec tunes how approved MachineConfig changes are rolled out onto nodes.
@@ -185,6 +187,11 @@ type VirtPlatformConfigStatus struct {
 	// values its first write overwrote, or that it created the object;
 	// the revert plan (GET .../revert) restores them.
 	Replaced []ReplacedObject
+	// plan summarizes the live plan for a fleet's review.
+	Plan *PlanSummary
+	// delegatedFleetHash is the fleet hash of the delegated approval this
+	// status answers.
+	DelegatedFleetHash string
 }
 
 // ReplacedObject is what virt-advisor's writes of one target replaced.
@@ -422,6 +429,8 @@ type ApprovalRecord struct {
 	Sequence int64
 	// gates are the gates in force for the approved plan's rollouts.
 	Gates *PlanGates
+	// delegated is the fleet approval that approved the plan, when one did.
+	Delegated *DelegatedApprovalRef
 }
 
 // AbortRecord is the abort of an approved plan.

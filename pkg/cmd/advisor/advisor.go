@@ -45,6 +45,8 @@ type options struct {
 	// openBrowser opens an address in the desktop's browser; tests
 	// replace it.
 	openBrowser func(url string) error
+	// namespace is that of -n or the kubeconfig's context (FleetConfigs).
+	namespace func() (string, error)
 }
 
 // color says whether to colour output: only on a terminal, unless --no-color.
@@ -69,9 +71,13 @@ func NewCmdAdvisor(streams genericiooptions.IOStreams) *cobra.Command {
 		}
 		return newClients(cfg)
 	}
+	o.namespace = func() (string, error) {
+		ns, _, err := configFlags.ToRawKubeConfigLoader().Namespace()
+		return ns, err
+	}
 	cmd := newRootCmd(o)
 	configFlags.AddFlags(cmd.PersistentFlags())
-	cmd.PersistentFlags().Lookup("namespace").Usage = "Ignored: VirtPlatformConfigs are cluster-scoped."
+	cmd.PersistentFlags().Lookup("namespace").Usage = "The namespace of FleetConfigs (kubectl advisor fleet); VirtPlatformConfigs are cluster-scoped."
 	return cmd
 }
 
@@ -87,7 +93,8 @@ func newRootCmd(o *options) *cobra.Command {
   kubectl advisor revert NAME     the revert plan (what virt-advisor wrote, back as it was), ask, approve it
   kubectl advisor abort NAME      ask, then stop the approved plan being applied
   kubectl advisor status [NAME]   phase, approval, items and MachineConfigPool progress
-  kubectl advisor dashboard       the same in a web page on this computer, with buttons to approve and abort`,
+  kubectl advisor dashboard       the same in a web page on this computer, with buttons to approve and abort
+  kubectl advisor fleet ...       on a fleet's hub: one plan for many clusters, approved once, rolled out in waves`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl advisor"},
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -104,7 +111,7 @@ func newRootCmd(o *options) *cobra.Command {
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	cmd.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
-	cmd.AddCommand(newCmdPlan(o), newCmdApprove(o), newCmdRevert(o), newCmdAbort(o), newCmdStatus(o), newCmdDashboard(o))
+	cmd.AddCommand(newCmdPlan(o), newCmdApprove(o), newCmdRevert(o), newCmdAbort(o), newCmdStatus(o), newCmdDashboard(o), newCmdFleet(o))
 	return cmd
 }
 

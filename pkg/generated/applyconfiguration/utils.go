@@ -48,10 +48,30 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.ApprovalPolicyStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ApprovalRecord"):
 		return &advisorv1alpha1.ApprovalRecordApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClusterPlanHash"):
+		return &advisorv1alpha1.ClusterPlanHashApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DedicatedCPUsConfig"):
 		return &advisorv1alpha1.DedicatedCPUsConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DelegatedApproval"):
+		return &advisorv1alpha1.DelegatedApprovalApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DelegatedApprovalRef"):
+		return &advisorv1alpha1.DelegatedApprovalRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DisruptedVM"):
 		return &advisorv1alpha1.DisruptedVMApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetAbortRecord"):
+		return &advisorv1alpha1.FleetAbortRecordApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetApprovalRecord"):
+		return &advisorv1alpha1.FleetApprovalRecordApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetClusterStatus"):
+		return &advisorv1alpha1.FleetClusterStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetConfig"):
+		return &advisorv1alpha1.FleetConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetConfigSpec"):
+		return &advisorv1alpha1.FleetConfigSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetConfigStatus"):
+		return &advisorv1alpha1.FleetConfigStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("FleetPlacementRef"):
+		return &advisorv1alpha1.FleetPlacementRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HeldConfig"):
 		return &advisorv1alpha1.HeldConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HugepagesConfig"):
@@ -70,6 +90,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.MaintenanceWindowSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MaintenanceWindowStatus"):
 		return &advisorv1alpha1.MaintenanceWindowStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MandatoryDecisionGroup"):
+		return &advisorv1alpha1.MandatoryDecisionGroupApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MandatoryDecisionGroups"):
+		return &advisorv1alpha1.MandatoryDecisionGroupsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ObjectReference"):
 		return &advisorv1alpha1.ObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PciPassthroughConfig"):
@@ -78,6 +102,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.PlanAlertGateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PlanGates"):
 		return &advisorv1alpha1.PlanGatesApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlanSummary"):
+		return &advisorv1alpha1.PlanSummaryApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PlanSummaryItem"):
+		return &advisorv1alpha1.PlanSummaryItemApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyBounds"):
 		return &advisorv1alpha1.PolicyBoundsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PolicyConfigs"):
@@ -100,10 +128,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &advisorv1alpha1.ReplacedObjectApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReviewedTarget"):
 		return &advisorv1alpha1.ReviewedTargetApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutAll"):
+		return &advisorv1alpha1.RolloutAllApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutConfig"):
+		return &advisorv1alpha1.RolloutConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RolloutGates"):
 		return &advisorv1alpha1.RolloutGatesApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutProgressive"):
+		return &advisorv1alpha1.RolloutProgressiveApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutProgressivePerGroup"):
+		return &advisorv1alpha1.RolloutProgressivePerGroupApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RolloutSpec"):
 		return &advisorv1alpha1.RolloutSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RolloutStrategy"):
+		return &advisorv1alpha1.RolloutStrategyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VirtHigherDensityConfig"):
 		return &advisorv1alpha1.VirtHigherDensityConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VirtPlatformConfig"):

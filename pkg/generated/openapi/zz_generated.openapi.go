@@ -26,6 +26,7 @@ import (
 	resource "k8s.io/apimachinery/pkg/api/resource"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
+	intstr "k8s.io/apimachinery/pkg/util/intstr"
 	version "k8s.io/apimachinery/pkg/version"
 	common "k8s.io/kube-openapi/pkg/common"
 	spec "k8s.io/kube-openapi/pkg/validation/spec"
@@ -34,122 +35,146 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		v1alpha1.Abort{}.OpenAPIModelName():                     schema_pkg_apis_advisor_v1alpha1_Abort(ref),
-		v1alpha1.AbortRecord{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_AbortRecord(ref),
-		v1alpha1.AbortSpec{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_AbortSpec(ref),
-		v1alpha1.AbortStatus{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_AbortStatus(ref),
-		v1alpha1.AlertGate{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_AlertGate(ref),
-		v1alpha1.AppliedItem{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_AppliedItem(ref),
-		v1alpha1.Approval{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_Approval(ref),
-		v1alpha1.ApprovalPolicy{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalPolicy(ref),
-		v1alpha1.ApprovalPolicyList{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyList(ref),
-		v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyRef(ref),
-		v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_ApprovalPolicySpec(ref),
-		v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():      schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyStatus(ref),
-		v1alpha1.ApprovalRecord{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref),
-		v1alpha1.ApprovalSpec{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_ApprovalSpec(ref),
-		v1alpha1.ApprovalStatus{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref),
-		v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName():       schema_pkg_apis_advisor_v1alpha1_DedicatedCPUsConfig(ref),
-		v1alpha1.DisruptedVM{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_DisruptedVM(ref),
-		v1alpha1.HeldConfig{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_HeldConfig(ref),
-		v1alpha1.HugepagesConfig{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref),
-		v1alpha1.ItemRetry{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_ItemRetry(ref),
-		v1alpha1.KSMConfiguration{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_KSMConfiguration(ref),
-		v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName(): schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref),
-		v1alpha1.LoadAwareConfig{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref),
-		v1alpha1.MaintenanceWindow{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_MaintenanceWindow(ref),
-		v1alpha1.MaintenanceWindowList{}.OpenAPIModelName():     schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowList(ref),
-		v1alpha1.MaintenanceWindowSpec{}.OpenAPIModelName():     schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowSpec(ref),
-		v1alpha1.MaintenanceWindowStatus{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowStatus(ref),
-		v1alpha1.ObjectReference{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_ObjectReference(ref),
-		v1alpha1.PciPassthroughConfig{}.OpenAPIModelName():      schema_pkg_apis_advisor_v1alpha1_PciPassthroughConfig(ref),
-		v1alpha1.Plan{}.OpenAPIModelName():                      schema_pkg_apis_advisor_v1alpha1_Plan(ref),
-		v1alpha1.PlanAlertGate{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PlanAlertGate(ref),
-		v1alpha1.PlanGates{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_PlanGates(ref),
-		v1alpha1.PlanItem{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_PlanItem(ref),
-		v1alpha1.PlanReadFrom{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PlanReadFrom(ref),
-		v1alpha1.PlanSettings{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref),
-		v1alpha1.PlanStatus{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref),
-		v1alpha1.PolicyBounds{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PolicyBounds(ref),
-		v1alpha1.PolicyConfigs{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PolicyConfigs(ref),
-		v1alpha1.PolicyDecision{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_PolicyDecision(ref),
-		v1alpha1.PolicyGates{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_PolicyGates(ref),
-		v1alpha1.PolicyItem{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PolicyItem(ref),
-		v1alpha1.PolicyWindows{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PolicyWindows(ref),
-		v1alpha1.PoolConfiguration{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_PoolConfiguration(ref),
-		v1alpha1.PoolReboot{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref),
-		v1alpha1.Prerequisite{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_Prerequisite(ref),
-		v1alpha1.ProfileOptions{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref),
-		v1alpha1.ReplacedField{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ReplacedField(ref),
-		v1alpha1.ReplacedObject{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ReplacedObject(ref),
-		v1alpha1.ReviewedTarget{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref),
-		v1alpha1.RolloutGates{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_RolloutGates(ref),
-		v1alpha1.RolloutSpec{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref),
-		v1alpha1.VMEvictionStrategyConfig{}.OpenAPIModelName():  schema_pkg_apis_advisor_v1alpha1_VMEvictionStrategyConfig(ref),
-		v1alpha1.VMImpact{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_VMImpact(ref),
-		v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref),
-		v1alpha1.VirtPlatformConfig{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfig(ref),
-		v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName():    schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref),
-		v1alpha1.VirtPlatformConfigList{}.OpenAPIModelName():    schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigList(ref),
-		v1alpha1.VirtPlatformConfigSpec{}.OpenAPIModelName():    schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigSpec(ref),
-		v1alpha1.VirtPlatformConfigStatus{}.OpenAPIModelName():  schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref),
-		v1alpha1.WindowWait{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_WindowWait(ref),
-		v1alpha1.WrittenObject{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_WrittenObject(ref),
-		resource.Quantity{}.OpenAPIModelName():                  schema_apimachinery_pkg_api_resource_Quantity(ref),
-		v1.APIGroup{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_APIGroup(ref),
-		v1.APIGroupList{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_APIGroupList(ref),
-		v1.APIResource{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_APIResource(ref),
-		v1.APIResourceList{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_APIResourceList(ref),
-		v1.APIVersions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_APIVersions(ref),
-		v1.ApplyOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		v1.Condition{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_Condition(ref),
-		v1.CreateOptions{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_CreateOptions(ref),
-		v1.DeleteOptions{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		v1.Duration{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Duration(ref),
-		v1.FieldSelectorRequirement{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		v1.FieldsV1{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_FieldsV1(ref),
-		v1.GetOptions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_GetOptions(ref),
-		v1.GroupKind{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_GroupKind(ref),
-		v1.GroupResource{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_GroupResource(ref),
-		v1.GroupVersion{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_GroupVersion(ref),
-		v1.GroupVersionForDiscovery{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		v1.GroupVersionKind{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		v1.GroupVersionResource{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		v1.InternalEvent{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_InternalEvent(ref),
-		v1.LabelSelector{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_LabelSelector(ref),
-		v1.LabelSelectorRequirement{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		v1.List{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_List(ref),
-		v1.ListMeta{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_ListMeta(ref),
-		v1.ListOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_ListOptions(ref),
-		v1.ManagedFieldsEntry{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		v1.MicroTime{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_MicroTime(ref),
-		v1.ObjectMeta{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		v1.OwnerReference{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_OwnerReference(ref),
-		v1.PartialObjectMetadata{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		v1.PartialObjectMetadataList{}.OpenAPIModelName():       schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		v1.Patch{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_Patch(ref),
-		v1.PatchOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_PatchOptions(ref),
-		v1.Preconditions{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_Preconditions(ref),
-		v1.RootPaths{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_RootPaths(ref),
-		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():       schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		v1.ShardInfo{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_ShardInfo(ref),
-		v1.Status{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_Status(ref),
-		v1.StatusCause{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_StatusCause(ref),
-		v1.StatusDetails{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_StatusDetails(ref),
-		v1.Table{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_Table(ref),
-		v1.TableColumnDefinition{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		v1.TableOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_TableOptions(ref),
-		v1.TableRow{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_TableRow(ref),
-		v1.TableRowCondition{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		v1.Time{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_Time(ref),
-		v1.Timestamp{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_Timestamp(ref),
-		v1.TypeMeta{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_TypeMeta(ref),
-		v1.UpdateOptions{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		v1.WatchEvent{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():               schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():                   schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():                    schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		version.Info{}.OpenAPIModelName():                       schema_k8sio_apimachinery_pkg_version_Info(ref),
+		v1alpha1.Abort{}.OpenAPIModelName():                      schema_pkg_apis_advisor_v1alpha1_Abort(ref),
+		v1alpha1.AbortRecord{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_AbortRecord(ref),
+		v1alpha1.AbortSpec{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_AbortSpec(ref),
+		v1alpha1.AbortStatus{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_AbortStatus(ref),
+		v1alpha1.AlertGate{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_AlertGate(ref),
+		v1alpha1.AppliedItem{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_AppliedItem(ref),
+		v1alpha1.Approval{}.OpenAPIModelName():                   schema_pkg_apis_advisor_v1alpha1_Approval(ref),
+		v1alpha1.ApprovalPolicy{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ApprovalPolicy(ref),
+		v1alpha1.ApprovalPolicyList{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyList(ref),
+		v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyRef(ref),
+		v1alpha1.ApprovalPolicySpec{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_ApprovalPolicySpec(ref),
+		v1alpha1.ApprovalPolicyStatus{}.OpenAPIModelName():       schema_pkg_apis_advisor_v1alpha1_ApprovalPolicyStatus(ref),
+		v1alpha1.ApprovalRecord{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref),
+		v1alpha1.ApprovalSpec{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_ApprovalSpec(ref),
+		v1alpha1.ApprovalStatus{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref),
+		v1alpha1.ClusterPlanHash{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ClusterPlanHash(ref),
+		v1alpha1.DedicatedCPUsConfig{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_DedicatedCPUsConfig(ref),
+		v1alpha1.DelegatedApproval{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_DelegatedApproval(ref),
+		v1alpha1.DelegatedApprovalRef{}.OpenAPIModelName():       schema_pkg_apis_advisor_v1alpha1_DelegatedApprovalRef(ref),
+		v1alpha1.DisruptedVM{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_DisruptedVM(ref),
+		v1alpha1.FleetAbortRecord{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_FleetAbortRecord(ref),
+		v1alpha1.FleetApprovalRecord{}.OpenAPIModelName():        schema_pkg_apis_advisor_v1alpha1_FleetApprovalRecord(ref),
+		v1alpha1.FleetClusterStatus{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_FleetClusterStatus(ref),
+		v1alpha1.FleetConfig{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_FleetConfig(ref),
+		v1alpha1.FleetConfigList{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_FleetConfigList(ref),
+		v1alpha1.FleetConfigSpec{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_FleetConfigSpec(ref),
+		v1alpha1.FleetConfigStatus{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_FleetConfigStatus(ref),
+		v1alpha1.FleetPlacementRef{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_FleetPlacementRef(ref),
+		v1alpha1.FleetPlan{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_FleetPlan(ref),
+		v1alpha1.FleetPlanCluster{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_FleetPlanCluster(ref),
+		v1alpha1.FleetPlanStatus{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_FleetPlanStatus(ref),
+		v1alpha1.HeldConfig{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_HeldConfig(ref),
+		v1alpha1.HugepagesConfig{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_HugepagesConfig(ref),
+		v1alpha1.ItemRetry{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_ItemRetry(ref),
+		v1alpha1.KSMConfiguration{}.OpenAPIModelName():           schema_pkg_apis_advisor_v1alpha1_KSMConfiguration(ref),
+		v1alpha1.LiveMigrationLimitsConfig{}.OpenAPIModelName():  schema_pkg_apis_advisor_v1alpha1_LiveMigrationLimitsConfig(ref),
+		v1alpha1.LoadAwareConfig{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_LoadAwareConfig(ref),
+		v1alpha1.MaintenanceWindow{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_MaintenanceWindow(ref),
+		v1alpha1.MaintenanceWindowList{}.OpenAPIModelName():      schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowList(ref),
+		v1alpha1.MaintenanceWindowSpec{}.OpenAPIModelName():      schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowSpec(ref),
+		v1alpha1.MaintenanceWindowStatus{}.OpenAPIModelName():    schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowStatus(ref),
+		v1alpha1.MandatoryDecisionGroup{}.OpenAPIModelName():     schema_pkg_apis_advisor_v1alpha1_MandatoryDecisionGroup(ref),
+		v1alpha1.MandatoryDecisionGroups{}.OpenAPIModelName():    schema_pkg_apis_advisor_v1alpha1_MandatoryDecisionGroups(ref),
+		v1alpha1.ObjectReference{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_ObjectReference(ref),
+		v1alpha1.PciPassthroughConfig{}.OpenAPIModelName():       schema_pkg_apis_advisor_v1alpha1_PciPassthroughConfig(ref),
+		v1alpha1.Plan{}.OpenAPIModelName():                       schema_pkg_apis_advisor_v1alpha1_Plan(ref),
+		v1alpha1.PlanAlertGate{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PlanAlertGate(ref),
+		v1alpha1.PlanGates{}.OpenAPIModelName():                  schema_pkg_apis_advisor_v1alpha1_PlanGates(ref),
+		v1alpha1.PlanItem{}.OpenAPIModelName():                   schema_pkg_apis_advisor_v1alpha1_PlanItem(ref),
+		v1alpha1.PlanReadFrom{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_PlanReadFrom(ref),
+		v1alpha1.PlanSettings{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_PlanSettings(ref),
+		v1alpha1.PlanStatus{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref),
+		v1alpha1.PlanSummary{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PlanSummary(ref),
+		v1alpha1.PlanSummaryItem{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_PlanSummaryItem(ref),
+		v1alpha1.PolicyBounds{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_PolicyBounds(ref),
+		v1alpha1.PolicyConfigs{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PolicyConfigs(ref),
+		v1alpha1.PolicyDecision{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_PolicyDecision(ref),
+		v1alpha1.PolicyGates{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_PolicyGates(ref),
+		v1alpha1.PolicyItem{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_PolicyItem(ref),
+		v1alpha1.PolicyWindows{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_PolicyWindows(ref),
+		v1alpha1.PoolConfiguration{}.OpenAPIModelName():          schema_pkg_apis_advisor_v1alpha1_PoolConfiguration(ref),
+		v1alpha1.PoolReboot{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_PoolReboot(ref),
+		v1alpha1.Prerequisite{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_Prerequisite(ref),
+		v1alpha1.ProfileOptions{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ProfileOptions(ref),
+		v1alpha1.ReplacedField{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_ReplacedField(ref),
+		v1alpha1.ReplacedObject{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ReplacedObject(ref),
+		v1alpha1.ReviewedTarget{}.OpenAPIModelName():             schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref),
+		v1alpha1.RolloutAll{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_RolloutAll(ref),
+		v1alpha1.RolloutConfig{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_RolloutConfig(ref),
+		v1alpha1.RolloutGates{}.OpenAPIModelName():               schema_pkg_apis_advisor_v1alpha1_RolloutGates(ref),
+		v1alpha1.RolloutProgressive{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_RolloutProgressive(ref),
+		v1alpha1.RolloutProgressivePerGroup{}.OpenAPIModelName(): schema_pkg_apis_advisor_v1alpha1_RolloutProgressivePerGroup(ref),
+		v1alpha1.RolloutSpec{}.OpenAPIModelName():                schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref),
+		v1alpha1.RolloutStrategy{}.OpenAPIModelName():            schema_pkg_apis_advisor_v1alpha1_RolloutStrategy(ref),
+		v1alpha1.VMEvictionStrategyConfig{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_VMEvictionStrategyConfig(ref),
+		v1alpha1.VMImpact{}.OpenAPIModelName():                   schema_pkg_apis_advisor_v1alpha1_VMImpact(ref),
+		v1alpha1.VirtHigherDensityConfig{}.OpenAPIModelName():    schema_pkg_apis_advisor_v1alpha1_VirtHigherDensityConfig(ref),
+		v1alpha1.VirtPlatformConfig{}.OpenAPIModelName():         schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfig(ref),
+		v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName():     schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigItem(ref),
+		v1alpha1.VirtPlatformConfigList{}.OpenAPIModelName():     schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigList(ref),
+		v1alpha1.VirtPlatformConfigSpec{}.OpenAPIModelName():     schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigSpec(ref),
+		v1alpha1.VirtPlatformConfigStatus{}.OpenAPIModelName():   schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref),
+		v1alpha1.WindowWait{}.OpenAPIModelName():                 schema_pkg_apis_advisor_v1alpha1_WindowWait(ref),
+		v1alpha1.WrittenObject{}.OpenAPIModelName():              schema_pkg_apis_advisor_v1alpha1_WrittenObject(ref),
+		resource.Quantity{}.OpenAPIModelName():                   schema_apimachinery_pkg_api_resource_Quantity(ref),
+		v1.APIGroup{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_APIGroup(ref),
+		v1.APIGroupList{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_APIGroupList(ref),
+		v1.APIResource{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_APIResource(ref),
+		v1.APIResourceList{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIResourceList(ref),
+		v1.APIVersions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_APIVersions(ref),
+		v1.ApplyOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		v1.Condition{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Condition(ref),
+		v1.CreateOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_CreateOptions(ref),
+		v1.DeleteOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		v1.Duration{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_Duration(ref),
+		v1.FieldSelectorRequirement{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		v1.FieldsV1{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_FieldsV1(ref),
+		v1.GetOptions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_GetOptions(ref),
+		v1.GroupKind{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_GroupKind(ref),
+		v1.GroupResource{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_GroupResource(ref),
+		v1.GroupVersion{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_GroupVersion(ref),
+		v1.GroupVersionForDiscovery{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		v1.GroupVersionKind{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		v1.GroupVersionResource{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		v1.InternalEvent{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_InternalEvent(ref),
+		v1.LabelSelector{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_LabelSelector(ref),
+		v1.LabelSelectorRequirement{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		v1.List{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_List(ref),
+		v1.ListMeta{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_ListMeta(ref),
+		v1.ListOptions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_ListOptions(ref),
+		v1.ManagedFieldsEntry{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		v1.MicroTime{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_MicroTime(ref),
+		v1.ObjectMeta{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		v1.OwnerReference{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_OwnerReference(ref),
+		v1.PartialObjectMetadata{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		v1.PartialObjectMetadataList{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		v1.Patch{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_Patch(ref),
+		v1.PatchOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_PatchOptions(ref),
+		v1.Preconditions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_Preconditions(ref),
+		v1.RootPaths{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_RootPaths(ref),
+		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		v1.ShardInfo{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_ShardInfo(ref),
+		v1.Status{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_Status(ref),
+		v1.StatusCause{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_StatusCause(ref),
+		v1.StatusDetails{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_StatusDetails(ref),
+		v1.Table{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_Table(ref),
+		v1.TableColumnDefinition{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		v1.TableOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_TableOptions(ref),
+		v1.TableRow{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_TableRow(ref),
+		v1.TableRowCondition{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		v1.Time{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_Time(ref),
+		v1.Timestamp{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Timestamp(ref),
+		v1.TypeMeta{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_TypeMeta(ref),
+		v1.UpdateOptions{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		v1.WatchEvent{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():                schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():                    schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                     schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		intstr.IntOrString{}.OpenAPIModelName():                  schema_apimachinery_pkg_util_intstr_IntOrString(ref),
+		version.Info{}.OpenAPIModelName():                        schema_k8sio_apimachinery_pkg_version_Info(ref),
 	}
 }
 
@@ -995,12 +1020,18 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalRecord(ref common.ReferenceCallbac
 							Ref:         ref(v1alpha1.PlanGates{}.OpenAPIModelName()),
 						},
 					},
+					"delegated": {
+						SchemaProps: spec.SchemaProps{
+							Description: "delegated is the fleet approval (spec.delegatedApproval) that approved the plan, when one did: each is used at most once.",
+							Ref:         ref(v1alpha1.DelegatedApprovalRef{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"planHash", "approvedBy", "approvedAt", "generation"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName(), v1alpha1.PlanGates{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.ApprovalPolicyRef{}.OpenAPIModelName(), v1alpha1.DelegatedApprovalRef{}.OpenAPIModelName(), v1alpha1.PlanGates{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1058,6 +1089,36 @@ func schema_pkg_apis_advisor_v1alpha1_ApprovalStatus(ref common.ReferenceCallbac
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_ClusterPlanHash(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterPlanHash is the plan a fleet approval approved on one cluster.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the managed cluster's name on the hub.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"planHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "planHash is the plan that cluster showed the fleet's review.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "planHash"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_DedicatedCPUsConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1112,6 +1173,119 @@ func schema_pkg_apis_advisor_v1alpha1_DedicatedCPUsConfig(ref common.ReferenceCa
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_DelegatedApproval(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DelegatedApproval is a fleet's approval of this cluster's plan, made on the fleet's hub (POST .../fleetconfigs/NAME/approve) and delivered by Open Cluster Management's work agent. Only an identity allowed `create virtplatformconfigs/delegatedapproval` may set or change it (the shipped role grants it to the work agent's ServiceAccount only). It approves the live plan only when the plan hash it names for this cluster (the server's --cluster-name) is the live plan's, and only once.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"fleet": {
+						SchemaProps: spec.SchemaProps{
+							Description: "fleet is the FleetConfig on the hub that approved, as namespace/name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"fleetHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "fleetHash is the fleet plan revision the hub user approved.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"approvedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "approvedBy is the hub user who approved the fleet plan.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"approvedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "approvedAt is when the hub recorded the approval.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"clusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "clusters are the plan hashes the fleet approval approved, one per managed cluster.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.ClusterPlanHash{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"abortedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "abortedBy, when set, is the hub user who aborted the fleet's rollout: a plan this approval approved is aborted, and one it did not start yet never starts.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"fleet", "fleetHash", "approvedBy", "approvedAt", "clusters"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ClusterPlanHash{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_DelegatedApprovalRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DelegatedApprovalRef says which fleet approval approved a plan.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"fleet": {
+						SchemaProps: spec.SchemaProps{
+							Description: "fleet is the FleetConfig on the hub, as namespace/name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"fleetHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "fleetHash is the fleet plan revision approved.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"approvedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "approvedAt is when the hub recorded the approval.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"fleet", "fleetHash", "approvedAt"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_DisruptedVM(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1163,6 +1337,594 @@ func schema_pkg_apis_advisor_v1alpha1_DisruptedVM(ref common.ReferenceCallback) 
 				Required: []string{"pool", "namespace", "name", "fate"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_FleetAbortRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetAbortRecord is the abort of a fleet rollout.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"abortedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "abortedBy is the hub user who aborted.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"abortedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "abortedAt is when.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"abortedBy", "abortedAt"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_FleetApprovalRecord(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetApprovalRecord is the approval of a fleet plan.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"fleetHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "fleetHash is the fleet plan revision approved.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"approvedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "approvedBy is the hub user who approved.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"approvedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "approvedAt is when.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"generation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "generation is the spec generation approved.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"clusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "clusters are the plan hashes approved, per cluster.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.ClusterPlanHash{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"fleetHash", "approvedBy", "approvedAt", "generation", "clusters"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ClusterPlanHash{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_FleetClusterStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetClusterStatus is one cluster's progress.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the managed cluster.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is its decision group's name, \"\" for none.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"groupIndex": {
+						SchemaProps: spec.SchemaProps{
+							Description: "groupIndex is its decision group's index: the wave.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "phase is its VirtPlatformConfig's phase, as last reported.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message is that phase's message, as last reported.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"rollout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rollout is OCM's view: ToApply (not reached yet), Progressing, Succeeded or Failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "groupIndex"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_FleetConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetConfig selects a tuning profile for every cluster an Open Cluster Management Placement selects, reviewed and approved once on the hub and rolled out by OCM's rollout strategy. Served by a server started with --fleet-hub; it lives in the namespace of its Placement.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec is the profile, its options, the clusters and how to roll out.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.FleetConfigSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is written by the hub's controller and by approvals.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.FleetConfigStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.FleetConfigSpec{}.OpenAPIModelName(), v1alpha1.FleetConfigStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_FleetConfigList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetConfigList is a list of FleetConfigs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.FleetConfig{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.FleetConfig{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_FleetConfigSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetConfigSpec is the desired state of a FleetConfig.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"profile": {
+						SchemaProps: spec.SchemaProps{
+							Description: "profile is the tuning profile each cluster's VirtPlatformConfig selects; immutable.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"options": {
+						SchemaProps: spec.SchemaProps{
+							Description: "options tune the profile, as in VirtPlatformConfig.spec.options.",
+							Ref:         ref(v1alpha1.ProfileOptions{}.OpenAPIModelName()),
+						},
+					},
+					"placementRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "placementRef names the Placement, in this namespace, whose decisions are the fleet's clusters and whose decision groups are its waves.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.FleetPlacementRef{}.OpenAPIModelName()),
+						},
+					},
+					"rolloutStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rolloutStrategy is Open Cluster Management's rollout strategy, verbatim: how the approved plan reaches the clusters, wave by wave. Default: All.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.RolloutStrategy{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"profile", "placementRef"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.FleetPlacementRef{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.RolloutStrategy{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_FleetConfigStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetConfigStatus is the observed state of a FleetConfig.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "phase is the lifecycle phase.\n\nPossible enum values:\n - `\"Aborted\"` : a person stopped the rollout.\n - `\"Completed\"` : every cluster applied its approved plan.\n - `\"Failed\"` : a cluster failed, and the rollout stopped.\n - `\"ReviewRequired\"` : each cluster drafts its plan; the fleet plan waits for an approval.\n - `\"RollingOut\"` : the approved fleet plan goes out wave by wave.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Aborted", "Completed", "Failed", "ReviewRequired", "RollingOut"},
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message says why, and what to do.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "observedGeneration is the spec generation the status describes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"approval": {
+						SchemaProps: spec.SchemaProps{
+							Description: "approval is the last approval of a fleet plan.",
+							Ref:         ref(v1alpha1.FleetApprovalRecord{}.OpenAPIModelName()),
+						},
+					},
+					"abort": {
+						SchemaProps: spec.SchemaProps{
+							Description: "abort records who aborted the rollout, and when.",
+							Ref:         ref(v1alpha1.FleetAbortRecord{}.OpenAPIModelName()),
+						},
+					},
+					"clusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "clusters are each cluster's progress, as its ManifestWork reports it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.FleetClusterStatus{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.FleetAbortRecord{}.OpenAPIModelName(), v1alpha1.FleetApprovalRecord{}.OpenAPIModelName(), v1alpha1.FleetClusterStatus{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_FleetPlacementRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetPlacementRef names a Placement in the FleetConfig's namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the Placement's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_FleetPlan(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetPlan is the live plan of a fleet (GET .../fleetconfigs/NAME/plan): each cluster's plan as the cluster itself drafted it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status is the computed fleet plan.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.FleetPlanStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.FleetPlanStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_FleetPlanCluster(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetPlanCluster is one cluster's plan.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the managed cluster.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is its decision group's name, \"\" for none.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"groupIndex": {
+						SchemaProps: spec.SchemaProps{
+							Description: "groupIndex is its decision group's index: the wave.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "phase is its VirtPlatformConfig's phase.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message is that phase's message.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"plan": {
+						SchemaProps: spec.SchemaProps{
+							Description: "plan is the plan the cluster drafted; absent until it reports one for this spec.",
+							Ref:         ref(v1alpha1.PlanSummary{}.OpenAPIModelName()),
+						},
+					},
+					"approvedPlanHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "approvedPlanHash is the plan hash the fleet's approval approved for it, when one did; a different plan.planHash is a mismatch: the cluster writes nothing.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "groupIndex"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PlanSummary{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_FleetPlanStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FleetPlanStatus is a computed fleet plan.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"profile": {
+						SchemaProps: spec.SchemaProps{
+							Description: "profile is the profile.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"generation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "generation is the FleetConfig generation the plan is for.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"fleetHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "fleetHash binds every cluster's plan hash, its wave, and the rollout strategy; approve exactly this value. Empty while a cluster has not reported a plan for this spec.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"rolloutStrategy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "rolloutStrategy is the strategy the approval rolls out by.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.RolloutStrategy{}.OpenAPIModelName()),
+						},
+					},
+					"clusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "clusters are the placed clusters, by wave then name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.FleetPlanCluster{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"pending": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "pending says which clusters have no plan for this spec yet, and why.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"profile", "generation", "rolloutStrategy"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.FleetPlanCluster{}.OpenAPIModelName(), v1alpha1.RolloutStrategy{}.OpenAPIModelName()},
 	}
 }
 
@@ -1703,6 +2465,67 @@ func schema_pkg_apis_advisor_v1alpha1_MaintenanceWindowStatus(ref common.Referen
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_MandatoryDecisionGroup(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MandatoryDecisionGroup is a decision group rolled out first.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"groupName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "groupName is the decision group's name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"groupIndex": {
+						SchemaProps: spec.SchemaProps{
+							Description: "groupIndex is the decision group's index.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_MandatoryDecisionGroups(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "MandatoryDecisionGroups are rolled out first, and must all succeed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"mandatoryDecisionGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "mandatoryDecisionGroups are rolled out first, in this order.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.MandatoryDecisionGroup{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.MandatoryDecisionGroup{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_ObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2238,6 +3061,130 @@ func schema_pkg_apis_advisor_v1alpha1_PlanStatus(ref common.ReferenceCallback) c
 		},
 		Dependencies: []string{
 			v1alpha1.PlanItem{}.OpenAPIModelName(), v1alpha1.PlanReadFrom{}.OpenAPIModelName(), v1alpha1.PlanSettings{}.OpenAPIModelName(), v1alpha1.Prerequisite{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PlanSummary(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlanSummary is the live plan in a few fields, for a fleet's review: the hub reads it through the work agent's status feedback.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"planHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "planHash is the live plan's hash: what an approval approves.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"specHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "specHash is the SHA-256 (lowercase hex) of the spec the plan was drafted for, spec.delegatedApproval left out: the hub counts a summary only for the spec it sent.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"items": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "items are the plan's items.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.PlanSummaryItem{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"nodeReboots": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nodeReboots is how many nodes the plan drains or reboots.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"liveMigrations": {
+						SchemaProps: spec.SchemaProps{
+							Description: "liveMigrations is how many VMs live-migrate off those nodes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"shutDownVMs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "shutDownVMs is how many VMs the drains shut down.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"drainBlockingVMs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "drainBlockingVMs is how many VMs would block a drain.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"capacity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "capacity is the capacity verdict of each pool that drains, joined.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"planHash", "specHash"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.PlanSummaryItem{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_PlanSummaryItem(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlanSummaryItem is one item of a PlanSummary.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the item's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"target": {
+						SchemaProps: spec.SchemaProps{
+							Description: "target is the item's target as Kind/name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"operation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "operation is what writing it does.\n\nPossible enum values:\n - `\"Create\"`\n - `\"Delete\"`\n - `\"None\"`\n - `\"Update\"`",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Create", "Delete", "None", "Update"},
+						},
+					},
+				},
+				Required: []string{"name", "target"},
+			},
+		},
 	}
 }
 
@@ -2901,6 +3848,74 @@ func schema_pkg_apis_advisor_v1alpha1_ReviewedTarget(ref common.ReferenceCallbac
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_RolloutAll(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutAll tunes type All.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"minSuccessTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "minSuccessTime is how long a cluster must have succeeded before the rollout goes on.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"progressDeadline": {
+						SchemaProps: spec.SchemaProps{
+							Description: "progressDeadline is how long a cluster may take, e.g. \"4h\", or \"None\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"maxFailures": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxFailures is how many clusters may fail, a number or a percentage, before the rollout stops. Default 0.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Duration{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_RolloutConfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutConfig is what every rollout type takes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"minSuccessTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "minSuccessTime is how long a cluster must have succeeded before the rollout goes on.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"progressDeadline": {
+						SchemaProps: spec.SchemaProps{
+							Description: "progressDeadline is how long a cluster may take, e.g. \"4h\", or \"None\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"maxFailures": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxFailures is how many clusters may fail, a number or a percentage, before the rollout stops. Default 0.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Duration{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_RolloutGates(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2943,6 +3958,118 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutGates(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_apis_advisor_v1alpha1_RolloutProgressive(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutProgressive tunes type Progressive.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"minSuccessTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "minSuccessTime is how long a cluster must have succeeded before the rollout goes on.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"progressDeadline": {
+						SchemaProps: spec.SchemaProps{
+							Description: "progressDeadline is how long a cluster may take, e.g. \"4h\", or \"None\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"maxFailures": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxFailures is how many clusters may fail, a number or a percentage, before the rollout stops. Default 0.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"mandatoryDecisionGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "mandatoryDecisionGroups are rolled out first, in this order.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.MandatoryDecisionGroup{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"maxConcurrency": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxConcurrency is how many clusters roll out at once.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.MandatoryDecisionGroup{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_RolloutProgressivePerGroup(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutProgressivePerGroup tunes type ProgressivePerGroup.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"minSuccessTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "minSuccessTime is how long a cluster must have succeeded before the rollout goes on.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"progressDeadline": {
+						SchemaProps: spec.SchemaProps{
+							Description: "progressDeadline is how long a cluster may take, e.g. \"4h\", or \"None\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"maxFailures": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxFailures is how many clusters may fail, a number or a percentage, before the rollout stops. Default 0.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"mandatoryDecisionGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "mandatoryDecisionGroups are rolled out first, in this order.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.MandatoryDecisionGroup{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.MandatoryDecisionGroup{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2968,6 +4095,47 @@ func schema_pkg_apis_advisor_v1alpha1_RolloutSpec(ref common.ReferenceCallback) 
 		},
 		Dependencies: []string{
 			v1alpha1.RolloutGates{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_advisor_v1alpha1_RolloutStrategy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RolloutStrategy is cluster.open-cluster-management.io/v1alpha1's RolloutStrategy, field for field.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "type is All, Progressive or ProgressivePerGroup.\n\nPossible enum values:\n - `\"All\"`\n - `\"Progressive\"`\n - `\"ProgressivePerGroup\"`",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"All", "Progressive", "ProgressivePerGroup"},
+						},
+					},
+					"all": {
+						SchemaProps: spec.SchemaProps{
+							Description: "all tunes type All.",
+							Ref:         ref(v1alpha1.RolloutAll{}.OpenAPIModelName()),
+						},
+					},
+					"progressive": {
+						SchemaProps: spec.SchemaProps{
+							Description: "progressive tunes type Progressive.",
+							Ref:         ref(v1alpha1.RolloutProgressive{}.OpenAPIModelName()),
+						},
+					},
+					"progressivePerGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "progressivePerGroup tunes type ProgressivePerGroup.",
+							Ref:         ref(v1alpha1.RolloutProgressivePerGroup{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.RolloutAll{}.OpenAPIModelName(), v1alpha1.RolloutProgressive{}.OpenAPIModelName(), v1alpha1.RolloutProgressivePerGroup{}.OpenAPIModelName()},
 	}
 }
 
@@ -3423,12 +4591,18 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigSpec(ref common.Referenc
 							Ref:         ref(v1alpha1.RolloutSpec{}.OpenAPIModelName()),
 						},
 					},
+					"delegatedApproval": {
+						SchemaProps: spec.SchemaProps{
+							Description: "delegatedApproval is a fleet's approval of this cluster's plan, written by Open Cluster Management's work agent from the fleet's hub (docs/fleet.md). Only an identity allowed `create virtplatformconfigs/delegatedapproval` may set or change it.",
+							Ref:         ref(v1alpha1.DelegatedApproval{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"profile"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.RolloutSpec{}.OpenAPIModelName()},
+			v1alpha1.DelegatedApproval{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.RolloutSpec{}.OpenAPIModelName()},
 	}
 }
 
@@ -3608,11 +4782,24 @@ func schema_pkg_apis_advisor_v1alpha1_VirtPlatformConfigStatus(ref common.Refere
 							},
 						},
 					},
+					"plan": {
+						SchemaProps: spec.SchemaProps{
+							Description: "plan summarizes the live plan (its hash, items and what it does to nodes and VMs) for a fleet's review on its hub.",
+							Ref:         ref(v1alpha1.PlanSummary{}.OpenAPIModelName()),
+						},
+					},
+					"delegatedFleetHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "delegatedFleetHash is the fleet hash of the spec.delegatedApproval this status answers: the fleet's condition rules read the phase as that approval's outcome only when it names it, never a status written before the approval arrived.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AbortRecord{}.OpenAPIModelName(), v1alpha1.AppliedItem{}.OpenAPIModelName(), v1alpha1.ApprovalRecord{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.ReplacedObject{}.OpenAPIModelName(), v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName(), v1alpha1.WrittenObject{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+			v1alpha1.AbortRecord{}.OpenAPIModelName(), v1alpha1.AppliedItem{}.OpenAPIModelName(), v1alpha1.ApprovalRecord{}.OpenAPIModelName(), v1alpha1.PlanSummary{}.OpenAPIModelName(), v1alpha1.ProfileOptions{}.OpenAPIModelName(), v1alpha1.ReplacedObject{}.OpenAPIModelName(), v1alpha1.VirtPlatformConfigItem{}.OpenAPIModelName(), v1alpha1.WrittenObject{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
 	}
 }
 
@@ -6283,6 +7470,26 @@ func schema_k8sio_apimachinery_pkg_runtime_Unknown(ref common.ReferenceCallback)
 			},
 		},
 	}
+}
+
+func schema_apimachinery_pkg_util_intstr_IntOrString(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.EmbedOpenAPIDefinitionIntoV2Extension(common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number.",
+				OneOf:       common.GenerateOpenAPIV3OneOfSchema(intstr.IntOrString{}.OpenAPIV3OneOfTypes()),
+				Format:      intstr.IntOrString{}.OpenAPISchemaFormat(),
+			},
+		},
+	}, common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number.",
+				Type:        intstr.IntOrString{}.OpenAPISchemaType(),
+				Format:      intstr.IntOrString{}.OpenAPISchemaFormat(),
+			},
+		},
+	})
 }
 
 func schema_k8sio_apimachinery_pkg_version_Info(ref common.ReferenceCallback) common.OpenAPIDefinition {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,7 +99,11 @@ func (r *REST) admitApplyOnCreate(next rest.ValidateObjectFunc) rest.ValidateObj
 				return err
 			}
 		}
-		if c := obj.(*advisor.VirtPlatformConfig); c.Spec.Action == advisor.PlanActionApply {
+		c := obj.(*advisor.VirtPlatformConfig)
+		if err := r.requireDelegator(ctx, c.Name, c.Spec.DelegatedApproval, nil); err != nil {
+			return err
+		}
+		if c.Spec.Action == advisor.PlanActionApply {
 			return r.requireApprover(ctx, c.Name)
 		}
 		return nil
@@ -115,7 +118,10 @@ func (r *REST) admitApplyOnUpdate(next rest.ValidateObjectUpdateFunc) rest.Valid
 			}
 		}
 		c, oldC := obj.(*advisor.VirtPlatformConfig), old.(*advisor.VirtPlatformConfig)
-		if c.Spec.Action == advisor.PlanActionApply && !apiequality.Semantic.DeepEqual(c.Spec, oldC.Spec) {
+		if err := r.requireDelegator(ctx, c.Name, c.Spec.DelegatedApproval, oldC.Spec.DelegatedApproval); err != nil {
+			return err
+		}
+		if c.Spec.Action == advisor.PlanActionApply && specChanged(&c.Spec, &oldC.Spec) {
 			return r.requireApprover(ctx, c.Name)
 		}
 		return nil

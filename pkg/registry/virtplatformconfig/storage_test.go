@@ -31,6 +31,9 @@ func approvers(names ...string) authorizer.Authorizer {
 		allowed[n] = true
 	}
 	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		if a.GetUser().GetName() == workAgent && a.GetResource() == "virtplatformconfigs" && a.GetSubresource() == "delegatedapproval" && a.GetVerb() == "create" {
+			return authorizer.DecisionAllow, "", nil
+		}
 		if allowed[a.GetUser().GetName()] && a.GetResource() == "virtplatformconfigs" &&
 			((a.GetSubresource() == "approve" && a.GetVerb() == "create") || (a.GetSubresource() == "plan" && a.GetVerb() == "get")) {
 			return authorizer.DecisionAllow, "", nil
@@ -198,6 +201,67 @@ func TestActionApplyNeedsTheApprovePermission(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg = out.(*advisor.VirtPlatformConfig)
+		})
+	}
+}
+
+// workAgent is the only user approvers lets set a delegated approval.
+const workAgent = "system:serviceaccount:open-cluster-management-agent:klusterlet-agent-sa"
+
+// Only the fleet's work agent may set or change a delegated approval,
+// which approves plans; doing so is no spec change (the plan it
+// approves was hashed at this generation); removing it takes nothing.
+func TestDelegatedApprovalNeedsItsPermission(t *testing.T) {
+	s := newStorage(t)
+	delegated := func() *advisor.DelegatedApproval {
+		return &advisor.DelegatedApproval{Fleet: "virt-fleet/la", FleetHash: strings.Repeat("f", 64), ApprovedBy: "alice", ApprovedAt: metav1.Now(),
+			Clusters: []advisor.ClusterPlanHash{{Name: "spoke-a", PlanHash: strings.Repeat("a", 64)}}}
+	}
+	withDelegated := config("example-profile")
+	withDelegated.Spec.DelegatedApproval = delegated()
+	if _, err := s.Config.Create(as("alice"), withDelegated, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("create with a delegated approval by an approver of the cluster: %v, want 403", err)
+	}
+	obj, err := s.Config.Create(as(workAgent), config("example-profile"), rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := obj.(*advisor.VirtPlatformConfig)
+	steps := []struct {
+		name    string
+		user    string
+		mutate  func(*advisor.VirtPlatformConfig)
+		allowed bool
+	}{
+		{"an editor forges one", "bob", func(c *advisor.VirtPlatformConfig) { c.Spec.DelegatedApproval = delegated() }, false},
+		{"an approver of this cluster forges one", "alice", func(c *advisor.VirtPlatformConfig) { c.Spec.DelegatedApproval = delegated() }, false},
+		{"the work agent delivers one", workAgent, func(c *advisor.VirtPlatformConfig) { c.Spec.DelegatedApproval = delegated() }, true},
+		{"an editor changes its hash", "bob", func(c *advisor.VirtPlatformConfig) {
+			c.Spec.DelegatedApproval.Clusters[0].PlanHash = strings.Repeat("b", 64)
+		}, false},
+		{"an editor changes another field and leaves it", "bob", func(c *advisor.VirtPlatformConfig) { c.Spec.WaitTimeout = "1h" }, true},
+		{"an editor removes it", "bob", func(c *advisor.VirtPlatformConfig) { c.Spec.DelegatedApproval = nil }, true},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			next := cfg.DeepCopy()
+			step.mutate(next)
+			out, _, err := s.Config.Update(as(step.user), next.Name, rest.DefaultUpdatedObjectInfo(next), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+			if !step.allowed {
+				if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "create virtplatformconfigs/delegatedapproval") {
+					t.Fatalf("got %v, want 403 naming the permission", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := out.(*advisor.VirtPlatformConfig)
+			specChange := step.name == "an editor changes another field and leaves it"
+			if (got.Generation != cfg.Generation) != specChange {
+				t.Errorf("generation %d → %d: only a change of another field is a spec change", cfg.Generation, got.Generation)
+			}
+			cfg = got
 		})
 	}
 }

@@ -59,10 +59,20 @@ func (strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 func (strategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	c, oldC := obj.(*advisor.VirtPlatformConfig), old.(*advisor.VirtPlatformConfig)
 	c.Status = oldC.Status
-	if !apiequality.Semantic.DeepEqual(c.Spec, oldC.Spec) {
+	if specChanged(&c.Spec, &oldC.Spec) {
 		c.Generation = oldC.Generation + 1
 		c.Status.SpecChangedBy = requestUser(ctx)
 	}
+}
+
+// specChanged is true when a spec change changes what is planned: every
+// field but spec.delegatedApproval. A delegated approval is an approval,
+// not a spec change: the plan it approves was hashed at this generation,
+// so setting it must not make that plan another one.
+func specChanged(spec, old *advisor.VirtPlatformConfigSpec) bool {
+	a, b := *spec, *old
+	a.DelegatedApproval, b.DelegatedApproval = nil, nil
+	return !apiequality.Semantic.DeepEqual(a, b)
 }
 
 func (s strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {

@@ -186,7 +186,7 @@ func run(out io.Writer) (_ *bench, err error) {
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 	}
 	all := map[string]func() error{"plan": b.planLatency, "burst": b.planBurst, "apply": b.applyLatency, "drift": b.driftLatency,
-		"memory": b.memory, "vms": b.vmImpact, "stepping": b.stepping, "admission": b.admissionCost}
+		"memory": b.memory, "vms": b.vmImpact, "stepping": b.stepping, "admission": b.admissionCost, "fleet": b.fleetPlan}
 	chosen, err := chooseSteps(*steps)
 	if err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func run(out io.Writer) (_ *bench, err error) {
 }
 
 // stepNames are the measurements, in the order they run.
-var stepNames = []string{"plan", "burst", "apply", "admission", "drift", "memory", "vms", "stepping"}
+var stepNames = []string{"plan", "burst", "apply", "admission", "drift", "memory", "vms", "stepping", "fleet"}
 
 // chooseSteps parses --steps: known names, run in their own order.
 func chooseSteps(list string) ([]string, error) {

@@ -180,7 +180,8 @@ func runFleet(ctx context.Context, hub *env.Env, dir, binDir string) (stop func(
 	}()
 	for _, name := range fleetSpokes {
 		fmt.Printf("starting spoke %s\n", name)
-		spoke, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, name), BinDir: binDir, Log: os.Stdout})
+		spoke, err := env.Start(ctx, env.Options{Dir: filepath.Join(dir, name), BinDir: binDir, Log: os.Stdout,
+			AdvisorArgs: []string{"--cluster-name=" + name}})
 		if err != nil {
 			return nil, fmt.Errorf("spoke %s: %w", name, err)
 		}
@@ -190,13 +191,29 @@ func runFleet(ctx context.Context, hub *env.Env, dir, binDir string) (stop func(
 	if err != nil {
 		return nil, err
 	}
+	// The hub serves FleetConfigs once OCM's CRDs are there.
+	fmt.Println("restarting the hub's virt-advisor with --fleet-hub")
+	if err := hub.RestartAdvisorWith(ctx, nil, map[string]string{"--fleet-hub": "true"}); err != nil {
+		ocm.Stop()
+		return nil, err
+	}
 	fmt.Printf(`
-Open Cluster Management runs with this cluster as the hub (OCM logs: %s).
-Its managed clusters, and each spoke's own API:
+Open Cluster Management runs with this cluster as the hub (OCM logs: %s),
+and this cluster's virt-advisor serves FleetConfigs. Its managed clusters,
+and each spoke's own API:
 
-KUBECONFIG=%s kubectl get managedclusters
-KUBECONFIG=%s kubectl get virtplatformconfigs
-KUBECONFIG=%s kubectl get virtplatformconfigs
+KUBECONFIG=%[2]s kubectl get managedclusters
+KUBECONFIG=%[3]s kubectl get virtplatformconfigs
+KUBECONFIG=%[4]s kubectl get virtplatformconfigs
+
+One reviewed plan for both spokes, spoke-a first (docs/fleet.md):
+
+export KUBECONFIG=%[2]s
+kubectl label managedcluster spoke-a virt-advisor.kubevirt.io/wave=canary
+kubectl apply -f artifacts/samples/fleet.yaml
+_output/bin/kubectl-advisor fleet plan load-aware -n virt-fleet
+_output/bin/kubectl-advisor fleet approve load-aware -n virt-fleet
+_output/bin/kubectl-advisor fleet status load-aware -n virt-fleet
 `, filepath.Join(ocm.Dir, "logs"), hub.Kubeconfig, spokes["spoke-a"].Kubeconfig, spokes["spoke-b"].Kubeconfig)
 	return func() { ocm.Stop(); stopSpokes() }, nil
 }

@@ -85,6 +85,9 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&MaintenanceWindowList{},
 		&ApprovalPolicy{},
 		&ApprovalPolicyList{},
+		&FleetConfig{},
+		&FleetConfigList{},
+		&FleetPlan{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

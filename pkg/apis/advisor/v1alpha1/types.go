@@ -139,6 +139,12 @@ type VirtPlatformConfigSpec struct {
 	// rollout tunes how approved MachineConfig changes are rolled out onto nodes.
 	// +optional
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
+	// delegatedApproval is a fleet's approval of this cluster's plan,
+	// written by Open Cluster Management's work agent from the fleet's
+	// hub (docs/fleet.md). Only an identity allowed `create
+	// virtplatformconfigs/delegatedapproval` may set or change it.
+	// +optional
+	DelegatedApproval *DelegatedApproval `json:"delegatedApproval,omitempty"`
 }
 
 // RolloutSpec tunes how approved MachineConfig changes are rolled out onto nodes.
@@ -533,6 +539,16 @@ type VirtPlatformConfigStatus struct {
 	// +optional
 	// +listType=atomic
 	Replaced []ReplacedObject `json:"replaced,omitempty"`
+	// plan summarizes the live plan (its hash, items and what it does to
+	// nodes and VMs) for a fleet's review on its hub.
+	// +optional
+	Plan *PlanSummary `json:"plan,omitempty"`
+	// delegatedFleetHash is the fleet hash of the spec.delegatedApproval
+	// this status answers: the fleet's condition rules read the phase as
+	// that approval's outcome only when it names it, never a status
+	// written before the approval arrived.
+	// +optional
+	DelegatedFleetHash string `json:"delegatedFleetHash,omitempty"`
 }
 
 // ReplacedObject is what virt-advisor's writes of one target replaced.
@@ -897,6 +913,10 @@ type ApprovalRecord struct {
 	// later spec change does not change them.
 	// +optional
 	Gates *PlanGates `json:"gates,omitempty"`
+	// delegated is the fleet approval (spec.delegatedApproval) that
+	// approved the plan, when one did: each is used at most once.
+	// +optional
+	Delegated *DelegatedApprovalRef `json:"delegated,omitempty"`
 }
 
 // AbortRecord is the abort of an approved plan.

@@ -188,6 +188,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*ClusterPlanHash)(nil), (*advisor.ClusterPlanHash)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ClusterPlanHash_To_advisor_ClusterPlanHash(a.(*ClusterPlanHash), b.(*advisor.ClusterPlanHash), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.ClusterPlanHash)(nil), (*ClusterPlanHash)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_ClusterPlanHash_To_v1alpha1_ClusterPlanHash(a.(*advisor.ClusterPlanHash), b.(*ClusterPlanHash), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*DedicatedCPUsConfig)(nil), (*advisor.DedicatedCPUsConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_DedicatedCPUsConfig_To_advisor_DedicatedCPUsConfig(a.(*DedicatedCPUsConfig), b.(*advisor.DedicatedCPUsConfig), scope)
 	}); err != nil {
@@ -198,6 +208,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*DelegatedApproval)(nil), (*advisor.DelegatedApproval)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DelegatedApproval_To_advisor_DelegatedApproval(a.(*DelegatedApproval), b.(*advisor.DelegatedApproval), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.DelegatedApproval)(nil), (*DelegatedApproval)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_DelegatedApproval_To_v1alpha1_DelegatedApproval(a.(*advisor.DelegatedApproval), b.(*DelegatedApproval), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*DelegatedApprovalRef)(nil), (*advisor.DelegatedApprovalRef)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_DelegatedApprovalRef_To_advisor_DelegatedApprovalRef(a.(*DelegatedApprovalRef), b.(*advisor.DelegatedApprovalRef), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.DelegatedApprovalRef)(nil), (*DelegatedApprovalRef)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_DelegatedApprovalRef_To_v1alpha1_DelegatedApprovalRef(a.(*advisor.DelegatedApprovalRef), b.(*DelegatedApprovalRef), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*DisruptedVM)(nil), (*advisor.DisruptedVM)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_DisruptedVM_To_advisor_DisruptedVM(a.(*DisruptedVM), b.(*advisor.DisruptedVM), scope)
 	}); err != nil {
@@ -205,6 +235,116 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*advisor.DisruptedVM)(nil), (*DisruptedVM)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_advisor_DisruptedVM_To_v1alpha1_DisruptedVM(a.(*advisor.DisruptedVM), b.(*DisruptedVM), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetAbortRecord)(nil), (*advisor.FleetAbortRecord)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetAbortRecord_To_advisor_FleetAbortRecord(a.(*FleetAbortRecord), b.(*advisor.FleetAbortRecord), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.FleetAbortRecord)(nil), (*FleetAbortRecord)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_FleetAbortRecord_To_v1alpha1_FleetAbortRecord(a.(*advisor.FleetAbortRecord), b.(*FleetAbortRecord), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetApprovalRecord)(nil), (*advisor.FleetApprovalRecord)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetApprovalRecord_To_advisor_FleetApprovalRecord(a.(*FleetApprovalRecord), b.(*advisor.FleetApprovalRecord), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.FleetApprovalRecord)(nil), (*FleetApprovalRecord)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_FleetApprovalRecord_To_v1alpha1_FleetApprovalRecord(a.(*advisor.FleetApprovalRecord), b.(*FleetApprovalRecord), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetClusterStatus)(nil), (*advisor.FleetClusterStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetClusterStatus_To_advisor_FleetClusterStatus(a.(*FleetClusterStatus), b.(*advisor.FleetClusterStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.FleetClusterStatus)(nil), (*FleetClusterStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_FleetClusterStatus_To_v1alpha1_FleetClusterStatus(a.(*advisor.FleetClusterStatus), b.(*FleetClusterStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetConfig)(nil), (*advisor.FleetConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetConfig_To_advisor_FleetConfig(a.(*FleetConfig), b.(*advisor.FleetConfig), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.FleetConfig)(nil), (*FleetConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_FleetConfig_To_v1alpha1_FleetConfig(a.(*advisor.FleetConfig), b.(*FleetConfig), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetConfigList)(nil), (*advisor.FleetConfigList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetConfigList_To_advisor_FleetConfigList(a.(*FleetConfigList), b.(*advisor.FleetConfigList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.FleetConfigList)(nil), (*FleetConfigList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_FleetConfigList_To_v1alpha1_FleetConfigList(a.(*advisor.FleetConfigList), b.(*FleetConfigList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetConfigSpec)(nil), (*advisor.FleetConfigSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetConfigSpec_To_advisor_FleetConfigSpec(a.(*FleetConfigSpec), b.(*advisor.FleetConfigSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.FleetConfigSpec)(nil), (*FleetConfigSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_FleetConfigSpec_To_v1alpha1_FleetConfigSpec(a.(*advisor.FleetConfigSpec), b.(*FleetConfigSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetConfigStatus)(nil), (*advisor.FleetConfigStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetConfigStatus_To_advisor_FleetConfigStatus(a.(*FleetConfigStatus), b.(*advisor.FleetConfigStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.FleetConfigStatus)(nil), (*FleetConfigStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_FleetConfigStatus_To_v1alpha1_FleetConfigStatus(a.(*advisor.FleetConfigStatus), b.(*FleetConfigStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetPlacementRef)(nil), (*advisor.FleetPlacementRef)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetPlacementRef_To_advisor_FleetPlacementRef(a.(*FleetPlacementRef), b.(*advisor.FleetPlacementRef), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.FleetPlacementRef)(nil), (*FleetPlacementRef)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_FleetPlacementRef_To_v1alpha1_FleetPlacementRef(a.(*advisor.FleetPlacementRef), b.(*FleetPlacementRef), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetPlan)(nil), (*advisor.FleetPlan)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetPlan_To_advisor_FleetPlan(a.(*FleetPlan), b.(*advisor.FleetPlan), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.FleetPlan)(nil), (*FleetPlan)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_FleetPlan_To_v1alpha1_FleetPlan(a.(*advisor.FleetPlan), b.(*FleetPlan), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetPlanCluster)(nil), (*advisor.FleetPlanCluster)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetPlanCluster_To_advisor_FleetPlanCluster(a.(*FleetPlanCluster), b.(*advisor.FleetPlanCluster), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.FleetPlanCluster)(nil), (*FleetPlanCluster)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_FleetPlanCluster_To_v1alpha1_FleetPlanCluster(a.(*advisor.FleetPlanCluster), b.(*FleetPlanCluster), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*FleetPlanStatus)(nil), (*advisor.FleetPlanStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_FleetPlanStatus_To_advisor_FleetPlanStatus(a.(*FleetPlanStatus), b.(*advisor.FleetPlanStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.FleetPlanStatus)(nil), (*FleetPlanStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_FleetPlanStatus_To_v1alpha1_FleetPlanStatus(a.(*advisor.FleetPlanStatus), b.(*FleetPlanStatus), scope)
 	}); err != nil {
 		return err
 	}
@@ -308,6 +448,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*MandatoryDecisionGroup)(nil), (*advisor.MandatoryDecisionGroup)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_MandatoryDecisionGroup_To_advisor_MandatoryDecisionGroup(a.(*MandatoryDecisionGroup), b.(*advisor.MandatoryDecisionGroup), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.MandatoryDecisionGroup)(nil), (*MandatoryDecisionGroup)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_MandatoryDecisionGroup_To_v1alpha1_MandatoryDecisionGroup(a.(*advisor.MandatoryDecisionGroup), b.(*MandatoryDecisionGroup), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*MandatoryDecisionGroups)(nil), (*advisor.MandatoryDecisionGroups)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_MandatoryDecisionGroups_To_advisor_MandatoryDecisionGroups(a.(*MandatoryDecisionGroups), b.(*advisor.MandatoryDecisionGroups), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.MandatoryDecisionGroups)(nil), (*MandatoryDecisionGroups)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_MandatoryDecisionGroups_To_v1alpha1_MandatoryDecisionGroups(a.(*advisor.MandatoryDecisionGroups), b.(*MandatoryDecisionGroups), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*ObjectReference)(nil), (*advisor.ObjectReference)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_ObjectReference_To_advisor_ObjectReference(a.(*ObjectReference), b.(*advisor.ObjectReference), scope)
 	}); err != nil {
@@ -395,6 +555,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*advisor.PlanStatus)(nil), (*PlanStatus)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_advisor_PlanStatus_To_v1alpha1_PlanStatus(a.(*advisor.PlanStatus), b.(*PlanStatus), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PlanSummary)(nil), (*advisor.PlanSummary)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PlanSummary_To_advisor_PlanSummary(a.(*PlanSummary), b.(*advisor.PlanSummary), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.PlanSummary)(nil), (*PlanSummary)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_PlanSummary_To_v1alpha1_PlanSummary(a.(*advisor.PlanSummary), b.(*PlanSummary), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*PlanSummaryItem)(nil), (*advisor.PlanSummaryItem)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_PlanSummaryItem_To_advisor_PlanSummaryItem(a.(*PlanSummaryItem), b.(*advisor.PlanSummaryItem), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.PlanSummaryItem)(nil), (*PlanSummaryItem)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_PlanSummaryItem_To_v1alpha1_PlanSummaryItem(a.(*advisor.PlanSummaryItem), b.(*PlanSummaryItem), scope)
 	}); err != nil {
 		return err
 	}
@@ -528,6 +708,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*RolloutAll)(nil), (*advisor.RolloutAll)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RolloutAll_To_advisor_RolloutAll(a.(*RolloutAll), b.(*advisor.RolloutAll), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.RolloutAll)(nil), (*RolloutAll)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_RolloutAll_To_v1alpha1_RolloutAll(a.(*advisor.RolloutAll), b.(*RolloutAll), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*RolloutConfig)(nil), (*advisor.RolloutConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RolloutConfig_To_advisor_RolloutConfig(a.(*RolloutConfig), b.(*advisor.RolloutConfig), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.RolloutConfig)(nil), (*RolloutConfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_RolloutConfig_To_v1alpha1_RolloutConfig(a.(*advisor.RolloutConfig), b.(*RolloutConfig), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*RolloutGates)(nil), (*advisor.RolloutGates)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_RolloutGates_To_advisor_RolloutGates(a.(*RolloutGates), b.(*advisor.RolloutGates), scope)
 	}); err != nil {
@@ -538,6 +738,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*RolloutProgressive)(nil), (*advisor.RolloutProgressive)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RolloutProgressive_To_advisor_RolloutProgressive(a.(*RolloutProgressive), b.(*advisor.RolloutProgressive), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.RolloutProgressive)(nil), (*RolloutProgressive)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_RolloutProgressive_To_v1alpha1_RolloutProgressive(a.(*advisor.RolloutProgressive), b.(*RolloutProgressive), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*RolloutProgressivePerGroup)(nil), (*advisor.RolloutProgressivePerGroup)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RolloutProgressivePerGroup_To_advisor_RolloutProgressivePerGroup(a.(*RolloutProgressivePerGroup), b.(*advisor.RolloutProgressivePerGroup), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.RolloutProgressivePerGroup)(nil), (*RolloutProgressivePerGroup)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_RolloutProgressivePerGroup_To_v1alpha1_RolloutProgressivePerGroup(a.(*advisor.RolloutProgressivePerGroup), b.(*RolloutProgressivePerGroup), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*RolloutSpec)(nil), (*advisor.RolloutSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_RolloutSpec_To_advisor_RolloutSpec(a.(*RolloutSpec), b.(*advisor.RolloutSpec), scope)
 	}); err != nil {
@@ -545,6 +765,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}
 	if err := s.AddGeneratedConversionFunc((*advisor.RolloutSpec)(nil), (*RolloutSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_advisor_RolloutSpec_To_v1alpha1_RolloutSpec(a.(*advisor.RolloutSpec), b.(*RolloutSpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*RolloutStrategy)(nil), (*advisor.RolloutStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_RolloutStrategy_To_advisor_RolloutStrategy(a.(*RolloutStrategy), b.(*advisor.RolloutStrategy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*advisor.RolloutStrategy)(nil), (*RolloutStrategy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_advisor_RolloutStrategy_To_v1alpha1_RolloutStrategy(a.(*advisor.RolloutStrategy), b.(*RolloutStrategy), scope)
 	}); err != nil {
 		return err
 	}
@@ -1012,6 +1242,7 @@ func autoConvert_v1alpha1_ApprovalRecord_To_advisor_ApprovalRecord(in *ApprovalR
 	out.Revert = in.Revert
 	out.Sequence = in.Sequence
 	out.Gates = (*advisor.PlanGates)(unsafe.Pointer(in.Gates))
+	out.Delegated = (*advisor.DelegatedApprovalRef)(unsafe.Pointer(in.Delegated))
 	return nil
 }
 
@@ -1031,6 +1262,7 @@ func autoConvert_advisor_ApprovalRecord_To_v1alpha1_ApprovalRecord(in *advisor.A
 	out.Revert = in.Revert
 	out.Sequence = in.Sequence
 	out.Gates = (*PlanGates)(unsafe.Pointer(in.Gates))
+	out.Delegated = (*DelegatedApprovalRef)(unsafe.Pointer(in.Delegated))
 	return nil
 }
 
@@ -1083,6 +1315,28 @@ func Convert_advisor_ApprovalStatus_To_v1alpha1_ApprovalStatus(in *advisor.Appro
 	return autoConvert_advisor_ApprovalStatus_To_v1alpha1_ApprovalStatus(in, out, s)
 }
 
+func autoConvert_v1alpha1_ClusterPlanHash_To_advisor_ClusterPlanHash(in *ClusterPlanHash, out *advisor.ClusterPlanHash, s conversion.Scope) error {
+	out.Name = in.Name
+	out.PlanHash = in.PlanHash
+	return nil
+}
+
+// Convert_v1alpha1_ClusterPlanHash_To_advisor_ClusterPlanHash is an autogenerated conversion function.
+func Convert_v1alpha1_ClusterPlanHash_To_advisor_ClusterPlanHash(in *ClusterPlanHash, out *advisor.ClusterPlanHash, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ClusterPlanHash_To_advisor_ClusterPlanHash(in, out, s)
+}
+
+func autoConvert_advisor_ClusterPlanHash_To_v1alpha1_ClusterPlanHash(in *advisor.ClusterPlanHash, out *ClusterPlanHash, s conversion.Scope) error {
+	out.Name = in.Name
+	out.PlanHash = in.PlanHash
+	return nil
+}
+
+// Convert_advisor_ClusterPlanHash_To_v1alpha1_ClusterPlanHash is an autogenerated conversion function.
+func Convert_advisor_ClusterPlanHash_To_v1alpha1_ClusterPlanHash(in *advisor.ClusterPlanHash, out *ClusterPlanHash, s conversion.Scope) error {
+	return autoConvert_advisor_ClusterPlanHash_To_v1alpha1_ClusterPlanHash(in, out, s)
+}
+
 func autoConvert_v1alpha1_DedicatedCPUsConfig_To_advisor_DedicatedCPUsConfig(in *DedicatedCPUsConfig, out *advisor.DedicatedCPUsConfig, s conversion.Scope) error {
 	out.Enabled = (*bool)(unsafe.Pointer(in.Enabled))
 	out.Pool = in.Pool
@@ -1111,6 +1365,60 @@ func Convert_advisor_DedicatedCPUsConfig_To_v1alpha1_DedicatedCPUsConfig(in *adv
 	return autoConvert_advisor_DedicatedCPUsConfig_To_v1alpha1_DedicatedCPUsConfig(in, out, s)
 }
 
+func autoConvert_v1alpha1_DelegatedApproval_To_advisor_DelegatedApproval(in *DelegatedApproval, out *advisor.DelegatedApproval, s conversion.Scope) error {
+	out.Fleet = in.Fleet
+	out.FleetHash = in.FleetHash
+	out.ApprovedBy = in.ApprovedBy
+	out.ApprovedAt = in.ApprovedAt
+	out.Clusters = *(*[]advisor.ClusterPlanHash)(unsafe.Pointer(&in.Clusters))
+	out.AbortedBy = in.AbortedBy
+	return nil
+}
+
+// Convert_v1alpha1_DelegatedApproval_To_advisor_DelegatedApproval is an autogenerated conversion function.
+func Convert_v1alpha1_DelegatedApproval_To_advisor_DelegatedApproval(in *DelegatedApproval, out *advisor.DelegatedApproval, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DelegatedApproval_To_advisor_DelegatedApproval(in, out, s)
+}
+
+func autoConvert_advisor_DelegatedApproval_To_v1alpha1_DelegatedApproval(in *advisor.DelegatedApproval, out *DelegatedApproval, s conversion.Scope) error {
+	out.Fleet = in.Fleet
+	out.FleetHash = in.FleetHash
+	out.ApprovedBy = in.ApprovedBy
+	out.ApprovedAt = in.ApprovedAt
+	out.Clusters = *(*[]ClusterPlanHash)(unsafe.Pointer(&in.Clusters))
+	out.AbortedBy = in.AbortedBy
+	return nil
+}
+
+// Convert_advisor_DelegatedApproval_To_v1alpha1_DelegatedApproval is an autogenerated conversion function.
+func Convert_advisor_DelegatedApproval_To_v1alpha1_DelegatedApproval(in *advisor.DelegatedApproval, out *DelegatedApproval, s conversion.Scope) error {
+	return autoConvert_advisor_DelegatedApproval_To_v1alpha1_DelegatedApproval(in, out, s)
+}
+
+func autoConvert_v1alpha1_DelegatedApprovalRef_To_advisor_DelegatedApprovalRef(in *DelegatedApprovalRef, out *advisor.DelegatedApprovalRef, s conversion.Scope) error {
+	out.Fleet = in.Fleet
+	out.FleetHash = in.FleetHash
+	out.ApprovedAt = in.ApprovedAt
+	return nil
+}
+
+// Convert_v1alpha1_DelegatedApprovalRef_To_advisor_DelegatedApprovalRef is an autogenerated conversion function.
+func Convert_v1alpha1_DelegatedApprovalRef_To_advisor_DelegatedApprovalRef(in *DelegatedApprovalRef, out *advisor.DelegatedApprovalRef, s conversion.Scope) error {
+	return autoConvert_v1alpha1_DelegatedApprovalRef_To_advisor_DelegatedApprovalRef(in, out, s)
+}
+
+func autoConvert_advisor_DelegatedApprovalRef_To_v1alpha1_DelegatedApprovalRef(in *advisor.DelegatedApprovalRef, out *DelegatedApprovalRef, s conversion.Scope) error {
+	out.Fleet = in.Fleet
+	out.FleetHash = in.FleetHash
+	out.ApprovedAt = in.ApprovedAt
+	return nil
+}
+
+// Convert_advisor_DelegatedApprovalRef_To_v1alpha1_DelegatedApprovalRef is an autogenerated conversion function.
+func Convert_advisor_DelegatedApprovalRef_To_v1alpha1_DelegatedApprovalRef(in *advisor.DelegatedApprovalRef, out *DelegatedApprovalRef, s conversion.Scope) error {
+	return autoConvert_advisor_DelegatedApprovalRef_To_v1alpha1_DelegatedApprovalRef(in, out, s)
+}
+
 func autoConvert_v1alpha1_DisruptedVM_To_advisor_DisruptedVM(in *DisruptedVM, out *advisor.DisruptedVM, s conversion.Scope) error {
 	out.Pool = in.Pool
 	out.Namespace = in.Namespace
@@ -1137,6 +1445,316 @@ func autoConvert_advisor_DisruptedVM_To_v1alpha1_DisruptedVM(in *advisor.Disrupt
 // Convert_advisor_DisruptedVM_To_v1alpha1_DisruptedVM is an autogenerated conversion function.
 func Convert_advisor_DisruptedVM_To_v1alpha1_DisruptedVM(in *advisor.DisruptedVM, out *DisruptedVM, s conversion.Scope) error {
 	return autoConvert_advisor_DisruptedVM_To_v1alpha1_DisruptedVM(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetAbortRecord_To_advisor_FleetAbortRecord(in *FleetAbortRecord, out *advisor.FleetAbortRecord, s conversion.Scope) error {
+	out.AbortedBy = in.AbortedBy
+	out.AbortedAt = in.AbortedAt
+	return nil
+}
+
+// Convert_v1alpha1_FleetAbortRecord_To_advisor_FleetAbortRecord is an autogenerated conversion function.
+func Convert_v1alpha1_FleetAbortRecord_To_advisor_FleetAbortRecord(in *FleetAbortRecord, out *advisor.FleetAbortRecord, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetAbortRecord_To_advisor_FleetAbortRecord(in, out, s)
+}
+
+func autoConvert_advisor_FleetAbortRecord_To_v1alpha1_FleetAbortRecord(in *advisor.FleetAbortRecord, out *FleetAbortRecord, s conversion.Scope) error {
+	out.AbortedBy = in.AbortedBy
+	out.AbortedAt = in.AbortedAt
+	return nil
+}
+
+// Convert_advisor_FleetAbortRecord_To_v1alpha1_FleetAbortRecord is an autogenerated conversion function.
+func Convert_advisor_FleetAbortRecord_To_v1alpha1_FleetAbortRecord(in *advisor.FleetAbortRecord, out *FleetAbortRecord, s conversion.Scope) error {
+	return autoConvert_advisor_FleetAbortRecord_To_v1alpha1_FleetAbortRecord(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetApprovalRecord_To_advisor_FleetApprovalRecord(in *FleetApprovalRecord, out *advisor.FleetApprovalRecord, s conversion.Scope) error {
+	out.FleetHash = in.FleetHash
+	out.ApprovedBy = in.ApprovedBy
+	out.ApprovedAt = in.ApprovedAt
+	out.Generation = in.Generation
+	out.Clusters = *(*[]advisor.ClusterPlanHash)(unsafe.Pointer(&in.Clusters))
+	return nil
+}
+
+// Convert_v1alpha1_FleetApprovalRecord_To_advisor_FleetApprovalRecord is an autogenerated conversion function.
+func Convert_v1alpha1_FleetApprovalRecord_To_advisor_FleetApprovalRecord(in *FleetApprovalRecord, out *advisor.FleetApprovalRecord, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetApprovalRecord_To_advisor_FleetApprovalRecord(in, out, s)
+}
+
+func autoConvert_advisor_FleetApprovalRecord_To_v1alpha1_FleetApprovalRecord(in *advisor.FleetApprovalRecord, out *FleetApprovalRecord, s conversion.Scope) error {
+	out.FleetHash = in.FleetHash
+	out.ApprovedBy = in.ApprovedBy
+	out.ApprovedAt = in.ApprovedAt
+	out.Generation = in.Generation
+	out.Clusters = *(*[]ClusterPlanHash)(unsafe.Pointer(&in.Clusters))
+	return nil
+}
+
+// Convert_advisor_FleetApprovalRecord_To_v1alpha1_FleetApprovalRecord is an autogenerated conversion function.
+func Convert_advisor_FleetApprovalRecord_To_v1alpha1_FleetApprovalRecord(in *advisor.FleetApprovalRecord, out *FleetApprovalRecord, s conversion.Scope) error {
+	return autoConvert_advisor_FleetApprovalRecord_To_v1alpha1_FleetApprovalRecord(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetClusterStatus_To_advisor_FleetClusterStatus(in *FleetClusterStatus, out *advisor.FleetClusterStatus, s conversion.Scope) error {
+	out.Name = in.Name
+	out.Group = in.Group
+	out.GroupIndex = in.GroupIndex
+	out.Phase = in.Phase
+	out.Message = in.Message
+	out.Rollout = in.Rollout
+	return nil
+}
+
+// Convert_v1alpha1_FleetClusterStatus_To_advisor_FleetClusterStatus is an autogenerated conversion function.
+func Convert_v1alpha1_FleetClusterStatus_To_advisor_FleetClusterStatus(in *FleetClusterStatus, out *advisor.FleetClusterStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetClusterStatus_To_advisor_FleetClusterStatus(in, out, s)
+}
+
+func autoConvert_advisor_FleetClusterStatus_To_v1alpha1_FleetClusterStatus(in *advisor.FleetClusterStatus, out *FleetClusterStatus, s conversion.Scope) error {
+	out.Name = in.Name
+	out.Group = in.Group
+	out.GroupIndex = in.GroupIndex
+	out.Phase = in.Phase
+	out.Message = in.Message
+	out.Rollout = in.Rollout
+	return nil
+}
+
+// Convert_advisor_FleetClusterStatus_To_v1alpha1_FleetClusterStatus is an autogenerated conversion function.
+func Convert_advisor_FleetClusterStatus_To_v1alpha1_FleetClusterStatus(in *advisor.FleetClusterStatus, out *FleetClusterStatus, s conversion.Scope) error {
+	return autoConvert_advisor_FleetClusterStatus_To_v1alpha1_FleetClusterStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetConfig_To_advisor_FleetConfig(in *FleetConfig, out *advisor.FleetConfig, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_FleetConfigSpec_To_advisor_FleetConfigSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_FleetConfigStatus_To_advisor_FleetConfigStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_FleetConfig_To_advisor_FleetConfig is an autogenerated conversion function.
+func Convert_v1alpha1_FleetConfig_To_advisor_FleetConfig(in *FleetConfig, out *advisor.FleetConfig, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetConfig_To_advisor_FleetConfig(in, out, s)
+}
+
+func autoConvert_advisor_FleetConfig_To_v1alpha1_FleetConfig(in *advisor.FleetConfig, out *FleetConfig, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_advisor_FleetConfigSpec_To_v1alpha1_FleetConfigSpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	if err := Convert_advisor_FleetConfigStatus_To_v1alpha1_FleetConfigStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_advisor_FleetConfig_To_v1alpha1_FleetConfig is an autogenerated conversion function.
+func Convert_advisor_FleetConfig_To_v1alpha1_FleetConfig(in *advisor.FleetConfig, out *FleetConfig, s conversion.Scope) error {
+	return autoConvert_advisor_FleetConfig_To_v1alpha1_FleetConfig(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetConfigList_To_advisor_FleetConfigList(in *FleetConfigList, out *advisor.FleetConfigList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]advisor.FleetConfig)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1alpha1_FleetConfigList_To_advisor_FleetConfigList is an autogenerated conversion function.
+func Convert_v1alpha1_FleetConfigList_To_advisor_FleetConfigList(in *FleetConfigList, out *advisor.FleetConfigList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetConfigList_To_advisor_FleetConfigList(in, out, s)
+}
+
+func autoConvert_advisor_FleetConfigList_To_v1alpha1_FleetConfigList(in *advisor.FleetConfigList, out *FleetConfigList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]FleetConfig)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_advisor_FleetConfigList_To_v1alpha1_FleetConfigList is an autogenerated conversion function.
+func Convert_advisor_FleetConfigList_To_v1alpha1_FleetConfigList(in *advisor.FleetConfigList, out *FleetConfigList, s conversion.Scope) error {
+	return autoConvert_advisor_FleetConfigList_To_v1alpha1_FleetConfigList(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetConfigSpec_To_advisor_FleetConfigSpec(in *FleetConfigSpec, out *advisor.FleetConfigSpec, s conversion.Scope) error {
+	out.Profile = in.Profile
+	out.Options = (*advisor.ProfileOptions)(unsafe.Pointer(in.Options))
+	if err := Convert_v1alpha1_FleetPlacementRef_To_advisor_FleetPlacementRef(&in.PlacementRef, &out.PlacementRef, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_RolloutStrategy_To_advisor_RolloutStrategy(&in.RolloutStrategy, &out.RolloutStrategy, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_FleetConfigSpec_To_advisor_FleetConfigSpec is an autogenerated conversion function.
+func Convert_v1alpha1_FleetConfigSpec_To_advisor_FleetConfigSpec(in *FleetConfigSpec, out *advisor.FleetConfigSpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetConfigSpec_To_advisor_FleetConfigSpec(in, out, s)
+}
+
+func autoConvert_advisor_FleetConfigSpec_To_v1alpha1_FleetConfigSpec(in *advisor.FleetConfigSpec, out *FleetConfigSpec, s conversion.Scope) error {
+	out.Profile = in.Profile
+	out.Options = (*ProfileOptions)(unsafe.Pointer(in.Options))
+	if err := Convert_advisor_FleetPlacementRef_To_v1alpha1_FleetPlacementRef(&in.PlacementRef, &out.PlacementRef, s); err != nil {
+		return err
+	}
+	if err := Convert_advisor_RolloutStrategy_To_v1alpha1_RolloutStrategy(&in.RolloutStrategy, &out.RolloutStrategy, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_advisor_FleetConfigSpec_To_v1alpha1_FleetConfigSpec is an autogenerated conversion function.
+func Convert_advisor_FleetConfigSpec_To_v1alpha1_FleetConfigSpec(in *advisor.FleetConfigSpec, out *FleetConfigSpec, s conversion.Scope) error {
+	return autoConvert_advisor_FleetConfigSpec_To_v1alpha1_FleetConfigSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetConfigStatus_To_advisor_FleetConfigStatus(in *FleetConfigStatus, out *advisor.FleetConfigStatus, s conversion.Scope) error {
+	out.Phase = advisor.FleetPhase(in.Phase)
+	out.Message = in.Message
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Approval = (*advisor.FleetApprovalRecord)(unsafe.Pointer(in.Approval))
+	out.Abort = (*advisor.FleetAbortRecord)(unsafe.Pointer(in.Abort))
+	out.Clusters = *(*[]advisor.FleetClusterStatus)(unsafe.Pointer(&in.Clusters))
+	return nil
+}
+
+// Convert_v1alpha1_FleetConfigStatus_To_advisor_FleetConfigStatus is an autogenerated conversion function.
+func Convert_v1alpha1_FleetConfigStatus_To_advisor_FleetConfigStatus(in *FleetConfigStatus, out *advisor.FleetConfigStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetConfigStatus_To_advisor_FleetConfigStatus(in, out, s)
+}
+
+func autoConvert_advisor_FleetConfigStatus_To_v1alpha1_FleetConfigStatus(in *advisor.FleetConfigStatus, out *FleetConfigStatus, s conversion.Scope) error {
+	out.Phase = FleetPhase(in.Phase)
+	out.Message = in.Message
+	out.ObservedGeneration = in.ObservedGeneration
+	out.Approval = (*FleetApprovalRecord)(unsafe.Pointer(in.Approval))
+	out.Abort = (*FleetAbortRecord)(unsafe.Pointer(in.Abort))
+	out.Clusters = *(*[]FleetClusterStatus)(unsafe.Pointer(&in.Clusters))
+	return nil
+}
+
+// Convert_advisor_FleetConfigStatus_To_v1alpha1_FleetConfigStatus is an autogenerated conversion function.
+func Convert_advisor_FleetConfigStatus_To_v1alpha1_FleetConfigStatus(in *advisor.FleetConfigStatus, out *FleetConfigStatus, s conversion.Scope) error {
+	return autoConvert_advisor_FleetConfigStatus_To_v1alpha1_FleetConfigStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetPlacementRef_To_advisor_FleetPlacementRef(in *FleetPlacementRef, out *advisor.FleetPlacementRef, s conversion.Scope) error {
+	out.Name = in.Name
+	return nil
+}
+
+// Convert_v1alpha1_FleetPlacementRef_To_advisor_FleetPlacementRef is an autogenerated conversion function.
+func Convert_v1alpha1_FleetPlacementRef_To_advisor_FleetPlacementRef(in *FleetPlacementRef, out *advisor.FleetPlacementRef, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetPlacementRef_To_advisor_FleetPlacementRef(in, out, s)
+}
+
+func autoConvert_advisor_FleetPlacementRef_To_v1alpha1_FleetPlacementRef(in *advisor.FleetPlacementRef, out *FleetPlacementRef, s conversion.Scope) error {
+	out.Name = in.Name
+	return nil
+}
+
+// Convert_advisor_FleetPlacementRef_To_v1alpha1_FleetPlacementRef is an autogenerated conversion function.
+func Convert_advisor_FleetPlacementRef_To_v1alpha1_FleetPlacementRef(in *advisor.FleetPlacementRef, out *FleetPlacementRef, s conversion.Scope) error {
+	return autoConvert_advisor_FleetPlacementRef_To_v1alpha1_FleetPlacementRef(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetPlan_To_advisor_FleetPlan(in *FleetPlan, out *advisor.FleetPlan, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_FleetPlanStatus_To_advisor_FleetPlanStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_FleetPlan_To_advisor_FleetPlan is an autogenerated conversion function.
+func Convert_v1alpha1_FleetPlan_To_advisor_FleetPlan(in *FleetPlan, out *advisor.FleetPlan, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetPlan_To_advisor_FleetPlan(in, out, s)
+}
+
+func autoConvert_advisor_FleetPlan_To_v1alpha1_FleetPlan(in *advisor.FleetPlan, out *FleetPlan, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_advisor_FleetPlanStatus_To_v1alpha1_FleetPlanStatus(&in.Status, &out.Status, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_advisor_FleetPlan_To_v1alpha1_FleetPlan is an autogenerated conversion function.
+func Convert_advisor_FleetPlan_To_v1alpha1_FleetPlan(in *advisor.FleetPlan, out *FleetPlan, s conversion.Scope) error {
+	return autoConvert_advisor_FleetPlan_To_v1alpha1_FleetPlan(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetPlanCluster_To_advisor_FleetPlanCluster(in *FleetPlanCluster, out *advisor.FleetPlanCluster, s conversion.Scope) error {
+	out.Name = in.Name
+	out.Group = in.Group
+	out.GroupIndex = in.GroupIndex
+	out.Phase = in.Phase
+	out.Message = in.Message
+	out.Plan = (*advisor.PlanSummary)(unsafe.Pointer(in.Plan))
+	out.ApprovedPlanHash = in.ApprovedPlanHash
+	return nil
+}
+
+// Convert_v1alpha1_FleetPlanCluster_To_advisor_FleetPlanCluster is an autogenerated conversion function.
+func Convert_v1alpha1_FleetPlanCluster_To_advisor_FleetPlanCluster(in *FleetPlanCluster, out *advisor.FleetPlanCluster, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetPlanCluster_To_advisor_FleetPlanCluster(in, out, s)
+}
+
+func autoConvert_advisor_FleetPlanCluster_To_v1alpha1_FleetPlanCluster(in *advisor.FleetPlanCluster, out *FleetPlanCluster, s conversion.Scope) error {
+	out.Name = in.Name
+	out.Group = in.Group
+	out.GroupIndex = in.GroupIndex
+	out.Phase = in.Phase
+	out.Message = in.Message
+	out.Plan = (*PlanSummary)(unsafe.Pointer(in.Plan))
+	out.ApprovedPlanHash = in.ApprovedPlanHash
+	return nil
+}
+
+// Convert_advisor_FleetPlanCluster_To_v1alpha1_FleetPlanCluster is an autogenerated conversion function.
+func Convert_advisor_FleetPlanCluster_To_v1alpha1_FleetPlanCluster(in *advisor.FleetPlanCluster, out *FleetPlanCluster, s conversion.Scope) error {
+	return autoConvert_advisor_FleetPlanCluster_To_v1alpha1_FleetPlanCluster(in, out, s)
+}
+
+func autoConvert_v1alpha1_FleetPlanStatus_To_advisor_FleetPlanStatus(in *FleetPlanStatus, out *advisor.FleetPlanStatus, s conversion.Scope) error {
+	out.Profile = in.Profile
+	out.Generation = in.Generation
+	out.FleetHash = in.FleetHash
+	if err := Convert_v1alpha1_RolloutStrategy_To_advisor_RolloutStrategy(&in.RolloutStrategy, &out.RolloutStrategy, s); err != nil {
+		return err
+	}
+	out.Clusters = *(*[]advisor.FleetPlanCluster)(unsafe.Pointer(&in.Clusters))
+	out.Pending = *(*[]string)(unsafe.Pointer(&in.Pending))
+	return nil
+}
+
+// Convert_v1alpha1_FleetPlanStatus_To_advisor_FleetPlanStatus is an autogenerated conversion function.
+func Convert_v1alpha1_FleetPlanStatus_To_advisor_FleetPlanStatus(in *FleetPlanStatus, out *advisor.FleetPlanStatus, s conversion.Scope) error {
+	return autoConvert_v1alpha1_FleetPlanStatus_To_advisor_FleetPlanStatus(in, out, s)
+}
+
+func autoConvert_advisor_FleetPlanStatus_To_v1alpha1_FleetPlanStatus(in *advisor.FleetPlanStatus, out *FleetPlanStatus, s conversion.Scope) error {
+	out.Profile = in.Profile
+	out.Generation = in.Generation
+	out.FleetHash = in.FleetHash
+	if err := Convert_advisor_RolloutStrategy_To_v1alpha1_RolloutStrategy(&in.RolloutStrategy, &out.RolloutStrategy, s); err != nil {
+		return err
+	}
+	out.Clusters = *(*[]FleetPlanCluster)(unsafe.Pointer(&in.Clusters))
+	out.Pending = *(*[]string)(unsafe.Pointer(&in.Pending))
+	return nil
+}
+
+// Convert_advisor_FleetPlanStatus_To_v1alpha1_FleetPlanStatus is an autogenerated conversion function.
+func Convert_advisor_FleetPlanStatus_To_v1alpha1_FleetPlanStatus(in *advisor.FleetPlanStatus, out *FleetPlanStatus, s conversion.Scope) error {
+	return autoConvert_advisor_FleetPlanStatus_To_v1alpha1_FleetPlanStatus(in, out, s)
 }
 
 func autoConvert_v1alpha1_HeldConfig_To_advisor_HeldConfig(in *HeldConfig, out *advisor.HeldConfig, s conversion.Scope) error {
@@ -1413,6 +2031,48 @@ func Convert_advisor_MaintenanceWindowStatus_To_v1alpha1_MaintenanceWindowStatus
 	return autoConvert_advisor_MaintenanceWindowStatus_To_v1alpha1_MaintenanceWindowStatus(in, out, s)
 }
 
+func autoConvert_v1alpha1_MandatoryDecisionGroup_To_advisor_MandatoryDecisionGroup(in *MandatoryDecisionGroup, out *advisor.MandatoryDecisionGroup, s conversion.Scope) error {
+	out.GroupName = in.GroupName
+	out.GroupIndex = in.GroupIndex
+	return nil
+}
+
+// Convert_v1alpha1_MandatoryDecisionGroup_To_advisor_MandatoryDecisionGroup is an autogenerated conversion function.
+func Convert_v1alpha1_MandatoryDecisionGroup_To_advisor_MandatoryDecisionGroup(in *MandatoryDecisionGroup, out *advisor.MandatoryDecisionGroup, s conversion.Scope) error {
+	return autoConvert_v1alpha1_MandatoryDecisionGroup_To_advisor_MandatoryDecisionGroup(in, out, s)
+}
+
+func autoConvert_advisor_MandatoryDecisionGroup_To_v1alpha1_MandatoryDecisionGroup(in *advisor.MandatoryDecisionGroup, out *MandatoryDecisionGroup, s conversion.Scope) error {
+	out.GroupName = in.GroupName
+	out.GroupIndex = in.GroupIndex
+	return nil
+}
+
+// Convert_advisor_MandatoryDecisionGroup_To_v1alpha1_MandatoryDecisionGroup is an autogenerated conversion function.
+func Convert_advisor_MandatoryDecisionGroup_To_v1alpha1_MandatoryDecisionGroup(in *advisor.MandatoryDecisionGroup, out *MandatoryDecisionGroup, s conversion.Scope) error {
+	return autoConvert_advisor_MandatoryDecisionGroup_To_v1alpha1_MandatoryDecisionGroup(in, out, s)
+}
+
+func autoConvert_v1alpha1_MandatoryDecisionGroups_To_advisor_MandatoryDecisionGroups(in *MandatoryDecisionGroups, out *advisor.MandatoryDecisionGroups, s conversion.Scope) error {
+	out.MandatoryDecisionGroups = *(*[]advisor.MandatoryDecisionGroup)(unsafe.Pointer(&in.MandatoryDecisionGroups))
+	return nil
+}
+
+// Convert_v1alpha1_MandatoryDecisionGroups_To_advisor_MandatoryDecisionGroups is an autogenerated conversion function.
+func Convert_v1alpha1_MandatoryDecisionGroups_To_advisor_MandatoryDecisionGroups(in *MandatoryDecisionGroups, out *advisor.MandatoryDecisionGroups, s conversion.Scope) error {
+	return autoConvert_v1alpha1_MandatoryDecisionGroups_To_advisor_MandatoryDecisionGroups(in, out, s)
+}
+
+func autoConvert_advisor_MandatoryDecisionGroups_To_v1alpha1_MandatoryDecisionGroups(in *advisor.MandatoryDecisionGroups, out *MandatoryDecisionGroups, s conversion.Scope) error {
+	out.MandatoryDecisionGroups = *(*[]MandatoryDecisionGroup)(unsafe.Pointer(&in.MandatoryDecisionGroups))
+	return nil
+}
+
+// Convert_advisor_MandatoryDecisionGroups_To_v1alpha1_MandatoryDecisionGroups is an autogenerated conversion function.
+func Convert_advisor_MandatoryDecisionGroups_To_v1alpha1_MandatoryDecisionGroups(in *advisor.MandatoryDecisionGroups, out *MandatoryDecisionGroups, s conversion.Scope) error {
+	return autoConvert_advisor_MandatoryDecisionGroups_To_v1alpha1_MandatoryDecisionGroups(in, out, s)
+}
+
 func autoConvert_v1alpha1_ObjectReference_To_advisor_ObjectReference(in *ObjectReference, out *advisor.ObjectReference, s conversion.Scope) error {
 	out.APIVersion = in.APIVersion
 	out.Kind = in.Kind
@@ -1669,6 +2329,64 @@ func autoConvert_advisor_PlanStatus_To_v1alpha1_PlanStatus(in *advisor.PlanStatu
 // Convert_advisor_PlanStatus_To_v1alpha1_PlanStatus is an autogenerated conversion function.
 func Convert_advisor_PlanStatus_To_v1alpha1_PlanStatus(in *advisor.PlanStatus, out *PlanStatus, s conversion.Scope) error {
 	return autoConvert_advisor_PlanStatus_To_v1alpha1_PlanStatus(in, out, s)
+}
+
+func autoConvert_v1alpha1_PlanSummary_To_advisor_PlanSummary(in *PlanSummary, out *advisor.PlanSummary, s conversion.Scope) error {
+	out.PlanHash = in.PlanHash
+	out.SpecHash = in.SpecHash
+	out.Items = *(*[]advisor.PlanSummaryItem)(unsafe.Pointer(&in.Items))
+	out.NodeReboots = in.NodeReboots
+	out.LiveMigrations = in.LiveMigrations
+	out.ShutDownVMs = in.ShutDownVMs
+	out.DrainBlockingVMs = in.DrainBlockingVMs
+	out.Capacity = in.Capacity
+	return nil
+}
+
+// Convert_v1alpha1_PlanSummary_To_advisor_PlanSummary is an autogenerated conversion function.
+func Convert_v1alpha1_PlanSummary_To_advisor_PlanSummary(in *PlanSummary, out *advisor.PlanSummary, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PlanSummary_To_advisor_PlanSummary(in, out, s)
+}
+
+func autoConvert_advisor_PlanSummary_To_v1alpha1_PlanSummary(in *advisor.PlanSummary, out *PlanSummary, s conversion.Scope) error {
+	out.PlanHash = in.PlanHash
+	out.SpecHash = in.SpecHash
+	out.Items = *(*[]PlanSummaryItem)(unsafe.Pointer(&in.Items))
+	out.NodeReboots = in.NodeReboots
+	out.LiveMigrations = in.LiveMigrations
+	out.ShutDownVMs = in.ShutDownVMs
+	out.DrainBlockingVMs = in.DrainBlockingVMs
+	out.Capacity = in.Capacity
+	return nil
+}
+
+// Convert_advisor_PlanSummary_To_v1alpha1_PlanSummary is an autogenerated conversion function.
+func Convert_advisor_PlanSummary_To_v1alpha1_PlanSummary(in *advisor.PlanSummary, out *PlanSummary, s conversion.Scope) error {
+	return autoConvert_advisor_PlanSummary_To_v1alpha1_PlanSummary(in, out, s)
+}
+
+func autoConvert_v1alpha1_PlanSummaryItem_To_advisor_PlanSummaryItem(in *PlanSummaryItem, out *advisor.PlanSummaryItem, s conversion.Scope) error {
+	out.Name = in.Name
+	out.Target = in.Target
+	out.Operation = advisor.Operation(in.Operation)
+	return nil
+}
+
+// Convert_v1alpha1_PlanSummaryItem_To_advisor_PlanSummaryItem is an autogenerated conversion function.
+func Convert_v1alpha1_PlanSummaryItem_To_advisor_PlanSummaryItem(in *PlanSummaryItem, out *advisor.PlanSummaryItem, s conversion.Scope) error {
+	return autoConvert_v1alpha1_PlanSummaryItem_To_advisor_PlanSummaryItem(in, out, s)
+}
+
+func autoConvert_advisor_PlanSummaryItem_To_v1alpha1_PlanSummaryItem(in *advisor.PlanSummaryItem, out *PlanSummaryItem, s conversion.Scope) error {
+	out.Name = in.Name
+	out.Target = in.Target
+	out.Operation = Operation(in.Operation)
+	return nil
+}
+
+// Convert_advisor_PlanSummaryItem_To_v1alpha1_PlanSummaryItem is an autogenerated conversion function.
+func Convert_advisor_PlanSummaryItem_To_v1alpha1_PlanSummaryItem(in *advisor.PlanSummaryItem, out *PlanSummaryItem, s conversion.Scope) error {
+	return autoConvert_advisor_PlanSummaryItem_To_v1alpha1_PlanSummaryItem(in, out, s)
 }
 
 func autoConvert_v1alpha1_PolicyBounds_To_advisor_PolicyBounds(in *PolicyBounds, out *advisor.PolicyBounds, s conversion.Scope) error {
@@ -2019,6 +2737,54 @@ func Convert_advisor_ReviewedTarget_To_v1alpha1_ReviewedTarget(in *advisor.Revie
 	return autoConvert_advisor_ReviewedTarget_To_v1alpha1_ReviewedTarget(in, out, s)
 }
 
+func autoConvert_v1alpha1_RolloutAll_To_advisor_RolloutAll(in *RolloutAll, out *advisor.RolloutAll, s conversion.Scope) error {
+	if err := Convert_v1alpha1_RolloutConfig_To_advisor_RolloutConfig(&in.RolloutConfig, &out.RolloutConfig, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_RolloutAll_To_advisor_RolloutAll is an autogenerated conversion function.
+func Convert_v1alpha1_RolloutAll_To_advisor_RolloutAll(in *RolloutAll, out *advisor.RolloutAll, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RolloutAll_To_advisor_RolloutAll(in, out, s)
+}
+
+func autoConvert_advisor_RolloutAll_To_v1alpha1_RolloutAll(in *advisor.RolloutAll, out *RolloutAll, s conversion.Scope) error {
+	if err := Convert_advisor_RolloutConfig_To_v1alpha1_RolloutConfig(&in.RolloutConfig, &out.RolloutConfig, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_advisor_RolloutAll_To_v1alpha1_RolloutAll is an autogenerated conversion function.
+func Convert_advisor_RolloutAll_To_v1alpha1_RolloutAll(in *advisor.RolloutAll, out *RolloutAll, s conversion.Scope) error {
+	return autoConvert_advisor_RolloutAll_To_v1alpha1_RolloutAll(in, out, s)
+}
+
+func autoConvert_v1alpha1_RolloutConfig_To_advisor_RolloutConfig(in *RolloutConfig, out *advisor.RolloutConfig, s conversion.Scope) error {
+	out.MinSuccessTime = in.MinSuccessTime
+	out.ProgressDeadline = in.ProgressDeadline
+	out.MaxFailures = in.MaxFailures
+	return nil
+}
+
+// Convert_v1alpha1_RolloutConfig_To_advisor_RolloutConfig is an autogenerated conversion function.
+func Convert_v1alpha1_RolloutConfig_To_advisor_RolloutConfig(in *RolloutConfig, out *advisor.RolloutConfig, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RolloutConfig_To_advisor_RolloutConfig(in, out, s)
+}
+
+func autoConvert_advisor_RolloutConfig_To_v1alpha1_RolloutConfig(in *advisor.RolloutConfig, out *RolloutConfig, s conversion.Scope) error {
+	out.MinSuccessTime = in.MinSuccessTime
+	out.ProgressDeadline = in.ProgressDeadline
+	out.MaxFailures = in.MaxFailures
+	return nil
+}
+
+// Convert_advisor_RolloutConfig_To_v1alpha1_RolloutConfig is an autogenerated conversion function.
+func Convert_advisor_RolloutConfig_To_v1alpha1_RolloutConfig(in *advisor.RolloutConfig, out *RolloutConfig, s conversion.Scope) error {
+	return autoConvert_advisor_RolloutConfig_To_v1alpha1_RolloutConfig(in, out, s)
+}
+
 func autoConvert_v1alpha1_RolloutGates_To_advisor_RolloutGates(in *RolloutGates, out *advisor.RolloutGates, s conversion.Scope) error {
 	out.NodeReadyTimeout = in.NodeReadyTimeout
 	out.MaxFailedMigrations = (*int32)(unsafe.Pointer(in.MaxFailedMigrations))
@@ -2045,6 +2811,68 @@ func Convert_advisor_RolloutGates_To_v1alpha1_RolloutGates(in *advisor.RolloutGa
 	return autoConvert_advisor_RolloutGates_To_v1alpha1_RolloutGates(in, out, s)
 }
 
+func autoConvert_v1alpha1_RolloutProgressive_To_advisor_RolloutProgressive(in *RolloutProgressive, out *advisor.RolloutProgressive, s conversion.Scope) error {
+	if err := Convert_v1alpha1_RolloutConfig_To_advisor_RolloutConfig(&in.RolloutConfig, &out.RolloutConfig, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_MandatoryDecisionGroups_To_advisor_MandatoryDecisionGroups(&in.MandatoryDecisionGroups, &out.MandatoryDecisionGroups, s); err != nil {
+		return err
+	}
+	out.MaxConcurrency = in.MaxConcurrency
+	return nil
+}
+
+// Convert_v1alpha1_RolloutProgressive_To_advisor_RolloutProgressive is an autogenerated conversion function.
+func Convert_v1alpha1_RolloutProgressive_To_advisor_RolloutProgressive(in *RolloutProgressive, out *advisor.RolloutProgressive, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RolloutProgressive_To_advisor_RolloutProgressive(in, out, s)
+}
+
+func autoConvert_advisor_RolloutProgressive_To_v1alpha1_RolloutProgressive(in *advisor.RolloutProgressive, out *RolloutProgressive, s conversion.Scope) error {
+	if err := Convert_advisor_RolloutConfig_To_v1alpha1_RolloutConfig(&in.RolloutConfig, &out.RolloutConfig, s); err != nil {
+		return err
+	}
+	if err := Convert_advisor_MandatoryDecisionGroups_To_v1alpha1_MandatoryDecisionGroups(&in.MandatoryDecisionGroups, &out.MandatoryDecisionGroups, s); err != nil {
+		return err
+	}
+	out.MaxConcurrency = in.MaxConcurrency
+	return nil
+}
+
+// Convert_advisor_RolloutProgressive_To_v1alpha1_RolloutProgressive is an autogenerated conversion function.
+func Convert_advisor_RolloutProgressive_To_v1alpha1_RolloutProgressive(in *advisor.RolloutProgressive, out *RolloutProgressive, s conversion.Scope) error {
+	return autoConvert_advisor_RolloutProgressive_To_v1alpha1_RolloutProgressive(in, out, s)
+}
+
+func autoConvert_v1alpha1_RolloutProgressivePerGroup_To_advisor_RolloutProgressivePerGroup(in *RolloutProgressivePerGroup, out *advisor.RolloutProgressivePerGroup, s conversion.Scope) error {
+	if err := Convert_v1alpha1_RolloutConfig_To_advisor_RolloutConfig(&in.RolloutConfig, &out.RolloutConfig, s); err != nil {
+		return err
+	}
+	if err := Convert_v1alpha1_MandatoryDecisionGroups_To_advisor_MandatoryDecisionGroups(&in.MandatoryDecisionGroups, &out.MandatoryDecisionGroups, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_RolloutProgressivePerGroup_To_advisor_RolloutProgressivePerGroup is an autogenerated conversion function.
+func Convert_v1alpha1_RolloutProgressivePerGroup_To_advisor_RolloutProgressivePerGroup(in *RolloutProgressivePerGroup, out *advisor.RolloutProgressivePerGroup, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RolloutProgressivePerGroup_To_advisor_RolloutProgressivePerGroup(in, out, s)
+}
+
+func autoConvert_advisor_RolloutProgressivePerGroup_To_v1alpha1_RolloutProgressivePerGroup(in *advisor.RolloutProgressivePerGroup, out *RolloutProgressivePerGroup, s conversion.Scope) error {
+	if err := Convert_advisor_RolloutConfig_To_v1alpha1_RolloutConfig(&in.RolloutConfig, &out.RolloutConfig, s); err != nil {
+		return err
+	}
+	if err := Convert_advisor_MandatoryDecisionGroups_To_v1alpha1_MandatoryDecisionGroups(&in.MandatoryDecisionGroups, &out.MandatoryDecisionGroups, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_advisor_RolloutProgressivePerGroup_To_v1alpha1_RolloutProgressivePerGroup is an autogenerated conversion function.
+func Convert_advisor_RolloutProgressivePerGroup_To_v1alpha1_RolloutProgressivePerGroup(in *advisor.RolloutProgressivePerGroup, out *RolloutProgressivePerGroup, s conversion.Scope) error {
+	return autoConvert_advisor_RolloutProgressivePerGroup_To_v1alpha1_RolloutProgressivePerGroup(in, out, s)
+}
+
 func autoConvert_v1alpha1_RolloutSpec_To_advisor_RolloutSpec(in *RolloutSpec, out *advisor.RolloutSpec, s conversion.Scope) error {
 	out.AllowBlockingDrains = in.AllowBlockingDrains
 	out.Gates = (*advisor.RolloutGates)(unsafe.Pointer(in.Gates))
@@ -2065,6 +2893,32 @@ func autoConvert_advisor_RolloutSpec_To_v1alpha1_RolloutSpec(in *advisor.Rollout
 // Convert_advisor_RolloutSpec_To_v1alpha1_RolloutSpec is an autogenerated conversion function.
 func Convert_advisor_RolloutSpec_To_v1alpha1_RolloutSpec(in *advisor.RolloutSpec, out *RolloutSpec, s conversion.Scope) error {
 	return autoConvert_advisor_RolloutSpec_To_v1alpha1_RolloutSpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_RolloutStrategy_To_advisor_RolloutStrategy(in *RolloutStrategy, out *advisor.RolloutStrategy, s conversion.Scope) error {
+	out.Type = advisor.RolloutType(in.Type)
+	out.All = (*advisor.RolloutAll)(unsafe.Pointer(in.All))
+	out.Progressive = (*advisor.RolloutProgressive)(unsafe.Pointer(in.Progressive))
+	out.ProgressivePerGroup = (*advisor.RolloutProgressivePerGroup)(unsafe.Pointer(in.ProgressivePerGroup))
+	return nil
+}
+
+// Convert_v1alpha1_RolloutStrategy_To_advisor_RolloutStrategy is an autogenerated conversion function.
+func Convert_v1alpha1_RolloutStrategy_To_advisor_RolloutStrategy(in *RolloutStrategy, out *advisor.RolloutStrategy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_RolloutStrategy_To_advisor_RolloutStrategy(in, out, s)
+}
+
+func autoConvert_advisor_RolloutStrategy_To_v1alpha1_RolloutStrategy(in *advisor.RolloutStrategy, out *RolloutStrategy, s conversion.Scope) error {
+	out.Type = RolloutType(in.Type)
+	out.All = (*RolloutAll)(unsafe.Pointer(in.All))
+	out.Progressive = (*RolloutProgressive)(unsafe.Pointer(in.Progressive))
+	out.ProgressivePerGroup = (*RolloutProgressivePerGroup)(unsafe.Pointer(in.ProgressivePerGroup))
+	return nil
+}
+
+// Convert_advisor_RolloutStrategy_To_v1alpha1_RolloutStrategy is an autogenerated conversion function.
+func Convert_advisor_RolloutStrategy_To_v1alpha1_RolloutStrategy(in *advisor.RolloutStrategy, out *RolloutStrategy, s conversion.Scope) error {
+	return autoConvert_advisor_RolloutStrategy_To_v1alpha1_RolloutStrategy(in, out, s)
 }
 
 func autoConvert_v1alpha1_VMEvictionStrategyConfig_To_advisor_VMEvictionStrategyConfig(in *VMEvictionStrategyConfig, out *advisor.VMEvictionStrategyConfig, s conversion.Scope) error {
@@ -2259,6 +3113,7 @@ func autoConvert_v1alpha1_VirtPlatformConfigSpec_To_advisor_VirtPlatformConfigSp
 	out.WaitTimeout = in.WaitTimeout
 	out.Options = (*advisor.ProfileOptions)(unsafe.Pointer(in.Options))
 	out.Rollout = (*advisor.RolloutSpec)(unsafe.Pointer(in.Rollout))
+	out.DelegatedApproval = (*advisor.DelegatedApproval)(unsafe.Pointer(in.DelegatedApproval))
 	return nil
 }
 
@@ -2275,6 +3130,7 @@ func autoConvert_advisor_VirtPlatformConfigSpec_To_v1alpha1_VirtPlatformConfigSp
 	out.WaitTimeout = in.WaitTimeout
 	out.Options = (*ProfileOptions)(unsafe.Pointer(in.Options))
 	out.Rollout = (*RolloutSpec)(unsafe.Pointer(in.Rollout))
+	out.DelegatedApproval = (*DelegatedApproval)(unsafe.Pointer(in.DelegatedApproval))
 	return nil
 }
 
@@ -2298,6 +3154,8 @@ func autoConvert_v1alpha1_VirtPlatformConfigStatus_To_advisor_VirtPlatformConfig
 	out.SpecChangedBy = in.SpecChangedBy
 	out.WrittenObjects = *(*[]advisor.WrittenObject)(unsafe.Pointer(&in.WrittenObjects))
 	out.Replaced = *(*[]advisor.ReplacedObject)(unsafe.Pointer(&in.Replaced))
+	out.Plan = (*advisor.PlanSummary)(unsafe.Pointer(in.Plan))
+	out.DelegatedFleetHash = in.DelegatedFleetHash
 	return nil
 }
 
@@ -2321,6 +3179,8 @@ func autoConvert_advisor_VirtPlatformConfigStatus_To_v1alpha1_VirtPlatformConfig
 	out.SpecChangedBy = in.SpecChangedBy
 	out.WrittenObjects = *(*[]WrittenObject)(unsafe.Pointer(&in.WrittenObjects))
 	out.Replaced = *(*[]ReplacedObject)(unsafe.Pointer(&in.Replaced))
+	out.Plan = (*PlanSummary)(unsafe.Pointer(in.Plan))
+	out.DelegatedFleetHash = in.DelegatedFleetHash
 	return nil
 }
 

@@ -31,6 +31,8 @@ import (
 func RegisterDefaults(scheme *runtime.Scheme) error {
 	scheme.AddTypeDefaultingFunc(&ApprovalPolicy{}, func(obj interface{}) { SetObjectDefaults_ApprovalPolicy(obj.(*ApprovalPolicy)) })
 	scheme.AddTypeDefaultingFunc(&ApprovalPolicyList{}, func(obj interface{}) { SetObjectDefaults_ApprovalPolicyList(obj.(*ApprovalPolicyList)) })
+	scheme.AddTypeDefaultingFunc(&FleetConfig{}, func(obj interface{}) { SetObjectDefaults_FleetConfig(obj.(*FleetConfig)) })
+	scheme.AddTypeDefaultingFunc(&FleetConfigList{}, func(obj interface{}) { SetObjectDefaults_FleetConfigList(obj.(*FleetConfigList)) })
 	scheme.AddTypeDefaultingFunc(&MaintenanceWindow{}, func(obj interface{}) { SetObjectDefaults_MaintenanceWindow(obj.(*MaintenanceWindow)) })
 	scheme.AddTypeDefaultingFunc(&MaintenanceWindowList{}, func(obj interface{}) { SetObjectDefaults_MaintenanceWindowList(obj.(*MaintenanceWindowList)) })
 	scheme.AddTypeDefaultingFunc(&VirtPlatformConfig{}, func(obj interface{}) { SetObjectDefaults_VirtPlatformConfig(obj.(*VirtPlatformConfig)) })
@@ -52,6 +54,104 @@ func SetObjectDefaults_ApprovalPolicyList(in *ApprovalPolicyList) {
 	for i := range in.Items {
 		a := &in.Items[i]
 		SetObjectDefaults_ApprovalPolicy(a)
+	}
+}
+
+func SetObjectDefaults_FleetConfig(in *FleetConfig) {
+	if in.Spec.Options != nil {
+		if in.Spec.Options.LoadAware != nil {
+			if in.Spec.Options.LoadAware.DeschedulingIntervalSeconds == nil {
+				var ptrVar1 int32 = 60
+				in.Spec.Options.LoadAware.DeschedulingIntervalSeconds = &ptrVar1
+			}
+			if in.Spec.Options.LoadAware.Mode == "" {
+				in.Spec.Options.LoadAware.Mode = "Automatic"
+			}
+			if in.Spec.Options.LoadAware.EnablePSIMetrics == nil {
+				var ptrVar1 bool = true
+				in.Spec.Options.LoadAware.EnablePSIMetrics = &ptrVar1
+			}
+			if in.Spec.Options.LoadAware.DevDeviationThresholds == "" {
+				in.Spec.Options.LoadAware.DevDeviationThresholds = "AsymmetricLow"
+			}
+		}
+		if in.Spec.Options.VirtHigherDensity != nil {
+			SetDefaults_VirtHigherDensityConfig(in.Spec.Options.VirtHigherDensity)
+			if in.Spec.Options.VirtHigherDensity.EnableSwap == nil {
+				var ptrVar1 bool = true
+				in.Spec.Options.VirtHigherDensity.EnableSwap = &ptrVar1
+			}
+			if in.Spec.Options.VirtHigherDensity.KSMConfiguration != nil {
+				if in.Spec.Options.VirtHigherDensity.KSMConfiguration.Enabled == nil {
+					var ptrVar1 bool = true
+					in.Spec.Options.VirtHigherDensity.KSMConfiguration.Enabled = &ptrVar1
+				}
+			}
+		}
+		if in.Spec.Options.LiveMigrationLimits != nil {
+			if in.Spec.Options.LiveMigrationLimits.MigrationNetworkGbps == nil {
+				var ptrVar1 int32 = 10
+				in.Spec.Options.LiveMigrationLimits.MigrationNetworkGbps = &ptrVar1
+			}
+			if in.Spec.Options.LiveMigrationLimits.NetworkSharePercent == nil {
+				var ptrVar1 int32 = 50
+				in.Spec.Options.LiveMigrationLimits.NetworkSharePercent = &ptrVar1
+			}
+			if in.Spec.Options.LiveMigrationLimits.ProgressTimeout == nil {
+				var ptrVar1 int64 = 150
+				in.Spec.Options.LiveMigrationLimits.ProgressTimeout = &ptrVar1
+			}
+		}
+		if in.Spec.Options.Hugepages != nil {
+			if in.Spec.Options.Hugepages.Pool == "" {
+				in.Spec.Options.Hugepages.Pool = "worker"
+			}
+			if in.Spec.Options.Hugepages.PageSize == "" {
+				in.Spec.Options.Hugepages.PageSize = "1G"
+			}
+			if in.Spec.Options.Hugepages.MemoryPercent == nil {
+				var ptrVar1 int32 = 50
+				in.Spec.Options.Hugepages.MemoryPercent = &ptrVar1
+			}
+			if in.Spec.Options.Hugepages.FloorGiB == nil {
+				var ptrVar1 int32 = 8
+				in.Spec.Options.Hugepages.FloorGiB = &ptrVar1
+			}
+		}
+		if in.Spec.Options.PciPassthrough != nil {
+			if in.Spec.Options.PciPassthrough.Pool == "" {
+				in.Spec.Options.PciPassthrough.Pool = "worker"
+			}
+		}
+		if in.Spec.Options.DedicatedCPUs != nil {
+			if in.Spec.Options.DedicatedCPUs.Enabled == nil {
+				var ptrVar1 bool = true
+				in.Spec.Options.DedicatedCPUs.Enabled = &ptrVar1
+			}
+			if in.Spec.Options.DedicatedCPUs.AllowAllWorkers == nil {
+				var ptrVar1 bool = false
+				in.Spec.Options.DedicatedCPUs.AllowAllWorkers = &ptrVar1
+			}
+			if in.Spec.Options.DedicatedCPUs.TopologyManagerPolicy == "" {
+				in.Spec.Options.DedicatedCPUs.TopologyManagerPolicy = "single-numa-node"
+			}
+			if in.Spec.Options.DedicatedCPUs.ReservedCoresPerZone == nil {
+				var ptrVar1 int32 = 1
+				in.Spec.Options.DedicatedCPUs.ReservedCoresPerZone = &ptrVar1
+			}
+		}
+		if in.Spec.Options.VMEvictionStrategy != nil {
+			if in.Spec.Options.VMEvictionStrategy.Strategy == "" {
+				in.Spec.Options.VMEvictionStrategy.Strategy = "LiveMigrate"
+			}
+		}
+	}
+}
+
+func SetObjectDefaults_FleetConfigList(in *FleetConfigList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_FleetConfig(a)
 	}
 }
 

@@ -97,13 +97,83 @@ func (in ApprovalStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterPlanHash) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.ClusterPlanHash"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DedicatedCPUsConfig) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.DedicatedCPUsConfig"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DelegatedApproval) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.DelegatedApproval"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DelegatedApprovalRef) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.DelegatedApprovalRef"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in DisruptedVM) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.DisruptedVM"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetAbortRecord) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.FleetAbortRecord"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetApprovalRecord) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.FleetApprovalRecord"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetClusterStatus) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.FleetClusterStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetConfig) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.FleetConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetConfigList) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.FleetConfigList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetConfigSpec) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.FleetConfigSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetConfigStatus) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.FleetConfigStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetPlacementRef) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.FleetPlacementRef"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetPlan) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.FleetPlan"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetPlanCluster) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.FleetPlanCluster"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FleetPlanStatus) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.FleetPlanStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -157,6 +227,16 @@ func (in MaintenanceWindowStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MandatoryDecisionGroup) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.MandatoryDecisionGroup"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in MandatoryDecisionGroups) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.MandatoryDecisionGroups"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ObjectReference) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.ObjectReference"
 }
@@ -199,6 +279,16 @@ func (in PlanSettings) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PlanStatus) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.PlanStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PlanSummary) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PlanSummary"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PlanSummaryItem) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.PlanSummaryItem"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -267,13 +357,38 @@ func (in ReviewedTarget) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutAll) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.RolloutAll"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutConfig) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.RolloutConfig"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RolloutGates) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.RolloutGates"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutProgressive) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.RolloutProgressive"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutProgressivePerGroup) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.RolloutProgressivePerGroup"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RolloutSpec) OpenAPIModelName() string {
 	return "io.kubevirt.advisor.v1alpha1.RolloutSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RolloutStrategy) OpenAPIModelName() string {
+	return "io.kubevirt.advisor.v1alpha1.RolloutStrategy"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

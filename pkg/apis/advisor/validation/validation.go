@@ -251,6 +251,9 @@ func validateSpec(spec *advisor.VirtPlatformConfigSpec, served Profiles, fldPath
 	if spec.Rollout != nil && spec.Rollout.Gates != nil {
 		allErrs = append(allErrs, validateGates(spec.Rollout.Gates, fldPath.Child("rollout", "gates"))...)
 	}
+	if spec.DelegatedApproval != nil {
+		allErrs = append(allErrs, validateDelegatedApproval(spec.DelegatedApproval, fldPath.Child("delegatedApproval"))...)
+	}
 	return allErrs
 }
 

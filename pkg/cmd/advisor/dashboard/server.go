@@ -102,7 +102,7 @@ type Server struct {
 	handler               http.Handler
 }
 
-var pageNames = []string{"configs", "plan", "confirm", "abort", "rollout", "refused"}
+var pageNames = []string{"configs", "plan", "confirm", "abort", "rollout", "refused", "fleet"}
 
 // New returns the dashboard's handler.
 func New(o Options) (*Server, error) {
@@ -167,6 +167,7 @@ func (s *Server) routes() (*http.ServeMux, error) {
 	mux.HandleFunc("GET /configs/{name}", s.planPage)
 	mux.HandleFunc("GET /configs/{name}/summary", s.summaryPart)
 	mux.HandleFunc("GET /configs/{name}/rollout", s.rolloutPage)
+	mux.HandleFunc("GET /fleets/{namespace}/{name}", s.fleetPage)
 	mux.HandleFunc("POST /configs/{name}/approve", s.approve)
 	mux.HandleFunc("POST /configs/{name}/abort", s.abort)
 	mux.HandleFunc("/configs/{name}/abort", func(w http.ResponseWriter, r *http.Request) {

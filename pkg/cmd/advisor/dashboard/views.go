@@ -45,6 +45,7 @@ func (s *Server) funcs() template.FuncMap {
 			return duration.HumanDuration(s.clock.Since(t))
 		},
 		"phaseTone":   phaseTone,
+		"fleetTone":   fleetTone,
 		"glyph":       glyph,
 		"opTone":      opTone,
 		"impactTone":  impactTone,
@@ -542,6 +543,10 @@ type configsView struct {
 	// cannot be shown.
 	Policies    []policyView
 	PoliciesErr string
+	// Fleets are the FleetConfigs of a fleet's hub (none elsewhere);
+	// FleetsErr says why they cannot be shown.
+	Fleets    []fleetRow
+	FleetsErr string
 }
 
 // policyView is an approval policy as the configs page lists it.
@@ -585,5 +590,6 @@ func (s *Server) buildConfigs(ctx context.Context) (configsView, int) {
 	}
 	sort.Slice(v.Rows, func(i, j int) bool { return v.Rows[i].Name < v.Rows[j].Name })
 	v.Policies, v.PoliciesErr = s.policiesOf(ctx)
+	v.Fleets, v.FleetsErr = s.fleetsOf(ctx)
 	return v, 200
 }

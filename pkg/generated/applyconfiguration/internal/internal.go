@@ -49,6 +49,16 @@ var schemaYAML = typed.YAMLObject(`types:
     elementType:
       namedType: __untyped_deduced_
     elementRelationship: separable
+- name: com.github.kubevirt.virt-advisor.pkg.apis.advisor.v1alpha1.FleetConfig
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
 - name: com.github.kubevirt.virt-advisor.pkg.apis.advisor.v1alpha1.MaintenanceWindow
   scalar: untyped
   list:

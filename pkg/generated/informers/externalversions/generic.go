@@ -55,6 +55,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=advisor.kubevirt.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("approvalpolicies"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Advisor().V1alpha1().ApprovalPolicies().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("fleetconfigs"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Advisor().V1alpha1().FleetConfigs().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("maintenancewindows"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Advisor().V1alpha1().MaintenanceWindows().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("virtplatformconfigs"):

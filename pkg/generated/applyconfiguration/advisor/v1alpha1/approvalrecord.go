@@ -58,6 +58,9 @@ type ApprovalRecordApplyConfiguration struct {
 	// plan's MachineConfigPool rollouts, as its plan showed them: a
 	// later spec change does not change them.
 	Gates *PlanGatesApplyConfiguration `json:"gates,omitempty"`
+	// delegated is the fleet approval (spec.delegatedApproval) that
+	// approved the plan, when one did: each is used at most once.
+	Delegated *DelegatedApprovalRefApplyConfiguration `json:"delegated,omitempty"`
 }
 
 // ApprovalRecordApplyConfiguration constructs a declarative configuration of the ApprovalRecord type for use with
@@ -143,5 +146,13 @@ func (b *ApprovalRecordApplyConfiguration) WithSequence(value int64) *ApprovalRe
 // If called multiple times, the Gates field is set to the value of the last call.
 func (b *ApprovalRecordApplyConfiguration) WithGates(value *PlanGatesApplyConfiguration) *ApprovalRecordApplyConfiguration {
 	b.Gates = value
+	return b
+}
+
+// WithDelegated sets the Delegated field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Delegated field is set to the value of the last call.
+func (b *ApprovalRecordApplyConfiguration) WithDelegated(value *DelegatedApprovalRefApplyConfiguration) *ApprovalRecordApplyConfiguration {
+	b.Delegated = value
 	return b
 }

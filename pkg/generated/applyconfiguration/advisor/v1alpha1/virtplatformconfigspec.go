@@ -47,6 +47,11 @@ type VirtPlatformConfigSpecApplyConfiguration struct {
 	Options *ProfileOptionsApplyConfiguration `json:"options,omitempty"`
 	// rollout tunes how approved MachineConfig changes are rolled out onto nodes.
 	Rollout *RolloutSpecApplyConfiguration `json:"rollout,omitempty"`
+	// delegatedApproval is a fleet's approval of this cluster's plan,
+	// written by Open Cluster Management's work agent from the fleet's
+	// hub (docs/fleet.md). Only an identity allowed `create
+	// virtplatformconfigs/delegatedapproval` may set or change it.
+	DelegatedApproval *DelegatedApprovalApplyConfiguration `json:"delegatedApproval,omitempty"`
 }
 
 // VirtPlatformConfigSpecApplyConfiguration constructs a declarative configuration of the VirtPlatformConfigSpec type for use with
@@ -108,5 +113,13 @@ func (b *VirtPlatformConfigSpecApplyConfiguration) WithOptions(value *ProfileOpt
 // If called multiple times, the Rollout field is set to the value of the last call.
 func (b *VirtPlatformConfigSpecApplyConfiguration) WithRollout(value *RolloutSpecApplyConfiguration) *VirtPlatformConfigSpecApplyConfiguration {
 	b.Rollout = value
+	return b
+}
+
+// WithDelegatedApproval sets the DelegatedApproval field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DelegatedApproval field is set to the value of the last call.
+func (b *VirtPlatformConfigSpecApplyConfiguration) WithDelegatedApproval(value *DelegatedApprovalApplyConfiguration) *VirtPlatformConfigSpecApplyConfiguration {
+	b.DelegatedApproval = value
 	return b
 }

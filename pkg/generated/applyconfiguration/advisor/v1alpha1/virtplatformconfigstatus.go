@@ -63,6 +63,14 @@ type VirtPlatformConfigStatusApplyConfiguration struct {
 	// values its first write overwrote, or that it created the object;
 	// the revert plan (GET .../revert) restores them.
 	Replaced []ReplacedObjectApplyConfiguration `json:"replaced,omitempty"`
+	// plan summarizes the live plan (its hash, items and what it does to
+	// nodes and VMs) for a fleet's review on its hub.
+	Plan *PlanSummaryApplyConfiguration `json:"plan,omitempty"`
+	// delegatedFleetHash is the fleet hash of the spec.delegatedApproval
+	// this status answers: the fleet's condition rules read the phase as
+	// that approval's outcome only when it names it, never a status
+	// written before the approval arrived.
+	DelegatedFleetHash *string `json:"delegatedFleetHash,omitempty"`
 }
 
 // VirtPlatformConfigStatusApplyConfiguration constructs a declarative configuration of the VirtPlatformConfigStatus type for use with
@@ -205,5 +213,21 @@ func (b *VirtPlatformConfigStatusApplyConfiguration) WithReplaced(values ...*Rep
 		}
 		b.Replaced = append(b.Replaced, *values[i])
 	}
+	return b
+}
+
+// WithPlan sets the Plan field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Plan field is set to the value of the last call.
+func (b *VirtPlatformConfigStatusApplyConfiguration) WithPlan(value *PlanSummaryApplyConfiguration) *VirtPlatformConfigStatusApplyConfiguration {
+	b.Plan = value
+	return b
+}
+
+// WithDelegatedFleetHash sets the DelegatedFleetHash field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DelegatedFleetHash field is set to the value of the last call.
+func (b *VirtPlatformConfigStatusApplyConfiguration) WithDelegatedFleetHash(value string) *VirtPlatformConfigStatusApplyConfiguration {
+	b.DelegatedFleetHash = &value
 	return b
 }

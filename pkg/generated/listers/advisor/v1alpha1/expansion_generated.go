@@ -22,6 +22,14 @@ package v1alpha1
 // ApprovalPolicyLister.
 type ApprovalPolicyListerExpansion interface{}
 
+// FleetConfigListerExpansion allows custom methods to be added to
+// FleetConfigLister.
+type FleetConfigListerExpansion interface{}
+
+// FleetConfigNamespaceListerExpansion allows custom methods to be added to
+// FleetConfigNamespaceLister.
+type FleetConfigNamespaceListerExpansion interface{}
+
 // MaintenanceWindowListerExpansion allows custom methods to be added to
 // MaintenanceWindowLister.
 type MaintenanceWindowListerExpansion interface{}

@@ -26,6 +26,8 @@ import (
 type Interface interface {
 	// ApprovalPolicies returns a ApprovalPolicyInformer.
 	ApprovalPolicies() ApprovalPolicyInformer
+	// FleetConfigs returns a FleetConfigInformer.
+	FleetConfigs() FleetConfigInformer
 	// MaintenanceWindows returns a MaintenanceWindowInformer.
 	MaintenanceWindows() MaintenanceWindowInformer
 	// VirtPlatformConfigs returns a VirtPlatformConfigInformer.
@@ -46,6 +48,11 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 // ApprovalPolicies returns a ApprovalPolicyInformer.
 func (v *version) ApprovalPolicies() ApprovalPolicyInformer {
 	return &approvalPolicyInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// FleetConfigs returns a FleetConfigInformer.
+func (v *version) FleetConfigs() FleetConfigInformer {
+	return &fleetConfigInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // MaintenanceWindows returns a MaintenanceWindowInformer.

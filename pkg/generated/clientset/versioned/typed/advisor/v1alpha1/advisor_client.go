@@ -29,6 +29,7 @@ import (
 type AdvisorV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	ApprovalPoliciesGetter
+	FleetConfigsGetter
 	MaintenanceWindowsGetter
 	VirtPlatformConfigsGetter
 }
@@ -40,6 +41,10 @@ type AdvisorV1alpha1Client struct {
 
 func (c *AdvisorV1alpha1Client) ApprovalPolicies() ApprovalPolicyInterface {
 	return newApprovalPolicies(c)
+}
+
+func (c *AdvisorV1alpha1Client) FleetConfigs(namespace string) FleetConfigInterface {
+	return newFleetConfigs(c, namespace)
 }
 
 func (c *AdvisorV1alpha1Client) MaintenanceWindows() MaintenanceWindowInterface {

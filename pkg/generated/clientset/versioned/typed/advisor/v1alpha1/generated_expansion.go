@@ -20,6 +20,8 @@ package v1alpha1
 
 type ApprovalPolicyExpansion interface{}
 
+type FleetConfigExpansion interface{}
+
 type MaintenanceWindowExpansion interface{}
 
 type VirtPlatformConfigExpansion interface{}

@@ -32,6 +32,10 @@ func (c *FakeAdvisorV1alpha1) ApprovalPolicies() v1alpha1.ApprovalPolicyInterfac
 	return newFakeApprovalPolicies(c)
 }
 
+func (c *FakeAdvisorV1alpha1) FleetConfigs(namespace string) v1alpha1.FleetConfigInterface {
+	return newFakeFleetConfigs(c, namespace)
+}
+
 func (c *FakeAdvisorV1alpha1) MaintenanceWindows() v1alpha1.MaintenanceWindowInterface {
 	return newFakeMaintenanceWindows(c)
 }
