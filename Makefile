@@ -256,7 +256,7 @@ bench-gates:
 # in _output/bench.json), as the newest of the latest five runs it shows
 # (older ones stay in git). A run that misses a target (exit 1) is
 # recorded too; one that cannot measure (exit 2) is not.
-bench-figures: bench-windows bench-capacity bench-gates tools build
+bench-figures: bench-windows bench-capacity bench-gates tools $(OCM) build
 	go build -ldflags "-X github.com/kubevirt/virt-advisor/pkg/version.Version=$(VERSION)" -o $(BIN)/bench ./test/cmd/bench
 	$(BIN)/bench -json $(BENCH_FLAGS) > _output/bench.json || [ $$? -eq 1 ]
 	$(BIN)/bench -figures-json _output/bench.json -readme test/cmd/bench/README.md
