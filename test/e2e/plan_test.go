@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -335,6 +336,59 @@ func installDeschedulerLevel(level string) {
 	Expect(err).NotTo(HaveOccurred())
 	_, err = dyn().Resource(crdGVR).Patch(suiteCtx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "e2e-level", Force: ptrTo(true)})
 	Expect(err).NotTo(HaveOccurred())
+	waitDeschedulerSchemaServed(obj)
+}
+
+// waitDeschedulerSchemaServed waits until kube-apiserver validates
+// KubeDeschedulers with the enums of crd. A CRD's new schema is served a
+// moment after it is stored (the old storage is replaced asynchronously,
+// later on a loaded machine): a spec that started meanwhile would plan on
+// one schema and write on the other, and its plan would go stale.
+func waitDeschedulerSchemaServed(crd *unstructured.Unstructured) {
+	GinkgoHelper()
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	Expect(versions).NotTo(BeEmpty())
+	props, _, _ := unstructured.NestedMap(versions[0].(map[string]interface{}), "schema", "openAPIV3Schema", "properties", "spec", "properties")
+	probes := []struct {
+		field string // as kube-apiserver names it in an error
+		enum  []interface{}
+		patch map[string]interface{}
+	}{
+		{"spec.profiles[0]", nestedSlice(props, "profiles", "items", "enum"),
+			map[string]interface{}{"profiles": []interface{}{"e2e-probe"}}},
+		{"spec.profileCustomizations.devDeviationThresholds", nestedSlice(props, "profileCustomizations", "properties", "devDeviationThresholds", "enum"),
+			map[string]interface{}{"profileCustomizations": map[string]interface{}{"devDeviationThresholds": "e2e-probe"}}},
+	}
+	for _, p := range probes {
+		if p.enum == nil {
+			continue // not in this level's schema
+		}
+		data, err := json.Marshal(map[string]interface{}{"spec": p.patch})
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			_, err := dyn().Resource(kdGVR).Namespace(kdNS).Patch(suiteCtx, "cluster", types.MergePatchType, data, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			g.Expect(err).To(HaveOccurred(), "a value outside the enum of %s must be refused", p.field)
+			g.Expect(supportedValues(err.Error(), p.field)).To(ConsistOf(p.enum...), "the enum of %s kube-apiserver validates with", p.field)
+		}).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+	}
+}
+
+func nestedSlice(obj map[string]interface{}, fields ...string) []interface{} {
+	s, _, _ := unstructured.NestedSlice(obj, fields...)
+	return s
+}
+
+// supportedValues are the values an "Unsupported value" error of field lists.
+func supportedValues(message, field string) []interface{} {
+	m := regexp.MustCompile(regexp.QuoteMeta(field) + `: Unsupported value: "e2e-probe": supported values: ((?:"[^"]*"(?:, )?)+)`).FindStringSubmatch(message)
+	if m == nil {
+		return nil
+	}
+	var out []interface{}
+	for _, v := range regexp.MustCompile(`"([^"]*)"`).FindAllStringSubmatch(m[1], -1) {
+		out = append(out, v[1])
+	}
+	return out
 }
 
 func ptrTo[T any](v T) *T { return &v }
