@@ -30,9 +30,10 @@ import (
 	listers "github.com/kubevirt/virt-advisor/pkg/generated/listers/advisor/v1alpha1"
 )
 
-// StatusWriter changes a FleetConfig's status in its own write
-// (fleetconfig.Stored).
-type StatusWriter interface {
+// Storage reads a FleetConfig from storage and changes its status in its
+// own write (fleetconfig.Stored).
+type Storage interface {
+	Get(ctx context.Context, namespace, name string) (*v1alpha1.FleetConfig, error)
 	Change(ctx context.Context, namespace, name string, change func(latest *v1alpha1.FleetConfig) error) (*v1alpha1.FleetConfig, error)
 }
 
@@ -49,7 +50,7 @@ type Controller struct {
 	lister   listers.FleetConfigLister
 	hub      dynamic.Interface
 	reader   *fleet.Reader
-	status   StatusWriter
+	status   Storage
 	queue    workqueue.TypedRateLimitingInterface[string]
 	works    dynamicinformer.DynamicSharedInformerFactory
 	decision dynamicinformer.DynamicSharedInformerFactory
@@ -57,7 +58,7 @@ type Controller struct {
 
 // New returns the hub's controller over the FleetConfig informer; it
 // watches the fleets' ManifestWorks and the PlacementDecisions itself.
-func New(fleets cache.SharedIndexInformer, reader *fleet.Reader, status StatusWriter) *Controller {
+func New(fleets cache.SharedIndexInformer, reader *fleet.Reader, status Storage) *Controller {
 	c := &Controller{
 		fleets: fleets,
 		lister: listers.NewFleetConfigLister(fleets.GetIndexer()),
@@ -148,14 +149,16 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	cached, err := c.lister.FleetConfigs(ns).Get(name)
+	// What reaches the clusters is written from storage, not from the
+	// cache: a cache behind an abort (another replica's, or this one's
+	// for a moment) would send them again the approval the abort ended.
+	fc, err := c.status.Get(ctx, ns, name)
 	if apierrors.IsNotFound(err) {
 		return c.deleteReplicaSet(ctx, ns, name)
 	}
 	if err != nil {
 		return err
 	}
-	fc := cached.DeepCopy()
 	if err := c.apply(ctx, fc); err != nil {
 		// Said in the status, not only in the log: nothing reaches the
 		// clusters until it is written.
