@@ -261,8 +261,14 @@ func fleetConfigSpecs(fleetOCM func() *env.OCM) {
 			By("an editor of the fleet may review it, not approve it")
 			_, err = editor.AdvisorV1alpha1().FleetConfigs(fleetNS).GetPlan(ctx, fleetName, metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred())
+			approvalBefore := fleetStatus(ctx).Approval
 			_, err = editor.AdvisorV1alpha1().FleetConfigs(fleetNS).Approve(ctx, fleetName, &v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: plan.Status.FleetHash}}, metav1.CreateOptions{})
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an editor approving: %v", err)
+			Expect(fleetStatus(ctx).Approval).To(Equal(approvalBefore), "the refused approval recorded nothing")
+			Consistently(func() []bool {
+				return []bool{startedBy(ctx, canary, plan.Status.FleetHash), startedBy(ctx, secondWave, plan.Status.FleetHash)}
+			}).
+				WithContext(ctx).WithTimeout(3*time.Second).Should(Equal([]bool{false, false}), "no cluster got an approval of the refused fleet hash")
 			By("an approver of fleet A may not approve fleet B")
 			_, err = approver.AdvisorV1alpha1().FleetConfigs(otherNS).Approve(ctx, "other", &v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: plan.Status.FleetHash}}, metav1.CreateOptions{})
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "approving another namespace's fleet: %v", err)
@@ -279,6 +285,11 @@ func fleetConfigSpecs(fleetOCM func() *env.OCM) {
 			_, err = versioned.NewForConfigOrDie(cfg).AdvisorV1alpha1().VirtPlatformConfigs().Patch(ctx, fleetPSI, types.MergePatchType, []byte(forged), metav1.PatchOptions{})
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "forging a delegated approval: %v", err)
 			Expect(err.Error()).To(ContainSubstring("create virtplatformconfigs/delegatedapproval"))
+			// OCM's agent may meanwhile apply the hub's abort; mallory's approval is never stored.
+			Consistently(func() *v1alpha1.VirtPlatformConfig { return spokeConfig(ctx, canary) }).WithContext(ctx).WithTimeout(3*time.Second).Should(And(
+				HaveField("Spec.DelegatedApproval", SatisfyAny(BeNil(), HaveField("ApprovedBy", Not(Equal("mallory"))))),
+				HaveField("Status.Approval", SatisfyAny(BeNil(), HaveField("ApprovedBy", Not(ContainSubstring("mallory")))))),
+				"the forged approval was not stored, nor anything approved in its name")
 		})
 
 		It("aborts mid-rollout: the canary's rollout stops, no other cluster starts", func(ctx SpecContext) {
