@@ -262,13 +262,14 @@ func fleetConfigSpecs(fleetOCM func() *env.OCM) {
 			_, err = editor.AdvisorV1alpha1().FleetConfigs(fleetNS).GetPlan(ctx, fleetName, metav1.GetOptions{})
 			Expect(err).NotTo(HaveOccurred())
 			approvalBefore := fleetStatus(ctx).Approval
+			started := func() []bool {
+				return []bool{startedBy(ctx, canary, plan.Status.FleetHash), startedBy(ctx, secondWave, plan.Status.FleetHash)}
+			}
+			startedBefore := started()
 			_, err = editor.AdvisorV1alpha1().FleetConfigs(fleetNS).Approve(ctx, fleetName, &v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: plan.Status.FleetHash}}, metav1.CreateOptions{})
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an editor approving: %v", err)
 			Expect(fleetStatus(ctx).Approval).To(Equal(approvalBefore), "the refused approval recorded nothing")
-			Consistently(func() []bool {
-				return []bool{startedBy(ctx, canary, plan.Status.FleetHash), startedBy(ctx, secondWave, plan.Status.FleetHash)}
-			}).
-				WithContext(ctx).WithTimeout(3*time.Second).Should(Equal([]bool{false, false}), "no cluster got an approval of the refused fleet hash")
+			Consistently(started).WithContext(ctx).WithTimeout(3*time.Second).Should(Equal(startedBefore), "no cluster got an approval of the refused fleet hash")
 			By("an approver of fleet A may not approve fleet B")
 			_, err = approver.AdvisorV1alpha1().FleetConfigs(otherNS).Approve(ctx, "other", &v1alpha1.Approval{Spec: v1alpha1.ApprovalSpec{PlanHash: plan.Status.FleetHash}}, metav1.CreateOptions{})
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "approving another namespace's fleet: %v", err)
