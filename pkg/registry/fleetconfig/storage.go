@@ -2,7 +2,6 @@ package fleetconfig
 
 import (
 	"context"
-	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +17,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
+	"github.com/kubevirt/virt-advisor/pkg/registry/permission"
 )
 
 // Planner computes the live fleet plan of a FleetConfig (fleet.Reader).
@@ -129,21 +129,5 @@ func requestUser(ctx context.Context) string {
 	return ""
 }
 
-// requirePermission returns a 403 naming verb fleetconfigs/subresource
-// and what to do, when the request's user does not hold it on the
-// FleetConfig namespace/name.
-func requirePermission(ctx context.Context, authz authorizer.Authorizer, namespace, name, verb, subresource, why string) error {
-	u, ok := request.UserFrom(ctx)
-	if !ok {
-		return apierrors.NewForbidden(resource, name, fmt.Errorf("no user"))
-	}
-	decision, _, err := authz.Authorize(ctx, authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: advisor.GroupName, APIVersion: "*",
-		Resource: "fleetconfigs", Subresource: subresource, Namespace: namespace, Name: name, ResourceRequest: true})
-	if decision == authorizer.DecisionAllow {
-		return nil
-	}
-	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("checking %s fleetconfigs/%s: %w", verb, subresource, err))
-	}
-	return apierrors.NewForbidden(resource, name, fmt.Errorf("user %q may not %s fleetconfigs/%s in namespace %s: %s", u.GetName(), verb, subresource, namespace, why))
-}
+// readFleetPlanPermission: approving a fleet plan takes reviewing it.
+var readFleetPlanPermission = permission.Permission{Verb: "get", Resource: "fleetconfigs", Subresource: "plan"}

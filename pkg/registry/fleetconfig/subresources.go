@@ -18,6 +18,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
 	"github.com/kubevirt/virt-advisor/pkg/fleet"
+	"github.com/kubevirt/virt-advisor/pkg/registry/permission"
 )
 
 // PlanREST serves GET .../fleetconfigs/NAME/plan: the live fleet plan,
@@ -79,7 +80,7 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	ns := request.NamespaceValue(ctx)
 	// Approving takes reviewing: a caller who may not read the fleet
 	// plan learns nothing of it, not even the live hash a 409 names.
-	if err := requirePermission(ctx, r.authz, ns, name, "get", "plan", "approving a fleet plan takes reviewing it; ask for the virt-advisor-fleet-approver role, which grants both"); err != nil {
+	if err := permission.Require(ctx, r.authz, readFleetPlanPermission, ns, name, "approving a fleet plan takes reviewing it; ask for the virt-advisor-fleet-approver role, which grants both"); err != nil {
 		return nil, err
 	}
 	req, err := fleetApprovalRequest(name, obj)

@@ -19,6 +19,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/approval"
 	"github.com/kubevirt/virt-advisor/pkg/metrics"
 	"github.com/kubevirt/virt-advisor/pkg/plan"
+	"github.com/kubevirt/virt-advisor/pkg/registry/permission"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -50,8 +51,8 @@ func (r *ApproveREST) Create(ctx context.Context, name string, obj runtime.Objec
 	// Approving needs reading: before anything is computed, so that a
 	// caller who may not review the plan learns nothing of it, not even
 	// the live hash a 409 would name.
-	if err := requirePermission(ctx, r.authz, name, readPlanPermission,
-		"approving a plan takes reviewing it", "ask for the virt-advisor-approver role, which grants both"); err != nil {
+	if err := permission.Require(ctx, r.authz, readPlanPermission, "", name,
+		"approving a plan takes reviewing it; ask for the virt-advisor-approver role, which grants both"); err != nil {
 		return nil, err
 	}
 	req, err := approvalRequest(name, obj)
@@ -106,7 +107,7 @@ func (r *ApproveREST) livePlan(ctx context.Context, cfg *v1alpha1.VirtPlatformCo
 	var reverts *plan.Result
 	var revertErr error
 	if len(cfg.Status.Replaced) > 0 {
-		if mayReview, _ := allowed(ctx, r.authz, cfg.Name, readRevertPermission); mayReview {
+		if mayReview, _ := permission.Allowed(ctx, r.authz, readRevertPermission, "", cfg.Name); mayReview {
 			reverts, revertErr = r.gate.boundedOf(ctx, r.planner.ComputeRevertLive, cfg)
 			if revertErr == nil && reverts.Status.PlanHash == hash {
 				return true, reverts, r.admission.revertable(cfg, user)

@@ -20,6 +20,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/validation"
+	"github.com/kubevirt/virt-advisor/pkg/registry/permission"
 )
 
 // Storage holds the REST storage of the resource and its subresources.
@@ -87,9 +88,9 @@ func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObje
 // action Apply is a standing approval (docs/design.md, "action: Apply is
 // a standing approval"), so it takes the permission an approval takes.
 func (r *REST) requireApprover(ctx context.Context, name string) error {
-	return requirePermission(ctx, r.authz, name, approvePermission,
-		"spec.action Apply approves every plan of this config as it is drafted",
-		"set spec.action to DryRun and have an approver approve the plan you reviewed (POST .../virtplatformconfigs/"+name+"/approve), or ask for the virt-advisor-approver role")
+	return permission.Require(ctx, r.authz, approvePermission, "", name,
+		"spec.action Apply approves every plan of this config as it is drafted; "+
+			"set spec.action to DryRun and have an approver approve the plan you reviewed (POST .../virtplatformconfigs/"+name+"/approve), or ask for the virt-advisor-approver role")
 }
 
 func (r *REST) admitApplyOnCreate(next rest.ValidateObjectFunc) rest.ValidateObjectFunc {
