@@ -256,12 +256,15 @@ func (h *held) Stop() {
 
 // CachedVMI is a VirtualMachineInstance as the cache keeps it: what a
 // drain depends on (kubevirt.VMI, whose namespace and name are the
-// object's) and its resourceVersion, about 150 bytes where a whole
-// ObjectMeta alone takes 250. The strings many VMIs share (node, phase,
-// strategy, reason) are interned (see intern for how far that goes).
+// object's) and its resourceVersion, 176 bytes with the bytes of its
+// name and resourceVersion, where a whole ObjectMeta alone takes 250. The
+// strings many VMIs share (namespace, node, phase, strategy, reason) are
+// interned (see intern for how far that goes).
 type CachedVMI struct {
 	ResourceVersion string
 	VMI             kubevirt.VMI
+	// own holds the bytes of ResourceVersion and VMI.Name (slimVMI).
+	own [inlineBytes]byte
 }
 
 // GetObjectMeta is what the informer keys the VMI by.
@@ -272,30 +275,11 @@ func (v *CachedVMI) GetObjectMeta() metav1.Object {
 // GetObjectKind: the cache holds one kind.
 func (v *CachedVMI) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
-// DeepCopyObject copies the VMI (all its fields are values).
+// DeepCopyObject copies the VMI (all its fields are values; the copy's
+// strings share the bytes of the original's, which are never written).
 func (v *CachedVMI) DeepCopyObject() runtime.Object {
 	out := *v
 	return &out
-}
-
-// slimVMI keeps of a VMI its resourceVersion and kubevirt.VMI (namespace,
-// name, node, phase, eviction strategy, LiveMigratable).
-func slimVMI(obj interface{}) (interface{}, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil // already cut down, or a tombstone
-	}
-	v := kubevirt.ReadVMI(u)
-	// The name too: VMIs and launcher pods cut down between the same two
-	// collections share the bytes of their names. Only between them:
-	// nothing keeps a handle, so unique forgets a value at a collection
-	// and the next Make copies it again; pairing a VM with its launcher
-	// compares bytes when the two were cut down further apart. (Keeping
-	// a handle per cached VMI and launcher made the names one copy for
-	// good but cost more heap than the pairing saved.)
-	v.Namespace, v.Name, v.Node, v.Phase = intern(v.Namespace), intern(v.Name), intern(v.Node), intern(v.Phase)
-	v.Strategy, v.Reason = intern(v.Strategy), intern(v.Reason)
-	return &CachedVMI{ResourceVersion: u.GetResourceVersion(), VMI: v}, nil
 }
 
 // intern is the copy of s that everything interned since the last

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,7 +60,8 @@ func TestSlimObjects(t *testing.T) {
 		{"a VMI: identity and what a drain depends on", slimVMI, &vmi, &CachedVMI{
 			ResourceVersion: "9",
 			VMI: kubevirt.VMI{Namespace: "default", Name: "vm-0", Node: "worker-0", Phase: "Running", Strategy: "LiveMigrate",
-				Condition: true, Reason: "DisksNotLiveMigratable"}}},
+				Condition: true, Reason: "DisksNotLiveMigratable"},
+			own: [inlineBytes]byte{'v', 'm', '-', '0', '9'}}}, // the bytes of the name and resourceVersion
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := tt.transform(tt.in)
@@ -180,5 +182,28 @@ func TestSlimNodeKeepsWhatTheGatesRead(t *testing.T) {
 	want := []interface{}{map[string]interface{}{"type": "Ready", "status": "False", "lastTransitionTime": "2026-12-01T00:00:00Z"}}
 	if !reflect.DeepEqual(conditions, want) {
 		t.Errorf("conditions %v, want %v", conditions, want)
+	}
+}
+
+// TestSlimVMIKeepsItsOwnStrings: the name and resourceVersion live in the
+// CachedVMI when they fit, in allocations of their own when not, and a
+// copy reads the same.
+func TestSlimVMIKeepsItsOwnStrings(t *testing.T) {
+	for _, name := range []string{"vm-0", strings.Repeat("n", inlineBytes-3), strings.Repeat("long", 20)} {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": map[string]interface{}{
+			"namespace": "default", "name": name, "resourceVersion": "12345"}}}
+		got, err := slimVMI(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := got.(*CachedVMI)
+		u.SetName("changed") // what the cache keeps does not share the decoded object's bytes
+		u.SetResourceVersion("0")
+		copied := c.DeepCopyObject().(*CachedVMI)
+		for _, v := range []*CachedVMI{c, copied} {
+			if v.VMI.Name != name || v.ResourceVersion != "12345" {
+				t.Errorf("name %q resourceVersion %q, want %q and 12345", v.VMI.Name, v.ResourceVersion, name)
+			}
+		}
 	}
 }

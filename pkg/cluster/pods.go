@@ -204,8 +204,7 @@ func slimPod(logger klog.Logger, obj interface{}) (interface{}, error) {
 		}
 		slim = launcherPlacements.intern(slim)
 		out.requests = slim.Spec.Containers[0].Resources.Requests
-		// Interned as the VMI cache's names are (see slimVMI for how far
-		// that goes).
+		// Interned (see intern for how far that goes).
 		l := NewLauncher(intern(u.GetNamespace()), intern(labels[LauncherVMILabel]), intern(out.node), slim)
 		out.launcher = &l
 	}
