@@ -394,15 +394,25 @@ func (o *OCM) startAgent(ctx context.Context, name string) error {
 }
 
 // AcceptCluster accepts spoke name on the hub as its administrator would
-// (`clusteradm accept`): approves the agent's certificate request (which
-// kube-controller-manager then signs) and sets the ManagedCluster's
-// spec.hubAcceptsClient.
+// (`clusteradm accept`): once the agent created its ManagedCluster,
+// approves the agent's certificate request (which kube-controller-manager
+// then signs) and sets the ManagedCluster's spec.hubAcceptsClient. (An
+// approval before the ManagedCluster exists lets the agent leave its
+// bootstrap while it still creates it: the creation is cancelled, and
+// the agent, now without the bootstrap's permissions, never retries.)
 func (o *OCM) AcceptCluster(ctx context.Context, name string) error {
 	c, err := kubernetes.NewForConfig(o.Hub.AdminConfig)
 	if err != nil {
 		return err
 	}
 	agent := o.agents[name]
+	err = poll(ctx, "ManagedCluster "+name+" created by its agent", 200*time.Millisecond, ocmJoinTimeout, agent, func(ctx context.Context) (bool, error) {
+		_, err := o.Hub.applier.dyn.Resource(managedClusterGVR).Get(ctx, name, metav1.GetOptions{})
+		return err == nil, err
+	})
+	if err != nil {
+		return err
+	}
 	err = poll(ctx, "the certificate request of "+name, 200*time.Millisecond, ocmJoinTimeout, agent, func(ctx context.Context) (bool, error) {
 		csrs, err := c.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
 			LabelSelector: "open-cluster-management.io/cluster-name=" + name})
