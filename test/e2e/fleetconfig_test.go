@@ -181,6 +181,12 @@ func fleetConfigSpecs(fleetOCM func() *env.OCM) {
 			}
 			Eventually(func() v1alpha1.FleetPhase { return fleetStatus(ctx).Phase }).WithContext(ctx).WithTimeout(30 * time.Second).
 				Should(Equal(v1alpha1.FleetPhaseCompleted))
+
+			By("kubectl get fleetconfigs says it in a line")
+			out, err := kubectl("get", "fleetconfigs", "-n", fleetNS, "-o", "wide")
+			Expect(err).NotTo(HaveOccurred(), out)
+			Expect(strings.Fields(strings.Split(out, "\n")[0])).To(Equal([]string{"NAME", "PROFILE", "PLACEMENT", "STRATEGY", "PHASE", "COMPLETED", "AGE", "APPROVED-BY", "MESSAGE"}))
+			Expect(out).To(MatchRegexp(fleetName + `\s+` + fleetPSI + `\s+virt-clusters\s+ProgressivePerGroup\s+Completed\s+2/2\s+\S+\s+fleet-approver\s+Fleet plan`))
 		})
 
 		It("shows the fleets, and a fleet by wave, in the dashboard", func(ctx SpecContext) {

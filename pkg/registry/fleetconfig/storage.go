@@ -63,7 +63,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, o 
 		DeleteStrategy:      s,
 		ResetFieldsStrategy: s,
 
-		TableConvertor: rest.NewDefaultTableConvertor(resource),
+		TableConvertor: fleetTable{},
 	}
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
 		return nil, err
