@@ -21,7 +21,7 @@ var (
 	vmCount          = flag.Int("vms", 10000, "VirtualMachineInstances spread over those nodes for the VM figures; 0 skips them")
 	vmPlanP50Factor  = flag.Float64("vm-plan-p50-factor", 1.2, "target: plan GET p50 with the VMs at most this many times the same plan without them")
 	vmRSSGrowthMiB   = flag.Float64("vm-rss-growth-mib", 24, "target: server RSS growth with the VMs and their nodes, MiB")
-	vmBurstFactor    = flag.Float64("vm-burst-factor", 1.5, "target: p95 of a burst of concurrent plan GETs with the VMs at most this many times the same without them, each per its floor (and no answer 5xx)")
+	vmBurstP95       = flag.Duration("vm-burst-p95", 250*time.Millisecond, "target: p95 of a burst of concurrent plan GETs on the cluster with the VMs (no answer 5xx)")
 	vmHeapProfile    = flag.String("vm-heap-profile", "", "write the server's heap profiles (/debug/pprof/heap) before and after the VM figures to FILE.before and FILE, to compare with go tool pprof -diff_base")
 	vmApprovalFactor = flag.Float64("vm-approval-factor", 1.2, "target: approval to target written p50 with the VMs at most this many times the same without them")
 	vmApprovalRuns   = flag.Int("vm-approval-runs", 40, "approvals measured on each side of the VM approval ratio (with 20, the two sides without VMIs of one run differed by up to 34 %)")
@@ -329,13 +329,21 @@ func (b *bench) vmRatios(profile string, before, with vmSide) error {
 			b.report.add(fmt.Sprintf("%s floor, %s", name, side.name), "ms", side.t.floor)
 		}
 		factor := wf / ((bf + af) / 2)
-		met := b.report.check(fmt.Sprintf("%s / its floor, with %d VMIs / without (mean of before and after)", name, *vmCount), "x", factor, target)
-		b.printf("%-28s without VMIs before %6.1fms (floor %.1fms), with %d VMIs %6.1fms (floor %.1fms), without after %6.1fms (floor %.1fms): ratio per floor %.2f (target <= %.2f: %s), as measured %.2f\n",
-			name, b50, before.floor, *vmCount, w50, with.floor, a50, after.floor, factor, target, verdict(met), w50/((b50+a50)/2))
+		figure, verdictOf := fmt.Sprintf("%s / its floor, with %d VMIs / without (mean of before and after)", name, *vmCount), "reported"
+		if target > 0 {
+			verdictOf = fmt.Sprintf("target <= %.2f: %s", target, verdict(b.report.check(figure, "x", factor, target)))
+		} else {
+			b.report.add(figure, "x", factor)
+		}
+		b.printf("%-28s without VMIs before %6.1fms (floor %.1fms), with %d VMIs %6.1fms (floor %.1fms), without after %6.1fms (floor %.1fms): ratio per floor %.2f (%s), as measured %.2f\n",
+			name, b50, before.floor, *vmCount, w50, with.floor, a50, after.floor, factor, verdictOf, w50/((b50+a50)/2))
 	}
 	ratio("plan GET p50", with.plans, before.plans, after.plans, *vmPlanP50Factor)
 	ratio("approval to target written p50", with.approvals, before.approvals, after.approvals, *vmApprovalFactor)
-	ratio("burst plan GET p95", with.bursts, before.bursts, after.bursts, *vmBurstFactor)
+	// Reported, not held to a target: its floor (a burst of GETs of the
+	// config) proved noisier than the figure itself (2026-12-03: the
+	// floor's p95 44-114 ms on the same cluster, the ratio 0.67-1.83).
+	ratio("burst plan GET p95", with.bursts, before.bursts, after.bursts, 0)
 	return nil
 }
 
@@ -403,8 +411,8 @@ func (b *bench) vmBursts(profile string) (timesAndFloor, error) {
 	return out, nil
 }
 
-// vmBurstAnswers: no plan GET of a burst on the cluster with the VMs is
-// answered 5xx (a 429 is an answer); their p95 is reported as measured.
+// vmBurstAnswers: the p95 of the plan GETs of the bursts on the cluster
+// with the VMs, and none answered 5xx (a 429 is an answer).
 func (b *bench) vmBurstAnswers(with timesAndFloor) error {
 	failed := 0
 	for code, n := range with.codes {
@@ -413,10 +421,10 @@ func (b *bench) vmBurstAnswers(with timesAndFloor) error {
 		}
 	}
 	p95, _ := with.p50()
-	b.report.add(fmt.Sprintf("burst plan GET p95 with %d VMIs", *vmCount), "ms", p95)
-	met := b.report.check(fmt.Sprintf("burst plan GETs answered 5xx with %d VMIs", *vmCount), "requests", float64(failed), 0)
-	b.printf("%d concurrent plan GETs x %d with %d VMIs: answers %v, p95 %6.1fms (floor %.1fms), 5xx %d (target 0: %s)\n",
-		*burstSize, *burstRounds, *vmCount, with.codes, p95, with.floor, failed, verdict(met))
+	met := b.report.check(fmt.Sprintf("burst plan GET p95 with %d VMIs", *vmCount), "ms", p95, ms(*vmBurstP95))
+	met5xx := b.report.check(fmt.Sprintf("burst plan GETs answered 5xx with %d VMIs", *vmCount), "requests", float64(failed), 0)
+	b.printf("%d concurrent plan GETs x %d with %d VMIs: answers %v, p95 %6.1fms (target <= %v: %s; floor %.1fms), 5xx %d (target 0: %s)\n",
+		*burstSize, *burstRounds, *vmCount, with.codes, p95, *vmBurstP95, verdict(met), with.floor, failed, verdict(met5xx))
 	return nil
 }
 
