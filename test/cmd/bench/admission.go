@@ -19,7 +19,7 @@ var (
 	admissionRuns   = flag.Int("admission-runs", 40, "approval cycles whose kube-apiserver CPU is measured")
 	admissionRounds = flag.Int("admission-rounds", 6, "rounds of KubeDescheduler dry-runs per policy measured (each round: a block of dry-runs as the server with the policy as shipped, as an administrator, as the server with the policy unguarded)")
 	admissionBlock  = flag.Int("admission-block", 150, "dry-runs per block")
-	admissionSaving = flag.Duration("admission-saving", time.Millisecond, "target: kube-apiserver CPU the shipped KubeDescheduler policy saves per dry-run of the server against the same policy unguarded")
+	admissionShare  = flag.Float64("admission-plugin-share", 0.5, "target: kube-apiserver's policy plugin time per KubeDescheduler dry-run of the server with the policy as shipped, as a share of the same with the policy unguarded (median of the rounds), at most")
 )
 
 // The policies of the KubeDescheduler and of every other write
@@ -162,10 +162,12 @@ func (b *bench) dryRunCost() error {
 	b.report.add("kube-apiserver CPU per KubeDescheduler dry-run of the server, policy as shipped", "ms", guarded)
 	b.report.add("kube-apiserver's policy plugin per KubeDescheduler dry-run, policy unguarded", "ms", plugin[unguardedBlock])
 	b.report.add("kube-apiserver's policy plugin per KubeDescheduler dry-run, policy as shipped", "ms", plugin[shippedBlock])
-	saving := medianSaving(rounds)
-	met := b.report.atLeast("KubeDescheduler policy: kube-apiserver CPU saved per dry-run", "ms", saving, ms(*admissionSaving))
-	b.printf("per dry-run (mean of %d rounds): administrator %.2fms, server with the policy unguarded %.2fms, as shipped %.2fms; saves %.2fms (median of the rounds; target >= %v: %s)\n",
-		len(rounds), admin, unguarded, guarded, saving, *admissionSaving, verdict(met))
+	saving := median(rounds, dryRunRound.saving)
+	b.report.add("KubeDescheduler policy: kube-apiserver CPU saved per dry-run", "ms", saving)
+	share := median(rounds, dryRunRound.pluginShare)
+	met := b.report.check("KubeDescheduler policy: its plugin time per dry-run as shipped / unguarded", "x", share, *admissionShare)
+	b.printf("per dry-run (mean of %d rounds): administrator %.2fms, server with the policy unguarded %.2fms, as shipped %.2fms; saves %.2fms of kube-apiserver's CPU (median of the rounds); the policy plugin's time as shipped / unguarded %.2f (median of the rounds; target <= %.2f: %s)\n",
+		len(rounds), admin, unguarded, guarded, saving, share, *admissionShare, verdict(met))
 	return nil
 }
 
@@ -185,15 +187,31 @@ type dryRunRound struct {
 }
 
 // saving is what the shipped policy saved against the unguarded one in
-// this round: the two blocks ran seconds apart, on the same machine.
+// this round, in kube-apiserver's CPU per dry-run (ms): the two blocks
+// ran seconds apart, on the same machine, but it is the difference of
+// two totals of the whole process, and moves with them.
 func (r dryRunRound) saving() float64 { return r.cpu[unguardedBlock] - r.cpu[shippedBlock] }
 
-// medianSaving is the median of the rounds' savings: a slow spell of
-// the machine during one block moves one round, not the figure.
-func medianSaving(rounds []dryRunRound) float64 {
+// pluginShare is the shipped policy's time in kube-apiserver's policy
+// plugin per dry-run as a share of the unguarded one's, in this round:
+// the policy's own cost, measured on both sides by kube-apiserver, on
+// the same machine seconds apart. The machine's speed moved more than
+// 2x between runs (an administrator's dry-run cost 2.6 ms of CPU in
+// one, 4.3-8.4 ms in the others), and an absolute saving with it; this
+// share did not.
+func (r dryRunRound) pluginShare() float64 {
+	if r.plugin[unguardedBlock] <= 0 {
+		return 0
+	}
+	return r.plugin[shippedBlock] / r.plugin[unguardedBlock]
+}
+
+// median is the median of f over the rounds: a slow spell of the
+// machine during one block moves one round, not the figure.
+func median(rounds []dryRunRound, f func(dryRunRound) float64) float64 {
 	s := make([]float64, len(rounds))
 	for i, r := range rounds {
-		s[i] = r.saving()
+		s[i] = f(r)
 	}
 	sort.Float64s(s)
 	if len(s) == 0 {
