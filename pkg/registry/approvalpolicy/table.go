@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -14,6 +13,7 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor/v1alpha1"
 	policies "github.com/kubevirt/virt-advisor/pkg/approvalpolicy"
+	"github.com/kubevirt/virt-advisor/pkg/registry/table"
 )
 
 var policyColumns = []metav1.TableColumnDefinition{
@@ -34,42 +34,20 @@ type policyTable struct {
 }
 
 func (t policyTable) ConvertToTable(ctx context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: policyColumns}
-	if m, err := meta.ListAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-		table.Continue = m.GetContinue()
-		table.RemainingItemCount = m.GetRemainingItemCount()
-	} else if m, err := meta.CommonAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-	}
-	var items []advisor.ApprovalPolicy
-	switch o := obj.(type) {
-	case *advisor.ApprovalPolicy:
-		items = []advisor.ApprovalPolicy{*o}
-	case *advisor.ApprovalPolicyList:
-		items = o.Items
-	default:
-		return nil, fmt.Errorf("cannot print %T as a table", obj)
-	}
 	now := time.Now()
 	if t.now != nil {
 		now = t.now()
 	}
-	for i := range items {
-		p := &items[i]
+	return table.Of(obj, policyColumns, func(p *advisor.ApprovalPolicy) []interface{} {
 		covers := strings.Join(p.Status.Configs, ",")
 		if covers == "" {
 			covers = "<none>"
 		}
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Object: runtime.RawExtension{Object: p},
-			Cells: []interface{}{
-				p.Name, configs(&p.Spec.Configs), bounds(&p.Spec.Bounds), windows(p.Spec.Windows), decision(p.Status.LastApproved, now),
-				p.Status.Author, covers, decision(p.Status.LastRefused, now),
-			},
-		})
-	}
-	return table, nil
+		return []interface{}{
+			p.Name, configs(&p.Spec.Configs), bounds(&p.Spec.Bounds), windows(p.Spec.Windows), decision(p.Status.LastApproved, now),
+			p.Status.Author, covers, decision(p.Status.LastRefused, now),
+		}
+	})
 }
 
 func configs(c *advisor.PolicyConfigs) string {

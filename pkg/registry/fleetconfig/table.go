@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/registry/table"
 )
 
 var fleetColumns = []metav1.TableColumnDefinition{
@@ -32,39 +32,17 @@ type fleetTable struct {
 }
 
 func (t fleetTable) ConvertToTable(ctx context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: fleetColumns}
-	if m, err := meta.ListAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-		table.Continue = m.GetContinue()
-		table.RemainingItemCount = m.GetRemainingItemCount()
-	} else if m, err := meta.CommonAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-	}
-	var items []advisor.FleetConfig
-	switch o := obj.(type) {
-	case *advisor.FleetConfig:
-		items = []advisor.FleetConfig{*o}
-	case *advisor.FleetConfigList:
-		items = o.Items
-	default:
-		return nil, fmt.Errorf("cannot print %T as a table", obj)
-	}
 	now := time.Now()
 	if t.now != nil {
 		now = t.now()
 	}
-	for i := range items {
-		fc := &items[i]
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Object: runtime.RawExtension{Object: fc},
-			Cells: []interface{}{
-				fc.Name, fc.Spec.Profile, fc.Spec.PlacementRef.Name, string(fc.Spec.RolloutStrategy.Type), orNone(string(fc.Status.Phase)),
-				completed(fc.Status.Clusters), duration.HumanDuration(now.Sub(fc.CreationTimestamp.Time)),
-				approvedBy(fc.Status.Approval), orNone(fc.Status.Message),
-			},
-		})
-	}
-	return table, nil
+	return table.Of(obj, fleetColumns, func(fc *advisor.FleetConfig) []interface{} {
+		return []interface{}{
+			fc.Name, fc.Spec.Profile, fc.Spec.PlacementRef.Name, string(fc.Spec.RolloutStrategy.Type), orNone(string(fc.Status.Phase)),
+			completed(fc.Status.Clusters), duration.HumanDuration(now.Sub(fc.CreationTimestamp.Time)),
+			approvedBy(fc.Status.Approval), orNone(fc.Status.Message),
+		}
+	})
 }
 
 // completed says how many of the clusters completed the approved plan.

@@ -2,11 +2,9 @@ package maintenancewindow
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
 	"github.com/kubevirt/virt-advisor/pkg/maintenance"
+	"github.com/kubevirt/virt-advisor/pkg/registry/table"
 )
 
 var windowColumns = []metav1.TableColumnDefinition{
@@ -37,26 +36,8 @@ type windowTable struct {
 }
 
 func (t windowTable) ConvertToTable(ctx context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: windowColumns}
-	if m, err := meta.ListAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-		table.Continue = m.GetContinue()
-		table.RemainingItemCount = m.GetRemainingItemCount()
-	} else if m, err := meta.CommonAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-	}
-	var windows []advisor.MaintenanceWindow
-	switch o := obj.(type) {
-	case *advisor.MaintenanceWindow:
-		windows = []advisor.MaintenanceWindow{*o}
-	case *advisor.MaintenanceWindowList:
-		windows = o.Items
-	default:
-		return nil, fmt.Errorf("cannot print %T as a table", obj)
-	}
 	now := t.clock.Now()
-	for i := range windows {
-		w := &windows[i]
+	return table.Of(obj, windowColumns, func(w *advisor.MaintenanceWindow) []interface{} {
 		next, loc := "<none>", time.UTC
 		if parsed, err := parse(w); err == nil {
 			loc = parsed.Location
@@ -64,15 +45,11 @@ func (t windowTable) ConvertToTable(ctx context.Context, obj runtime.Object, tab
 				next = duration.HumanDuration(n.Sub(now))
 			}
 		}
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Object: runtime.RawExtension{Object: w},
-			Cells: []interface{}{
-				w.Name, string(w.Spec.Kind), w.Spec.Schedule, maintenance.FormatDuration(w.Spec.Duration.Duration), w.Spec.TimeZone,
-				pools(&w.Spec), w.Status.Open, next, inZone(w.Status.OpensAt, loc), inZone(w.Status.ClosesAt, loc), w.Spec.Description,
-			},
-		})
-	}
-	return table, nil
+		return []interface{}{
+			w.Name, string(w.Spec.Kind), w.Spec.Schedule, maintenance.FormatDuration(w.Spec.Duration.Duration), w.Spec.TimeZone,
+			pools(&w.Spec), w.Status.Open, next, inZone(w.Status.OpensAt, loc), inZone(w.Status.ClosesAt, loc), w.Spec.Description,
+		}
+	})
 }
 
 // pools says which pools a window selects: its names, then its selector

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/utils/clock"
 
 	"github.com/kubevirt/virt-advisor/pkg/apis/advisor"
+	"github.com/kubevirt/virt-advisor/pkg/registry/table"
 	"github.com/kubevirt/virt-advisor/pkg/status"
 )
 
@@ -31,35 +31,13 @@ type configTable struct {
 }
 
 func (t configTable) ConvertToTable(ctx context.Context, obj runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: configColumns}
-	if m, err := meta.ListAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-		table.Continue = m.GetContinue()
-		table.RemainingItemCount = m.GetRemainingItemCount()
-	} else if m, err := meta.CommonAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-	}
-	var configs []advisor.VirtPlatformConfig
-	switch t := obj.(type) {
-	case *advisor.VirtPlatformConfig:
-		configs = []advisor.VirtPlatformConfig{*t}
-	case *advisor.VirtPlatformConfigList:
-		configs = t.Items
-	default:
-		return nil, fmt.Errorf("cannot print %T as a table", obj)
-	}
 	now := t.clock.Now()
-	for i := range configs {
-		c := &configs[i]
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Object: runtime.RawExtension{Object: c},
-			Cells: []interface{}{
-				c.Name, string(c.Spec.Action), string(c.Status.ImpactSeverity), phase(c),
-				age(c.CreationTimestamp), c.Spec.Profile, phaseMessage(c, now),
-			},
-		})
-	}
-	return table, nil
+	return table.Of(obj, configColumns, func(c *advisor.VirtPlatformConfig) []interface{} {
+		return []interface{}{
+			c.Name, string(c.Spec.Action), string(c.Status.ImpactSeverity), phase(c),
+			age(c.CreationTimestamp), c.Spec.Profile, phaseMessage(c, now),
+		}
+	})
 }
 
 func age(t metav1.Time) string {
