@@ -22,7 +22,7 @@ var (
 	vmCount          = flag.Int("vms", 10000, "VirtualMachineInstances spread over those nodes for the VM figures; 0 skips them")
 	vmPlanP50Factor  = flag.Float64("vm-plan-p50-factor", 1.2, "target: plan GET p50 with the VMs at most this many times the same plan without them")
 	vmRSSGrowthMiB   = flag.Float64("vm-rss-growth-mib", 24, "target: server RSS growth with the VMs and their nodes, MiB")
-	vmBurstP95       = flag.Duration("vm-burst-p95", 250*time.Millisecond, "target: p95 of a burst of concurrent plan GETs on the cluster with the VMs (no answer 5xx)")
+	vmBurstP95       = flag.Duration("vm-burst-p95", 250*time.Millisecond, "target: the median of the rounds' p95s of a burst of concurrent plan GETs on the cluster with the VMs (no answer 5xx)")
 	vmHeapProfile    = flag.String("vm-heap-profile", "", "write the server's heap profiles (/debug/pprof/heap) before and after the VM figures to FILE.before and FILE, to compare with go tool pprof -diff_base")
 	vmApprovalFactor = flag.Float64("vm-approval-factor", 1.2, "target: approval to target written p50 with the VMs at most this many times the same without them")
 	vmApprovalRuns   = flag.Int("vm-approval-runs", 40, "approvals measured on each side of the VM approval ratio (with 20, the two sides without VMIs of one run differed by up to 34 %)")
