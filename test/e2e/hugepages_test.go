@@ -15,6 +15,13 @@ import (
 	"github.com/kubevirt/virt-advisor/pkg/hardware"
 )
 
+// nodeCacheTimeout is how long a plan may take to see Nodes just created:
+// the server reads them from its cache, whose watch may be a reflector
+// backoff behind a kube-apiserver restarted by an earlier spec of the same
+// process (its retries back off to 30 s, jittered up to twice that; CI on
+// b443f4e failed two of these specs at 20 s, started 24 s after one).
+const nodeCacheTimeout = 90 * time.Second
+
 // addNodes creates Nodes of a role with this allocatable memory (and
 // capacity) and, when vendor is set, node-feature-discovery's CPU vendor
 // label; they are deleted after the spec.
@@ -72,7 +79,7 @@ var _ = Describe("hugepages", func() {
 			it = planItem(getPlan(hp), hpItem)
 			g.Expect(it.Error).To(BeEmpty())
 			g.Expect(it.Message).To(ContainSubstring("e2e-hp-1"))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).WithTimeout(nodeCacheTimeout).Should(Succeed())
 		GinkgoWriter.Printf("plan item message: %s\ndiff:\n%s\n", it.Message, it.Diff)
 		Expect(it.TargetRef.Name).To(Equal(mcName))
 		Expect(it.Diff).To(ContainSubstring("+  - default_hugepagesz=1G"))
@@ -130,7 +137,7 @@ var _ = Describe("hugepages", func() {
 		Eventually(func(g Gomega) {
 			it = planItem(getPlan(hp), hpItem)
 			g.Expect(it.Error).To(ContainSubstring("e2e-hp-small"))
-		}).WithTimeout(20 * time.Second).Should(Succeed())
+		}).WithTimeout(nodeCacheTimeout).Should(Succeed())
 		GinkgoWriter.Printf("plan item error: %s\n", it.Error)
 		Expect(it.Error).To(ContainSubstring("90% of node 'e2e-hp-small''s 32.0 GiB is 28 1G pages, leaving 4.0 GiB for ordinary pods and VMs beyond the kubelet's reservations, less than the floor of 8 GiB (options.hugepages.floorGiB): lower options.hugepages.memoryPercent to at most 75"))
 		Expect(listNames(mcGVR)).To(Equal(mcsBefore), "nothing written")
