@@ -230,12 +230,16 @@ func newClients(config *restclient.Config) (*dependencies, error) {
 	if err != nil {
 		return nil, err
 	}
-	mainCluster, err := cluster.NewCluster(dyn, mapper, meta)
+	// The VMIs are listed and watched raw, decoded field by field
+	// (cluster.ListVMIs, the VMI cache).
+	raw, err := cluster.NewRawClient(clientConfig)
 	if err != nil {
 		return nil, err
 	}
-	// The VMI list is read raw and decoded field by field (cluster.ListVMIs).
-	mainCluster.Raw = kube.Discovery().RESTClient()
+	mainCluster, err := cluster.NewCluster(dyn, raw, mapper, meta)
+	if err != nil {
+		return nil, err
+	}
 	return &dependencies{cluster: mainCluster, kube: kube, dynamic: dyn, metadata: meta}, nil
 }
 

@@ -225,11 +225,11 @@ var (
 	crdGVK = crdGVR.GroupVersion().WithKind("CustomResourceDefinition")
 )
 
-// NewCluster returns a Cluster on the main cluster's clients. Nothing runs
-// until Start.
-func NewCluster(dyn dynamic.Interface, mapper meta.ResettableRESTMapper, meta metadata.Interface) (*Cluster, error) {
+// NewCluster returns a Cluster on the main cluster's clients (raw: Raw).
+// Nothing runs until Start.
+func NewCluster(dyn dynamic.Interface, raw rest.Interface, mapper meta.ResettableRESTMapper, meta metadata.Interface) (*Cluster, error) {
 	settling := newSettlingMapper(mapper, time.Now)
-	c := &Cluster{Dynamic: dyn, Mapper: settling, Watches: NewWatches(dyn, settling), NodeVMs: NewNodeVMCache(dyn, settling), Pods: NewPodCache(dyn), Kinds: NewKindChanges(dyn, settling)}
+	c := &Cluster{Dynamic: dyn, Raw: raw, Mapper: settling, Watches: NewWatches(dyn, settling), NodeVMs: NewNodeVMCache(dyn, raw, settling), Pods: NewPodCache(dyn), Kinds: NewKindChanges(dyn, settling)}
 	// The CRD metadata watch forgets the cached discovery whenever a CRD is
 	// created, changed or deleted (and until discovery has settled), so
 	// prerequisites and mappings follow the cluster without a restart, and

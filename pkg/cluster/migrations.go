@@ -72,7 +72,7 @@ func (c *NodeVMCache) Migrations() (migrations []Migration, ok bool) {
 	if s == nil && c.ctx != nil {
 		gvk := VirtualMachineInstanceMigrationGVK
 		if mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			s = c.startLocked(mapping.Resource, slimMigration, false)
+			s = c.startLocked(mapping.Resource.Resource, c.dynamicListWatch(mapping.Resource, false), &unstructured.Unstructured{}, slimMigration)
 			c.migrations = s
 		}
 	}

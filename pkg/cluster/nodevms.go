@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -41,6 +42,8 @@ const VMIWatchFailpoint = "vmi-watch-event"
 type NodeVMCache struct {
 	dynamic dynamic.Interface
 	mapper  meta.RESTMapper
+	// raw, when set, lists and watches the VMIs (vmiListWatch).
+	raw rest.Interface
 
 	mu                      sync.Mutex
 	ctx                     context.Context
@@ -60,9 +63,11 @@ type slimInformer struct {
 }
 
 // NewNodeVMCache returns a cache whose informers start at Start (Nodes)
-// and at the first read of the VMIs once the cluster serves them.
-func NewNodeVMCache(dyn dynamic.Interface, mapper meta.RESTMapper) *NodeVMCache {
-	return &NodeVMCache{dynamic: dyn, mapper: mapper}
+// and at the first read of the VMIs once the cluster serves them. The VMIs
+// are read through raw when it is set, else through the dynamic client
+// (tests).
+func NewNodeVMCache(dyn dynamic.Interface, raw rest.Interface, mapper meta.RESTMapper) *NodeVMCache {
+	return &NodeVMCache{dynamic: dyn, raw: raw, mapper: mapper}
 }
 
 // Start runs the Node informer until ctx ends; the VMI informer starts at
@@ -71,7 +76,8 @@ func (c *NodeVMCache) Start(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ctx = ctx
-	c.nodes = c.startLocked(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, slimNode, false)
+	nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	c.nodes = c.startLocked(nodes.Resource, c.dynamicListWatch(nodes, false), &unstructured.Unstructured{}, slimNode)
 }
 
 // Nodes returns the cached Nodes, sorted by name, shared (callers must not
@@ -107,7 +113,11 @@ func (c *NodeVMCache) VMIs() (vmis []kubevirt.VMI, resourceVersion string, ok bo
 	s := c.vmis
 	if s == nil && c.ctx != nil {
 		if mapping, err := c.mapper.RESTMapping(VirtualMachineInstanceGVK.GroupKind(), VirtualMachineInstanceGVK.Version); err == nil {
-			s = c.startLocked(mapping.Resource, slimVMI, true)
+			if c.raw != nil {
+				s = c.startLocked(mapping.Resource.Resource, &vmiListWatch{raw: c.raw, gvr: mapping.Resource}, &CachedVMI{}, nil)
+			} else {
+				s = c.startLocked(mapping.Resource.Resource, c.dynamicListWatch(mapping.Resource, true), &unstructured.Unstructured{}, slimVMI)
+			}
 			c.vmis = s
 		}
 	}
@@ -139,7 +149,9 @@ func (s *slimInformer) current(build func([]interface{}) any) any {
 	return s.view
 }
 
-func (c *NodeVMCache) startLocked(gvr schema.GroupVersionResource, transform cache.TransformFunc, held bool) *slimInformer {
+// dynamicListWatch lists and watches gvr through the dynamic client;
+// held passes each change through VMIWatchFailpoint (heldWatch).
+func (c *NodeVMCache) dynamicListWatch(gvr schema.GroupVersionResource, held bool) cache.ListerWatcher {
 	ri := c.dynamic.Resource(gvr)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -153,9 +165,17 @@ func (c *NodeVMCache) startLocked(gvr schema.GroupVersionResource, transform cac
 			return heldWatch(ctx, w), nil
 		},
 	}
-	informer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, c.dynamic), &unstructured.Unstructured{}, 0, cache.Indexers{})
-	if err := informer.SetTransform(transform); err != nil {
-		klog.FromContext(c.ctx).Error(err, "Cannot cut down the cached objects", "resource", gvr.Resource)
+	return cache.ToListWatcherWithWatchListSemantics(lw, c.dynamic)
+}
+
+// startLocked runs an informer of objType on lw, its objects cut down by
+// transform (nil: lw decodes them cut down).
+func (c *NodeVMCache) startLocked(resource string, lw cache.ListerWatcher, objType runtime.Object, transform cache.TransformFunc) *slimInformer {
+	informer := cache.NewSharedIndexInformer(lw, objType, 0, cache.Indexers{})
+	if transform != nil {
+		if err := informer.SetTransform(transform); err != nil {
+			klog.FromContext(c.ctx).Error(err, "Cannot cut down the cached objects", "resource", resource)
+		}
 	}
 	s := &slimInformer{informer: informer}
 	bump := func() { s.changes.Add(1) }
@@ -168,7 +188,7 @@ func (c *NodeVMCache) startLocked(gvr schema.GroupVersionResource, transform cac
 		},
 		DeleteFunc: func(interface{}) { bump() },
 	}); err != nil {
-		klog.FromContext(c.ctx).Error(err, "Cannot follow the cache", "resource", gvr.Resource)
+		klog.FromContext(c.ctx).Error(err, "Cannot follow the cache", "resource", resource)
 	}
 	go informer.RunWithContext(c.ctx)
 	return s

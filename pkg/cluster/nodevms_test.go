@@ -96,7 +96,7 @@ func TestNodeVMCacheFollowsTheCluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	c := NewNodeVMCache(dyn, clustertest.ClusterScoped())
+	c := NewNodeVMCache(dyn, nil, clustertest.ClusterScoped())
 	c.Start(ctx)
 	if _, _, ok := c.VMIs(); ok {
 		t.Fatal("VMIs served from a cache while the cluster does not serve the kind")

@@ -14,7 +14,8 @@ const inlineBytes = 48
 
 // slimVMI keeps of a VMI its resourceVersion and kubevirt.VMI (namespace,
 // name, node, phase, eviction strategy, LiveMigratable): the VMI cache's
-// transform. The strings many VMIs share are interned (see intern for how
+// transform when it lists through the dynamic client (vmiListWatch
+// decodes as little in the first place). The strings many VMIs share are interned (see intern for how
 // far that goes); the bytes of the two each VMI has of its own are kept
 // in the CachedVMI itself. Allocated apart, each among the garbage of
 // decoding its VMI, ten thousand such small strings kept in use spans of
@@ -24,14 +25,20 @@ func slimVMI(obj interface{}) (interface{}, error) {
 	if !ok {
 		return obj, nil // already cut down, or a tombstone
 	}
-	v := kubevirt.ReadVMI(u)
+	return newCachedVMI(u.GetResourceVersion(), kubevirt.ReadVMI(u)), nil
+}
+
+// newCachedVMI is v at resourceVersion as the cache keeps it: the strings
+// many VMIs share interned, the bytes of the two each has of its own in
+// the CachedVMI itself.
+func newCachedVMI(resourceVersion string, v kubevirt.VMI) *CachedVMI {
 	v.Namespace, v.Node, v.Phase = intern(v.Namespace), intern(v.Node), intern(v.Phase)
 	v.Strategy, v.Reason = intern(v.Strategy), intern(v.Reason)
 	c := &CachedVMI{VMI: v}
 	rest := c.own[:0]
 	c.VMI.Name, rest = keep(rest, v.Name)
-	c.ResourceVersion, _ = keep(rest, u.GetResourceVersion())
-	return c, nil
+	c.ResourceVersion, _ = keep(rest, resourceVersion)
+	return c
 }
 
 // keep copies s into the room left in buf when it fits, else into an

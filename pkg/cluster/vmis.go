@@ -9,6 +9,8 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubevirt/virt-advisor/pkg/kubevirt"
 )
@@ -19,44 +21,61 @@ import (
 // plan several times its own time, so only these fields are decoded, with
 // a decoder that skips the rest quickly.
 type vmiList struct {
-	Items []struct {
-		Metadata struct {
-			Name      string            `json:"name"`
-			Namespace string            `json:"namespace"`
-			Labels    map[string]string `json:"labels"`
-		} `json:"metadata"`
-		Spec struct {
-			EvictionStrategy string `json:"evictionStrategy"`
-		} `json:"spec"`
-		Status struct {
-			NodeName   string `json:"nodeName"`
-			Phase      string `json:"phase"`
-			Conditions []struct {
-				Type   string `json:"type"`
-				Status string `json:"status"`
-				Reason string `json:"reason"`
-			} `json:"conditions"`
-		} `json:"status"`
-	} `json:"items"`
+	Metadata struct {
+		ResourceVersion string `json:"resourceVersion"`
+		Continue        string `json:"continue"`
+	} `json:"metadata"`
+	Items []vmiItem `json:"items"`
 }
 
-// vmis turns the decoded list into what the assessment reads, as
-// kubevirt.ReadVMI reads a whole object.
+// vmiItem is what is read of one VirtualMachineInstance, in a list or a
+// watch event (vmiListWatch).
+type vmiItem struct {
+	Metadata struct {
+		Name            string `json:"name"`
+		Namespace       string `json:"namespace"`
+		ResourceVersion string `json:"resourceVersion"`
+		Labels          struct {
+			NodeName string `json:"kubevirt.io/nodeName"`
+		} `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		EvictionStrategy string `json:"evictionStrategy"`
+	} `json:"spec"`
+	Status struct {
+		NodeName   string `json:"nodeName"`
+		Phase      string `json:"phase"`
+		Conditions []struct {
+			Type   string `json:"type"`
+			Status string `json:"status"`
+			Reason string `json:"reason"`
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+// vmi is the item as kubevirt.ReadVMI reads a whole object.
+func (it *vmiItem) vmi() kubevirt.VMI {
+	v := kubevirt.VMI{Namespace: it.Metadata.Namespace, Name: it.Metadata.Name, Node: it.Status.NodeName,
+		Phase: it.Status.Phase, Strategy: it.Spec.EvictionStrategy}
+	if v.Node == "" {
+		v.Node = it.Metadata.Labels.NodeName // kubevirt.NodeNameLabel
+	}
+	for _, c := range it.Status.Conditions {
+		switch c.Type {
+		case "Ready":
+			v.Ready = c.Status == "True"
+		case "LiveMigratable":
+			v.Condition, v.Migratable, v.Reason = true, c.Status == "True", c.Reason
+		}
+	}
+	return v
+}
+
+// vmis turns the decoded list into what the assessment reads.
 func (l *vmiList) vmis() []kubevirt.VMI {
 	out := make([]kubevirt.VMI, len(l.Items))
 	for i := range l.Items {
-		it := &l.Items[i]
-		v := kubevirt.VMI{Namespace: it.Metadata.Namespace, Name: it.Metadata.Name, Node: it.Status.NodeName,
-			Phase: it.Status.Phase, Strategy: it.Spec.EvictionStrategy}
-		if v.Node == "" {
-			v.Node = it.Metadata.Labels[kubevirt.NodeNameLabel]
-		}
-		for _, c := range it.Status.Conditions {
-			if c.Type == "LiveMigratable" {
-				v.Condition, v.Migratable, v.Reason = true, c.Status == "True", c.Reason
-			}
-		}
-		out[i] = v
+		out[i] = l.Items[i].vmi()
 	}
 	return out
 }
@@ -102,3 +121,14 @@ func (c *Cluster) ListVMIs(ctx context.Context) ([]kubevirt.VMI, bool, error) {
 
 // VirtualMachineInstanceGVK is KubeVirt's VMI.
 var VirtualMachineInstanceGVK = kubevirt.VirtualMachineInstanceGVK
+
+// NewRawClient is the client Raw reads through: unversioned, JSON, and
+// without a timeout of its own (a watch lasts minutes; the discovery
+// client's, for one, cuts every request at 32 s).
+func NewRawClient(config *rest.Config) (rest.Interface, error) {
+	c := rest.CopyConfig(config)
+	c.APIPath, c.GroupVersion, c.Timeout = "", nil, 0
+	c.AcceptContentTypes, c.ContentType = "application/json", "application/json"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return rest.UnversionedRESTClientFor(c)
+}

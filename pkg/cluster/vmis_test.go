@@ -17,6 +17,7 @@ func TestVMIListReadsAsWholeObjects(t *testing.T) {
 	objs := []unstructured.Unstructured{
 		clustertest.VMI("gpu-0", "worker-2", "LiveMigrate", "False", "HostDeviceNotLiveMigratable"),
 		clustertest.VMI("vm-none", "worker-1", "None", "True", ""),
+		withReady("ready", "worker-1", "True"),
 		{Object: map[string]interface{}{"metadata": map[string]interface{}{"namespace": "a", "name": "labelled",
 			"labels": map[string]interface{}{"kubevirt.io/nodeName": "worker-0"}}, "status": map[string]interface{}{"phase": "Running"}}},
 		{Object: map[string]interface{}{"metadata": map[string]interface{}{"namespace": "a", "name": "pending"}, "spec": map[string]interface{}{}}},
