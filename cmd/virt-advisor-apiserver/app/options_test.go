@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -135,5 +136,20 @@ func TestEmbeddedEtcdOptions(t *testing.T) {
 func TestDefaultRolloutCoalesceWindow(t *testing.T) {
 	if got := NewOptions().RolloutCoalesceWindow; got != 30*time.Second {
 		t.Errorf("default --rollout-coalesce-window %s, want 30s", got)
+	}
+}
+
+// The storage has no watch cache unless --watch-cache asks for one.
+func TestWatchCacheOnlyWhenAsked(t *testing.T) {
+	for args, want := range map[string]bool{"": false, "--watch-cache=true": true, "--watch-cache=false": false} {
+		o := NewOptions()
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(strings.Fields(args)); err != nil {
+			t.Fatal(err)
+		}
+		if got := o.Recommended.Etcd.EnableWatchCache; got != want {
+			t.Errorf("%q: watch cache %v, want %v", args, got, want)
+		}
 	}
 }
