@@ -430,15 +430,17 @@ func (b *bench) serverMetrics() (env.Metrics, error) {
 	return m, nil
 }
 
-// goHeap says what the server's Go heap holds (MiB): in use, and kept
-// from the OS though free, which RSS counts too.
-func (b *bench) goHeap() (inUse, kept float64, err error) {
+// goHeap says what the server's Go heap holds (MiB): in use (the spans
+// that hold at least one object), of that the objects themselves (right
+// after a collection: the live heap; the rest of in use is room between
+// them), and kept from the OS though free, which RSS counts too.
+func (b *bench) goHeap() (inUse, objects, kept float64, err error) {
 	m, err := b.serverMetrics()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	const mib = 1 << 20
-	return m.Sum("go_memstats_heap_inuse_bytes", nil) / mib,
+	return m.Sum("go_memstats_heap_inuse_bytes", nil) / mib, m.Sum("go_memstats_heap_alloc_bytes", nil) / mib,
 		(m.Sum("go_memstats_heap_idle_bytes", nil) - m.Sum("go_memstats_heap_released_bytes", nil)) / mib, nil
 }
 

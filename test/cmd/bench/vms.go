@@ -44,7 +44,7 @@ func (b *bench) vmImpact() error {
 	if err := b.warmUp(profile); err != nil {
 		return err
 	}
-	rssBefore, inUseBefore, keptBefore, err := b.collectedMemory()
+	before, err := b.collectedMemory()
 	if err != nil {
 		return err
 	}
@@ -156,31 +156,35 @@ func (b *bench) vmImpact() error {
 	b.report.add(fmt.Sprintf("approval to target written p50 with %d VMIs", *vmCount), "ms", ms(a1))
 	b.printf("approval -> target written p50 without VMIs %6.1fms, with %d VMIs %6.1fms\n", ms(a0), *vmCount, ms(a1))
 
-	rssAfter, inUseAfter, keptAfter, err := b.collectedMemory()
+	after, err := b.collectedMemory()
 	if err != nil {
 		return err
 	}
-	b.printf("Go heap in use %.1f -> %.1f MiB, free but kept from the OS %.1f -> %.1f MiB\n", inUseBefore, inUseAfter, keptBefore, keptAfter)
+	b.printf("Go heap in use %.1f -> %.1f MiB (its objects %.1f -> %.1f MiB), free but kept from the OS %.1f -> %.1f MiB\n",
+		before.inUse, after.inUse, before.objects, after.objects, before.kept, after.kept)
 	if *vmHeapProfile != "" {
 		if err := b.saveHeapProfile(*vmHeapProfile); err != nil {
 			return err
 		}
 	}
-	growth := float64(rssAfter-rssBefore) / 1024
-	b.report.add("server RSS before the VMs and their nodes", "MiB", float64(rssBefore)/1024)
-	b.report.add(fmt.Sprintf("server RSS with %d VMIs on %d nodes", *vmCount, *vmNodes), "MiB", float64(rssAfter)/1024)
+	growth := float64(after.rssKiB-before.rssKiB) / 1024
+	b.report.add("server RSS before the VMs and their nodes", "MiB", float64(before.rssKiB)/1024)
+	b.report.add(fmt.Sprintf("server RSS with %d VMIs on %d nodes", *vmCount, *vmNodes), "MiB", float64(after.rssKiB)/1024)
 	met := b.report.check(fmt.Sprintf("server RSS growth with %d VMIs on %d nodes", *vmCount, *vmNodes), "MiB", growth, *vmRSSGrowthMiB)
 	b.printf("RSS before %.1f MiB, with %d VMIs on %d nodes %.1f MiB, growth %.1f MiB (target <= %.0f MiB: %s)\n",
-		float64(rssBefore)/1024, *vmCount, *vmNodes, float64(rssAfter)/1024, growth, *vmRSSGrowthMiB, verdict(met))
-	// What the Go runtime says of the growth: the heap in use (the
-	// caches' objects), the heap free but kept from the OS (the
+		float64(before.rssKiB)/1024, *vmCount, *vmNodes, float64(after.rssKiB)/1024, growth, *vmRSSGrowthMiB, verdict(met))
+	// What the Go runtime says of the growth: the heap in use (of which
+	// its objects, the live heap, and the room between them in the
+	// spans they keep), the heap free but kept from the OS (the
 	// collector's headroom), and the rest (stacks, runtime metadata,
 	// pages the OS has not reclaimed).
-	inUse, kept := inUseAfter-inUseBefore, keptAfter-keptBefore
+	inUse, objects, kept := after.inUse-before.inUse, after.objects-before.objects, after.kept-before.kept
 	b.report.add("Go heap in use growth with the VMIs", "MiB", inUse)
+	b.report.add("of which the heap's objects (live)", "MiB", objects)
 	b.report.add("Go heap free but kept growth with the VMIs", "MiB", kept)
 	b.report.add("RSS growth outside those two", "MiB", growth-inUse-kept)
-	b.printf("of the RSS growth: Go heap in use %+.1f MiB, free but kept %+.1f MiB, the rest %+.1f MiB\n", inUse, kept, growth-inUse-kept)
+	b.printf("of the RSS growth: Go heap in use %+.1f MiB (its objects %+.1f MiB, room between them %+.1f MiB), free but kept %+.1f MiB, the rest %+.1f MiB\n",
+		inUse, objects, inUse-objects, kept, growth-inUse-kept)
 	if err := b.capacityCheck(profile, nodes); err != nil {
 		return err
 	}
@@ -497,25 +501,32 @@ func benchVMName(i int) string { return fmt.Sprintf("bench-vm-%04d", i) }
 // benchVMMigrates is true for the VMIs of createVMIs that live-migrate.
 func benchVMMigrates(i int) bool { return i%50 != 0 && i%100 != 1 }
 
-// collectedMemory is the server's RSS (KiB) and its Go heap in use and
-// free but kept (MiB) right after a forced collection (/debug/pprof/heap
+// collectedMemory is the server's RSS and what its Go heap holds right
+// after a forced collection (/debug/pprof/heap
 // with gc=1) and a pause for the scavenger: both sides of the memory
 // figure are read at the same point of the collector's cycle, so that the
 // garbage of the last requests (tens of MiB with 10 000 VMs, as much as
 // the VMs themselves) is not counted on one side only.
-func (b *bench) collectedMemory() (rssKiB int64, inUse, kept float64, err error) {
+func (b *bench) collectedMemory() (m serverMemory, err error) {
 	time.Sleep(5 * time.Second)
 	for i := 0; i < 2; i++ { // the second collects what the first left for finalizers
 		if _, err := b.serverDebug().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(b.ctx); err != nil {
-			return 0, 0, 0, fmt.Errorf("collecting the server's garbage: %w", err)
+			return m, fmt.Errorf("collecting the server's garbage: %w", err)
 		}
 	}
 	time.Sleep(2 * time.Second)
-	if rssKiB, err = rss(b.e.Advisor().Pid()); err != nil {
-		return 0, 0, 0, err
+	if m.rssKiB, err = rss(b.e.Advisor().Pid()); err != nil {
+		return m, err
 	}
-	inUse, kept, err = b.goHeap()
-	return rssKiB, inUse, kept, err
+	m.inUse, m.objects, m.kept, err = b.goHeap()
+	return m, err
+}
+
+// serverMemory is the server's RSS (KiB) and what its Go heap holds (MiB,
+// goHeap).
+type serverMemory struct {
+	rssKiB               int64
+	inUse, objects, kept float64
 }
 
 // profilePlans writes the server's CPU profile over 10 s of plan GETs of
