@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -167,18 +168,37 @@ func load(tab context.Context, actions ...chromedp.Action[chromedp.Void]) *netwo
 
 // clickTo clicks an element with the mouse and returns the page it
 // navigates to. A live region of the page may replace the element between
-// finding it and clicking it ("Could not find node with given id"): nothing
-// was clicked then, so it finds it again.
+// finding it and clicking it: then either the node is gone ("Could not
+// find node with given id") or the click lands on the detached node and
+// nothing navigates (a slow browser widens that window; the configs
+// table is replaced whenever an age in it changes). Nothing was clicked
+// either way, so it finds the element again and clicks again, as a
+// person would.
 func clickTo(tab context.Context, css string) *network.Response {
 	GinkgoHelper()
+	before := locationOf(tab)
 	for attempt := 1; ; attempt++ {
-		resp, err := chromedp.RunResponse(within(tab, 30*time.Second), chromedp.Click(chromedp.CSS(css)))
-		if err != nil && attempt < 5 && strings.Contains(err.Error(), "Could not find node with given id") {
+		resp, err := chromedp.RunResponse(within(tab, 20*time.Second), chromedp.Click(chromedp.CSS(css)))
+		if err != nil && attempt < 5 && clickMissed(tab, err, before) {
 			continue
 		}
 		Expect(err).NotTo(HaveOccurred(), "clicking "+css)
 		return resp
 	}
+}
+
+// clickMissed is true when a click failed without navigating away from
+// before.
+func clickMissed(tab context.Context, err error, before string) bool {
+	if strings.Contains(err.Error(), "Could not find node with given id") {
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) && locationOf(tab) == before
+}
+
+func locationOf(tab context.Context) string {
+	href, _ := chromedp.Run(within(tab, 5*time.Second), chromedp.Evaluate[string](`location.href`))
+	return href
 }
 
 // pageText is what the page shows, for failure messages.
