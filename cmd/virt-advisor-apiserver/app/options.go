@@ -118,8 +118,7 @@ func NewOptions() *Options {
 	// process) and holds a few dozen objects, read by a few watchers;
 	// in the bench's run of approvals and plans on a cluster of 10 000
 	// VMs, the cache's copies of recent events were 3 MiB of the server's
-	// growth, and the part that varied most from run to run.
-	// --watch-cache turns it back on.
+	// growth. --watch-cache turns it back on.
 	o.Recommended.Etcd.EnableWatchCache = false
 	return o
 }
